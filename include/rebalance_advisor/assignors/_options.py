@@ -1,0 +1,54 @@
+"""Option parsers shared by the strategies: accept a typed value or the CLI's ``key=value`` string."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rebalance_advisor.errors import AdvisorError
+
+_UNLIMITED = {"", "none", "null", "unlimited", "inf"}
+
+
+def choice(name: str, allowed: tuple[str, ...]):
+    def parse(value: Any) -> str:
+        if value not in allowed:
+            raise AdvisorError(f"option {name}={value!r}: must be one of {', '.join(allowed)}")
+        return value
+
+    return parse
+
+
+def optional_count(name: str):
+    """A non-negative integer, or None (unlimited) from None / 'unlimited'."""
+
+    def parse(value: Any) -> int | None:
+        if value is None or (isinstance(value, str) and value.strip().lower() in _UNLIMITED):
+            return None
+        try:
+            number = int(value) if not isinstance(value, bool) else -1
+        except (TypeError, ValueError):
+            raise AdvisorError(
+                f"option {name}={value!r}: must be a whole number >= 0 or 'unlimited'"
+            ) from None
+        if number < 0 or (isinstance(value, float) and value != number):
+            raise AdvisorError(f"option {name}={value!r}: must be a whole number >= 0 or 'unlimited'")
+        return number
+
+    return parse
+
+
+def optional_amount(name: str):
+    """A non-negative number, or None (the strategy's default) from None / 'auto'."""
+
+    def parse(value: Any) -> float | None:
+        if value is None or (isinstance(value, str) and value.strip().lower() in {"auto", "default"}):
+            return None
+        try:
+            number = float(value) if not isinstance(value, bool) else -1.0
+        except (TypeError, ValueError):
+            raise AdvisorError(f"option {name}={value!r}: must be a number >= 0 or 'auto'") from None
+        if not number >= 0 or number == float("inf"):
+            raise AdvisorError(f"option {name}={value!r}: must be a number >= 0 or 'auto'")
+        return number
+
+    return parse

@@ -1,0 +1,191 @@
+"""``lag_aware_sticky`` (ours): sticky's balanced, mostly-kept assignment, then a few lag-aware moves.
+
+Start from ``sticky``. Then repeatedly take the most loaded member A and look at the least-loaded
+members B (a few candidates): move one partition A -> B (only while A holds more partitions than
+B, so the partition-count spread never grows) or swap one of A's partitions with a smaller one of
+B's (counts unchanged). Pick the step that lowers max(load A, load B) most — it targets a transfer
+of half the A/B difference by binary search over A's partitions sorted by lag. Stop when the best
+step for A gains less than ``min_gain`` (default: 0.1% of the mean member lag, at least 1), or
+would take the moves versus the owned partitions over ``move_budget``.
+
+Guarantees: every accepted step lowers A's load below its old value without raising B above it,
+so the maximum member lag never rises above sticky's; moves versus owned partitions (as
+``metrics.moves`` counts them) never exceed max(move_budget, sticky's own moves) — balance-forced
+moves that sticky makes are taken even when they alone exceed the budget. With differing
+subscriptions a partition only goes to a member subscribed to its topic.
+"""
+
+from __future__ import annotations
+
+import heapq
+from bisect import bisect_left, insort
+
+import numpy as np
+
+from rebalance_advisor.assignors import sticky
+from rebalance_advisor.assignors._common import member_sums
+from rebalance_advisor.assignors._options import optional_amount, optional_count
+from rebalance_advisor.spec import GroupSpec
+
+NAME = "lag_aware_sticky"
+OPTIONS = {"move_budget": optional_count("move_budget"), "min_gain": optional_amount("min_gain")}
+
+PARTNERS = 16  # least-loaded members considered per step
+SWAP_PROBES = 64  # partitions of B tried per swap search (evenly spread over B's lags)
+
+
+def owners(spec: GroupSpec, move_budget: int | None = None, min_gain: float | None = None) -> np.ndarray:
+    out = sticky.owners(spec).copy()
+    if spec.num_members < 2 or spec.num_partitions == 0:
+        return out
+    return _Search(spec, out, move_budget, min_gain).run()
+
+
+class _Search:
+    """Mutable state of the greedy search; lives only inside one ``owners`` call."""
+
+    def __init__(self, spec: GroupSpec, out: np.ndarray, move_budget: int | None, min_gain: float | None):
+        self.spec = spec
+        self.out = out
+        self.lag = spec.lag
+        self.original = spec.owner
+        self.num_members = spec.num_members
+        self.load = member_sums(out, spec.lag, spec.num_members).tolist()
+        self.count = np.bincount(out[out >= 0], minlength=spec.num_members).tolist()
+        held = self.original >= 0
+        self.moves = int(np.count_nonzero(out[held] != self.original[held]))
+        self.allowed = float("inf") if move_budget is None else max(move_budget, self.moves)
+        mean = sum(self.load) / self.num_members
+        self.min_gain = max(1.0, 0.001 * mean) if min_gain is None else max(min_gain, 1.0)
+        self.identical = spec.identical_subscriptions
+        order = np.argsort(out, kind="stable")
+        self._order = order
+        self._ptr = np.searchsorted(out[order], np.arange(self.num_members + 1))
+        self.parts: dict[int, list[tuple[int, int]]] = {}  # member -> sorted [(lag, partition index)]
+
+    # ---- state helpers ------------------------------------------------------------------
+
+    def held(self, member: int) -> list[tuple[int, int]]:
+        """The member's partitions sorted by lag, built on first use (untouched members never change)."""
+        lst = self.parts.get(member)
+        if lst is None:
+            ks = self._order[self._ptr[member] : self._ptr[member + 1]]
+            lst = sorted(zip(self.lag[ks].tolist(), ks.tolist(), strict=True))
+            self.parts[member] = lst
+        return lst
+
+    def eligible(self, member: int, k: int) -> bool:
+        return self.identical or self.spec.subscribes(member, int(self.spec.topic_index[k]))
+
+    def move_cost(self, k: int, src: int, dst: int) -> int:
+        owner = int(self.original[k])
+        if owner < 0:
+            return 0
+        return int(owner != dst) - int(owner != src)
+
+    def transfer(self, k: int, lag: int, src: int, dst: int) -> None:
+        self.held(src).remove((lag, k))
+        insort(self.held(dst), (lag, k))
+        self.moves += self.move_cost(k, src, dst)
+        self.out[k] = dst
+        self.load[src] -= lag
+        self.load[dst] += lag
+        self.count[src] -= 1
+        self.count[dst] += 1
+
+    # ---- search -------------------------------------------------------------------------
+
+    def run(self) -> np.ndarray:
+        high = [(-v, m) for m, v in enumerate(self.load)]
+        low = [(v, m) for m, v in enumerate(self.load)]
+        heapq.heapify(high)
+        heapq.heapify(low)
+        for _ in range(2 * self.spec.num_partitions + self.num_members):
+            while -high[0][0] != self.load[high[0][1]]:
+                heapq.heapreplace(high, (-self.load[high[0][1]], high[0][1]))
+            top = high[0][1]
+            partners = self._partners(low, top)
+            best = self._best_step(top, partners)
+            if best is None:
+                break
+            _, _, kind, b, k_a, lag_a, k_b, lag_b = best
+            self.transfer(k_a, lag_a, top, b)
+            if kind == 1:
+                self.transfer(k_b, lag_b, b, top)
+            for m in (top, b):
+                heapq.heappush(high, (-self.load[m], m))
+                heapq.heappush(low, (self.load[m], m))
+        return self.out
+
+    def _partners(self, low: list[tuple[int, int]], top: int) -> list[int]:
+        """Up to PARTNERS least-loaded members other than ``top`` (lazy heap, entries restored)."""
+        taken: list[tuple[int, int]] = []
+        found: list[int] = []
+        seen: set[int] = set()
+        while low and len(found) < PARTNERS:
+            load, m = heapq.heappop(low)
+            if load != self.load[m] or m in seen:
+                continue  # stale entry: a fresh one was pushed when the load changed
+            seen.add(m)
+            taken.append((load, m))
+            if m != top:
+                found.append(m)
+        for entry in taken:
+            heapq.heappush(low, entry)
+        return found
+
+    def _best_step(self, top: int, partners: list[int]):
+        load_a = self.load[top]
+        mine = self.held(top)
+        if not mine:
+            return None
+        best = None
+        for b in partners:
+            diff = load_a - self.load[b]
+            if diff < 2 * self.min_gain:
+                continue  # a step gains at most half the difference
+            half = diff / 2
+            if self.count[top] > self.count[b]:
+                for lag_a, k_a in self._near(mine, half, b):
+                    gain = min(lag_a, diff - lag_a)
+                    best = self._better(best, gain, 0, b, k_a, lag_a, -1, 0, top)
+            theirs = self.held(b)
+            step = max(1, len(theirs) // SWAP_PROBES)
+            for lag_b, k_b in theirs[::step]:
+                if not self.eligible(top, k_b):
+                    continue
+                for lag_a, k_a in self._near(mine, lag_b + half, b):
+                    delta = lag_a - lag_b
+                    gain = min(delta, diff - delta)
+                    best = self._better(best, gain, 1, b, k_a, lag_a, k_b, lag_b, top)
+        if best is None or best[0] < self.min_gain:
+            return None
+        return best
+
+    def _near(self, mine: list[tuple[int, int]], value: float, dst: int):
+        """A's partitions whose lag is just below and just above ``value`` that ``dst`` may take."""
+        i = bisect_left(mine, (value, -1))
+        found = []
+        j = i - 1
+        while j >= 0 and len(found) < 1 and i - j <= 8:
+            if self.eligible(dst, mine[j][1]):
+                found.append(mine[j])
+            j -= 1
+        j = i
+        while j < len(mine) and len(found) < 2 and j - i <= 8:
+            if self.eligible(dst, mine[j][1]):
+                found.append(mine[j])
+            j += 1
+        return found
+
+    def _better(self, best, gain, kind, b, k_a, lag_a, k_b, lag_b, top):
+        """Keep the candidate with the larger gain; then fewer moves, a move before a swap, member order."""
+        if gain <= 0:
+            return best
+        cost = self.move_cost(k_a, top, b) + (self.move_cost(k_b, b, top) if kind else 0)
+        if self.moves + cost > self.allowed:
+            return best
+        candidate = (gain, -cost, kind, b, k_a, lag_a, k_b, lag_b)
+        if best is None or (gain, -cost, -kind, -b, -k_a) > (best[0], best[1], -best[2], -best[3], -best[4]):
+            return candidate
+        return best
