@@ -1,0 +1,54 @@
+"""``rebalance-advisor``: one CLI over the library.
+
+Each subcommand lives in its own module under ``rebalance_advisor.cli`` and exposes
+``register(subparsers)``; it sets ``func`` on its parser, which returns the exit code.
+Heavy imports happen inside the command functions so ``--help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from rebalance_advisor import __version__
+from rebalance_advisor.errors import AdvisorError
+
+#: Subcommand modules, in the order ``--help`` lists them.
+COMMAND_MODULES = [
+    "rebalance_advisor.cli.dev",
+    "rebalance_advisor.cli.demo",
+    "rebalance_advisor.cli.plan",
+]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="rebalance-advisor",
+        description="Snapshot Kafka consumer groups, plan lag-aware assignments, publish them.",
+    )
+    parser.add_argument("--version", action="version", version=f"rebalance-advisor {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for module_name in COMMAND_MODULES:
+        importlib.import_module(module_name).register(subparsers)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except AdvisorError as error:
+        print(f"rebalance-advisor: error: {error}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("rebalance-advisor: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,144 @@
+"""``rebalance-advisor plan``: one group in (JSON), one plan out (JSON or a table).
+
+Input, from a file or stdin (``group_instance_id``, ``owned`` and ``generation`` are optional)::
+
+    {"group_id": "g",
+     "members": [{"member_id": "C0", "group_instance_id": null, "topics": ["t0"],
+                  "owned": [["t0", 0]], "generation": 1}],
+     "partitions": [{"topic": "t0", "partition": 0, "lag": 100000}]}
+
+Output::
+
+    {"group_id": "g", "strategy": "lag_aware",
+     "assignment": {"C0": [["t0", 0]]},
+     "metrics": {"member_lag": {"C0": 100000}, "max_member_lag": 100000, "imbalance": 1.0,
+                 "lag_cv": 0.0, "partition_count_spread": 0, "moves": 0,
+                 "lower_bound_max_lag": 100000, "gap": 0.0,
+                 "member_partitions": {"C0": 1}, "max_topic_partition_count_spread": 0}}
+
+Every member appears in ``assignment`` (an empty list when it gets nothing), members in Kafka's
+order, each list sorted by (topic, partition). This is the stable exchange format for bringing a
+group from elsewhere; new keys may be added, existing ones keep their meaning.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from rebalance_advisor.errors import AdvisorError
+
+STRATEGY_HELP = "range, roundrobin, sticky, lag_aware, lag_aware_sticky"
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "plan",
+        help="plan an assignment for one group given as JSON",
+        description="Plan an assignment for one consumer group described as JSON (see the module docs).",
+    )
+    parser.add_argument("--input", required=True, metavar="FILE", help="group JSON file, or - for stdin")
+    parser.add_argument("--strategy", required=True, metavar="NAME", help=f"one of: {STRATEGY_HELP}")
+    parser.add_argument(
+        "--option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="strategy option, repeatable: lag_scope=group|topic (lag_aware); "
+        "move_budget=N|unlimited, min_gain=X|auto (lag_aware_sticky)",
+    )
+    parser.add_argument("--format", choices=("json", "table"), default="json", help="output format")
+    parser.set_defaults(func=run)
+
+
+def _read_input(source: str) -> Any:
+    try:
+        if source == "-":
+            text = sys.stdin.read()
+        else:
+            with open(source, encoding="utf-8") as handle:
+                text = handle.read()
+    except OSError as error:
+        raise AdvisorError(f"cannot read {source}: {error.strerror or error}") from None
+    except UnicodeDecodeError:
+        raise AdvisorError(f"{source} is not UTF-8 text") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        raise AdvisorError(
+            f"{source} is not valid JSON: {error.msg} at line {error.lineno} column {error.colno}"
+        ) from None
+
+
+def _parse_options(pairs: list[str]) -> dict[str, str]:
+    options: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise AdvisorError(f"--option {pair!r}: expected key=value")
+        if key.strip() in options:
+            raise AdvisorError(f"--option {key.strip()!r} given twice")
+        options[key.strip()] = value.strip()
+    return options
+
+
+def build_plan(data: Any, strategy: str, options: dict[str, Any]) -> dict[str, Any]:
+    """The plan JSON document for one group: pure, so tests and other callers can use it directly."""
+    from rebalance_advisor.assignors import get_assignor
+    from rebalance_advisor.metrics import compute_metrics
+    from rebalance_advisor.spec import parse_group_spec
+
+    assignor = get_assignor(strategy)
+    spec = parse_group_spec(data)
+    owners = assignor.owners(spec, **options)
+    assignment = spec.to_assignment(owners)
+    metrics = compute_metrics(spec, owners).to_dict()
+    for key in ("imbalance", "lag_cv", "gap"):
+        metrics[key] = round(metrics[key], 6)
+    return {
+        "group_id": spec.group_id,
+        "strategy": assignor.name,
+        "assignment": {member: [[t, p] for t, p in parts] for member, parts in assignment.items()},
+        "metrics": metrics,
+    }
+
+
+def format_table(plan: dict[str, Any]) -> str:
+    """The plan for a person: one row per member, then the metrics."""
+    metrics = plan["metrics"]
+    rows = [("member", "partitions", "lag", "assigned")]
+    for member, parts in plan["assignment"].items():
+        listed = ", ".join(f"{t}-{p}" for t, p in parts) or "-"
+        rows.append((member, str(len(parts)), str(metrics["member_lag"][member]), listed))
+    widths = [max(len(r[i]) for r in rows) for i in range(3)]
+    lines = [f"group {plan['group_id']}  strategy {plan['strategy']}", ""]
+    for i, row in enumerate(rows):
+        lines.append(
+            f"{row[0]:<{widths[0]}}  {row[1]:>{widths[1]}}  {row[2]:>{widths[2]}}  {row[3]}".rstrip()
+        )
+        if i == 0:
+            lines.append("-" * (sum(widths) + 4 + 2 + len("assigned")))
+    lines.append("")
+    for key in (
+        "max_member_lag",
+        "lower_bound_max_lag",
+        "gap",
+        "imbalance",
+        "lag_cv",
+        "partition_count_spread",
+        "max_topic_partition_count_spread",
+        "moves",
+    ):
+        lines.append(f"{key:<34} {metrics[key]}")
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    plan = build_plan(_read_input(args.input), args.strategy, _parse_options(args.option))
+    if args.format == "table":
+        print(format_table(plan))
+    else:
+        print(json.dumps(plan))
+    return 0
