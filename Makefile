@@ -1,0 +1,47 @@
+# Two commands for a fresh machine: `make demo` and `make test`. Everything they need is set up here.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+export PATH := $(abspath $(BIN)):$(PATH)
+export PYSPARK_PYTHON := $(abspath $(BIN))/python
+export PYSPARK_DRIVER_PYTHON := $(abspath $(BIN))/python
+
+.PHONY: setup demo test lint format kafka-jars system-deps bench clean
+
+setup: $(STAMP) kafka-jars
+
+$(STAMP): requirements.txt constraints.txt pyproject.toml
+	@bash scripts/system-deps.sh
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -r requirements.txt -c constraints.txt
+	$(BIN)/pip install -q --no-deps -e .
+	touch $(STAMP)
+
+kafka-jars: $(STAMP)
+	$(BIN)/rebalance-advisor dev kafka fetch >/dev/null
+
+system-deps:
+	@bash scripts/system-deps.sh
+
+demo: setup
+	$(BIN)/rebalance-advisor demo
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+format: $(STAMP)
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+test: setup lint
+	$(BIN)/pytest $(PYTEST_ARGS)
+
+bench: setup
+	$(BIN)/python bench/assignors.py --quick
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis

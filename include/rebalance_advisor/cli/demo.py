@@ -1,0 +1,97 @@
+"""``rebalance-advisor demo-load`` and ``rebalance-advisor demo`` (what ``make demo`` runs)."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import tempfile
+import time
+from pathlib import Path
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    load = subparsers.add_parser(
+        "demo-load", help="put known, skewed lag on a broker with real consumers (the demo workload)"
+    )
+    load.add_argument(
+        "--bootstrap-servers",
+        default=None,
+        help="broker to load (default: $KAFKA_BOOTSTRAP_SERVERS, else the running local broker)",
+    )
+    load.add_argument(
+        "--hold",
+        type=float,
+        default=0.0,
+        help="keep the live members for SECONDS after the groups are stable (-1: until Ctrl-C)",
+    )
+    load.set_defaults(func=_demo_load)
+
+    demo = subparsers.add_parser(
+        "demo", help="the main job on embedded defaults: local broker, demo workload, lag per partition"
+    )
+    demo.set_defaults(func=_demo)
+
+
+def resolve_bootstrap(explicit: str | None) -> str:
+    """Explicit servers, else ``KAFKA_BOOTSTRAP_SERVERS``, else the running local broker."""
+    from rebalance_advisor import localkafka
+    from rebalance_advisor.errors import AdvisorError
+    from rebalance_advisor.settings import bootstrap_servers_from_env
+
+    if explicit:
+        return explicit
+    if env := bootstrap_servers_from_env():
+        return env
+    if info := localkafka.status():
+        return info.bootstrap_servers
+    raise AdvisorError(
+        "no broker: pass --bootstrap-servers, set KAFKA_BOOTSTRAP_SERVERS, "
+        "or start one with `rebalance-advisor dev kafka start`"
+    )
+
+
+def _hold(seconds: float) -> None:
+    if seconds < 0:
+        print("members alive; Ctrl-C to stop them")
+        while True:
+            time.sleep(3600)
+    time.sleep(seconds)
+
+
+def _demo_load(args: argparse.Namespace) -> int:
+    from rebalance_advisor import demo
+
+    bootstrap = resolve_bootstrap(args.bootstrap_servers)
+    with demo.demo_workload(bootstrap) as groups:
+        for group in groups:
+            partitions = sum(len(counts) for counts in group.produced.values())
+            print(
+                f"{group.group_id:15} {partitions:3} partitions, {len(group.members)} members: {group.purpose}"
+            )
+        with contextlib.suppress(KeyboardInterrupt):
+            _hold(args.hold)
+    print("demo members stopped")
+    return 0
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from rebalance_advisor import demo, localkafka
+    from rebalance_advisor.settings import bootstrap_servers_from_env
+
+    external = bootstrap_servers_from_env()
+    with tempfile.TemporaryDirectory(prefix="rebalance-advisor-demo-") as tmp:
+        state_dir = Path(tmp) / "kafka"
+        if external:
+            bootstrap = external
+        else:
+            print("starting a local Kafka broker ...", flush=True)
+            bootstrap = localkafka.start(state_dir).bootstrap_servers
+        try:
+            print(f"loading the demo workload on {bootstrap} ...", flush=True)
+            with demo.demo_workload(bootstrap):
+                print(localkafka.run_consumer_groups(bootstrap, "--describe", "--all-groups"))
+        finally:
+            if not external:
+                localkafka.stop(state_dir)
+                print("local broker stopped")
+    return 0

@@ -1,0 +1,354 @@
+"""A real single-node KRaft Kafka broker on loopback, for the demo and the tests.
+
+No registry here ships a Kafka server package, so the broker's jars come from Maven Central
+(``include/kafka/pom.xml``) into a cache outside git. A fetch lands in a temporary folder and is
+renamed into place only when complete, so a broken download is never mistaken for a cache.
+The broker runs in its own process group; stopping it kills that group, so no JVM is left behind.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import uuid
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from rebalance_advisor.errors import AdvisorError
+from rebalance_advisor.settings import INCLUDE_DIR, cache_dir, home_dir
+
+KAFKA_FILES = INCLUDE_DIR / "kafka"
+POM = KAFKA_FILES / "pom.xml"
+COMPLETE_MARKER = "FETCH-COMPLETE"
+START_TIMEOUT_S = 90.0
+STOP_TIMEOUT_S = 30.0
+JVM_HEAP = "-Xmx768m"
+
+
+class LocalKafkaError(AdvisorError):
+    """The local broker could not be fetched, started or stopped; the message says why."""
+
+
+def kafka_version() -> str:
+    match = re.search(r"<kafka\.version>([^<]+)</kafka\.version>", POM.read_text())
+    if not match:
+        raise LocalKafkaError(f"{POM} names no <kafka.version>")
+    return match.group(1)
+
+
+def jar_dir() -> Path:
+    return cache_dir() / f"kafka-{kafka_version()}" / "libs"
+
+
+def java_executable() -> str:
+    """The ``java`` to run: ``$JAVA_HOME/bin/java`` when set, else the one on PATH."""
+    java_home = os.environ.get("JAVA_HOME")
+    candidate = Path(java_home, "bin", "java") if java_home else None
+    java = str(candidate) if candidate and candidate.exists() else shutil.which("java")
+    if not java:
+        raise LocalKafkaError(
+            "Java not found: Kafka needs Java 17 or newer. Install it (apt-get install -y "
+            "openjdk-17-jre-headless) or set JAVA_HOME."
+        )
+    return java
+
+
+def fetch_jars(quiet: bool = True) -> Path:
+    """Copy the broker, tools and logging jars into the cache (once); return the folder."""
+    target = jar_dir()
+    if (target / COMPLETE_MARKER).exists():
+        return target
+    java_executable()
+    mvn = shutil.which("mvn")
+    if not mvn:
+        raise LocalKafkaError(
+            "Maven (mvn) not found: it fetches the Kafka jars from Maven Central. "
+            "Install it (apt-get install -y maven) and run again."
+        )
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".libs-partial-", dir=target.parent))
+    command = [
+        mvn,
+        "-B",
+        "-f",
+        str(POM),
+        "dependency:copy-dependencies",
+        f"-DoutputDirectory={staging}",
+        "-DincludeScope=runtime",
+    ]
+    if quiet:
+        command.insert(2, "-q")
+    try:
+        result = subprocess.run(command, capture_output=True, text=True, timeout=900)
+        jars = list(staging.glob("*.jar"))
+        if result.returncode != 0 or not any(j.name.startswith("kafka_2.13-") for j in jars):
+            tail = "\n".join((result.stdout + result.stderr).strip().splitlines()[-15:])
+            raise LocalKafkaError(
+                f"could not fetch the Kafka {kafka_version()} jars from Maven Central "
+                f"(mvn exit {result.returncode}). Check the network or proxy settings "
+                f"(~/.m2/settings.xml) and run again.\n{tail}"
+            )
+        (staging / COMPLETE_MARKER).write_text(f"kafka {kafka_version()}\n")
+        if target.exists():  # an older, incomplete copy from before markers existed
+            shutil.rmtree(target)
+        staging.rename(target)
+    except subprocess.TimeoutExpired as error:
+        raise LocalKafkaError("fetching the Kafka jars from Maven Central timed out after 900 s") from error
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return target
+
+
+def java_command(main_class: str, *args: str, heap: str = "-Xmx256m") -> list[str]:
+    """A command line that runs ``main_class`` from the cached jars with our log4j2 config."""
+    libs = fetch_jars()
+    return [
+        java_executable(),
+        heap,
+        "-XX:+UseG1GC",
+        "-Djava.awt.headless=true",
+        f"-Dlog4j2.configurationFile={KAFKA_FILES / 'log4j2.properties'}",
+        "-cp",
+        f"{libs}/*",
+        main_class,
+        *args,
+    ]
+
+
+def consumer_groups_command(bootstrap_servers: str, *args: str) -> list[str]:
+    """Kafka's reference lag tool (``kafka-consumer-groups``) against ``bootstrap_servers``."""
+    return java_command(
+        "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
+        "--bootstrap-server",
+        bootstrap_servers,
+        *args,
+    )
+
+
+def run_consumer_groups(bootstrap_servers: str, *args: str, timeout: float = 300) -> str:
+    """Run the reference tool and return what it printed; raise with its output when it fails."""
+    result = subprocess.run(
+        consumer_groups_command(bootstrap_servers, *args), capture_output=True, text=True, timeout=timeout
+    )
+    if result.returncode != 0:
+        raise LocalKafkaError(f"kafka-consumer-groups failed (exit {result.returncode}):\n{result.stderr}")
+    return result.stdout
+
+
+@dataclass
+class BrokerInfo:
+    pid: int
+    port: int
+    controller_port: int
+    bootstrap_servers: str
+    cluster_id: str
+    state_dir: str
+
+
+def default_state_dir() -> Path:
+    return home_dir() / "kafka"
+
+
+def _state_file(state_dir: Path) -> Path:
+    return state_dir / "broker.json"
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A zombie child still answers kill(0); look at its state.
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+    except OSError:
+        return False
+
+
+def status(state_dir: Path | None = None) -> BrokerInfo | None:
+    """The broker recorded in ``state_dir`` if its process is alive, else None."""
+    state_file = _state_file(state_dir or default_state_dir())
+    if not state_file.exists():
+        return None
+    info = BrokerInfo(**json.loads(state_file.read_text()))
+    return info if _alive(info.pid) else None
+
+
+def _answers_metadata(bootstrap_servers: str, timeout: float) -> bool:
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": bootstrap_servers, "log_level": 0})
+    try:
+        metadata = admin.list_topics(timeout=timeout)
+    except Exception:  # noqa: BLE001 - any failure means "not yet"
+        return False
+    return bool(metadata.brokers)
+
+
+def _log_tail(log_file: Path, lines: int = 25) -> str:
+    if not log_file.exists():
+        return "(no broker log)"
+    return "\n".join(log_file.read_text(errors="replace").splitlines()[-lines:])
+
+
+def start(
+    state_dir: Path | None = None,
+    port: int | None = None,
+    timeout: float = START_TIMEOUT_S,
+) -> BrokerInfo:
+    """Format KRaft storage and start one broker+controller on 127.0.0.1; wait until it answers."""
+    state_dir = Path(state_dir or default_state_dir())
+    running = status(state_dir)
+    if running:
+        raise LocalKafkaError(
+            f"a broker is already running from {state_dir} (pid {running.pid}, "
+            f"{running.bootstrap_servers}); stop it first with `rebalance-advisor dev kafka stop`"
+        )
+    if port is not None and not _port_free(port):
+        raise LocalKafkaError(
+            f"port {port} on 127.0.0.1 is already taken; choose another with --port or omit it"
+        )
+    libs = fetch_jars()
+    port = port or _free_port()
+    controller_port = _free_port()
+    while controller_port == port:
+        controller_port = _free_port()
+
+    if state_dir.exists():
+        shutil.rmtree(state_dir)
+    log_dir = state_dir / "data"
+    log_dir.mkdir(parents=True)
+    properties = state_dir / "server.properties"
+    properties.write_text(
+        (KAFKA_FILES / "server.properties.template")
+        .read_text()
+        .format(port=port, controller_port=controller_port, log_dir=log_dir)
+    )
+    cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    formatted = subprocess.run(
+        java_command(
+            "kafka.tools.StorageTool", "format", "--standalone", "-t", cluster_id, "-c", str(properties)
+        ),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    if formatted.returncode != 0:
+        raise LocalKafkaError(f"formatting KRaft storage failed:\n{formatted.stdout}{formatted.stderr}")
+
+    log_file = state_dir / "broker.log"
+    with log_file.open("wb") as log:
+        process = subprocess.Popen(
+            java_command("kafka.Kafka", str(properties), heap=JVM_HEAP),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            cwd=state_dir,
+        )
+    info = BrokerInfo(
+        pid=process.pid,
+        port=port,
+        controller_port=controller_port,
+        bootstrap_servers=f"127.0.0.1:{port}",
+        cluster_id=cluster_id,
+        state_dir=str(state_dir),
+    )
+    _state_file(state_dir).write_text(json.dumps(asdict(info)))
+    del libs
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            _state_file(state_dir).unlink(missing_ok=True)
+            raise LocalKafkaError(
+                f"the broker exited with code {process.returncode} while starting; its log ends:\n"
+                f"{_log_tail(log_file)}"
+            )
+        if _answers_metadata(info.bootstrap_servers, timeout=2.0):
+            return info
+        time.sleep(0.5)
+    _kill_group(process.pid, grace=5.0)
+    _state_file(state_dir).unlink(missing_ok=True)
+    raise LocalKafkaError(
+        f"the broker did not answer a metadata request on {info.bootstrap_servers} within {timeout:.0f} s; "
+        f"it was stopped. Its log ends:\n{_log_tail(log_file)}"
+    )
+
+
+def _kill_group(pid: int, grace: float) -> None:
+    """SIGTERM the process group, then SIGKILL it after ``grace`` seconds."""
+    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 5.0)):
+        try:
+            os.killpg(pid, sig)
+        except ProcessLookupError:
+            return
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            try:
+                waited, _ = os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                waited = 0
+            if waited == pid or not _alive(pid):
+                return
+            time.sleep(0.2)
+
+
+def stop(state_dir: Path | None = None, timeout: float = STOP_TIMEOUT_S) -> bool:
+    """Stop the broker recorded in ``state_dir``; True if one was running."""
+    state_dir = Path(state_dir or default_state_dir())
+    state_file = _state_file(state_dir)
+    if not state_file.exists():
+        return False
+    info = BrokerInfo(**json.loads(state_file.read_text()))
+    was_running = _alive(info.pid)
+    if was_running:
+        _kill_group(info.pid, grace=timeout)
+    state_file.unlink(missing_ok=True)
+    return was_running
+
+
+def parse_describe_output(text: str) -> list[dict[str, str]]:
+    """Rows of ``kafka-consumer-groups --describe`` output as dicts keyed by its column headers.
+
+    Columns are split on runs of whitespace; every column the tool prints is one token
+    (``-`` where a value is missing), so this is exact for the offsets view.
+    """
+    rows: list[dict[str, str]] = []
+    header: list[str] | None = None
+    for line in text.splitlines():
+        if not line.strip() or line.startswith(("Consumer group", "Warning")):
+            continue
+        tokens = line.split()
+        if tokens[0] == "GROUP":
+            header = tokens
+            continue
+        if header and len(tokens) == len(header):
+            rows.append(dict(zip(header, tokens, strict=True)))
+    return rows

@@ -1,0 +1,75 @@
+"""Shared fixtures: a real Kafka broker, the demo workload, real SQLite and PostgreSQL databases.
+
+The broker is started from the project's own code once per test session (or taken from
+``KAFKA_BOOTSTRAP_SERVERS``) and stopped at the end. PostgreSQL is a throwaway cluster in a temp
+dir, started once per session; each test gets a database of its own.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.support import postgres
+
+
+@pytest.fixture(scope="session")
+def kafka_bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """Bootstrap servers of a real broker: ``KAFKA_BOOTSTRAP_SERVERS`` or one started here."""
+    external = os.environ.get("KAFKA_BOOTSTRAP_SERVERS")
+    if external:
+        yield external
+        return
+    from rebalance_advisor import localkafka
+
+    state_dir = tmp_path_factory.mktemp("kafka")
+    info = localkafka.start(state_dir)
+    try:
+        yield info.bootstrap_servers
+    finally:
+        localkafka.stop(state_dir)
+
+
+@pytest.fixture(scope="session")
+def demo_groups(kafka_bootstrap: str):
+    """The demo workload loaded once on the session broker, its members alive for the session."""
+    from rebalance_advisor import demo
+
+    with demo.demo_workload(kafka_bootstrap) as groups:
+        yield groups
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[postgres.Server]:
+    # Not under tmp_path_factory: pytest's temp root is private to root, and the server runs as `postgres`.
+    base_dir = Path(tempfile.mkdtemp(prefix="rebalance-advisor-pg-"))
+    server = postgres.start(base_dir)
+    try:
+        yield server
+    finally:
+        server.stop()
+        shutil.rmtree(base_dir, ignore_errors=True)
+
+
+def _sqlite_url(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 'advisor.db'}"
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """An empty database of each kind: a SQLite file, or a fresh database on the test PostgreSQL."""
+    if request.param == "sqlite":
+        return _sqlite_url(tmp_path)
+    server: postgres.Server = request.getfixturevalue("postgres_server")
+    return server.create_database(f"t_{uuid.uuid4().hex[:12]}")
+
+
+@pytest.fixture
+def sqlite_url(tmp_path: Path) -> str:
+    return _sqlite_url(tmp_path)
