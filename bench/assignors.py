@@ -1,0 +1,209 @@
+"""Benchmark of the assignors (not a test): speed and memory over Kafka's benchmark shapes, and
+plan quality on Zipf-distributed lags starting from a range assignment.
+
+    python bench/assignors.py            # full grid + quality
+    python bench/assignors.py --quick    # a small grid + quality on small groups
+
+Prints tables and writes bench/results/assignors.json. Time is the assignor call alone (the
+GroupSpec is built first and timed separately as "spec_s"); memory is the tracemalloc peak of a
+second, separate call (tracemalloc slows Python code, so it is not timed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+import tracemalloc
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "include"))
+
+from rebalance_advisor.assignors import ASSIGNORS  # noqa: E402
+from rebalance_advisor.metrics import compute_metrics, lower_bound_max_lag  # noqa: E402
+from rebalance_advisor.spec import GroupSpec, Member  # noqa: E402
+
+STRATEGIES = list(ASSIGNORS)
+
+
+def make_spec(
+    members: int, per_member: int, topics: int, identical: bool, lags=None, owned_from=None, seed=0
+):
+    """members x per_member partitions spread evenly over `topics` topics.
+
+    Differing subscriptions follow Kafka's heterogeneous benchmark idea: topics are split in three
+    buckets and member i subscribes to buckets i % 3 and (i + 1) % 3.
+    """
+    total = members * per_member
+    names = [f"topic-{t:04d}" for t in range(topics)]
+    sizes = np.full(topics, total // topics)
+    sizes[: total % topics] += 1
+    topic_col = np.repeat(np.arange(topics), sizes)
+    part_col = np.concatenate([np.arange(s) for s in sizes])
+    lag_col = np.zeros(total, dtype=np.int64) if lags is None else lags
+    if identical:
+        shared = tuple(names)
+        subs = [shared] * members
+    else:
+        buckets = [tuple(names[b::3]) for b in range(3)]
+        pairs = [tuple(sorted(buckets[b] + buckets[(b + 1) % 3])) for b in range(3)]
+        subs = [pairs[i % 3] for i in range(members)]
+    member_objs = [Member(member_id=f"consumer-{i:05d}", topics=subs[i]) for i in range(members)]
+    topic_names = [names[t] for t in topic_col.tolist()]
+    spec = GroupSpec.build("bench", member_objs, topic=topic_names, partition=part_col, lag=lag_col)
+    if owned_from is not None:
+        spec = with_owned(spec, ASSIGNORS[owned_from].assign(spec), generation=1)
+    return spec
+
+
+def with_owned(spec: GroupSpec, assignment, generation: int) -> GroupSpec:
+    members = [
+        Member(m.member_id, m.group_instance_id, m.topics, tuple(assignment[m.member_id]), generation)
+        for m in spec.members
+    ]
+    return GroupSpec.build(
+        spec.group_id,
+        members,
+        topic=[spec.topics[t] for t in spec.topic_index.tolist()],
+        partition=spec.partition,
+        lag=spec.lag,
+    )
+
+
+def speed(args) -> list[dict]:
+    rows = []
+    members_list = [100, 1000] if args.quick else args.members
+    per_list = [5, 50] if args.quick else args.per_member
+    topics_list = [10, 100] if args.quick else args.topics
+    rng = np.random.default_rng(7)
+    for members in members_list:
+        for per in per_list:
+            for topics in topics_list:
+                total = members * per
+                if topics > total:
+                    print(f"skip {members}x{per} with {topics} topics: more topics than partitions")
+                    continue
+                for identical in (True, False):
+                    lags = rng.zipf(1.5, total).astype(np.int64) % 1_000_000
+                    t0 = time.perf_counter()
+                    spec = make_spec(members, per, topics, identical, lags=lags)
+                    spec_s = time.perf_counter() - t0
+                    for name in STRATEGIES:
+                        assignor = ASSIGNORS[name]
+                        t0 = time.perf_counter()
+                        assignor.owners(spec)
+                        secs = time.perf_counter() - t0
+                        t0 = time.perf_counter()
+                        assignor.assign(spec)
+                        dict_s = time.perf_counter() - t0
+                        tracemalloc.start()
+                        assignor.owners(spec)
+                        peak = tracemalloc.get_traced_memory()[1]
+                        tracemalloc.stop()
+                        row = dict(
+                            members=members,
+                            per_member=per,
+                            partitions=total,
+                            topics=topics,
+                            subscriptions="identical" if identical else "differing",
+                            strategy=name,
+                            seconds=round(secs, 4),
+                            seconds_with_dict=round(dict_s, 4),
+                            spec_seconds=round(spec_s, 4),
+                            peak_mib=round(peak / 2**20, 1),
+                        )
+                        rows.append(row)
+                        print(
+                            f"{members:>6} x {per:>3} = {total:>7} p, {topics:>5} t, {row['subscriptions']:<9} "
+                            f"{name:<17} {secs * 1000:9.1f} ms  (+dict {dict_s * 1000:8.1f} ms)  "
+                            f"spec {spec_s * 1000:7.1f} ms  peak {row['peak_mib']:7.1f} MiB",
+                            flush=True,
+                        )
+    return rows
+
+
+def quality(args) -> list[dict]:
+    rows = []
+    shapes = [(20, 10, 10), (100, 10, 10)] if args.quick else [(20, 10, 10), (100, 10, 10), (1000, 10, 100)]
+    for members, per, topics in shapes:
+        for exponent in (1.1, 1.5, 2.0):
+            for seed in (1, 2, 3):
+                rng = np.random.default_rng(seed)
+                total = members * per
+                lags = np.minimum(rng.zipf(exponent, total), 10**9).astype(np.int64) * 100
+                lags = rng.permutation(lags)  # random placement
+                spec = make_spec(members, per, topics, True, lags=lags, owned_from="range")
+                bound = lower_bound_max_lag(spec)
+                for name in STRATEGIES:
+                    t0 = time.perf_counter()
+                    owners = ASSIGNORS[name].owners(spec)
+                    secs = time.perf_counter() - t0
+                    m = compute_metrics(spec, owners, lower_bound=bound)
+                    rows.append(
+                        dict(
+                            members=members,
+                            partitions=total,
+                            topics=topics,
+                            exponent=exponent,
+                            seed=seed,
+                            strategy=name,
+                            max_over_bound=m.max_member_lag / bound if bound else 1.0,
+                            imbalance=m.imbalance,
+                            moves=m.moves,
+                            seconds=secs,
+                        )
+                    )
+    print()
+    print(f"{'shape':<18} {'zipf':>4} {'strategy':<17} {'max/LB':>8} {'worst':>8} {'imbal':>7} {'moves':>8}")
+    summary = []
+    for members, per, topics in shapes:
+        for exponent in (1.1, 1.5, 2.0):
+            for name in STRATEGIES:
+                sel = [
+                    r
+                    for r in rows
+                    if r["members"] == members and r["exponent"] == exponent and r["strategy"] == name
+                ]
+                avg = dict(
+                    shape=f"{members}x{per},{topics}t",
+                    exponent=exponent,
+                    strategy=name,
+                    max_over_bound=float(np.mean([r["max_over_bound"] for r in sel])),
+                    worst_max_over_bound=float(np.max([r["max_over_bound"] for r in sel])),
+                    imbalance=float(np.mean([r["imbalance"] for r in sel])),
+                    moves=float(np.mean([r["moves"] for r in sel])),
+                )
+                summary.append(avg)
+                print(
+                    f"{avg['shape']:<18} {exponent:>4} {name:<17} {avg['max_over_bound']:8.4f} "
+                    f"{avg['worst_max_over_bound']:8.4f} {avg['imbalance']:7.3f} {avg['moves']:8.1f}"
+                )
+    return rows + [dict(summary=s) for s in summary]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="small grid")
+    parser.add_argument("--members", type=int, nargs="+", default=[100, 1000, 10000])
+    parser.add_argument("--per-member", type=int, nargs="+", default=[5, 10, 50])
+    parser.add_argument("--topics", type=int, nargs="+", default=[10, 100, 1000])
+    parser.add_argument("--no-speed", action="store_true")
+    parser.add_argument("--no-quality", action="store_true")
+    parser.add_argument("--out", default=str(Path(__file__).resolve().parent / "results" / "assignors.json"))
+    args = parser.parse_args()
+    result = {"cpu_count": os.cpu_count(), "numpy": np.__version__}
+    if not args.no_speed:
+        result["speed"] = speed(args)
+    if not args.no_quality:
+        result["quality"] = quality(args)
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(result, indent=1))
+    print(f"\nwrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()

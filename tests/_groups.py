@@ -1,0 +1,122 @@
+"""Test helpers: JSON-shaped groups, a hypothesis strategy for random groups, independent checkers."""
+
+from __future__ import annotations
+
+from hypothesis import strategies as st
+from rebalance_advisor.spec import parse_group_spec
+
+
+def group(members, partitions, group_id="g"):
+    """members: list of (member_id, topics, owned=(), generation=None, instance=None) tuples or dicts;
+    partitions: {topic: [lags...]}"""
+    mem = []
+    for m in members:
+        if isinstance(m, dict):
+            mem.append(m)
+            continue
+        member_id, topics, *rest = m
+        owned = rest[0] if len(rest) > 0 else ()
+        generation = rest[1] if len(rest) > 1 else None
+        instance = rest[2] if len(rest) > 2 else None
+        mem.append(
+            {
+                "member_id": member_id,
+                "group_instance_id": instance,
+                "topics": list(topics),
+                "owned": [list(tp) for tp in owned],
+                "generation": generation,
+            }
+        )
+    parts = [
+        {"topic": t, "partition": p, "lag": lag}
+        for t, lags in partitions.items()
+        for p, lag in enumerate(lags)
+    ]
+    return {"group_id": group_id, "members": mem, "partitions": parts}
+
+
+def spec_of(members, partitions):
+    return parse_group_spec(group(members, partitions))
+
+
+@st.composite
+def random_groups(draw, identical=None, max_members=6, max_topics=4, max_parts=8):
+    """A JSON group: members, subscriptions (identical or not), owned partitions, generations."""
+    num_topics = draw(st.integers(1, max_topics))
+    topics = [f"t{i}" for i in range(num_topics)]
+    sizes = [draw(st.integers(1, max_parts)) for _ in topics]
+    lag_values = st.one_of(st.integers(0, 5), st.integers(0, 10**6))
+    partitions = {t: [draw(lag_values) for _ in range(n)] for t, n in zip(topics, sizes, strict=True)}
+    num_members = draw(st.integers(1, max_members))
+    same = draw(st.booleans()) if identical is None else identical
+    all_parts = [(t, p) for t, n in zip(topics, sizes, strict=True) for p in range(n)]
+    members = []
+    ids = draw(
+        st.lists(
+            st.text("abcXYZ01", min_size=1, max_size=3),
+            min_size=num_members,
+            max_size=num_members,
+            unique=True,
+        )
+    )
+    instances = draw(
+        st.lists(
+            st.text("pq9", min_size=1, max_size=2), min_size=num_members, max_size=num_members, unique=True
+        )
+    )
+    for i, member_id in enumerate(ids):
+        subs = topics if same else draw(st.lists(st.sampled_from(topics), min_size=1, unique=True))
+        owned = draw(st.lists(st.sampled_from(all_parts), unique=True, max_size=len(all_parts)))
+        members.append(
+            {
+                "member_id": member_id,
+                "group_instance_id": instances[i] if draw(st.booleans()) else None,
+                "topics": subs,
+                "owned": [list(tp) for tp in owned],
+                "generation": draw(st.sampled_from([None, 1, 2, 3])),
+            }
+        )
+    if same and draw(st.booleans()):
+        partitions["zz-unsubscribed"] = [7, 8]
+    return group(members, partitions)
+
+
+def kafka_order_ids(data):
+    """Member ids in Kafka's order, computed independently of the code under test."""
+    ms = data["members"]
+    static = sorted(
+        (m for m in ms if m.get("group_instance_id") is not None), key=lambda m: m["group_instance_id"]
+    )
+    dynamic = sorted((m for m in ms if m.get("group_instance_id") is None), key=lambda m: m["member_id"])
+    return [m["member_id"] for m in static + dynamic]
+
+
+def resolved_owned(data):
+    """member -> set of valid owned (topic, partition): generation rule, then subscription check."""
+    topics_of = {m["member_id"]: set(m["topics"]) for m in data["members"]}
+    result = {m["member_id"]: set() for m in data["members"]}
+    for tp, member in current_owner(data).items():
+        if tp[0] in topics_of[member]:
+            result[member].add(tp)
+    return result
+
+
+def current_owner(data):
+    """(topic, partition) -> owning member after the generation rule (subscription not checked)."""
+    claims = {}
+    for m in data["members"]:
+        gen = -1 if m.get("generation") is None else m["generation"]
+        for t, p in m.get("owned", []):
+            claims.setdefault((t, p), []).append((gen, m["member_id"]))
+    out = {}
+    for tp, cl in claims.items():
+        top = max(g for g, _ in cl)
+        winners = [mid for g, mid in cl if g == top]
+        if len(winners) == 1:
+            out[tp] = winners[0]
+    return out
+
+
+def member_lags(data, assignment):
+    lag = {(p["topic"], p["partition"]): p["lag"] for p in data["partitions"]}
+    return {m: sum(lag[tuple(tp)] for tp in parts) for m, parts in assignment.items()}
