@@ -73,3 +73,15 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 @pytest.fixture
 def sqlite_url(tmp_path: Path) -> str:
     return _sqlite_url(tmp_path)
+
+
+@pytest.fixture(scope="session")
+def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """Master URL of a real Spark standalone cluster (one master, one 1-core worker) on 127.0.0.1.
+
+    Started once per session from the pip-installed Spark; both JVMs are killed at the end.
+    """
+    from tests.support.spark_cluster import spark_cluster as start_cluster
+
+    with start_cluster(tmp_path_factory.mktemp("spark-cluster")) as cluster:
+        yield cluster.master_url

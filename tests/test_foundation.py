@@ -19,7 +19,12 @@ def test_cli_version_and_help(capsys: pytest.CaptureFixture[str]) -> None:
         main(["--version"])
     assert exit_info.value.code == 0
     assert __version__ in capsys.readouterr().out
-    result = subprocess.run([str(Path(sys.executable).parent / "rebalance-advisor"), "--help"], capture_output=True, text=True, check=True)
+    result = subprocess.run(
+        [str(Path(sys.executable).parent / "rebalance-advisor"), "--help"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     for command in ("dev", "demo", "demo-load"):
         assert command in result.stdout
 
