@@ -1,0 +1,110 @@
+"""Plan tables: what the advisor decided, per run and per group (schema: migration ``0002_plans``).
+
+- ``advisor_runs``: one planner run over one snapshot; ``airflow_run_id`` unique when set, so
+  re-running the same Airflow run replaces its rows instead of adding a second set.
+- ``plans``: the chosen candidate of a group (status ``recommended``, or ``skipped`` inside the
+  cool-down); metrics before/after as columns for SQL, in full (per-member lag) in ``metrics``.
+- ``plan_assignments``: one row per (plan, member, topic, partition), the partition's lag and an
+  optional key-hash range (for key-range plans).
+- ``group_outcomes``: exactly one row per group per run, with the reason and the numbers.
+- ``plan_transitions``: every status change of a plan (the first is ``None -> recommended``).
+
+Views (SQL in the migration, portable between SQLite and PostgreSQL): ``latest_plan_per_group``
+(newest non-skipped plan of every group) and ``imbalanced_groups`` (groups whose newest outcome
+was flagged, in the newest planned snapshot).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import JSON, BigInteger, DateTime, Float, ForeignKey, Index, Integer, String, Text
+from sqlalchemy.orm import Mapped, mapped_column
+
+from rebalance_advisor.store.models import Base
+
+PLAN_STATUSES = ("recommended", "approved", "published", "superseded", "rejected", "skipped")
+OUTCOMES = ("balanced", "recommended", "no_better_plan", "idle", "no_members", "error")
+#: outcomes of a flagged group (imbalance >= threshold and lag >= floor)
+FLAGGED_OUTCOMES = ("recommended", "no_better_plan")
+
+
+class AdvisorRun(Base):
+    __tablename__ = "advisor_runs"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    snapshot_id: Mapped[int] = mapped_column(Integer, index=True)
+    airflow_run_id: Mapped[str | None] = mapped_column(String(250), unique=True)
+    started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    status: Mapped[str] = mapped_column(String(20))
+    params: Mapped[dict[str, Any]] = mapped_column(JSON)
+
+
+class Plan(Base):
+    __tablename__ = "plans"
+    __table_args__ = (Index("ix_plans_group_created", "group_id", "created_at"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("advisor_runs.id", ondelete="CASCADE"), index=True)
+    snapshot_id: Mapped[int] = mapped_column(Integer)
+    group_id: Mapped[str] = mapped_column(String(255))
+    strategy: Mapped[str] = mapped_column(String(40))
+    status: Mapped[str] = mapped_column(String(20), index=True)
+    epoch: Mapped[int | None] = mapped_column(Integer)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    created_by: Mapped[str] = mapped_column(String(250))
+    max_lag_before: Mapped[int] = mapped_column(BigInteger)
+    max_lag_after: Mapped[int] = mapped_column(BigInteger)
+    imbalance_before: Mapped[float] = mapped_column(Float)
+    imbalance_after: Mapped[float] = mapped_column(Float)
+    spread_before: Mapped[int] = mapped_column(Integer)
+    spread_after: Mapped[int] = mapped_column(Integer)
+    moves: Mapped[int] = mapped_column(Integer)
+    lower_bound: Mapped[int] = mapped_column(BigInteger)
+    gap: Mapped[float] = mapped_column(Float)
+    reason: Mapped[str] = mapped_column(Text)
+    metrics: Mapped[dict[str, Any]] = mapped_column(JSON)
+
+
+class PlanAssignment(Base):
+    __tablename__ = "plan_assignments"
+
+    plan_id: Mapped[int] = mapped_column(ForeignKey("plans.id", ondelete="CASCADE"), primary_key=True)
+    member_id: Mapped[str] = mapped_column(String(255), primary_key=True)
+    topic: Mapped[str] = mapped_column(String(255), primary_key=True)
+    partition: Mapped[int] = mapped_column(Integer, primary_key=True)
+    lag: Mapped[int] = mapped_column(BigInteger)
+    key_hash_start: Mapped[int | None] = mapped_column(BigInteger)
+    key_hash_end: Mapped[int | None] = mapped_column(BigInteger)
+
+
+class GroupOutcome(Base):
+    __tablename__ = "group_outcomes"
+
+    run_id: Mapped[int] = mapped_column(ForeignKey("advisor_runs.id", ondelete="CASCADE"), primary_key=True)
+    group_id: Mapped[str] = mapped_column(String(255), primary_key=True, index=True)
+    outcome: Mapped[str] = mapped_column(String(20))
+    reason: Mapped[str] = mapped_column(Text)
+    total_lag: Mapped[int] = mapped_column(BigInteger)
+    max_lag_before: Mapped[int | None] = mapped_column(BigInteger)
+    max_lag_after: Mapped[int | None] = mapped_column(BigInteger)
+    imbalance_before: Mapped[float | None] = mapped_column(Float)
+    imbalance_after: Mapped[float | None] = mapped_column(Float)
+    moves: Mapped[int | None] = mapped_column(Integer)
+    best_strategy: Mapped[str | None] = mapped_column(String(40))
+    plan_id: Mapped[int | None] = mapped_column(ForeignKey("plans.id", ondelete="SET NULL"))
+
+
+class PlanTransition(Base):
+    __tablename__ = "plan_transitions"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    plan_id: Mapped[int] = mapped_column(ForeignKey("plans.id", ondelete="CASCADE"), index=True)
+    from_status: Mapped[str | None] = mapped_column(String(20))
+    to_status: Mapped[str] = mapped_column(String(20))
+    actor: Mapped[str] = mapped_column(String(250))
+    airflow_run_id: Mapped[str | None] = mapped_column(String(250))
+    at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    note: Mapped[str | None] = mapped_column(Text)
