@@ -19,6 +19,7 @@ COMMAND_MODULES = [
     "rebalance_advisor.cli.dev",
     "rebalance_advisor.cli.demo",
     "rebalance_advisor.cli.plan",
+    "rebalance_advisor.cli.snapshot",
 ]
 
 

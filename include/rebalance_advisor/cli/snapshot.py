@@ -1,0 +1,127 @@
+"""``rebalance-advisor snapshot``, ``lag`` and ``db upgrade|prune``: take, read and keep snapshots."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    snap = subparsers.add_parser("snapshot", help="snapshot every consumer group's offsets into the database")
+    snap.add_argument(
+        "--bootstrap-servers",
+        default=None,
+        help="HOST:PORT[,...] (default: $KAFKA_BOOTSTRAP_SERVERS, else the local broker)",
+    )
+    snap.add_argument("--config", default=None, help="librdkafka .properties file (security settings etc.)")
+    snap.add_argument(
+        "--db", default=None, help="SQLAlchemy URL (default: $REBALANCE_ADVISOR_DB_URL or the SQLite file)"
+    )
+    snap.add_argument(
+        "--groups", default=None, metavar="REGEX", help="only groups whose id fully matches REGEX"
+    )
+    snap.add_argument(
+        "--exclude-groups", default=None, metavar="REGEX", help="skip groups whose id fully matches REGEX"
+    )
+    snap.add_argument(
+        "--include-internal-topics", action="store_true", help="keep __consumer_offsets and friends"
+    )
+    snap.add_argument(
+        "--read-committed", action="store_true", help="also store read_committed end offsets (LSO)"
+    )
+    snap.add_argument("--timeout", type=float, default=30.0, help="seconds per Kafka request (default 30)")
+    snap.set_defaults(func=_snapshot)
+
+    lag = subparsers.add_parser(
+        "lag", help="per-partition lag of a stored snapshot, in kafka-consumer-groups' columns"
+    )
+    lag.add_argument(
+        "--db", default=None, help="SQLAlchemy URL (default: $REBALANCE_ADVISOR_DB_URL or the SQLite file)"
+    )
+    lag.add_argument(
+        "--snapshot", default="latest", metavar="ID|latest", help="which snapshot (default latest)"
+    )
+    lag.add_argument("--group", default=None, help="one group only")
+    lag.add_argument("--format", choices=("table", "json", "csv"), default="table")
+    lag.add_argument("--reset-policy", default=None, metavar="SPEC",
+                     help="auto.offset.reset per group for POLICY-LAG, e.g. 'orders-.*=earliest,latest'")  # fmt: skip
+    lag.set_defaults(func=_lag)
+
+    dbp = subparsers.add_parser("db", help="the advisor database: schema migrations and retention")
+    dbsub = dbp.add_subparsers(dest="db_command", metavar="ACTION", required=True)
+    up = dbsub.add_parser("upgrade", help="create or migrate the tables (Alembic, idempotent)")
+    up.add_argument("--db", default=None, help="SQLAlchemy URL")
+    up.set_defaults(func=_db_upgrade)
+    pr = dbsub.add_parser("prune", help="delete snapshots older than the retention (the newest is kept)")
+    pr.add_argument("--db", default=None, help="SQLAlchemy URL")
+    pr.add_argument("--retention-hours", type=float, default=168.0, help="keep this many hours (default 168)")
+    pr.set_defaults(func=_db_prune)
+
+
+def _snapshot(args: argparse.Namespace) -> int:
+    from rebalance_advisor import snapshot, store
+    from rebalance_advisor.cli.demo import resolve_bootstrap
+
+    options = snapshot.SnapshotOptions(
+        groups=snapshot.GroupFilter.parse(args.groups, args.exclude_groups),
+        include_internal_topics=args.include_internal_topics,
+        read_committed=args.read_committed,
+        timeout_s=args.timeout,
+    )
+    config = snapshot.read_client_config(args.config) if args.config else {}
+    bootstrap = args.bootstrap_servers or config.get("bootstrap.servers") or resolve_bootstrap(None)
+    store.upgrade(args.db)  # fail on a bad DB before touching Kafka; a no-op when current
+    taken = snapshot.collect(bootstrap, config, options)
+    store.write_snapshot(taken, args.db)
+    print(snapshot.summarize(taken))
+    for error in taken.errors:
+        where = " ".join(f"{k}={v}" for k, v in (("group", error.group_id), ("topic", error.topic)) if v)
+        print(f"  {error.stage} {where}: {error.reason}", file=sys.stderr)
+    return 0
+
+
+def _lag(args: argparse.Namespace) -> int:
+    from rebalance_advisor import lag_report, store
+    from rebalance_advisor.errors import AdvisorError
+    from rebalance_advisor.lag import ResetPolicy
+    from rebalance_advisor.store import db
+
+    policy = ResetPolicy.parse(args.reset_policy)
+    db.require_schema(args.db)
+    snapshot_id = store.resolve_snapshot_id(args.snapshot, args.db)
+    taken = store.load_snapshot(snapshot_id, args.db, groups=[args.group] if args.group else None)
+    if args.group and taken.group(args.group) is None:
+        raise AdvisorError(f"group {args.group!r} is not in snapshot {snapshot_id}")
+    grouped = lag_report.rows(taken, args.group, policy)
+    formatter = {
+        "table": lag_report.format_table,
+        "json": lag_report.format_json,
+        "csv": lag_report.format_csv,
+    }
+    sys.stdout.write(formatter[args.format](grouped))
+    if args.format == "json":
+        sys.stdout.write("\n")
+    if args.format == "table":
+        for group_id, group_rows in grouped.items():
+            if not group_rows:
+                print(f"\nConsumer group '{group_id}' has no active members.", file=sys.stderr)
+    return 0
+
+
+def _db_upgrade(args: argparse.Namespace) -> int:
+    from rebalance_advisor.store import db
+
+    revision = db.upgrade(args.db)
+    print(f"database {db._safe(str(db.engine_for(args.db).url))} is at revision {revision}")
+    return 0
+
+
+def _db_prune(args: argparse.Namespace) -> int:
+    from datetime import timedelta
+
+    from rebalance_advisor import store
+
+    store.db.require_schema(args.db)
+    deleted = store.prune(timedelta(hours=args.retention_hours), args.db)
+    print(f"pruned {deleted} snapshot(s) older than {args.retention_hours:g} h")
+    return 0

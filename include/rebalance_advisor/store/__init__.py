@@ -1,0 +1,28 @@
+"""The advisor's SQL store: models, engines and migrations, and snapshot read/write helpers.
+
+``write_snapshot`` stores one :class:`rebalance_advisor.snapshot.Snapshot` in one transaction;
+``load_snapshot`` gives it back for planning; ``prune`` applies retention.
+"""
+
+from rebalance_advisor.store.db import current_revision, engine_for, session, upgrade
+from rebalance_advisor.store.snapshots import (
+    latest_snapshot_id,
+    load_snapshot,
+    previous_snapshot_id,
+    prune,
+    resolve_snapshot_id,
+    write_snapshot,
+)
+
+__all__ = [
+    "current_revision",
+    "engine_for",
+    "latest_snapshot_id",
+    "load_snapshot",
+    "previous_snapshot_id",
+    "prune",
+    "resolve_snapshot_id",
+    "session",
+    "upgrade",
+    "write_snapshot",
+]

@@ -1,0 +1,110 @@
+"""Engines and schema: one cached engine per URL, Alembic run programmatically.
+
+Bad URLs and unreachable databases become one clear :class:`AdvisorError` line (password hidden).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.orm import Session
+
+from rebalance_advisor.errors import AdvisorError
+from rebalance_advisor.settings import database_url
+
+MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
+
+
+def _safe(url: str) -> str:
+    try:
+        return sa.make_url(url).render_as_string(hide_password=True)
+    except Exception:  # noqa: BLE001 - the URL is already known to be bad
+        return url
+
+
+@functools.lru_cache(maxsize=16)
+def _engine(url: str) -> Engine:
+    try:
+        parsed = sa.make_url(url)
+    except Exception as error:
+        raise AdvisorError(f"bad database URL {url!r}: {error}") from error
+    kwargs: dict = {"future": True}
+    if parsed.get_backend_name() == "sqlite":
+        if parsed.database and parsed.database != ":memory:":
+            Path(parsed.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        kwargs["connect_args"] = {"timeout": 30}
+    else:
+        kwargs["pool_pre_ping"] = True
+    try:
+        return sa.create_engine(parsed, **kwargs)
+    except Exception as error:  # unknown dialect, missing driver
+        raise AdvisorError(f"bad database URL {_safe(url)}: {error}") from error
+
+
+def engine_for(url: str | None = None) -> Engine:
+    """The engine for ``url`` (default: ``REBALANCE_ADVISOR_DB_URL`` or the SQLite file)."""
+    return _engine(url or database_url())
+
+
+def dispose(url: str | None = None) -> None:
+    """Close the pooled connections of ``url``'s engine (tests drop databases afterwards)."""
+    engine = engine_for(url)
+    engine.dispose()
+    _engine.cache_clear()
+
+
+@contextmanager
+def connect(url: str | None = None) -> Iterator[Connection]:
+    """A connection in a transaction; connection failures become an AdvisorError."""
+    engine = engine_for(url)
+    try:
+        with engine.begin() as conn:
+            yield conn
+    except (sa.exc.OperationalError, sa.exc.InterfaceError) as error:
+        raise AdvisorError(f"database {_safe(str(engine.url))} failed: {error.orig or error}") from error
+
+
+@contextmanager
+def session(url: str | None = None) -> Iterator[Session]:
+    """An ORM session in one transaction (commit on success, roll back on error)."""
+    with connect(url) as conn, Session(bind=conn) as s:
+        yield s
+        s.flush()
+
+
+def _alembic_config(conn: Connection):
+    from alembic.config import Config
+
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS_DIR))
+    config.attributes["connection"] = conn
+    return config
+
+
+def upgrade(url: str | None = None, revision: str = "head") -> str:
+    """Bring the schema to ``revision`` (idempotent); return the revision now current."""
+    from alembic import command
+
+    with connect(url) as conn:
+        command.upgrade(_alembic_config(conn), revision)
+    return current_revision(url) or ""
+
+
+def current_revision(url: str | None = None) -> str | None:
+    from alembic.runtime.migration import MigrationContext
+
+    with connect(url) as conn:
+        return MigrationContext.configure(conn).get_current_revision()
+
+
+def require_schema(url: str | None = None) -> None:
+    """Fail clearly when the database has not been upgraded yet."""
+    if current_revision(url) is None:
+        raise AdvisorError(
+            f"database {_safe(url or database_url())} has no advisor tables: run `rebalance-advisor db upgrade`"
+        )

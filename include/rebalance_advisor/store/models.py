@@ -1,0 +1,149 @@
+"""SQLAlchemy 2 models of the snapshot tables (DESIGN.md, "Data").
+
+Keys are natural ones (snapshot id + group/topic/partition) so SQL users can join without surrogate
+ids. Child rows are deleted explicitly by ``store`` (portable: SQLite does not enforce cascades
+unless asked per connection). The Alembic revision ``0001_snapshot`` creates exactly these tables.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+NAMING = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+class Base(DeclarativeBase):
+    metadata = sa.MetaData(naming_convention=NAMING)
+
+
+def _snapshot_fk() -> Any:
+    return sa.ForeignKey("snapshots.id", ondelete="CASCADE")
+
+
+class SnapshotRow(Base):
+    """One pass over the cluster. ``airflow_run_id`` is unique when set: a re-run replaces its row."""
+
+    __tablename__ = "snapshots"
+
+    id: Mapped[int] = mapped_column(sa.Integer, primary_key=True, autoincrement=True)
+    taken_at: Mapped[datetime] = mapped_column(sa.DateTime(timezone=True), index=True)
+    cluster_id: Mapped[str | None] = mapped_column(sa.String(64))
+    bootstrap_servers: Mapped[str] = mapped_column(sa.Text)
+    duration_s: Mapped[float] = mapped_column(sa.Float)
+    status: Mapped[str] = mapped_column(sa.String(16))  # complete | partial
+    isolation_level: Mapped[str] = mapped_column(sa.String(20), default="read_uncommitted")
+    group_count: Mapped[int] = mapped_column(sa.Integer)
+    member_count: Mapped[int] = mapped_column(sa.Integer)
+    partition_count: Mapped[int] = mapped_column(sa.Integer)
+    committed_count: Mapped[int] = mapped_column(sa.Integer)
+    error_count: Mapped[int] = mapped_column(sa.Integer)
+    airflow_run_id: Mapped[str | None] = mapped_column(sa.String(250), unique=True)
+
+
+class PartitionOffsetRow(Base):
+    __tablename__ = "partition_offsets"
+
+    snapshot_id: Mapped[int] = mapped_column(_snapshot_fk(), primary_key=True)
+    topic: Mapped[str] = mapped_column(sa.String(249), primary_key=True)
+    partition: Mapped[int] = mapped_column(sa.Integer, primary_key=True)
+    log_start_offset: Mapped[int | None] = mapped_column(sa.BigInteger)
+    log_end_offset: Mapped[int | None] = mapped_column(sa.BigInteger)
+    last_stable_offset: Mapped[int | None] = mapped_column(sa.BigInteger)
+    leader: Mapped[int | None] = mapped_column(sa.Integer)
+
+
+class ConsumerGroupRow(Base):
+    __tablename__ = "consumer_groups"
+    __table_args__ = (sa.Index("ix_consumer_groups_group_history", "group_id", "snapshot_id"),)
+
+    snapshot_id: Mapped[int] = mapped_column(_snapshot_fk(), primary_key=True)
+    group_id: Mapped[str] = mapped_column(sa.String(255), primary_key=True)
+    state: Mapped[str] = mapped_column(sa.String(32))
+    group_type: Mapped[str] = mapped_column(sa.String(16))  # classic | consumer | simple
+    assignor: Mapped[str | None] = mapped_column(sa.String(255))
+    coordinator_id: Mapped[int | None] = mapped_column(sa.Integer)
+    coordinator_host: Mapped[str | None] = mapped_column(sa.String(255))
+    member_count: Mapped[int] = mapped_column(sa.Integer)
+
+
+class GroupMemberRow(Base):
+    __tablename__ = "group_members"
+
+    snapshot_id: Mapped[int] = mapped_column(_snapshot_fk(), primary_key=True)
+    group_id: Mapped[str] = mapped_column(sa.String(255), primary_key=True)
+    member_id: Mapped[str] = mapped_column(sa.String(255), primary_key=True)
+    position: Mapped[int] = mapped_column(sa.Integer)  # the coordinator's order
+    group_instance_id: Mapped[str | None] = mapped_column(sa.String(255))
+    client_id: Mapped[str] = mapped_column(sa.String(255))
+    host: Mapped[str] = mapped_column(sa.String(255))
+    rack: Mapped[str | None] = mapped_column(sa.String(255))
+    subscribed_topics: Mapped[list[str]] = mapped_column(sa.JSON)
+
+
+class MemberAssignmentRow(Base):
+    __tablename__ = "member_assignments"
+    __table_args__ = (sa.Index("ix_member_assignments_partition", "snapshot_id", "topic", "partition"),)
+
+    snapshot_id: Mapped[int] = mapped_column(_snapshot_fk(), primary_key=True)
+    group_id: Mapped[str] = mapped_column(sa.String(255), primary_key=True)
+    member_id: Mapped[str] = mapped_column(sa.String(255), primary_key=True)
+    topic: Mapped[str] = mapped_column(sa.String(249), primary_key=True)
+    partition: Mapped[int] = mapped_column(sa.Integer, primary_key=True)
+
+
+class CommittedOffsetRow(Base):
+    __tablename__ = "committed_offsets"
+    __table_args__ = (sa.Index("ix_committed_offsets_group_history", "group_id", "snapshot_id"),)
+
+    snapshot_id: Mapped[int] = mapped_column(_snapshot_fk(), primary_key=True)
+    group_id: Mapped[str] = mapped_column(sa.String(255), primary_key=True)
+    topic: Mapped[str] = mapped_column(sa.String(249), primary_key=True)
+    partition: Mapped[int] = mapped_column(sa.Integer, primary_key=True)
+    committed_offset: Mapped[int] = mapped_column(sa.BigInteger)
+    leader_epoch: Mapped[int | None] = mapped_column(sa.Integer)
+    metadata_: Mapped[str | None] = mapped_column("metadata", sa.Text)
+
+
+class SnapshotErrorRow(Base):
+    __tablename__ = "snapshot_errors"
+
+    id: Mapped[int] = mapped_column(sa.Integer, primary_key=True, autoincrement=True)
+    snapshot_id: Mapped[int] = mapped_column(_snapshot_fk(), index=True)
+    stage: Mapped[str] = mapped_column(sa.String(32))
+    group_id: Mapped[str | None] = mapped_column(sa.String(255))
+    topic: Mapped[str | None] = mapped_column(sa.String(249))
+    partition: Mapped[int | None] = mapped_column(sa.Integer)
+    error_code: Mapped[str | None] = mapped_column(sa.String(64))
+    reason: Mapped[str] = mapped_column(sa.Text)
+
+
+class StaticMemberRow(Base):
+    """Registry of manual-assign consumer instances (not per snapshot; Kafka cannot list them)."""
+
+    __tablename__ = "static_members"
+
+    group_id: Mapped[str] = mapped_column(sa.String(255), primary_key=True)
+    member_id: Mapped[str] = mapped_column(sa.String(255), primary_key=True)
+    topics: Mapped[list[str]] = mapped_column(sa.JSON)
+    created_at: Mapped[datetime] = mapped_column(sa.DateTime(timezone=True))
+
+
+#: Child tables of ``snapshots``, in delete order.
+SNAPSHOT_CHILDREN = (
+    MemberAssignmentRow,
+    GroupMemberRow,
+    CommittedOffsetRow,
+    ConsumerGroupRow,
+    PartitionOffsetRow,
+    SnapshotErrorRow,
+)

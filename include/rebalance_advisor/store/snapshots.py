@@ -1,0 +1,275 @@
+"""Write, load and prune snapshots. A snapshot is written in one transaction: all rows or none."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from rebalance_advisor.errors import AdvisorError
+from rebalance_advisor.snapshot import (
+    CommittedOffset,
+    Group,
+    Member,
+    PartitionOffsets,
+    Snapshot,
+    SnapshotError,
+)
+from rebalance_advisor.store import db
+from rebalance_advisor.store.models import (
+    SNAPSHOT_CHILDREN,
+    CommittedOffsetRow,
+    ConsumerGroupRow,
+    GroupMemberRow,
+    MemberAssignmentRow,
+    PartitionOffsetRow,
+    SnapshotErrorRow,
+    SnapshotRow,
+)
+
+#: Rows per INSERT statement: large enough to be fast, small enough for any driver's parameter limit.
+CHUNK = 2000
+
+
+def _insert(conn: Connection, model: type, rows: list[dict]) -> None:
+    table = model.__table__
+    for start in range(0, len(rows), CHUNK):
+        conn.execute(sa.insert(table), rows[start : start + CHUNK])
+
+
+def _delete_snapshots(conn: Connection, ids: list[int]) -> None:
+    if not ids:
+        return
+    for model in SNAPSHOT_CHILDREN:
+        conn.execute(sa.delete(model.__table__).where(model.__table__.c.snapshot_id.in_(ids)))
+    conn.execute(sa.delete(SnapshotRow.__table__).where(SnapshotRow.__table__.c.id.in_(ids)))
+
+
+def write_snapshot(snapshot: Snapshot, url: str | None = None, airflow_run_id: str | None = None) -> int:
+    """Store ``snapshot`` in one transaction and return its id.
+
+    With an ``airflow_run_id`` (or one set on the snapshot), a snapshot stored earlier by the same
+    run is replaced in the same transaction, so a re-run never duplicates.
+    """
+    run_id = airflow_run_id or snapshot.airflow_run_id
+    db.require_schema(url)
+    with db.connect(url) as conn:
+        if run_id is not None:
+            previous = conn.execute(
+                sa.select(SnapshotRow.id).where(SnapshotRow.airflow_run_id == run_id)
+            ).scalars()
+            _delete_snapshots(conn, list(previous))
+        snapshot_id = conn.execute(
+            sa.insert(SnapshotRow.__table__).returning(SnapshotRow.__table__.c.id),
+            {
+                "taken_at": snapshot.taken_at,
+                "cluster_id": snapshot.cluster_id,
+                "bootstrap_servers": snapshot.bootstrap_servers,
+                "duration_s": snapshot.duration_s,
+                "status": snapshot.status,
+                "isolation_level": snapshot.isolation_level,
+                "group_count": len(snapshot.groups),
+                "member_count": snapshot.member_count,
+                "partition_count": len(snapshot.partitions),
+                "committed_count": len(snapshot.committed),
+                "error_count": len(snapshot.errors),
+                "airflow_run_id": run_id,
+            },
+        ).scalar_one()
+        sid = {"snapshot_id": snapshot_id}
+        _insert(
+            conn,
+            PartitionOffsetRow,
+            [
+                {**sid, "topic": p.topic, "partition": p.partition, "log_start_offset": p.log_start_offset,
+                 "log_end_offset": p.log_end_offset, "last_stable_offset": p.last_stable_offset,
+                 "leader": p.leader}
+                for p in snapshot.partitions
+            ],
+        )  # fmt: skip
+        _insert(
+            conn,
+            ConsumerGroupRow,
+            [
+                {**sid, "group_id": g.group_id, "state": g.state, "group_type": g.group_type,
+                 "assignor": g.assignor, "coordinator_id": g.coordinator_id,
+                 "coordinator_host": g.coordinator_host, "member_count": g.member_count}
+                for g in snapshot.groups
+            ],
+        )  # fmt: skip
+        _insert(
+            conn,
+            GroupMemberRow,
+            [
+                {**sid, "group_id": g.group_id, "member_id": m.member_id, "position": m.position,
+                 "group_instance_id": m.group_instance_id, "client_id": m.client_id, "host": m.host,
+                 "rack": m.rack, "subscribed_topics": list(m.subscribed_topics)}
+                for g in snapshot.groups
+                for m in g.members
+            ],
+        )  # fmt: skip
+        _insert(
+            conn,
+            MemberAssignmentRow,
+            [
+                {**sid, "group_id": g.group_id, "member_id": m.member_id, "topic": t, "partition": p}
+                for g in snapshot.groups
+                for m in g.members
+                for t, p in m.assignment
+            ],
+        )
+        _insert(
+            conn,
+            CommittedOffsetRow,
+            [
+                {**sid, "group_id": c.group_id, "topic": c.topic, "partition": c.partition,
+                 "committed_offset": c.offset, "leader_epoch": c.leader_epoch, "metadata": c.metadata}
+                for c in snapshot.committed
+            ],
+        )  # fmt: skip
+        _insert(
+            conn,
+            SnapshotErrorRow,
+            [
+                {**sid, "stage": e.stage, "group_id": e.group_id, "topic": e.topic, "partition": e.partition,
+                 "error_code": e.error_code, "reason": e.reason}
+                for e in snapshot.errors
+            ],
+        )  # fmt: skip
+    snapshot.snapshot_id = snapshot_id
+    snapshot.airflow_run_id = run_id
+    return snapshot_id
+
+
+def latest_snapshot_id(url: str | None = None) -> int | None:
+    """The newest stored snapshot (highest id), or None when there is none."""
+    with db.connect(url) as conn:
+        return conn.execute(sa.select(sa.func.max(SnapshotRow.id))).scalar_one_or_none()
+
+
+def previous_snapshot_id(snapshot_id: int, url: str | None = None) -> int | None:
+    """The snapshot stored just before ``snapshot_id`` (for rates), or None."""
+    with db.connect(url) as conn:
+        return conn.execute(
+            sa.select(sa.func.max(SnapshotRow.id)).where(SnapshotRow.id < snapshot_id)
+        ).scalar_one_or_none()
+
+
+def resolve_snapshot_id(ref: str | int | None, url: str | None = None) -> int:
+    """``latest``/None or a number to an existing snapshot id; a clear error otherwise."""
+    if ref is None or str(ref).strip().lower() == "latest":
+        found = latest_snapshot_id(url)
+        if found is None:
+            raise AdvisorError("no snapshot stored yet: take one with `rebalance-advisor snapshot`")
+        return found
+    try:
+        wanted = int(ref)
+    except ValueError as error:
+        raise AdvisorError(f"--snapshot must be a number or 'latest', not {ref!r}") from error
+    with db.connect(url) as conn:
+        if conn.execute(sa.select(SnapshotRow.id).where(SnapshotRow.id == wanted)).first() is None:
+            raise AdvisorError(f"snapshot {wanted} does not exist (pruned, or never taken)")
+    return wanted
+
+
+def _aware(value: datetime) -> datetime:
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
+
+
+def load_snapshot(snapshot_id: int, url: str | None = None, groups: list[str] | None = None) -> Snapshot:
+    """One stored snapshot back as the in-memory :class:`Snapshot` (optionally only some groups)."""
+    with db.connect(url) as conn:
+        row = conn.execute(sa.select(SnapshotRow).where(SnapshotRow.id == snapshot_id)).mappings().first()
+        if row is None:
+            raise AdvisorError(f"snapshot {snapshot_id} does not exist")
+
+        def rows(model: type, *order: str):
+            table = model.__table__
+            query = sa.select(table).where(table.c.snapshot_id == snapshot_id)
+            if groups is not None and "group_id" in table.c:
+                query = query.where(table.c.group_id.in_(groups))
+            return conn.execute(query.order_by(*(table.c[o] for o in order))).mappings().all()
+
+        assignments: dict[tuple[str, str], list[tuple[str, int]]] = {}
+        for a in rows(MemberAssignmentRow, "group_id", "member_id", "topic", "partition"):
+            assignments.setdefault((a["group_id"], a["member_id"]), []).append((a["topic"], a["partition"]))
+        members: dict[str, list[Member]] = {}
+        for m in rows(GroupMemberRow, "group_id", "position"):
+            members.setdefault(m["group_id"], []).append(
+                Member(
+                    member_id=m["member_id"],
+                    client_id=m["client_id"],
+                    host=m["host"],
+                    group_instance_id=m["group_instance_id"],
+                    rack=m["rack"],
+                    subscribed_topics=tuple(m["subscribed_topics"] or ()),
+                    assignment=tuple(assignments.get((m["group_id"], m["member_id"]), ())),
+                    position=m["position"],
+                )
+            )
+        loaded_groups = [
+            Group(
+                group_id=g["group_id"],
+                state=g["state"],
+                group_type=g["group_type"],
+                assignor=g["assignor"],
+                coordinator_id=g["coordinator_id"],
+                coordinator_host=g["coordinator_host"],
+                members=tuple(members.get(g["group_id"], ())),
+            )
+            for g in rows(ConsumerGroupRow, "group_id")
+        ]
+        committed = [
+            CommittedOffset(c["group_id"], c["topic"], c["partition"], c["committed_offset"],
+                            c["leader_epoch"], c["metadata"])
+            for c in rows(CommittedOffsetRow, "group_id", "topic", "partition")
+        ]  # fmt: skip
+        if groups is not None:
+            topics = {t for g in loaded_groups for m in g.members for t in m.subscribed_topics}
+            topics |= {c.topic for c in committed}
+        partitions = [
+            PartitionOffsets(p["topic"], p["partition"], p["log_start_offset"], p["log_end_offset"],
+                             p["leader"], p["last_stable_offset"])
+            for p in rows(PartitionOffsetRow, "topic", "partition")
+            if groups is None or p["topic"] in topics
+        ]  # fmt: skip
+        errors = [
+            SnapshotError(e["stage"], e["reason"], e["group_id"], e["topic"], e["partition"], e["error_code"])
+            for e in rows(SnapshotErrorRow, "id")
+        ]
+    return Snapshot(
+        taken_at=_aware(row["taken_at"]),
+        bootstrap_servers=row["bootstrap_servers"],
+        cluster_id=row["cluster_id"],
+        duration_s=row["duration_s"],
+        groups=loaded_groups,
+        committed=committed,
+        partitions=partitions,
+        errors=errors,
+        isolation_level=row["isolation_level"],
+        snapshot_id=row["id"],
+        airflow_run_id=row["airflow_run_id"],
+    )
+
+
+def prune(
+    retention: timedelta, url: str | None = None, keep_latest: int = 1, now: datetime | None = None
+) -> int:
+    """Delete snapshots taken before ``now - retention``, always keeping the newest ``keep_latest``.
+
+    Returns how many snapshots were deleted (their child rows go in the same transaction).
+    """
+    cutoff = (now or datetime.now(UTC)) - retention
+    with db.connect(url) as conn:
+        newest = conn.execute(
+            sa.select(SnapshotRow.id).order_by(SnapshotRow.id.desc()).limit(max(keep_latest, 0))
+        ).scalars()
+        keep = set(newest)
+        old = [
+            i
+            for i in conn.execute(sa.select(SnapshotRow.id).where(SnapshotRow.taken_at < cutoff)).scalars()
+            if i not in keep
+        ]
+        _delete_snapshots(conn, old)
+    return len(old)
