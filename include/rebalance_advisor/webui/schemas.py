@@ -1,0 +1,183 @@
+"""Response models: they document the JSON API in FastAPI's OpenAPI schema and validate what we send."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from rebalance_advisor.planner.decisions import OUTCOMES
+from rebalance_advisor.store.plan_models import PLAN_STATUSES
+
+PlanStatus = StrEnum("PlanStatus", {s: s for s in PLAN_STATUSES})
+Outcome = StrEnum("Outcome", {s: s for s in OUTCOMES})
+
+
+class GroupType(StrEnum):
+    classic = "classic"
+    consumer = "consumer"
+    simple = "simple"
+
+
+class GroupSort(StrEnum):
+    group_id = "group_id"
+    state = "state"
+    type = "type"
+    members = "members"
+    total_lag = "total_lag"
+    imbalance = "imbalance"
+    outcome = "outcome"
+
+
+class SortOrder(StrEnum):
+    asc = "asc"
+    desc = "desc"
+
+
+class SnapshotRef(BaseModel):
+    id: int
+    taken_at: datetime
+    status: str
+
+
+class GroupRow(BaseModel):
+    group_id: str
+    state: str
+    type: str
+    assignor: str | None
+    members: int
+    total_lag: int | None = Field(description="total lag (messages) at the newest advisor outcome")
+    max_member_lag: int | None
+    imbalance: float | None = Field(description="max / mean member lag at the newest advisor outcome")
+    flagged: bool = Field(description="imbalance >= threshold and lag above the floor")
+    outcome: str | None = Field(description="newest advisor outcome: " + ", ".join(OUTCOMES))
+    reason: str | None
+    outcome_snapshot_id: int | None = Field(description="snapshot the newest outcome was computed from")
+    best_strategy: str | None
+    latest_plan_id: int | None
+    latest_plan_status: str | None
+
+
+class GroupList(BaseModel):
+    snapshot: SnapshotRef | None = Field(description="the newest snapshot; null when none is stored")
+    threshold: float = Field(description="imbalance threshold of the newest advisor run")
+    groups: list[GroupRow]
+
+
+class MemberNow(BaseModel):
+    member_id: str
+    label: str = Field(description="group instance id when static, else member id")
+    group_instance_id: str | None
+    client_id: str
+    host: str
+    lag: int
+    partitions: int
+
+
+class PartitionNow(BaseModel):
+    topic: str
+    partition: int
+    log_start_offset: int | None
+    log_end_offset: int | None
+    committed_offset: int | None
+    lag: int
+    owner: str | None
+
+
+class NowView(BaseModel):
+    members: list[MemberNow]
+    partitions: list[PartitionNow]
+
+
+class PlanSummary(BaseModel):
+    id: int
+    run_id: int
+    snapshot_id: int
+    group_id: str
+    strategy: str
+    status: str
+    epoch: int | None
+    created_at: datetime
+    created_by: str
+    max_lag_before: int
+    max_lag_after: int
+    imbalance_before: float
+    imbalance_after: float
+    spread_before: int
+    spread_after: int
+    moves: int
+    lower_bound: int
+    gap: float
+    reason: str
+
+
+class ImbalancePoint(BaseModel):
+    snapshot_id: int
+    imbalance: float | None
+
+
+class GroupDetail(BaseModel):
+    group_id: str
+    snapshot_id: int | None = Field(description="newest snapshot holding the group")
+    state: str | None = None
+    type: str | None = None
+    assignor: str | None = None
+    members: int | None = None
+    threshold: float
+    outcome: dict[str, Any] | None = Field(description="the group's newest group_outcomes row")
+    now: NowView
+    plans: list[PlanSummary] = Field(description="newest plans first")
+    imbalance_history: list[ImbalancePoint] = Field(description="oldest first, one point per snapshot")
+
+
+class PlanPage(BaseModel):
+    total: int
+    page: int
+    page_size: int
+    items: list[PlanSummary]
+
+
+class PlanAssignmentRow(BaseModel):
+    member_id: str
+    member_label: str
+    topic: str
+    partition: int
+    lag: int
+    key_hash_start: int | None
+    key_hash_end: int | None
+
+
+class MemberComparison(BaseModel):
+    member_id: str
+    label: str
+    lag_before: int
+    lag_after: int
+    partitions_before: int
+    partitions_after: int
+
+
+class Move(BaseModel):
+    topic: str
+    partition: int
+    lag: int
+    from_member: str | None = Field(description="owner in the plan's snapshot; null when unowned")
+    from_label: str | None
+    to_member: str
+    to_label: str
+
+
+class PlanDetail(BaseModel):
+    plan: PlanSummary
+    members: list[MemberComparison]
+    assignments: list[PlanAssignmentRow]
+    moves: list[Move] = Field(description="partitions whose owner changes under the plan")
+
+
+class DecisionBody(BaseModel):
+    note: str | None = Field(default=None, max_length=2000, description="why (kept in plan_transitions)")
+
+
+class ErrorBody(BaseModel):
+    detail: str
