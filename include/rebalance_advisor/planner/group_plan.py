@@ -88,13 +88,17 @@ def plan_group(doc: dict[str, Any], thresholds: Thresholds, now: datetime) -> di
         return _empty_result(group_id, "no_members", "no members and no registered static members", total_lag)
     try:
         spec = parse_group_spec({k: doc[k] for k in ("group_id", "members", "partitions") if k in doc})
-        owners_by_strategy = candidate_owners(spec, thresholds)
+        total_lag = int(spec.lag.sum())
+        bound = lower_bound_max_lag(spec)
+        current = compute_metrics(spec, spec.owner, bound)
+        unowned_lag = int(spec.lag[spec.owner < 0].sum())
+        # Idle and balanced groups need no candidates: skipping them is most of a quiet cluster's work.
+        flagged = total_lag >= thresholds.lag_floor and (
+            unowned_lag > 0 or current.imbalance >= thresholds.imbalance_threshold
+        )
+        owners_by_strategy = candidate_owners(spec, thresholds) if flagged else {}
     except AdvisorError as error:
         return _empty_result(group_id, "error", f"invalid group spec: {error}", total_lag)
-    total_lag = int(spec.lag.sum())
-    bound = lower_bound_max_lag(spec)
-    current = compute_metrics(spec, spec.owner, bound)
-    unowned_lag = int(spec.lag[spec.owner < 0].sum())
     metrics_by_strategy = {name: compute_metrics(spec, o, bound) for name, o in owners_by_strategy.items()}
     candidates = [Candidate(name, m.max_member_lag, m.moves) for name, m in metrics_by_strategy.items()]
     decision = decide(

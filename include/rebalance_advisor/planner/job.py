@@ -1,0 +1,230 @@
+"""The planner job: one snapshot -> every group planned in Spark -> one transaction of results.
+
+Shape (why): the driver reads the snapshot and the plan history (small, SQL), builds one spec
+document per group, and hands them to Spark as rows ``(group_id, doc)``; ``groupBy("group_id")
+.applyInPandas`` runs :func:`~rebalance_advisor.planner.group_plan.plan_group` per group on the
+executors with Arrow on (the package reaches them as a py-file zip, no shared disk); the results
+come back to the driver, which writes the run, plans, assignments, transitions and outcomes in ONE
+transaction. A Spark failure raises before anything is written, so a run lands whole or not at all.
+
+Entry points: :func:`run_planner` (takes a SparkSession: the DAG's ``@task.pyspark`` session, the
+CLI's ``local[2]`` one, or a cluster's) and :func:`plan_documents` (the Spark part alone).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from rebalance_advisor.errors import AdvisorError
+from rebalance_advisor.planner.decisions import Thresholds
+from rebalance_advisor.planner.group_plan import plan_group
+from rebalance_advisor.planner.specs import build_group_docs
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import SparkSession
+
+log = logging.getLogger(__name__)
+
+RESULT_SCHEMA = "group_id string, result string"
+PlanFn = Callable[[dict[str, Any], Thresholds, datetime], dict[str, Any]]
+
+
+class PlannerFailed(AdvisorError):
+    """Spark could not plan the snapshot; nothing was written."""
+
+
+@dataclass
+class PlannerRun:
+    """What a run did: the ids, one compact outcome row per group, and where the time went."""
+
+    snapshot_id: int
+    run_id: int | None  # None for a dry run (nothing written)
+    outcomes: list[dict[str, Any]]
+    timings: dict[str, float] = field(default_factory=dict)
+    dry_run: bool = False
+
+    @property
+    def flagged(self) -> list[str]:
+        return [o["group_id"] for o in self.outcomes if o["outcome"] in ("recommended", "no_better_plan")]
+
+    @property
+    def recommended_plan_ids(self) -> list[int]:
+        return [o["plan_id"] for o in self.outcomes if o["outcome"] == "recommended" and o.get("plan_id")]
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able (the DAG passes it on through XCom)."""
+        data = asdict(self)
+        data["flagged"] = self.flagged
+        data["recommended_plan_ids"] = self.recommended_plan_ids
+        return data
+
+
+def _group_planner(thresholds: dict[str, Any], now_iso: str, plan_fn: PlanFn):
+    """The applyInPandas function; a closure so cloudpickle ships it (and its settings) by value."""
+
+    def plan_batch(pdf):
+        import pandas as pd
+
+        from rebalance_advisor.planner.decisions import Thresholds as _Thresholds
+
+        settings = _Thresholds.from_dict(thresholds)
+        now = datetime.fromisoformat(now_iso)
+        results = [json.dumps(plan_fn(json.loads(doc), settings, now)) for doc in pdf["doc"]]
+        return pd.DataFrame({"group_id": pdf["group_id"].astype(str), "result": results})
+
+    return plan_batch
+
+
+def _cause(error: BaseException) -> str:
+    """The useful line of a Spark/Py4J error (the Python exception raised on an executor)."""
+    text = str(error).strip()
+    lines = [line for line in text.splitlines() if line.strip()]
+    for line in reversed(lines):
+        if "Error" in line or "Exception" in line:
+            return line.strip()[:500]
+    return (lines[-1] if lines else repr(error))[:500]
+
+
+def plan_documents(
+    spark: SparkSession,
+    docs: Sequence[dict[str, Any]],
+    thresholds: Thresholds,
+    now: datetime,
+    plan_fn: PlanFn = plan_group,
+) -> list[dict[str, Any]]:
+    """Plan every document in Spark (one group per applyInPandas call); results sorted by group."""
+    import pandas as pd
+
+    from rebalance_advisor.sparkutil import add_package
+
+    if not docs:
+        return []
+    add_package(spark)
+    spark.conf.set("spark.sql.execution.arrow.pyspark.enabled", "true")
+    frame = pd.DataFrame({"group_id": [d["group_id"] for d in docs], "doc": [json.dumps(d) for d in docs]})
+    try:
+        df = spark.createDataFrame(frame, schema="group_id string, doc string")
+        planned = df.groupBy("group_id").applyInPandas(
+            _group_planner(thresholds.to_dict(), now.isoformat(), plan_fn), schema=RESULT_SCHEMA
+        )
+        rows = planned.toPandas()
+    except Exception as error:  # Py4J/Spark errors have no common base class
+        raise PlannerFailed(f"Spark planning failed, nothing written: {_cause(error)}") from error
+    results = [json.loads(r) for r in rows["result"]]
+    if len(results) != len(docs):
+        raise PlannerFailed(f"Spark returned {len(results)} results for {len(docs)} groups; nothing written")
+    return sorted(results, key=lambda r: r["group_id"])
+
+
+def compact_outcome(result: dict[str, Any], plan_id: int | None = None) -> dict[str, Any]:
+    """The outcome row the DAG summary and the CLI print."""
+    keys = ("group_id", "outcome", "reason", "total_lag", "max_lag_before", "max_lag_after", "moves")
+    row = {k: result.get(k) for k in keys}
+    row["best_strategy"] = result.get("best_strategy")
+    row["plan_status"] = (result.get("plan") or {}).get("status")
+    row["plan_id"] = plan_id
+    return row
+
+
+def run_planner(
+    spark: SparkSession,
+    url: str | None = None,
+    snapshot: str | int | None = "latest",
+    thresholds: Thresholds | None = None,
+    *,
+    group_pattern: str | None = None,
+    reset: str | None = None,
+    weight: str = "lag",
+    airflow_run_id: str | None = None,
+    created_by: str = "cli",
+    dry_run: bool = False,
+    publish_mode: str = "recommend",
+    now: datetime | None = None,
+    plan_fn: PlanFn = plan_group,
+) -> PlannerRun:
+    """Plan one snapshot (``latest`` or an id) and store the run; see the module docstring.
+
+    ``plan_fn`` is the per-group function (tests pass one that fails mid-job to prove nothing
+    lands). ``reset`` is the lag module's reset policy (``"latest"``, ``"orders-.*=earliest,..."``).
+    Unknown snapshots raise AdvisorError; an empty snapshot gives a run with no outcomes.
+    """
+    from rebalance_advisor.lag import ResetPolicy
+    from rebalance_advisor.planner import store_plans
+    from rebalance_advisor.store import db
+    from rebalance_advisor.store.snapshots import load_snapshot, previous_snapshot_id, resolve_snapshot_id
+
+    thresholds = thresholds or Thresholds()
+    started = time.perf_counter()
+    started_at = now or datetime.now(UTC)
+    db.require_schema(url)
+    snapshot_id = resolve_snapshot_id(snapshot, url)
+    current = load_snapshot(snapshot_id, url)
+    previous = None
+    if weight == "drain_ms" and (prev_id := previous_snapshot_id(snapshot_id, url)) is not None:
+        previous = load_snapshot(prev_id, url)
+    with db.connect(url) as conn:
+        registry = store_plans.static_members(conn)
+        standing = store_plans.standing_plans(conn, airflow_run_id)
+    docs = build_group_docs(
+        current,
+        registry,
+        group_pattern=group_pattern,
+        reset=ResetPolicy.parse(reset),
+        weight=weight,
+        previous=previous,
+    )
+    for doc in docs:
+        plan = standing.get(doc["group_id"])
+        if plan is not None and thresholds.cooldown_minutes > 0:
+            doc["standing"] = {
+                "plan_id": plan.plan_id,
+                "status": plan.status,
+                "created_at": plan.created_at.isoformat(),
+            }
+    read_s = time.perf_counter() - started
+    results = plan_documents(spark, docs, thresholds, started_at, plan_fn)
+    plan_s = time.perf_counter() - started - read_s
+    params = {
+        **thresholds.to_dict(),
+        "group_pattern": group_pattern,
+        "reset": reset,
+        "weight": weight,
+        "publish_mode": publish_mode,
+        "dry_run": dry_run,
+    }
+    run_id = None
+    plan_ids: dict[str, int] = {}
+    if not dry_run:
+        with db.connect(url) as conn:
+            run_id, plan_ids = store_plans.write_run(
+                conn,
+                snapshot_id=snapshot_id,
+                results=results,
+                params=params,
+                started_at=started_at,
+                airflow_run_id=airflow_run_id,
+                created_by=created_by,
+            )
+    write_s = time.perf_counter() - started - read_s - plan_s
+    outcomes = [compact_outcome(r, plan_ids.get(r["group_id"])) for r in results]
+    timings = {
+        "read_s": read_s,
+        "plan_s": plan_s,
+        "write_s": write_s,
+        "total_s": time.perf_counter() - started,
+    }
+    log.info(
+        "planned snapshot %s: %d groups, %d flagged, run %s (%.2f s)",
+        snapshot_id,
+        len(results),
+        sum(o["outcome"] in ("recommended", "no_better_plan") for o in outcomes),
+        run_id,
+        timings["total_s"],
+    )
+    return PlannerRun(snapshot_id, run_id, outcomes, timings, dry_run)

@@ -1,0 +1,149 @@
+"""Snapshot -> one spec document per group (``parse_group_spec``'s JSON shape plus planner keys).
+
+Dynamic groups: members, their topics and the partitions they hold come from the snapshot.
+Plans name a member by its ``group.instance.id`` when it has one (static membership survives
+restarts, the member id does not), else by its member id. librdkafka does not expose a member's
+subscription, so the snapshot stores the topics of its assignment; a member holding nothing is
+taken to share the group's topics (the common single-subscription case) rather than to subscribe
+to none.
+
+Memberless groups (consumers using ``assign()``): members come from the ``static_members``
+registry, with the topics registered there and nothing owned; without registered members the
+document has no members and the group's outcome is ``no_members``.
+
+Partition weight (``weight``): ``lag`` (messages, the default) or ``drain_ms``: the time to work
+off the lag at the group's own consume rate on that partition between the previous snapshot and
+this one (Δcommitted / Δt, from ``rebalance_advisor.lag.rates``). Partitions without a positive
+rate use the group's median rate; a group with no rate at all falls back to ``lag`` (the document
+says which weight it used). Lag itself follows the lag module's rule and per-group
+``auto.offset.reset`` policy.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from rebalance_advisor.lag import ResetPolicy, partition_lag, rates
+from rebalance_advisor.snapshot import Snapshot
+
+WEIGHTS = ("lag", "drain_ms")
+
+
+@dataclass(frozen=True)
+class StaticMember:
+    """One registered manual-assign consumer instance."""
+
+    group_id: str
+    member_id: str
+    topics: tuple[str, ...]
+
+
+def consume_rates(
+    current: Snapshot, previous: Snapshot | None, policy: ResetPolicy
+) -> dict[tuple[str, str, int], float]:
+    """Committed-offset advance per second for (group, topic, partition) (``rebalance_advisor.lag``)."""
+    if previous is None or current.taken_at <= previous.taken_at:
+        return {}
+    return {
+        (r.group_id, r.topic, r.partition): r.consume_rate
+        for r in rates(previous, current, policy)
+        if r.consume_rate is not None
+    }
+
+
+def _drain_weights(
+    group_id: str, lags: dict[tuple[str, int], int], rates: Mapping[tuple[str, str, int], float]
+) -> dict[tuple[str, int], int] | None:
+    """Milliseconds to drain each partition's lag at the group's rate; None when no rate is known."""
+    known = sorted(r for (g, t, p), r in rates.items() if g == group_id and r > 0 and (t, p) in lags)
+    if not known:
+        return None
+    fallback = known[len(known) // 2]
+    return {
+        tp: math.ceil(1000 * lag / (rates.get((group_id, *tp)) or fallback)) if lag else 0
+        for tp, lag in lags.items()
+    }
+
+
+def build_group_docs(
+    snapshot: Snapshot,
+    static_members: Iterable[StaticMember] = (),
+    *,
+    group_pattern: str | None = None,
+    reset: ResetPolicy | None = None,
+    weight: str = "lag",
+    previous: Snapshot | None = None,
+) -> list[dict[str, Any]]:
+    """One document per group of the snapshot (and per registered manual-assign group), sorted by id."""
+    if weight not in WEIGHTS:
+        raise ValueError(f"weight must be one of {WEIGHTS}, got {weight!r}")
+    matcher = re.compile(group_pattern) if group_pattern else None
+    policy = reset or ResetPolicy()
+    offsets = {(p.topic, p.partition): p for p in snapshot.partitions}
+    partitions_of: dict[str, list[int]] = {}
+    for topic, partition in sorted(offsets):
+        partitions_of.setdefault(topic, []).append(partition)
+    committed: dict[str, dict[tuple[str, int], int]] = {}
+    for c in snapshot.committed:
+        committed.setdefault(c.group_id, {})[(c.topic, c.partition)] = c.offset
+    registry: dict[str, list[StaticMember]] = {}
+    for s in static_members:
+        registry.setdefault(s.group_id, []).append(s)
+    groups = {g.group_id: g for g in snapshot.groups}
+    group_ids = sorted(set(groups) | set(committed))
+    group_rates = consume_rates(snapshot, previous, policy) if weight == "drain_ms" else {}
+    docs = []
+    for group_id in group_ids:
+        if matcher is not None and not matcher.fullmatch(group_id):
+            continue
+        group = groups.get(group_id)
+        live = group.members if group is not None else ()
+        members: list[dict[str, Any]] = []
+        if live:
+            shared = sorted(
+                {t for m in live for t in m.subscribed_topics} | {t for m in live for t, _ in m.assignment}
+            )
+            for m in live:
+                topics = sorted(set(m.subscribed_topics) | {t for t, _ in m.assignment}) or shared
+                members.append(
+                    {
+                        "member_id": m.group_instance_id or m.member_id,
+                        "group_instance_id": m.group_instance_id,
+                        "topics": topics,
+                        "owned": [[t, p] for t, p in m.assignment],
+                    }
+                )
+        else:
+            for s in sorted(registry.get(group_id, ()), key=lambda s: s.member_id):
+                members.append(
+                    {"member_id": s.member_id, "group_instance_id": None, "topics": list(s.topics)}
+                )
+        topics = sorted({t for m in members for t in m["topics"]}) or sorted(
+            {t for t, _ in committed.get(group_id, {})}
+        )
+        group_committed = committed.get(group_id, {})
+        lags: dict[tuple[str, int], int] = {}
+        reset_value = policy.for_group(group_id)
+        for topic in topics:
+            for partition in partitions_of.get(topic, []):
+                o = offsets[(topic, partition)]
+                lags[(topic, partition)] = partition_lag(
+                    group_committed.get((topic, partition)), o.log_start_offset, o.log_end_offset, reset_value
+                )
+        used = "lag"
+        if weight == "drain_ms" and (drain := _drain_weights(group_id, lags, group_rates)) is not None:
+            lags, used = drain, "drain_ms"
+        docs.append(
+            {
+                "group_id": group_id,
+                "members": members,
+                "partitions": [{"topic": t, "partition": p, "lag": lag} for (t, p), lag in lags.items()],
+                "weight": used,
+                "note": None if members else "no members and no registered static members",
+            }
+        )
+    return docs

@@ -1,0 +1,339 @@
+"""Plan-table I/O: what the planner reads before a run, the one-transaction write after it, and the
+queries the CLI, the DAG summary and the UI share.
+
+A run is written by :func:`write_run` in one transaction: the run row, every plan with its
+assignments and first transition (``None -> recommended``/``skipped``), one outcome per group,
+and ``recommended -> superseded`` for the group's older recommended plans. Re-writing the same
+Airflow run id first deletes that run's rows (explicitly: SQLite does not cascade by default).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from rebalance_advisor.planner.decisions import STANDING_STATUSES, StandingPlan
+from rebalance_advisor.planner.specs import StaticMember
+from rebalance_advisor.store import db
+from rebalance_advisor.store.models import StaticMemberRow
+from rebalance_advisor.store.plan_models import (
+    AdvisorRun,
+    GroupOutcome,
+    Plan,
+    PlanAssignment,
+    PlanTransition,
+)
+
+_INSERT_CHUNK = 5_000
+
+
+def static_members(conn: Connection) -> list[StaticMember]:
+    """The manual-assign registry."""
+    rows = conn.execute(
+        sa.select(StaticMemberRow.group_id, StaticMemberRow.member_id, StaticMemberRow.topics)
+    )
+    return [StaticMember(g, m, tuple(t or ())) for g, m, t in rows]
+
+
+def register_static_member(url: str | None, group_id: str, member_id: str, topics: Sequence[str]) -> None:
+    """Add (or update) one manual-assign consumer in the registry."""
+    with db.connect(url) as conn:
+        conn.execute(
+            sa.delete(StaticMemberRow).where(
+                StaticMemberRow.group_id == group_id, StaticMemberRow.member_id == member_id
+            )
+        )
+        conn.execute(
+            sa.insert(StaticMemberRow).values(
+                group_id=group_id, member_id=member_id, topics=list(topics), created_at=datetime.now(UTC)
+            )
+        )
+
+
+def standing_plans(conn: Connection, replacing_airflow_run_id: str | None = None) -> dict[str, StandingPlan]:
+    """Per group, its newest recommended/approved/published plan (the cool-down reference).
+
+    Plans of the run being replaced (same Airflow run id) do not count: a re-run must not be
+    held back by its own earlier attempt.
+    """
+    newest = sa.select(sa.func.max(Plan.id)).where(Plan.status.in_(STANDING_STATUSES)).group_by(Plan.group_id)
+    if replacing_airflow_run_id is not None:
+        replaced = sa.select(AdvisorRun.id).where(AdvisorRun.airflow_run_id == replacing_airflow_run_id)
+        newest = newest.where(Plan.run_id.not_in(replaced))
+    rows = conn.execute(
+        sa.select(Plan.id, Plan.group_id, Plan.status, Plan.created_at).where(Plan.id.in_(newest))
+    )
+    return {g: StandingPlan(i, s, c) for i, g, s, c in rows}
+
+
+def _delete_run(conn: Connection, airflow_run_id: str) -> None:
+    run_ids = sa.select(AdvisorRun.id).where(AdvisorRun.airflow_run_id == airflow_run_id)
+    plan_ids = sa.select(Plan.id).where(Plan.run_id.in_(run_ids))
+    conn.execute(sa.delete(GroupOutcome).where(GroupOutcome.run_id.in_(run_ids)))
+    conn.execute(sa.delete(PlanTransition).where(PlanTransition.plan_id.in_(plan_ids)))
+    conn.execute(sa.delete(PlanAssignment).where(PlanAssignment.plan_id.in_(plan_ids)))
+    conn.execute(sa.delete(Plan).where(Plan.run_id.in_(run_ids)))
+    conn.execute(sa.delete(AdvisorRun).where(AdvisorRun.id.in_(run_ids)))
+
+
+def _chunks(rows: list[dict[str, Any]]) -> Iterable[list[dict[str, Any]]]:
+    for start in range(0, len(rows), _INSERT_CHUNK):
+        yield rows[start : start + _INSERT_CHUNK]
+
+
+def write_run(
+    conn: Connection,
+    *,
+    snapshot_id: int,
+    results: Sequence[dict[str, Any]],
+    params: dict[str, Any],
+    started_at: datetime,
+    airflow_run_id: str | None,
+    created_by: str,
+) -> tuple[int, dict[str, int]]:
+    """Insert one planner run (caller owns the transaction); return (advisor run id, {group: plan id})."""
+    if airflow_run_id is not None:
+        _delete_run(conn, airflow_run_id)
+    now = datetime.now(UTC)
+    run_id = conn.execute(
+        sa.insert(AdvisorRun)
+        .values(
+            snapshot_id=snapshot_id,
+            airflow_run_id=airflow_run_id,
+            started_at=started_at,
+            finished_at=now,
+            status="success",
+            params=params,
+        )
+        .returning(AdvisorRun.id)
+    ).scalar_one()
+    plan_ids: dict[str, int] = {}
+    assignments: list[dict[str, Any]] = []
+    transitions: list[dict[str, Any]] = []
+    recommended_groups: list[str] = []
+    for r in results:
+        plan = r.get("plan")
+        if plan is None:
+            continue
+        after = plan["metrics_after"]
+        metrics = {
+            "before": r["metrics_before"],
+            "after": after,
+            "weight": plan["weight"],
+            "candidates": r["candidates"],
+            "equivalent_strategies": plan["equivalent_strategies"],
+        }
+        plan_id = conn.execute(
+            sa.insert(Plan)
+            .values(
+                run_id=run_id,
+                snapshot_id=snapshot_id,
+                group_id=r["group_id"],
+                strategy=plan["strategy"],
+                status=plan["status"],
+                epoch=None,
+                created_at=now,
+                created_by=created_by,
+                max_lag_before=r["max_lag_before"],
+                max_lag_after=after["max_member_lag"],
+                imbalance_before=r["imbalance_before"],
+                imbalance_after=after["imbalance"],
+                spread_before=r["spread_before"],
+                spread_after=after["partition_count_spread"],
+                moves=after["moves"],
+                lower_bound=after["lower_bound_max_lag"],
+                gap=after["gap"],
+                reason=r["reason"],
+                metrics=metrics,
+            )
+            .returning(Plan.id)
+        ).scalar_one()
+        plan_ids[r["group_id"]] = plan_id
+        if plan["status"] == "recommended":
+            recommended_groups.append(r["group_id"])
+        assignments.extend(
+            {"plan_id": plan_id, "member_id": m, "topic": t, "partition": p, "lag": lag}
+            for m, t, p, lag in plan["assignments"]
+        )
+        transitions.append(
+            {
+                "plan_id": plan_id,
+                "from_status": None,
+                "to_status": plan["status"],
+                "actor": created_by,
+                "airflow_run_id": airflow_run_id,
+                "at": now,
+                "note": r["reason"],
+            }
+        )
+    new_ids = set(plan_ids.values())
+    for start in range(0, len(recommended_groups), _INSERT_CHUNK):
+        groups = recommended_groups[start : start + _INSERT_CHUNK]
+        older = conn.execute(
+            sa.select(Plan.id).where(Plan.group_id.in_(groups), Plan.status == "recommended")
+        ).scalars()
+        older_ids = [pid for pid in older if pid not in new_ids]
+        if not older_ids:
+            continue
+        conn.execute(sa.update(Plan).where(Plan.id.in_(older_ids)).values(status="superseded"))
+        transitions.extend(
+            {
+                "plan_id": pid,
+                "from_status": "recommended",
+                "to_status": "superseded",
+                "actor": created_by,
+                "airflow_run_id": airflow_run_id,
+                "at": now,
+                "note": f"superseded by advisor run {run_id}",
+            }
+            for pid in older_ids
+        )
+    outcomes = [
+        {
+            "run_id": run_id,
+            "group_id": r["group_id"],
+            "outcome": r["outcome"],
+            "reason": r["reason"],
+            "total_lag": r["total_lag"],
+            "max_lag_before": r["max_lag_before"],
+            "max_lag_after": r["max_lag_after"],
+            "imbalance_before": r["imbalance_before"],
+            "imbalance_after": r["imbalance_after"],
+            "moves": r["moves"],
+            "best_strategy": r["best_strategy"],
+            "plan_id": plan_ids.get(r["group_id"]),
+        }
+        for r in results
+    ]
+    for model, rows in (
+        (PlanAssignment, assignments),
+        (PlanTransition, transitions),
+        (GroupOutcome, outcomes),
+    ):
+        for chunk in _chunks(rows):
+            conn.execute(sa.insert(model), chunk)
+    return run_id, plan_ids
+
+
+# ---- queries (CLI ``plans``, DAG summary, UI) -----------------------------------------------
+
+PLAN_COLUMNS = (
+    "id",
+    "run_id",
+    "snapshot_id",
+    "group_id",
+    "strategy",
+    "status",
+    "epoch",
+    "created_at",
+    "created_by",
+    "max_lag_before",
+    "max_lag_after",
+    "imbalance_before",
+    "imbalance_after",
+    "spread_before",
+    "spread_after",
+    "moves",
+    "lower_bound",
+    "gap",
+    "reason",
+)
+
+
+def list_plans(
+    url: str | None = None,
+    *,
+    group: str | None = None,
+    status: str | None = None,
+    run_id: int | None = None,
+    limit: int | None = None,
+) -> list[dict[str, Any]]:
+    """Plans newest first (without the metrics JSON), filtered by group, status or run."""
+    query = sa.select(*(getattr(Plan, c) for c in PLAN_COLUMNS)).order_by(Plan.id.desc())
+    if group is not None:
+        query = query.where(Plan.group_id == group)
+    if status is not None:
+        query = query.where(Plan.status == status)
+    if run_id is not None:
+        query = query.where(Plan.run_id == run_id)
+    if limit is not None:
+        query = query.limit(limit)
+    with db.connect(url) as conn:
+        return [dict(row) for row in conn.execute(query).mappings()]
+
+
+def get_plan(plan_id: int, url: str | None = None) -> dict[str, Any] | None:
+    """One plan with its metrics JSON, its assignments and its transitions."""
+    with db.connect(url) as conn:
+        row = conn.execute(sa.select(Plan.__table__).where(Plan.id == plan_id)).mappings().first()
+        if row is None:
+            return None
+        plan = dict(row)
+        plan["assignments"] = [
+            dict(a)
+            for a in conn.execute(
+                sa.select(
+                    PlanAssignment.member_id,
+                    PlanAssignment.topic,
+                    PlanAssignment.partition,
+                    PlanAssignment.lag,
+                    PlanAssignment.key_hash_start,
+                    PlanAssignment.key_hash_end,
+                )
+                .where(PlanAssignment.plan_id == plan_id)
+                .order_by(PlanAssignment.member_id, PlanAssignment.topic, PlanAssignment.partition)
+            ).mappings()
+        ]
+        plan["transitions"] = [
+            dict(t)
+            for t in conn.execute(
+                sa.select(
+                    PlanTransition.from_status,
+                    PlanTransition.to_status,
+                    PlanTransition.actor,
+                    PlanTransition.airflow_run_id,
+                    PlanTransition.at,
+                    PlanTransition.note,
+                )
+                .where(PlanTransition.plan_id == plan_id)
+                .order_by(PlanTransition.id)
+            ).mappings()
+        ]
+    return plan
+
+
+def plan_assignment_map(plan_id: int, url: str | None = None) -> dict[str, list[tuple[str, int]]]:
+    """{member: sorted [(topic, partition)]} of one plan (what publishing and tests compare)."""
+    with db.connect(url) as conn:
+        rows = conn.execute(
+            sa.select(PlanAssignment.member_id, PlanAssignment.topic, PlanAssignment.partition)
+            .where(PlanAssignment.plan_id == plan_id)
+            .order_by(PlanAssignment.member_id, PlanAssignment.topic, PlanAssignment.partition)
+        )
+        result: dict[str, list[tuple[str, int]]] = {}
+        for member, topic, partition in rows:
+            result.setdefault(member, []).append((topic, partition))
+    return result
+
+
+def run_outcomes(run_id: int | None = None, url: str | None = None) -> list[dict[str, Any]]:
+    """One row per group of an advisor run (default: the newest run), by group id."""
+    with db.connect(url) as conn:
+        if run_id is None:
+            run_id = conn.execute(sa.select(sa.func.max(AdvisorRun.id))).scalar_one_or_none()
+            if run_id is None:
+                return []
+        table = GroupOutcome.__table__
+        query = sa.select(table).where(table.c.run_id == run_id).order_by(table.c.group_id)
+        return [dict(row) for row in conn.execute(query).mappings()]
+
+
+def advisor_runs(url: str | None = None, limit: int = 20) -> list[dict[str, Any]]:
+    """The newest advisor runs, newest first."""
+    with db.connect(url) as conn:
+        rows = conn.execute(sa.select(AdvisorRun.__table__).order_by(AdvisorRun.id.desc()).limit(limit))
+        return [dict(r) for r in rows.mappings()]
