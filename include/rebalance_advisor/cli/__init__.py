@@ -20,6 +20,7 @@ COMMAND_MODULES = [
     "rebalance_advisor.cli.demo",
     "rebalance_advisor.cli.plan",
     "rebalance_advisor.cli.snapshot",
+    "rebalance_advisor.cli.advise",
 ]
 
 

@@ -1,0 +1,110 @@
+"""Text forms of planner results: the outcomes table (CLI, DAG summary, demo) and plan listings."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+
+def _num(value: Any) -> str:
+    return "-" if value is None else f"{value:,}"
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]], right: set[int]) -> str:
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)]
+
+    def line(cells: Sequence[str]) -> str:
+        return "  ".join(
+            c.rjust(w) if i in right else c.ljust(w)
+            for i, (c, w) in enumerate(zip(cells, widths, strict=True))
+        ).rstrip()
+
+    return "\n".join([line(header), line(["-" * w for w in widths]), *(line(r) for r in rows)])
+
+
+def format_outcomes(outcomes: Sequence[dict[str, Any]]) -> str:
+    """group, outcome, max member lag before -> after, moves, strategy, plan: one line per group."""
+    if not outcomes:
+        return "(no groups)"
+    rows = [
+        [
+            o["group_id"],
+            o["outcome"],
+            f"{_num(o.get('max_lag_before'))} -> {_num(o.get('max_lag_after'))}"
+            if o.get("max_lag_after") is not None
+            else _num(o.get("max_lag_before")),
+            _num(o.get("moves")),
+            o.get("best_strategy") or "-",
+            str(o["plan_id"]) if o.get("plan_id") else "-",
+        ]
+        for o in outcomes
+    ]
+    return _table(
+        ["group", "outcome", "max member lag before -> after", "moves", "strategy", "plan"], rows, {2, 3}
+    )
+
+
+def outcome_reasons(outcomes: Sequence[dict[str, Any]]) -> str:
+    """One ``group: reason`` line per group (what the table has no room for)."""
+    return "\n".join(f"{o['group_id']}: {o['reason']}" for o in outcomes)
+
+
+def _plain(value: Any) -> Any:
+    return value.isoformat(timespec="seconds") if isinstance(value, datetime) else value
+
+
+PLAN_TABLE_COLUMNS = (
+    "id",
+    "group_id",
+    "strategy",
+    "status",
+    "max_lag_before",
+    "max_lag_after",
+    "moves",
+    "created_at",
+    "created_by",
+)
+
+
+def format_plans(plans: Sequence[dict[str, Any]], fmt: str = "table") -> str:
+    """Plans as ``table`` (the key columns), ``json`` (every column) or ``csv`` (every column)."""
+    plain = [{k: _plain(v) for k, v in p.items()} for p in plans]
+    if fmt == "json":
+        return json.dumps(plain, indent=None) + "\n"
+    if fmt == "csv":
+        out = io.StringIO()
+        if plain:
+            writer = csv.DictWriter(out, fieldnames=list(plain[0]), lineterminator="\n")
+            writer.writeheader()
+            writer.writerows(plain)
+        return out.getvalue()
+    if not plain:
+        return "(no plans)\n"
+    rows = [
+        [
+            str(p["id"]),
+            p["group_id"],
+            p["strategy"],
+            p["status"],
+            f"{_num(p['max_lag_before'])} -> {_num(p['max_lag_after'])}",
+            _num(p["moves"]),
+            str(p["created_at"]),
+            p["created_by"],
+        ]
+        for p in plain
+    ]
+    header = [
+        "plan",
+        "group",
+        "strategy",
+        "status",
+        "max member lag before -> after",
+        "moves",
+        "created",
+        "by",
+    ]
+    return _table(header, rows, {0, 4, 5}) + "\n"
