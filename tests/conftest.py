@@ -85,3 +85,42 @@ def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
     with start_cluster(tmp_path_factory.mktemp("spark-cluster")) as cluster:
         yield cluster.master_url
+
+
+@pytest.fixture(scope="session")
+def airflow_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A throwaway AIRFLOW_HOME with the repo's dags/, its metadata DB migrated once per session.
+
+    Airflow reads its configuration when first imported, so tests must import airflow only inside
+    test functions that use this fixture (never at module level).
+    """
+    import sys
+
+    home = tmp_path_factory.mktemp("airflow")
+    settings = {
+        "AIRFLOW_HOME": str(home),
+        "AIRFLOW__CORE__DAGS_FOLDER": str(Path(__file__).resolve().parents[1] / "dags"),
+        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+        "AIRFLOW__CORE__PARALLELISM": "4",
+        "AIRFLOW__CORE__UNIT_TEST_MODE": "True",
+        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home / 'airflow.db'}",
+        "AIRFLOW__LOGGING__LOGGING_LEVEL": "WARNING",
+    }
+    already = [m for m in ("airflow.configuration", "airflow.settings") if m in sys.modules]
+    if already:
+        raise RuntimeError(
+            f"airflow was imported before the airflow_home fixture ({already}): import it lazily"
+        )
+    previous = {key: os.environ.get(key) for key in settings}
+    os.environ.update(settings)
+    from airflow.utils import db as airflow_db
+
+    airflow_db.initdb()
+    try:
+        yield home
+    finally:
+        for key, value in previous.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value

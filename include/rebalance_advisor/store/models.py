@@ -34,6 +34,8 @@ class SnapshotRow(Base):
     """One pass over the cluster. ``airflow_run_id`` is unique when set: a re-run replaces its row."""
 
     __tablename__ = "snapshots"
+    # Ids only grow (also on SQLite): "latest" is the highest id, and plans keep pointing at theirs.
+    __table_args__ = {"sqlite_autoincrement": True}
 
     id: Mapped[int] = mapped_column(sa.Integer, primary_key=True, autoincrement=True)
     taken_at: Mapped[datetime] = mapped_column(sa.DateTime(timezone=True), index=True)

@@ -256,14 +256,16 @@ def load_snapshot(snapshot_id: int, url: str | None = None, groups: list[str] | 
 def prune(
     retention: timedelta, url: str | None = None, keep_latest: int = 1, now: datetime | None = None
 ) -> int:
-    """Delete snapshots taken before ``now - retention``, always keeping the newest ``keep_latest``.
+    """Delete snapshots taken before ``now - retention``, always keeping the ``keep_latest`` most recently taken.
 
     Returns how many snapshots were deleted (their child rows go in the same transaction).
     """
     cutoff = (now or datetime.now(UTC)) - retention
     with db.connect(url) as conn:
         newest = conn.execute(
-            sa.select(SnapshotRow.id).order_by(SnapshotRow.id.desc()).limit(max(keep_latest, 0))
+            sa.select(SnapshotRow.id)
+            .order_by(SnapshotRow.taken_at.desc(), SnapshotRow.id.desc())
+            .limit(max(keep_latest, 0))
         ).scalars()
         keep = set(newest)
         old = [

@@ -35,6 +35,7 @@ def upgrade() -> None:
         sa.Column("airflow_run_id", sa.String(length=250), nullable=True),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_snapshots")),
         sa.UniqueConstraint("airflow_run_id", name=op.f("uq_snapshots_airflow_run_id")),
+        sqlite_autoincrement=True,
     )
     with op.batch_alter_table("snapshots", schema=None) as batch_op:
         batch_op.create_index(batch_op.f("ix_snapshots_taken_at"), ["taken_at"], unique=False)
