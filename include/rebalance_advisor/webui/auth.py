@@ -20,8 +20,9 @@ from typing import Annotated
 from airflow.api_fastapi.app import get_auth_manager
 from airflow.api_fastapi.auth.managers.models.base_user import BaseUser
 from airflow.api_fastapi.auth.managers.models.resource_details import DagAccessEntity, DagDetails
-from airflow.api_fastapi.core_api.security import GetUserDep, get_user, requires_access_dag
+from airflow.api_fastapi.core_api.security import GetUserDep, bearer_scheme, get_user, requires_access_dag
 from fastapi import Depends, HTTPException, Request, status
+from fastapi.security import HTTPAuthorizationCredentials
 
 #: DAG whose trigger right approve/reject requires (the advisor DAG that publishes approved plans).
 DEFAULT_APPROVAL_DAG_ID = "rebalance_advisor"
@@ -64,10 +65,12 @@ class LoginRequired(Exception):
     """Raised by page dependencies; the app answers with a redirect to the auth manager's login."""
 
 
-async def page_user(request: Request) -> BaseUser:
-    """Dependency for HTML pages: the cookie's user, or a redirect to log in (not a bare 401)."""
+async def page_user(
+    request: Request, bearer: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer_scheme)]
+) -> BaseUser:
+    """Dependency for HTML pages: the cookie's (or bearer's) user, else a redirect to log in."""
     try:
-        user = await get_user(request, None, None)
+        user = await get_user(request, None, bearer)
     except HTTPException as error:
         if error.status_code in (status.HTTP_401_UNAUTHORIZED, status.HTTP_403_FORBIDDEN):
             raise LoginRequired from error

@@ -210,7 +210,7 @@ async def group_page(
     hot = imbalance is not None and imbalance >= threshold
     parts = "".join(
         f"<tr><td>{escape(p['topic'])}</td><td class='num'>{p['partition']}</td><td class='num'>{_num(p['lag'])}</td>"
-        f"<td>{escape(next((m['label'] for m in group['now']['members'] if m['member_id'] == p['owner']), p['owner'] or '—'))}</td></tr>"
+        f"<td>{escape(p['owner'] or '—')}</td></tr>"
         for p in group["now"]["partitions"]
     )
     body = f"""<h1>Group <span id="group-id">{escape(group_id)}</span></h1>

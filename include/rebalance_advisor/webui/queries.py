@@ -15,11 +15,13 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from rebalance_advisor.errors import AdvisorError
+from rebalance_advisor.lag import ResetPolicy, partition_lags
 from rebalance_advisor.planner.decisions import Thresholds
+from rebalance_advisor.planner.store_plans import get_plan
 from rebalance_advisor.snapshot import Snapshot
 from rebalance_advisor.store import db
-from rebalance_advisor.store.models import ConsumerGroupRow, GroupMemberRow, SnapshotRow
-from rebalance_advisor.store.plan_models import AdvisorRun, GroupOutcome, Plan, PlanAssignment
+from rebalance_advisor.store.models import ConsumerGroupRow, SnapshotRow
+from rebalance_advisor.store.plan_models import AdvisorRun, GroupOutcome, Plan
 from rebalance_advisor.store.snapshots import load_snapshot
 
 
@@ -124,51 +126,54 @@ def _snapshot_summary(row: dict[str, Any]) -> dict[str, Any]:
     return {"id": row["id"], "taken_at": row["taken_at"], "status": row["status"]}
 
 
-def partition_lag(
-    log_start: int | None, log_end: int | None, committed: int | None, reset: str = "latest"
-) -> int:
-    """DESIGN.md's lag: ``max(end - committed, 0)``; never committed: 0 (latest) or ``end - start``."""
-    if log_end is None:
-        return 0
-    if committed is None:
-        return 0 if reset == "latest" else max(log_end - (log_start or 0), 0)
-    return max(log_end - committed, 0)
+def reset_policy(conn: Connection) -> ResetPolicy:
+    """The reset policy of the newest advisor run, so lag "now" is counted as the advisor counts it."""
+    params = conn.execute(sa.select(AdvisorRun.params).order_by(AdvisorRun.id.desc()).limit(1)).scalar()
+    try:
+        return ResetPolicy.parse((params or {}).get("reset"))
+    except AdvisorError:
+        return ResetPolicy()
 
 
-def current_assignment(snapshot: Snapshot, group_id: str) -> dict[str, Any]:
-    """Per-partition lag and owner, and per-member totals, of one group in one snapshot."""
+def member_key(member_id: str, group_instance_id: str | None) -> str:
+    """How plans name a member: its static ``group.instance.id`` when set (it survives restarts)."""
+    return group_instance_id or member_id
+
+
+def current_assignment(snapshot: Snapshot, group_id: str, policy: ResetPolicy) -> dict[str, Any]:
+    """Per-partition lag and owner (named as plans name members), per-member totals, in one snapshot."""
     group = snapshot.group(group_id)
-    offsets = snapshot.partition_map()
-    committed = snapshot.committed_map(group_id)
-    owner: dict[tuple[str, int], str] = {}
+    key_of = {
+        m.member_id: member_key(m.member_id, m.group_instance_id) for m in (group.members if group else ())
+    }
+    partitions = [
+        {
+            "topic": x.topic,
+            "partition": x.partition,
+            "log_start_offset": x.log_start,
+            "log_end_offset": x.log_end,
+            "committed_offset": x.committed,
+            "lag": x.lag,
+            "owner": key_of.get(x.member_id, x.member_id) if x.member_id else None,
+        }
+        for x in partition_lags(snapshot, policy)
+        if x.group_id == group_id
+    ]
     members = []
     for m in group.members if group else ():
-        for tp in m.assignment:
-            owner[tp] = m.member_id
-        members.append({"member_id": m.member_id, "label": m.group_instance_id or m.member_id,
-                        "group_instance_id": m.group_instance_id, "client_id": m.client_id, "host": m.host})  # fmt: skip
-    keys = sorted(set(owner) | {(t, p) for (_g, t, p) in committed})
-    partitions = []
-    for topic, part in keys:
-        po = offsets.get((topic, part))
-        c = committed.get((group_id, topic, part))
-        lag = partition_lag(po.log_start_offset if po else None, po.log_end_offset if po else None,
-                            c.offset if c else None)  # fmt: skip
-        partitions.append(
+        label = key_of[m.member_id]
+        mine = [p for p in partitions if p["owner"] == label]
+        members.append(
             {
-                "topic": topic,
-                "partition": part,
-                "log_start_offset": po.log_start_offset if po else None,
-                "log_end_offset": po.log_end_offset if po else None,
-                "committed_offset": c.offset if c else None,
-                "lag": lag,
-                "owner": owner.get((topic, part)),
+                "member_id": m.member_id,
+                "label": label,
+                "group_instance_id": m.group_instance_id,
+                "client_id": m.client_id,
+                "host": m.host,
+                "lag": sum(p["lag"] for p in mine),
+                "partitions": len(mine),
             }
         )
-    for m in members:
-        mine = [p for p in partitions if p["owner"] == m["member_id"]]
-        m["lag"] = sum(p["lag"] for p in mine)
-        m["partitions"] = len(mine)
     return {"members": members, "partitions": partitions}
 
 
@@ -191,6 +196,7 @@ def group_detail(url: str, group_id: str, history: int = 20, plans: int = 5) -> 
             raise NotFound(f"consumer group {group_id!r} is in no stored snapshot and has no plans")
         threshold = imbalance_threshold(conn)
         outcome = _latest_outcomes(conn, [group_id]).get(group_id)
+        policy = reset_policy(conn)
         trend = conn.execute(
             sa.select(AdvisorRun.snapshot_id, GroupOutcome.imbalance_before, GroupOutcome.run_id)
             .join(AdvisorRun, AdvisorRun.id == GroupOutcome.run_id)
@@ -205,7 +211,7 @@ def group_detail(url: str, group_id: str, history: int = 20, plans: int = 5) -> 
     group_row: dict[str, Any] = {}
     if snapshot_id is not None:
         snapshot = load_snapshot(snapshot_id, url, groups=[group_id])
-        now = current_assignment(snapshot, group_id)
+        now = current_assignment(snapshot, group_id, policy)
         g = snapshot.group(group_id)
         group_row = {
             "state": g.state,
@@ -256,40 +262,26 @@ def plan_row(conn: Connection, plan_id: int) -> dict[str, Any]:
     return _row(found)
 
 
-def _labels(conn: Connection, snapshot_id: int, group_id: str) -> dict[str, str]:
-    """member id -> what people call it (the static group instance id when there is one)."""
-    rows = conn.execute(
-        sa.select(GroupMemberRow.member_id, GroupMemberRow.group_instance_id).where(
-            GroupMemberRow.snapshot_id == snapshot_id, GroupMemberRow.group_id == group_id
-        )
-    )
-    return {member: instance or member for member, instance in rows}
-
-
 def plan_detail(url: str, plan_id: int) -> dict[str, Any]:
-    """A plan, its assignment, per-member lag before/after, and the moves against the assignment
-    of the snapshot it was planned from (the same baseline its ``moves`` count uses)."""
+    """A plan, its assignment and transitions, per-member lag before/after, and the moves against the
+    assignment of the snapshot it was planned from (the same baseline its ``moves`` count uses)."""
+    plan = get_plan(plan_id, url)
+    if plan is None:
+        raise NotFound(f"plan {plan_id} does not exist")
+    assignments = plan.pop("assignments")
+    transitions = plan.pop("transitions")
     with db.connect(url) as conn:
-        plan = plan_row(conn, plan_id)
-        assignments = [
-            _row(r)
-            for r in conn.execute(
-                sa.select(PlanAssignment.__table__)
-                .where(PlanAssignment.plan_id == plan_id)
-                .order_by(PlanAssignment.topic, PlanAssignment.partition, PlanAssignment.key_hash_start)
-            ).mappings()
-        ]
-        labels = _labels(conn, plan["snapshot_id"], plan["group_id"])
+        policy = reset_policy(conn)
     try:
         snapshot = load_snapshot(plan["snapshot_id"], url, groups=[plan["group_id"]])
-        before = current_assignment(snapshot, plan["group_id"])
+        before = current_assignment(snapshot, plan["group_id"], policy)
     except AdvisorError:  # the snapshot was pruned: the plan still stands, without a diff
         before = {"members": [], "partitions": []}
     owner_before = {(p["topic"], p["partition"]): p["owner"] for p in before["partitions"]}
     moves = []
-    for a in assignments:
+    for a in sorted(assignments, key=lambda a: (a["topic"], a["partition"], a["key_hash_start"] or 0)):
         previous = owner_before.get((a["topic"], a["partition"]))
-        a["member_label"] = labels.get(a["member_id"], a["member_id"])
+        a["member_label"] = a["member_id"]  # plans already name static members by instance id
         if previous != a["member_id"]:
             moves.append(
                 {
@@ -297,44 +289,49 @@ def plan_detail(url: str, plan_id: int) -> dict[str, Any]:
                     "partition": a["partition"],
                     "lag": a["lag"],
                     "from_member": previous,
-                    "from_label": labels.get(previous, previous) if previous else None,
+                    "from_label": previous,
                     "to_member": a["member_id"],
                     "to_label": a["member_label"],
                 }
             )
     return {
         "plan": plan_summary(plan),
-        "members": member_comparison(plan, before["members"], assignments, labels),
+        "members": member_comparison(plan, before["members"], assignments),
         "assignments": assignments,
         "moves": moves,
+        "transitions": transitions,
     }
 
 
-def member_comparison(plan: dict[str, Any], now: list[dict[str, Any]], assignments: list[dict[str, Any]],
-                      labels: dict[str, str]) -> list[dict[str, Any]]:  # fmt: skip
-    """Per member: lag and partition count before (the plan's snapshot) and under the plan."""
+def member_comparison(
+    plan: dict[str, Any], now: list[dict[str, Any]], assignments: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """Per member (plan naming): lag and partition count in the plan's snapshot and under the plan.
+
+    The planner's own per-member numbers (``metrics.before/after.member_lag``) win where present;
+    the snapshot and the plan's assignment rows fill in the rest.
+    """
     metrics = plan.get("metrics") or {}
-    before = (metrics.get("before") or metrics.get("metrics_before") or {}).get("member_lag") or {}
-    after = (metrics.get("after") or metrics.get("metrics_after") or {}).get("member_lag") or {}
-    lag_now = {m["member_id"]: m["lag"] for m in now} | {k: int(v) for k, v in before.items()}
-    count_now = {m["member_id"]: m["partitions"] for m in now}
+    before = (metrics.get("before") or {}).get("member_lag") or {}
+    after = (metrics.get("after") or {}).get("member_lag") or {}
+    lag_now = {m["label"]: m["lag"] for m in now} | {k: int(v) for k, v in before.items()}
+    count_now = {m["label"]: m["partitions"] for m in now}
     lag_plan: dict[str, int] = {}
     count_plan: dict[str, int] = {}
     for a in assignments:
         lag_plan[a["member_id"]] = lag_plan.get(a["member_id"], 0) + int(a["lag"])
         count_plan[a["member_id"]] = count_plan.get(a["member_id"], 0) + 1
     lag_plan |= {k: int(v) for k, v in after.items()}
-    ids = sorted(set(lag_now) | set(lag_plan), key=lambda m: (labels.get(m, m), m))
     return [
         {
             "member_id": m,
-            "label": labels.get(m, m),
+            "label": m,
             "lag_before": lag_now.get(m, 0),
             "lag_after": lag_plan.get(m, 0),
             "partitions_before": count_now.get(m, 0),
             "partitions_after": count_plan.get(m, 0),
         }
-        for m in ids
+        for m in sorted(set(lag_now) | set(lag_plan))
     ]
 
 

@@ -168,11 +168,21 @@ class Move(BaseModel):
     to_label: str
 
 
+class Transition(BaseModel):
+    from_status: str | None
+    to_status: str
+    actor: str
+    airflow_run_id: str | None
+    at: datetime
+    note: str | None
+
+
 class PlanDetail(BaseModel):
     plan: PlanSummary
     members: list[MemberComparison]
     assignments: list[PlanAssignmentRow]
     moves: list[Move] = Field(description="partitions whose owner changes under the plan")
+    transitions: list[Transition] = Field(description="status changes, oldest first")
 
 
 class DecisionBody(BaseModel):
