@@ -8,6 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from rebalance_advisor import sparkutil
+from rebalance_advisor.errors import AdvisorError
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -59,7 +60,12 @@ def test_executor_imports_package_from_shipped_zip(spark_cluster: str) -> None:
             }
         )
 
-    spark = sparkutil.spark_session(spark_cluster, "rebalance-advisor-smoke")
+    # One worker core: few partitions keep the job to a handful of tasks.
+    spark = sparkutil.spark_session(
+        spark_cluster,
+        "rebalance-advisor-smoke",
+        {"spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "1"},
+    )
     try:
         assert spark.sparkContext.master == spark_cluster
         # The zip this session shipped (its name carries the sources' hash).
@@ -84,3 +90,28 @@ def test_executor_imports_package_from_shipped_zip(spark_cluster: str) -> None:
             assert ".zip/rebalance_advisor/" in path, f"executor imported {path}, not the shipped zip"
             assert not path.startswith(local_package), f"executor used the shared disk: {path}"
             assert f"{shipped}/rebalance_advisor/" in path, f"executor imported {path}, not {shipped}"
+
+
+@pytest.mark.airflow
+def test_connection_settings_read_the_airflow_connection(
+    airflow_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A real Airflow connection (from an AIRFLOW_CONN_* variable, as in docker-compose.yaml)."""
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_SPARK_SCALE_TEST",
+        '{"conn_type": "spark", "host": "spark://spark-master", "port": 7077,'
+        ' "extra": {"spark.executor.memory": "2g", "deploy-mode": "client"}}',
+    )
+    master, conf = sparkutil.connection_settings("spark_scale_test")
+    assert master == "spark://spark-master:7077"
+    assert conf == {"spark.executor.memory": "2g"}
+
+
+def test_a_session_on_another_master_is_refused(spark_cluster: str) -> None:
+    """One process, one SparkContext: asking for the cluster while local[1] runs is an error."""
+    spark = sparkutil.spark_session("local[1]", "rebalance-advisor-local", ship_package=False)
+    try:
+        with pytest.raises(AdvisorError, match="already running"):
+            sparkutil.spark_session(spark_cluster, "rebalance-advisor-cluster")
+    finally:
+        spark.stop()

@@ -131,11 +131,19 @@ def spark_session(
     """A SparkSession on ``master`` with Arrow on and the package shipped to executors as a zip.
 
     ``master`` is anything ``spark-submit --master`` takes: ``local[*]``, ``spark://host:7077``,
-    ``yarn``, ``k8s://https://...``. An existing active session is reused (its static conf stays)
-    and still gets the package zip.
+    ``yarn``, ``k8s://https://...``. An active session on the same master is reused (its static
+    conf stays) and still gets the package zip; one on another master is an error, so a
+    ``local[*]`` run is never mistaken for a cluster run.
     """
+    from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
+    active = SparkContext._active_spark_context
+    if active is not None and active.master != master:
+        raise AdvisorError(
+            f"a SparkContext on {active.master!r} is already running in this process; "
+            f"stop it (spark.stop()) before asking for one on {master!r}"
+        )
     effective = session_conf(master, conf)
     _prepare_python_env(effective)
     builder = SparkSession.builder.master(master).appName(app_name)
@@ -187,13 +195,19 @@ def spark_session_from_connection(
 
     ``conf`` overrides the connection's extra. Imports Airflow only when called.
     """
+    master, connection_conf = connection_settings(conn_id)
+    connection_conf.update(conf or {})
+    return spark_session(master, app_name, connection_conf)
+
+
+def connection_settings(conn_id: str = "spark_default") -> tuple[str, dict[str, str]]:
+    """Master URL and Spark conf of Airflow connection ``conn_id`` (Airflow imported lazily)."""
     try:
         from airflow.sdk import BaseHook
     except ImportError:  # pragma: no cover - Airflow 2 layout
         from airflow.hooks.base import BaseHook
 
     connection = BaseHook.get_connection(conn_id)
-    master = master_from_connection(connection.host, connection.port)
-    merged = conf_from_extra(connection.extra_dejson or {})
-    merged.update(conf or {})
-    return spark_session(master, app_name, merged)
+    return master_from_connection(connection.host, connection.port), conf_from_extra(
+        connection.extra_dejson or {}
+    )

@@ -73,16 +73,38 @@ class SparkCluster:
         )
 
     def stop(self) -> None:
-        """Kill both process groups (worker first) and wait until every JVM is gone."""
+        """Kill both process groups (worker first); raise if a process of theirs still runs."""
         for process in (self.worker, self.master):
             _kill_group(process)
+        deadline = time.monotonic() + 10
+        while (left := live_processes({self.worker.pid, self.master.pid})) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        if left:
+            raise RuntimeError(f"Spark processes survived stop(): {left}")
+
+
+def live_processes(groups: set[int]) -> list[int]:
+    """PIDs of running (not zombie) processes in the given process groups, from /proc."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # exited meanwhile
+        state, pgrp = fields[0], int(fields[2])
+        if pgrp in groups and state != "Z":
+            found.append(int(stat.parent.name))
+    return found
 
 
 def _kill_group(process: subprocess.Popen, grace: float = 10.0) -> None:
     if process.poll() is not None:
         _signal_group(process.pid, signal.SIGKILL)  # children of a dead leader may still run
         return
-    _signal_group(process.pid, signal.SIGTERM)
+    # SIGTERM to the JVM only: its shutdown hooks stop (and reap) the executors it launched;
+    # SIGKILL to the whole group afterwards catches whatever is left.
+    with suppress(ProcessLookupError):
+        process.send_signal(signal.SIGTERM)
     try:
         process.wait(timeout=grace)
     except subprocess.TimeoutExpired:
@@ -154,8 +176,8 @@ def _wait_for_worker(cluster: SparkCluster, timeout: float) -> None:
         try:
             if cluster.status().get("aliveworkers", 0) >= 1:
                 return
-        except OSError:
-            pass  # web UI not up yet
+        except (OSError, ValueError):
+            pass  # web UI not up yet, or answering with a half-started page
         time.sleep(0.5)
     raise TimeoutError(
         f"no Spark worker registered with {cluster.master_url} in {timeout:.0f}s\n{cluster.logs()}"
