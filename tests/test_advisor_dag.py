@@ -1,0 +1,138 @@
+"""The kafka_rebalance_advisor DAG under real Airflow (``dag.test()``), real Spark and the demo workload."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+DAG_FILE = Path(__file__).resolve().parents[1] / "dags" / "kafka_rebalance_advisor.py"
+
+pytestmark = [pytest.mark.airflow, pytest.mark.spark, pytest.mark.slow]
+
+
+@pytest.fixture
+def connections(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> str:
+    db_file = tmp_path / "advisor.db"
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_REBALANCE_ADVISOR_DB", json.dumps({"conn_type": "sqlite", "host": str(db_file)})
+    )
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_SPARK_DEFAULT",
+        json.dumps(
+            {
+                "conn_type": "spark",
+                "host": "local[2]",
+                "extra": {"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1"},
+            }
+        ),
+    )
+    return f"sqlite:///{db_file}"
+
+
+def _dag(name: str = "kafka_rebalance_advisor"):
+    from airflow.dag_processing.dagbag import DagBag
+
+    bag = DagBag(dag_folder=str(DAG_FILE))
+    assert not bag.import_errors, bag.import_errors
+    return bag.dags[name]
+
+
+def _task_states(run) -> dict[str, str]:
+    return {ti.task_id: ti.state for ti in run.get_task_instances()}
+
+
+def test_dag_file_imports_nothing_heavy() -> None:
+    code = (
+        "import runpy, sys; runpy.run_path(sys.argv[1]);"
+        "heavy = [m for m in ('confluent_kafka', 'alembic', 'pyspark', 'pandas', 'numpy') if m in sys.modules];"
+        "print(','.join(heavy))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code, str(DAG_FILE)], capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().splitlines()[-1:] in ([], [""]), result.stdout
+
+
+def test_params_reject_bad_values_before_the_run(airflow_home) -> None:
+    from airflow.sdk.definitions.param import ParamValidationError
+    from rebalance_advisor.assignors import ASSIGNORS
+
+    dag = _dag()
+    assert dag.params["strategies"] == list(ASSIGNORS)  # the literal list in the DAG file is the registry
+    for bad in (
+        {"imbalance_threshold": 0.5},
+        {"min_improvement": 1.5},
+        {"lag_floor": -1},
+        {"strategies": ["range", "fastest"]},
+        {"strategies": []},
+        {"publish_mode": "yolo"},
+        {"snapshot": "yesterday"},
+        {"group_regex": "kip-("},
+        {"move_budget": -3},
+    ):
+        with pytest.raises(ParamValidationError):
+            dag.test(run_conf=bad)
+
+
+@pytest.mark.kafka
+def test_dag_end_to_end_on_the_demo_workload(airflow_home, connections, demo_groups, kafka_bootstrap) -> None:
+    from rebalance_advisor import snapshot, store
+    from rebalance_advisor.airflow_support import SNAPSHOT_ASSET_URI
+    from rebalance_advisor.planner import store_plans
+
+    url = connections
+    store.upgrade(url)
+    store.write_snapshot(snapshot.collect(kafka_bootstrap), url)
+    dag = _dag()
+    assert SNAPSHOT_ASSET_URI in repr(dag.timetable.asset_condition)  # scheduled on the snapshot Asset
+
+    first = dag.test()
+    assert first.state == "success", _task_states(first)
+    states = _task_states(first)
+    assert states["hand_to_publishing"] == "success" and states["no_group_flagged"] == "skipped"
+    outcomes = {o["group_id"]: o for o in store_plans.run_outcomes(None, url)}
+    assert outcomes["kip-example"]["outcome"] == "recommended"
+    assert outcomes["idle-group"]["outcome"] == "idle"
+    assert outcomes["balanced-group"]["outcome"] == "balanced"
+    assert outcomes["manual-assign"]["outcome"] == "no_members"
+    assert not [g for g, o in outcomes.items() if o["outcome"] == "error"]
+    kip_plan = outcomes["kip-example"]["plan_id"]
+    plan = store_plans.get_plan(kip_plan, url)
+    assert (plan["strategy"], plan["status"], plan["created_by"]) == (
+        "lag_aware",
+        "recommended",
+        first.run_id,
+    )
+    assert (plan["max_lag_before"], plan["max_lag_after"], plan["moves"]) == (160_000, 110_000, 1)
+    assert store_plans.plan_assignment_map(kip_plan, url) == {"C0": [("t0", 0)], "C1": [("t0", 1), ("t0", 2)]}
+
+    # Register the manual-assign consumers; a second run inside the cool-down adds no new
+    # recommendation for kip-example but plans manual-assign from the registry.
+    store_plans.register_static_member(url, "manual-assign", "worker-0", ["manual-topic"])
+    store_plans.register_static_member(url, "manual-assign", "worker-1", ["manual-topic"])
+    recommended_before = {
+        p["id"] for p in store_plans.list_plans(url, group="kip-example", status="recommended")
+    }
+    second = dag.test()
+    assert second.state == "success", _task_states(second)
+    outcomes = {o["group_id"]: o for o in store_plans.run_outcomes(None, url)}
+    assert outcomes["kip-example"]["outcome"] == "no_better_plan"
+    assert outcomes["kip-example"]["reason"].startswith(f"cool-down: plan {kip_plan} ")
+    assert {
+        p["id"] for p in store_plans.list_plans(url, group="kip-example", status="recommended")
+    } == recommended_before
+    assert outcomes["manual-assign"]["outcome"] == "recommended"
+    manual = store_plans.plan_assignment_map(outcomes["manual-assign"]["plan_id"], url)
+    assert sorted(manual) == ["worker-0", "worker-1"] and sum(map(len, manual.values())) == 6
+
+    # Nothing flagged (only the idle group): the branch finishes without plans.
+    quiet = dag.test(run_conf={"group_regex": "idle-group"})
+    states = _task_states(quiet)
+    assert quiet.state == "success"
+    assert states["no_group_flagged"] == "success" and states["hand_to_publishing"] == "skipped"
+    assert states["summary"] == "success"
