@@ -83,8 +83,8 @@ class Scenario:
             summary = {p: (min(o for q, o in missing if q == p), ends[p]) for p in {q for q, _ in missing}}
             logs = "\n".join(w.log()[-3000:] for w in self.workers.values())
             raise AssertionError(f"{error}; missing (partition: first, end): {summary}\n{logs}") from None
-        for worker in self.workers.values():
-            worker.stop()
+        codes = {w.member: w.stop() for w in alive}
+        assert codes == {w.member: 0 for w in alive}, "a worker failed: see its .log"
         self.watch.finish()
         return h.coverage(list(self.workers.values()), ends)
 

@@ -208,3 +208,31 @@ def test_client_refuses_to_commit_a_partition_taken_at_a_newer_epoch(
     finally:
         other.close()
         consumer.close()
+
+
+def test_client_that_learns_the_epoch_late_releases_nothing_it_lost(
+    kafka_bootstrap: str, data_topic: str
+) -> None:
+    """Late member, other order: it hears of the new epoch before committing; its release is refused."""
+    config = {"bootstrap.servers": kafka_bootstrap, "auto.offset.reset": "earliest"}
+    group, topic = _names()
+    publish_assignments(config, group, "p1", {"late": [(data_topic, 0), (data_topic, 1)]}, topic=topic)
+    consumer = AssignedConsumer(config, group, "late", topic=topic, check_interval=0.05)
+    other = Consumer({"bootstrap.servers": kafka_bootstrap, "group.id": group})
+    try:
+        _consume(consumer, 5)
+        position = consumer.commit()[(data_topic, 0)]
+        taken = TopicPartition(data_topic, 0, position, metadata=OwnerMark("newer", 2, OWNED).encode())
+        other.commit(offsets=[taken], asynchronous=False)
+        _consume(consumer, 2)
+        publish_assignments(
+            config, group, "p2", {"late": [(data_topic, 1)], "newer": [(data_topic, 0)]}, topic=topic
+        )
+        _wait(lambda: consumer.poll(0.1) is None and consumer.epoch == 2)
+        assert consumer.owned == {(data_topic, 1)}
+        committed = other.committed([TopicPartition(data_topic, 0)], timeout=10)[0]
+        assert (committed.offset, decode_mark(committed.metadata)) == (position, OwnerMark("newer", 2, OWNED))
+        assert consumer.commit() is not None  # still usable
+    finally:
+        other.close()
+        consumer.close()

@@ -199,10 +199,16 @@ class AssignedConsumer:
                 return None
 
     def commit(self) -> dict[TopicPartitionKey, int]:
-        """Commit processed positions of owned partitions (with our mark); returns what was written."""
+        """Commit processed positions of owned partitions (with our mark); returns what was written.
+
+        Partitions another member took over are not committed: they are dropped instead.
+        """
         self._maintain()
-        changed = [tp for tp, pos in self._owned.items() if self._committed.get(tp) != pos]
-        return self._checked_commit(changed, OWNED)
+        changed = {tp: pos for tp, pos in self._owned.items() if self._committed.get(tp) != pos}
+        written, refused = self._checked_commit(changed, OWNED)
+        if refused:
+            self._drop(refused)
+        return written
 
     def close(self, release: bool = True) -> None:
         """Commit and release what this member holds (so a successor need not wait), then stop."""
@@ -275,16 +281,18 @@ class AssignedConsumer:
                 raise AdvisorError(f"commit of {item.topic}-{item.partition} failed: {item.error}")
         self._committed.update(offsets)
 
-    def _checked_commit(self, tps: list[TopicPartitionKey], state: str) -> dict[TopicPartitionKey, int]:
-        """Commit ``tps`` at their positions unless another member took them over (then drop them)."""
-        if not tps:
-            return {}
-        marks = self._read_marks(tps)
+    def _checked_commit(
+        self, positions: dict[TopicPartitionKey, int], state: str
+    ) -> tuple[dict[TopicPartitionKey, int], list[TopicPartitionKey]]:
+        """Commit positions unless another member took the partition over: (written, refused)."""
+        if not positions:
+            return {}, []
+        marks = self._read_marks(list(positions))
         allowed, refused = {}, []
-        for tp in tps:
+        for tp, position in positions.items():
             committed, mark = marks[tp]
             if may_commit(self.member_id, self.epoch, mark):
-                allowed[tp] = commit_offset(self._owned[tp], committed)
+                allowed[tp] = commit_offset(position, committed)
             else:
                 refused.append(tp)
                 log.warning(
@@ -293,9 +301,7 @@ class AssignedConsumer:
                 )  # fmt: skip
         if allowed:
             self._write(allowed, state)
-        if refused:
-            self._drop(refused)
-        return allowed
+        return allowed, refused
 
     def _drop(self, tps: list[TopicPartitionKey]) -> None:
         """Stop consuming partitions someone else now holds; still-assigned ones wait again (as stale)."""
@@ -303,7 +309,7 @@ class AssignedConsumer:
 
         self._consumer.incremental_unassign([TopicPartition(t, p) for t, p in tps])
         for tp in tps:
-            self._owned.pop(tp, None)
+            del self._owned[tp]
             if tp in self.assigned:
                 self._pending[tp] = time.monotonic()
 
@@ -311,15 +317,13 @@ class AssignedConsumer:
         """Stop fetching first, then commit the processed position with a ``released`` mark."""
         from confluent_kafka import TopicPartition
 
+        positions = {tp: self._owned.pop(tp) for tp in tps}
         self._consumer.incremental_unassign([TopicPartition(t, p) for t, p in tps])
         try:
-            written = self._checked_commit(tps, RELEASED)
+            written, _ = self._checked_commit(positions, RELEASED)
             log.info("%s: released %s at epoch %d", self.member_id, _names(written), self.epoch)
         except AdvisorError as error:  # the successor takes over after its timeout instead
             log.error("%s: release of %s failed: %s", self.member_id, _names(tps), error)
-        finally:
-            for tp in tps:
-                self._owned.pop(tp, None)
 
     def _try_claims(self) -> None:
         from confluent_kafka import TopicPartition

@@ -48,6 +48,9 @@ def main() -> None:
             if time.monotonic() >= next_commit:
                 consumer.commit()
                 next_commit = time.monotonic() + args.commit_interval
+    except Exception:
+        logging.getLogger(__name__).exception("worker failed")
+        raise
     finally:
         consumer.close()
         os.close(fd)
