@@ -25,7 +25,7 @@ from fastapi import Depends, HTTPException, Request, status
 from fastapi.security import HTTPAuthorizationCredentials
 
 #: DAG whose trigger right approve/reject requires (the advisor DAG that publishes approved plans).
-DEFAULT_APPROVAL_DAG_ID = "rebalance_advisor"
+DEFAULT_APPROVAL_DAG_ID = "kafka_rebalance_advisor"
 
 
 def approval_dag_id() -> str:
