@@ -60,6 +60,7 @@ def test_executor_imports_package_from_shipped_zip(spark_cluster: str) -> None:
             }
         )
 
+    sparkutil.stop_active_session()  # e.g. the planner tests' shared local session
     # One worker core: few partitions keep the job to a handful of tasks.
     spark = sparkutil.spark_session(
         spark_cluster,
@@ -109,9 +110,12 @@ def test_connection_settings_read_the_airflow_connection(
 
 def test_a_session_on_another_master_is_refused(spark_cluster: str) -> None:
     """One process, one SparkContext: asking for the cluster while local[1] runs is an error."""
+    sparkutil.stop_active_session()
     spark = sparkutil.spark_session("local[1]", "rebalance-advisor-local", ship_package=False)
     try:
         with pytest.raises(AdvisorError, match="already running"):
             sparkutil.spark_session(spark_cluster, "rebalance-advisor-cluster")
+        assert sparkutil.stop_active_session() == "local[1]"
+        assert sparkutil.stop_active_session() is None
     finally:
         spark.stop()

@@ -142,7 +142,7 @@ def spark_session(
     if active is not None and active.master != master:
         raise AdvisorError(
             f"a SparkContext on {active.master!r} is already running in this process; "
-            f"stop it (spark.stop()) before asking for one on {master!r}"
+            f"stop it (spark.stop() or sparkutil.stop_active_session()) before asking for one on {master!r}"
         )
     effective = session_conf(master, conf)
     _prepare_python_env(effective)
@@ -156,6 +156,21 @@ def spark_session(
     if ship_package:
         add_package(session)
     return session
+
+
+def stop_active_session() -> str | None:
+    """Stop this process's SparkContext, if any, and return the master it ran on.
+
+    Needed before switching masters (e.g. ``local[*]`` then a cluster) in one process.
+    """
+    from pyspark import SparkContext
+
+    active = SparkContext._active_spark_context
+    if active is None:
+        return None
+    master = active.master
+    active.stop()
+    return master
 
 
 def add_package(session: SparkSession) -> Path:
