@@ -1,0 +1,164 @@
+"""Planner benchmark: synthetic snapshots of 100 / 1,000 / 10,000 groups, planned end to end.
+
+Each group: 10 members, about 100 partitions (one of 100 shared topics of 100 partitions, as
+many groups read the same topics), Zipf-skewed lag, owners as Kafka's range assignor left them.
+The snapshot is written to the database first (not timed), then the planner runs under Spark
+``local[2]`` with its read / plan / write breakdown, and the same per-group work (spec build,
+all five strategies, metrics, decisions) runs in one plain Python process for comparison.
+
+    .venv/bin/python bench/pipeline.py [--sizes 100,1000,10000] [--db URL] [--quick]
+
+Prints a table and writes ``bench/results/pipeline.json``. Target: 10,000 groups < 60 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+TOPICS = 100
+PARTITIONS = 100
+MEMBERS = 10
+
+
+def synthetic_snapshot(groups: int, seed: int = 5337):
+    """A Snapshot with ``groups`` groups as described in the module docstring."""
+    from rebalance_advisor.snapshot import CommittedOffset, Group, Member, PartitionOffsets, Snapshot
+
+    rng = random.Random(seed)
+    ends = {
+        (f"topic-{t:03d}", p): 1_000_000 + rng.randint(0, 1000)
+        for t in range(TOPICS)
+        for p in range(PARTITIONS)
+    }
+    partitions = [PartitionOffsets(t, p, 0, e, 1) for (t, p), e in sorted(ends.items())]
+    out_groups, committed = [], []
+    for g in range(groups):
+        group_id = f"group-{g:05d}"
+        topic = f"topic-{g % TOPICS:03d}"
+        lags = [max(1, int(20_000 / (rank**1.1))) for rank in range(1, PARTITIONS + 1)]
+        rng.shuffle(lags)
+        for p, lag in enumerate(lags):
+            committed.append(CommittedOffset(group_id, topic, p, ends[(topic, p)] - lag))
+        per = PARTITIONS // MEMBERS
+        members = tuple(
+            Member(
+                member_id=f"{group_id}-m{m:02d}",
+                client_id=f"c{m}",
+                host="/10.0.0.1",
+                subscribed_topics=(topic,),
+                assignment=tuple((topic, p) for p in range(m * per, (m + 1) * per)),
+                position=m,
+            )
+            for m in range(MEMBERS)
+        )
+        out_groups.append(Group(group_id, "Stable", "classic", "range", 1, "10.0.0.1", members))
+    return Snapshot(
+        taken_at=datetime.now(UTC),
+        bootstrap_servers="bench:9092",
+        cluster_id="bench",
+        duration_s=0.0,
+        groups=out_groups,
+        committed=committed,
+        partitions=partitions,
+    )
+
+
+def plain_python(url: str, snapshot_id: int) -> dict[str, float]:
+    """The same per-group work without Spark: load, build specs, plan every group in a loop."""
+    from rebalance_advisor.planner.decisions import Thresholds
+    from rebalance_advisor.planner.group_plan import plan_group
+    from rebalance_advisor.planner.specs import build_group_docs
+    from rebalance_advisor.store.snapshots import load_snapshot
+
+    started = time.perf_counter()
+    docs = build_group_docs(load_snapshot(snapshot_id, url))
+    read = time.perf_counter() - started
+    thresholds, now = Thresholds(), datetime.now(UTC)
+    results = [plan_group(d, thresholds, now) for d in docs]
+    plan = time.perf_counter() - started - read
+    assert len(results) == len(docs)
+    return {"read_s": read, "plan_s": plan, "total_s": read + plan}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="100,1000,10000", help="group counts, comma-separated")
+    parser.add_argument("--quick", action="store_true", help="100 and 1,000 groups only")
+    parser.add_argument("--db", default=None, help="SQLAlchemy URL (default: a fresh SQLite file per size)")
+    parser.add_argument("--master", default="local[2]")
+    parser.add_argument("--no-python", action="store_true", help="skip the plain-Python comparison")
+    args = parser.parse_args(argv)
+    sizes = [100, 1000] if args.quick else [int(s) for s in args.sizes.split(",")]
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from rebalance_advisor import store
+    from rebalance_advisor.planner.job import run_planner
+    from rebalance_advisor.sparkutil import spark_session
+
+    spark = spark_session(args.master, "rebalance-advisor-bench")
+    rows = []
+    try:
+        with tempfile.TemporaryDirectory(prefix="rebalance-advisor-bench-") as tmp:
+            # Warm-up: JVM, Python workers and Arrow paths, so the first size is not charged for them.
+            warm = f"sqlite:///{tmp}/warm.db"
+            store.upgrade(warm)
+            run_planner(spark, warm, store.write_snapshot(synthetic_snapshot(20), warm))
+            for size in sizes:
+                url = args.db or f"sqlite:///{tmp}/bench-{size}.db"
+                store.upgrade(url)
+                t0 = time.perf_counter()
+                snapshot_id = store.write_snapshot(synthetic_snapshot(size), url)
+                stored = time.perf_counter() - t0
+                run = run_planner(spark, url, snapshot_id)
+                flagged = len(run.flagged)
+                python = None if args.no_python else plain_python(url, snapshot_id)
+                rows.append(
+                    {
+                        "groups": size,
+                        "partitions": size * PARTITIONS,
+                        "flagged": flagged,
+                        "snapshot_write_s": stored,
+                        "spark": run.timings,
+                        "python": python,
+                    }
+                )
+                print(f"  {size:>6} groups: {run.timings['total_s']:.1f} s", file=sys.stderr, flush=True)
+    finally:
+        spark.stop()
+
+    header = f"{'groups':>7} {'partitions':>10} {'flagged':>7} | {'read':>6} {'plan':>6} {'write':>6} {'total':>7} {'ms/group':>8} | {'python':>7} {'ms/group':>8}"
+    print(f"planner end to end, Spark {args.master}, {os.cpu_count()} cores (seconds)")
+    print(header)
+    print("-" * len(header))
+    for r in rows:
+        s, p = r["spark"], r["python"]
+        py = f"{p['total_s']:>7.1f} {1000 * p['total_s'] / r['groups']:>8.2f}" if p else f"{'-':>7} {'-':>8}"
+        print(
+            f"{r['groups']:>7} {r['partitions']:>10} {r['flagged']:>7} | {s['read_s']:>6.1f} {s['plan_s']:>6.1f} "
+            f"{s['write_s']:>6.1f} {s['total_s']:>7.1f} {1000 * s['total_s'] / r['groups']:>8.2f} | {py}"
+        )
+    out = ROOT / "bench" / "results" / "pipeline.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    meta = {
+        "machine": platform.platform(),
+        "cpus": os.cpu_count(),
+        "master": args.master,
+        "at": datetime.now(UTC).isoformat(),
+    }
+    out.write_text(json.dumps({"meta": meta, "results": rows}, indent=2) + "\n")
+    print(f"wrote {out.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
