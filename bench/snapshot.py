@@ -44,13 +44,18 @@ def build_cluster(
     admin = AdminClient({"bootstrap.servers": bootstrap})
     per_topic = max(1, partitions // topics)
     names = [f"bench-t{i:04d}" for i in range(topics)]
-    futures = admin.create_topics(
-        [NewTopic(n, num_partitions=per_topic, replication_factor=1) for n in names],
-        operation_timeout=300,
-        request_timeout=300,
-    )
-    for future in futures.values():
-        future.result(600)
+    batch = max(1, 5000 // per_topic)  # brokers refuse requests creating too many partitions at once
+    for start in range(0, topics, batch):
+        futures = admin.create_topics(
+            [
+                NewTopic(n, num_partitions=per_topic, replication_factor=1)
+                for n in names[start : start + batch]
+            ],
+            operation_timeout=300,
+            request_timeout=300,
+        )
+        for future in futures.values():
+            future.result(600)
     producer = Producer(
         {"bootstrap.servers": bootstrap, "linger.ms": 50, "queue.buffering.max.messages": 2_000_000}
     )
