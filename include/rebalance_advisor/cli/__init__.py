@@ -21,6 +21,8 @@ COMMAND_MODULES = [
     "rebalance_advisor.cli.plan",
     "rebalance_advisor.cli.snapshot",
     "rebalance_advisor.cli.advise",
+    "rebalance_advisor.cli.members",
+    "rebalance_advisor.cli.plan_status",
 ]
 
 

@@ -1,0 +1,75 @@
+"""``rebalance-advisor members add|list|remove``: the static-member registry of manual-assign groups."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+DB_HELP = "SQLAlchemy URL (default: $REBALANCE_ADVISOR_DB_URL or the SQLite file)"
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    members = subparsers.add_parser(
+        "members",
+        help="register the consumer instances of manual-assign groups (the planner plans with them)",
+        description="Kafka cannot list assign() consumers: register them so the advisor plans their group.",
+    )
+    sub = members.add_subparsers(dest="members_command", metavar="ACTION", required=True)
+    add = sub.add_parser("add", help="register one member (refused if it is registered already)")
+    add.add_argument("group", help="consumer group id")
+    add.add_argument("member", help="member id (what the consumer passes to AssignedConsumer)")
+    add.add_argument("topics", nargs="+", help="topics the member consumes")
+    add.add_argument("--db", default=None, help=DB_HELP)
+    add.set_defaults(func=_add)
+    ls = sub.add_parser("list", help="list registered members")
+    ls.add_argument("--group", default=None, help="only this group")
+    ls.add_argument("--format", choices=("table", "json"), default="table")
+    ls.add_argument("--db", default=None, help=DB_HELP)
+    ls.set_defaults(func=_list)
+    rm = sub.add_parser("remove", help="unregister one member (refused if it is not registered)")
+    rm.add_argument("group", help="consumer group id")
+    rm.add_argument("member", help="member id")
+    rm.add_argument("--db", default=None, help=DB_HELP)
+    rm.set_defaults(func=_remove)
+
+
+def _add(args: argparse.Namespace) -> int:
+    from rebalance_advisor.publish import registry
+    from rebalance_advisor.store import db
+
+    db.upgrade(args.db)
+    member = registry.add(args.group, args.member, args.topics, args.db)
+    print(f"registered {member.member_id} in group {member.group_id} (topics: {', '.join(member.topics)})")
+    return 0
+
+
+def _list(args: argparse.Namespace) -> int:
+    from rebalance_advisor.publish import registry
+    from rebalance_advisor.store import db
+
+    db.require_schema(args.db)
+    rows = registry.list_members(args.group, args.db)
+    if args.format == "json":
+        print(json.dumps([m.to_dict() for m in rows]))
+        return 0
+    header = ("GROUP", "MEMBER", "TOPICS", "REGISTERED")
+    table = [header] + [
+        (m.group_id, m.member_id, ",".join(m.topics), m.created_at.strftime("%Y-%m-%d %H:%M:%S"))
+        for m in rows
+    ]
+    widths = [max(len(r[i]) for r in table) for i in range(len(header))]
+    for row in table:
+        print("  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip())
+    if not rows:
+        print("(no registered members)")
+    return 0
+
+
+def _remove(args: argparse.Namespace) -> int:
+    from rebalance_advisor.publish import registry
+    from rebalance_advisor.store import db
+
+    db.require_schema(args.db)
+    member = registry.remove(args.group, args.member, args.db)
+    print(f"removed {member.member_id} from group {member.group_id}")
+    return 0

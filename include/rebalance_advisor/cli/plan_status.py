@@ -1,0 +1,121 @@
+"""``rebalance-advisor plan-status approve|reject|publish|show PLAN_ID``: the plan lifecycle by hand."""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import sys
+
+DB_HELP = "SQLAlchemy URL (default: $REBALANCE_ADVISOR_DB_URL or the SQLite file)"
+
+
+def _plan_id(value: str) -> int:
+    number = int(value)
+    if number < 1:
+        raise argparse.ArgumentTypeError("a plan id is a positive integer")
+    return number
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    status = subparsers.add_parser(
+        "plan-status",
+        help="approve, reject or publish a plan (recommended -> approved -> published)",
+        description="Move a plan through its lifecycle; every change is recorded with who made it.",
+    )
+    sub = status.add_subparsers(dest="plan_status_command", metavar="ACTION", required=True)
+    for action, text in (
+        ("approve", "recommended -> approved"),
+        ("reject", "recommended -> rejected"),
+        ("publish", "approved -> published: write static assignments to Kafka"),
+        ("show", "the plan's status and its recorded transitions"),
+    ):
+        p = sub.add_parser(action, help=text)
+        p.add_argument("plan_id", type=_plan_id, metavar="PLAN_ID")
+        p.add_argument("--db", default=None, help=DB_HELP)
+        if action != "show":
+            p.add_argument("--actor", default=None, help="who decides (default: the OS user)")
+            p.add_argument("--note", default=None, help="free text stored with the transition")
+        if action in ("approve", "publish"):
+            p.add_argument(
+                "--bootstrap-servers",
+                default=None,
+                help="HOST:PORT[,...] for publishing (default: $KAFKA_BOOTSTRAP_SERVERS, else the local broker)",
+            )
+            p.add_argument(
+                "--config", default=None, help="librdkafka .properties file (security settings etc.)"
+            )
+            p.add_argument(
+                "--topic", default=None, help="assignment topic (default _rebalance_advisor_assignments)"
+            )
+            p.add_argument("--timeout", type=float, default=30.0, help="seconds for Kafka (default 30)")
+        if action == "approve":
+            p.add_argument("--publish", action="store_true", help="publish right after approving")
+        p.set_defaults(func=_run, action=action)
+
+
+def _kafka_config(args: argparse.Namespace) -> dict:
+    from rebalance_advisor import snapshot
+    from rebalance_advisor.cli.demo import resolve_bootstrap
+
+    config = snapshot.read_client_config(args.config) if args.config else {}
+    config["bootstrap.servers"] = (
+        args.bootstrap_servers or config.get("bootstrap.servers") or resolve_bootstrap(None)
+    )
+    return config
+
+
+def _show(args: argparse.Namespace) -> int:
+    from rebalance_advisor.planner.store_plans import get_plan
+    from rebalance_advisor.publish.lifecycle import UnknownPlan, allowed_from
+
+    plan = get_plan(args.plan_id, args.db)
+    if plan is None:
+        raise UnknownPlan(f"plan {args.plan_id} does not exist")
+    epoch = f", epoch {plan['epoch']}" if plan["epoch"] is not None else ""
+    nexts = ", ".join(allowed_from(plan["status"])) or "none (final)"
+    print(f"plan {plan['id']} of group {plan['group_id']}: {plan['status']}{epoch}; next: {nexts}")
+    for t in plan["transitions"]:
+        run = f" run {t['airflow_run_id']}" if t["airflow_run_id"] else ""
+        print(f"  {t['at']:%Y-%m-%d %H:%M:%S}  {t['from_status'] or '-'} -> {t['to_status']}  by {t['actor']}{run}"
+              + (f"  ({t['note']})" if t["note"] else ""))  # fmt: skip
+    return 0
+
+
+def _run(args: argparse.Namespace) -> int:
+    from rebalance_advisor.publish import lifecycle
+    from rebalance_advisor.publish.assignment_topic import DEFAULT_TOPIC
+    from rebalance_advisor.store import db
+
+    db.require_schema(args.db)
+    if args.action == "show":
+        return _show(args)
+    actor = args.actor or getpass.getuser()
+    if args.action in ("approve", "reject"):
+        decide = lifecycle.approve if args.action == "approve" else lifecycle.reject
+        done = decide(args.plan_id, actor, args.db, note=args.note)
+        print(
+            f"plan {done.plan_id} of group {done.group_id}: {done.from_status} -> {done.to_status} by {actor}"
+        )
+        if not (args.action == "approve" and args.publish):
+            return 0
+    config = _kafka_config(args)
+    result = lifecycle.publish(
+        args.plan_id,
+        config,
+        actor,
+        args.db,
+        note=args.note,
+        topic=args.topic or DEFAULT_TOPIC,
+        timeout=args.timeout,
+    )
+    if not result.changed:
+        print(f"plan {result.plan_id} is already published at epoch {result.epoch}: nothing changed")
+        return 0
+    print(f"plan {result.plan_id} of group {result.group_id} published at epoch {result.epoch}"
+          f" to {len(result.members)} member(s)")  # fmt: skip
+    if result.dropped:
+        print(f"  empty assignment for: {', '.join(result.dropped)}")
+    if result.superseded:
+        print(f"  superseded: {', '.join(map(str, result.superseded))}")
+    sys.stdout.flush()
+    return 0

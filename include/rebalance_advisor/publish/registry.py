@@ -1,0 +1,143 @@
+"""The static-member registry: the consumer instances of manual-assign (``assign()``) groups.
+
+Kafka cannot list these consumers (they never join the group), so the planner plans such a group
+only with the members registered here (``planner.specs``), and the publisher sends every
+registered member a record, an empty one when the plan gives it nothing. Registering a member
+twice is refused rather than silently updating it: a typo in a group id should not go unnoticed;
+change topics with ``remove`` then ``add``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import sqlalchemy as sa
+
+from rebalance_advisor.errors import AdvisorError
+from rebalance_advisor.store import db
+from rebalance_advisor.store.models import StaticMemberRow
+
+#: Kafka's own limits: group ids and member ids are strings, topic names at most 249 characters.
+MAX_ID = 255
+MAX_TOPIC = 249
+TOPIC_NAME = re.compile(rf"[A-Za-z0-9._-]{{1,{MAX_TOPIC}}}")
+
+
+@dataclass(frozen=True)
+class RegisteredMember:
+    group_id: str
+    member_id: str
+    topics: tuple[str, ...]
+    created_at: datetime
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["topics"] = list(self.topics)
+        data["created_at"] = self.created_at.isoformat()
+        return data
+
+
+def _check_id(kind: str, value: object) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise AdvisorError(f"{kind} must be a non-empty string, got {value!r}")
+    if value != value.strip():
+        raise AdvisorError(f"{kind} {value!r} has leading or trailing whitespace")
+    if len(value) > MAX_ID:
+        raise AdvisorError(f"{kind} is longer than {MAX_ID} characters")
+    return value
+
+
+def _check_topics(topics: Iterable[str]) -> list[str]:
+    result: list[str] = []
+    for topic in [topics] if isinstance(topics, str) else topics:
+        if not isinstance(topic, str) or not TOPIC_NAME.fullmatch(topic):
+            raise AdvisorError(
+                f"topic {topic!r} is not a Kafka topic name (1-{MAX_TOPIC} of letters, digits, '.', '_', '-')"
+            )
+        if topic not in result:
+            result.append(topic)
+    if not result:
+        raise AdvisorError("a static member needs at least one topic")
+    return result
+
+
+def _member(row: Any) -> RegisteredMember:
+    return RegisteredMember(row.group_id, row.member_id, tuple(row.topics or ()), db_time(row.created_at))
+
+
+def db_time(moment: datetime) -> datetime:
+    """SQLite hands back naive datetimes: they were written as UTC."""
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def add(group_id: str, member_id: str, topics: Iterable[str], url: str | None = None) -> RegisteredMember:
+    """Register one consumer instance; refused when it is registered already."""
+    group_id, member_id = _check_id("group id", group_id), _check_id("member id", member_id)
+    topic_list = _check_topics(topics)
+    member = RegisteredMember(group_id, member_id, tuple(topic_list), datetime.now(UTC))
+    duplicate = AdvisorError(
+        f"member {member_id!r} of group {group_id!r} is already registered; "
+        "remove it first to change its topics"
+    )
+    try:
+        with db.connect(url) as conn:
+            exists = conn.execute(
+                sa.select(StaticMemberRow.member_id).where(
+                    StaticMemberRow.group_id == group_id, StaticMemberRow.member_id == member_id
+                )
+            ).first()
+            if exists is not None:
+                raise duplicate
+            conn.execute(
+                sa.insert(StaticMemberRow).values(
+                    group_id=group_id, member_id=member_id, topics=topic_list, created_at=member.created_at
+                )
+            )
+    except sa.exc.IntegrityError as error:  # a concurrent add of the same member won
+        raise duplicate from error
+    return member
+
+
+def list_members(group_id: str | None = None, url: str | None = None) -> list[RegisteredMember]:
+    """Registered members (of one group, or all), ordered by group and member."""
+    query = sa.select(StaticMemberRow).order_by(StaticMemberRow.group_id, StaticMemberRow.member_id)
+    if group_id is not None:
+        query = query.where(StaticMemberRow.group_id == group_id)
+    with db.connect(url) as conn:
+        return [_member(row) for row in conn.execute(query)]
+
+
+def member_ids(conn: sa.engine.Connection, group_id: str) -> list[str]:
+    """Registered member ids of one group, on the caller's connection (the lifecycle's publish)."""
+    rows = conn.execute(
+        sa.select(StaticMemberRow.member_id)
+        .where(StaticMemberRow.group_id == group_id)
+        .order_by(StaticMemberRow.member_id)
+    )
+    return list(rows.scalars())
+
+
+def remove(group_id: str, member_id: str, url: str | None = None) -> RegisteredMember:
+    """Unregister one consumer instance; refused when it is not registered."""
+    with db.connect(url) as conn:
+        row = conn.execute(
+            sa.select(StaticMemberRow).where(
+                StaticMemberRow.group_id == group_id, StaticMemberRow.member_id == member_id
+            )
+        ).first()
+        if row is None:
+            known = member_ids(conn, group_id)
+            raise AdvisorError(
+                f"member {member_id!r} of group {group_id!r} is not registered"
+                + (f"; registered: {', '.join(known)}" if known else "; the group has no registered members")
+            )
+        conn.execute(
+            sa.delete(StaticMemberRow).where(
+                StaticMemberRow.group_id == group_id, StaticMemberRow.member_id == member_id
+            )
+        )
+    return _member(row)
