@@ -200,7 +200,9 @@ def test_advisor_static_mode_end_to_end(
     scenario = Scenario(kafka_bootstrap, tmp_path)
     scenario.assignments = DEFAULT_TOPIC  # where the DAG publishes
     try:
-        _skewed_group(kafka_bootstrap, scenario.topic, scenario.group, [3000, 100, 100, 100, 100, 100])
+        seeded = [3000, 100, 100, 100, 100, 100]
+        _skewed_group(kafka_bootstrap, scenario.topic, scenario.group, seeded)
+        scenario.producer.sent = sum(seeded)  # drain() checks every record on the topic was processed
         for member in ("w0", "w1", "w2"):
             registry.add(scenario.group, member, [scenario.topic], url)
         options = snapshot.SnapshotOptions(groups=snapshot.GroupFilter.parse(scenario.group))
