@@ -88,16 +88,21 @@ def build_cluster(
                     [ConsumerGroupTopicPartitions(group_id, offsets)], request_timeout=120
                 )
             )
+        last_error = ""
         for group_id, future in futures.items():
             try:
                 result = future.result(300)
-            except Exception:  # noqa: BLE001 - retried below
+            except Exception as error:  # noqa: BLE001 - retried below
+                last_error = str(error)
                 continue
-            if not any(tp.error for tp in result.topic_partitions):
+            errors = [tp.error for tp in result.topic_partitions if tp.error]
+            if errors:
+                last_error = str(errors[0])
+            else:
                 del wanted[group_id]
         if wanted:
             if time.monotonic() > deadline:
-                raise SystemExit(f"could not commit offsets for {len(wanted)} groups")
+                raise SystemExit(f"could not commit offsets for {len(wanted)} groups: {last_error}")
             time.sleep(0.5)
     return {
         "groups": groups,
