@@ -75,23 +75,33 @@ def _demo_load(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from rebalance_advisor import demo, localkafka
+    """Broker + demo workload -> snapshot DAG -> advisor DAG (in-process), then lag and plans."""
+    from rebalance_advisor import demo, lag_report, localkafka, store
+    from rebalance_advisor.pipeline import run_demo_pipeline
     from rebalance_advisor.settings import bootstrap_servers_from_env
 
     external = bootstrap_servers_from_env()
     with tempfile.TemporaryDirectory(prefix="rebalance-advisor-demo-") as tmp:
-        state_dir = Path(tmp) / "kafka"
+        work_dir = Path(tmp)
+        db_url = f"sqlite:///{work_dir / 'advisor.db'}"
         if external:
             bootstrap = external
         else:
             print("starting a local Kafka broker ...", flush=True)
-            bootstrap = localkafka.start(state_dir).bootstrap_servers
+            bootstrap = localkafka.start(work_dir / "kafka").bootstrap_servers
         try:
             print(f"loading the demo workload on {bootstrap} ...", flush=True)
             with demo.demo_workload(bootstrap):
-                print(localkafka.run_consumer_groups(bootstrap, "--describe", "--all-groups"))
+                outcomes = run_demo_pipeline(bootstrap, db_url, work_dir / "airflow")
+                snapshot = store.load_snapshot(store.latest_snapshot_id(db_url), db_url)
+                print(
+                    "\nLag per partition (latest snapshot; the columns of kafka-consumer-groups --describe):"
+                )
+                print(lag_report.format_table(lag_report.rows(snapshot)))
+                print("Advisor outcomes (max member lag before -> after, moves):")
+                print(outcomes)
         finally:
             if not external:
-                localkafka.stop(state_dir)
+                localkafka.stop(work_dir / "kafka")
                 print("local broker stopped")
     return 0
