@@ -249,3 +249,83 @@ def test_advisor_static_mode_end_to_end(
         assert {p: owners[-1] for p, owners in h.owners(scenario.lines()).items()} == planned
     finally:
         scenario.close()
+
+
+def _respond_when_asked(
+    dag_id: str, option: str, username: str, done, problems: list[str], timeout: float = 120.0
+) -> None:
+    """A person answering in the UI: the core API's own HITL response handler, called in-process
+    (only its HTTP and auth layers are left out) once the task waits for input. If answering fails
+    or nobody answered within ``timeout``, the waiting task is failed instead, so ``dag.test()`` cannot hang."""
+    import sqlalchemy as sa
+    from airflow.api_fastapi.auth.managers.simple.user import SimpleAuthManagerUser
+    from airflow.api_fastapi.core_api.datamodels.hitl import UpdateHITLDetailPayload
+    from airflow.api_fastapi.core_api.routes.public.hitl import update_hitl_detail
+    from airflow.models.taskinstance import TaskInstance
+    from airflow.utils.session import create_session
+
+    query = sa.select(TaskInstance).where(
+        TaskInstance.dag_id == dag_id,
+        TaskInstance.task_id == "ask_a_person",
+        TaskInstance.state == "awaiting_input",
+    )
+    deadline = time.monotonic() + timeout
+    while not done.is_set():
+        with create_session() as session:
+            waiting = session.scalars(query).first()
+            if waiting is not None and time.monotonic() > deadline:
+                problems.append("nobody answered in time: the waiting task was failed")
+                waiting.state = "failed"
+                return
+            if waiting is not None:
+                try:
+                    update_hitl_detail(
+                        dag_id=dag_id,
+                        dag_run_id=waiting.run_id,
+                        task_id="ask_a_person",
+                        update_hitl_detail_payload=UpdateHITLDetailPayload(chosen_options=[option]),
+                        user=SimpleAuthManagerUser(username=username, role="admin"),
+                        session=session,
+                    )
+                    return
+                except Exception as error:  # noqa: BLE001 - reported by the test, never a hang
+                    problems.append(repr(error))
+                    session.rollback()
+                    deadline = 0.0  # next pass fails the waiting task
+                    continue
+        done.wait(0.5)
+
+
+@pytest.mark.kafka
+def test_plan_approval_asks_a_person(airflow_home, connections: str) -> None:
+    """decision=ask: the run parks at the HITL task until a person answers; the answer is applied."""
+    import threading
+
+    from rebalance_advisor.planner.store_plans import get_plan
+    from rebalance_advisor.publish import registry
+
+    url = connections
+    group = f"hitl-{uuid.uuid4().hex[:8]}"
+    registry.add(group, "w0", ["data"], url)
+    registry.add(group, "w1", ["data"], url)
+    plan_id = record_plan(url, group, ["w0", "w1"], [100, 100, 5000, 100])
+    dag = _dag("kafka_plan_approval")
+    done = threading.Event()
+    problems: list[str] = []
+    responder = threading.Thread(
+        target=_respond_when_asked, args=(dag.dag_id, "Approve", "erin", done, problems), daemon=True
+    )
+    responder.start()
+    try:
+        run = dag.test(run_conf={"plan_id": plan_id, "decision": "ask"})
+    finally:
+        done.set()
+        responder.join(10)
+    assert not problems and run.state == "success", (problems, _states(run))
+    assert _states(run)["ask_a_person"] == "success"
+    plan = get_plan(plan_id, url)
+    assert plan["status"] == "published"
+    assert [(t["to_status"], t["actor"]) for t in plan["transitions"][1:]] == [
+        ("approved", "erin"),
+        ("published", "erin"),
+    ]
