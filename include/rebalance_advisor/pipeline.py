@@ -64,7 +64,7 @@ def run_demo_pipeline(bootstrap_servers: str, db_url: str, work_dir: Path) -> st
     from rebalance_advisor.planner.store_plans import run_outcomes
 
     airflow_db.initdb()
-    bag = DagBag(dag_folder=str(DAGS_DIR), include_examples=False)
+    bag = DagBag(dag_folder=str(DAGS_DIR))
     if bag.import_errors:
         raise AdvisorError(f"DAG import errors: {bag.import_errors}")
     for dag_id in ("kafka_offsets_snapshot", "kafka_rebalance_advisor"):
