@@ -195,9 +195,22 @@ def produce_records(bootstrap_servers: str, groups: list[DemoGroup], timeout: fl
     return total
 
 
-def commit_offsets(bootstrap_servers: str, groups: list[DemoGroup]) -> None:
-    """Commit each group's offsets while it has no members (a plain, memberless commit)."""
-    from confluent_kafka import Consumer, TopicPartition
+def _coordinator_not_ready() -> frozenset[int]:
+    from confluent_kafka import KafkaError
+
+    return frozenset({
+        KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_NOT_AVAILABLE,
+        KafkaError.COORDINATOR_LOAD_IN_PROGRESS, KafkaError.REQUEST_TIMED_OUT, KafkaError._TIMED_OUT,
+    })  # fmt: skip
+
+
+def commit_offsets(bootstrap_servers: str, groups: list[DemoGroup], timeout: float = 60.0) -> None:
+    """Commit each group's offsets while it has no members (a plain, memberless commit).
+
+    Right after a broker starts, the offsets topic's coordinators may still be loading: such
+    retriable errors are retried until ``timeout``; anything else fails at once.
+    """
+    from confluent_kafka import Consumer, KafkaException, TopicPartition
 
     for group in groups:
         offsets = [
@@ -209,18 +222,24 @@ def commit_offsets(bootstrap_servers: str, groups: list[DemoGroup]) -> None:
         if not offsets:
             continue
         consumer = Consumer(
-            {
-                "bootstrap.servers": bootstrap_servers,
-                "group.id": group.group_id,
-                "enable.auto.commit": False,
-            }
+            {"bootstrap.servers": bootstrap_servers, "group.id": group.group_id, "enable.auto.commit": False}
         )
+        deadline = time.monotonic() + timeout
+        not_ready = _coordinator_not_ready()
         try:
-            for result in consumer.commit(offsets=offsets, asynchronous=False):
-                if result.error:
-                    raise AdvisorError(
-                        f"commit for {group.group_id} {result.topic}-{result.partition}: {result.error}"
-                    )
+            while True:
+                try:
+                    results = consumer.commit(offsets=offsets, asynchronous=False)
+                    failed = [r for r in results if r.error]
+                    error = failed[0].error if failed else None
+                except KafkaException as raised:
+                    error = raised.args[0]
+                if error is None:
+                    break
+                retriable = error.retriable() or error.code() in not_ready
+                if not retriable or time.monotonic() > deadline:
+                    raise AdvisorError(f"committing the demo offsets of {group.group_id} failed: {error}")
+                time.sleep(0.5)
         finally:
             consumer.close()
 
