@@ -2,12 +2,13 @@
 
 Each spec is one consumer (group, topics, optional static ``group.instance.id``, protocol). They
 subscribe and poll, never commit, so the group shows members while its lag stays as loaded.
-Runs until SIGTERM/SIGINT, then closes every consumer (dynamic members leave the group).
+Runs until SIGTERM/SIGINT or until its parent process dies, then closes every consumer (dynamic members leave the group).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import signal
 import sys
 import threading
@@ -58,8 +59,11 @@ def main(argv: list[str]) -> int:
     ]
     for thread in threads:
         thread.start()
+    parent = os.getppid()
     while not stop.is_set():
         stop.wait(1.0)
+        if os.getppid() != parent:  # whoever started us died without stopping us: don't linger
+            stop.set()
         if not all(thread.is_alive() for thread in threads):
             stop.set()
             failed = True
