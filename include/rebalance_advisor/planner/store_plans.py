@@ -5,18 +5,24 @@ A run is written by :func:`write_run` in one transaction: the run row, every pla
 assignments and first transition (``None -> recommended``/``skipped``), one outcome per group,
 and ``recommended -> superseded`` for the group's older recommended plans. Re-writing the same
 Airflow run id first deletes that run's rows (explicitly: SQLite does not cascade by default).
+
+Concurrent runs: a run decides its cool-downs from the plan history it read *before* Spark, so two
+runs planning at once would both recommend for the same group. :func:`write_run` therefore
+serializes writers (PostgreSQL: one transaction-scoped advisory lock; SQLite: its database write
+lock, taken by the first write) and, under that lock, re-checks every recommendation against the
+standing plans committed meanwhile (:func:`_apply_concurrent_cooldown`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from rebalance_advisor.planner.decisions import STANDING_STATUSES, StandingPlan
+from rebalance_advisor.planner.decisions import STANDING_STATUSES, StandingPlan, as_utc
 from rebalance_advisor.planner.specs import StaticMember
 from rebalance_advisor.store import db
 from rebalance_advisor.store.models import StaticMemberRow
@@ -29,6 +35,11 @@ from rebalance_advisor.store.plan_models import (
 )
 
 _INSERT_CHUNK = 5_000
+
+#: Key of the PostgreSQL advisory lock that serializes plan writes (any constant 64-bit value;
+#: this one is "rbadvise" in ASCII). One key, not one per group: a run may touch 10,000 groups,
+#: more than PostgreSQL's lock table holds per transaction.
+PLAN_WRITE_LOCK_KEY = 0x7262616476697365
 
 
 def static_members(conn: Connection) -> list[StaticMember]:
@@ -80,6 +91,55 @@ def _delete_run(conn: Connection, airflow_run_id: str) -> None:
     conn.execute(sa.delete(AdvisorRun).where(AdvisorRun.id.in_(run_ids)))
 
 
+def _lock_plan_writes(conn: Connection) -> None:
+    """Serialize plan writers until this transaction ends (see the module docstring)."""
+    if conn.dialect.name == "postgresql":
+        conn.execute(sa.text("SELECT pg_advisory_xact_lock(:key)"), {"key": PLAN_WRITE_LOCK_KEY})
+    # SQLite: the run's first DELETE/INSERT takes the database write lock, which serializes writers.
+
+
+def _apply_concurrent_cooldown(
+    conn: Connection,
+    run_id: int,
+    results: Sequence[dict[str, Any]],
+    started_at: datetime,
+    cooldown_minutes: float,
+) -> None:
+    """Downgrade recommendations that a concurrent run's committed plan now holds in cool-down.
+
+    Runs under the write lock. A standing plan of another run younger than the cool-down (measured
+    from this run's start, as the decision rules do) turns this run's recommendation into a
+    ``skipped`` plan with outcome ``no_better_plan`` — what the rules would have decided had they
+    seen it. ``results`` are updated in place, so the caller reports what was stored.
+    """
+    if cooldown_minutes <= 0:
+        return
+    recommended = {r["group_id"]: r for r in results if (r.get("plan") or {}).get("status") == "recommended"}
+    groups = sorted(recommended)
+    for start in range(0, len(groups), _INSERT_CHUNK):
+        chunk = groups[start : start + _INSERT_CHUNK]
+        newest = (
+            sa.select(sa.func.max(Plan.id))
+            .where(Plan.group_id.in_(chunk), Plan.status.in_(STANDING_STATUSES), Plan.run_id != run_id)
+            .group_by(Plan.group_id)
+        )
+        rows = conn.execute(
+            sa.select(Plan.id, Plan.group_id, Plan.status, Plan.created_at).where(Plan.id.in_(newest))
+        )
+        for plan_id, group_id, status, created_at in rows:
+            until = as_utc(created_at) + timedelta(minutes=cooldown_minutes)
+            if as_utc(started_at) >= until:
+                continue
+            result = recommended[group_id]
+            result["plan"]["status"] = "skipped"
+            result["outcome"] = "no_better_plan"
+            result["reason"] = (
+                f"cool-down: plan {plan_id} ({status}), written by a concurrent run, still stands until "
+                f"{until.isoformat(timespec='seconds')}; candidate {result['plan']['strategy']} kept as skipped "
+                f"(was: {result['reason']})"
+            )
+
+
 def _chunks(rows: list[dict[str, Any]]) -> Iterable[list[dict[str, Any]]]:
     for start in range(0, len(rows), _INSERT_CHUNK):
         yield rows[start : start + _INSERT_CHUNK]
@@ -95,7 +155,11 @@ def write_run(
     airflow_run_id: str | None,
     created_by: str,
 ) -> tuple[int, dict[str, int]]:
-    """Insert one planner run (caller owns the transaction); return (advisor run id, {group: plan id})."""
+    """Insert one planner run (caller owns the transaction); return (advisor run id, {group: plan id}).
+
+    ``params["cooldown_minutes"]`` (the run's thresholds) drives the concurrent cool-down re-check.
+    """
+    _lock_plan_writes(conn)
     if airflow_run_id is not None:
         _delete_run(conn, airflow_run_id)
     now = datetime.now(UTC)
@@ -111,6 +175,7 @@ def write_run(
         )
         .returning(AdvisorRun.id)
     ).scalar_one()
+    _apply_concurrent_cooldown(conn, run_id, results, started_at, float(params.get("cooldown_minutes") or 0))
     plan_ids: dict[str, int] = {}
     assignments: list[dict[str, Any]] = []
     transitions: list[dict[str, Any]] = []
