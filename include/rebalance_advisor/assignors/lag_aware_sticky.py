@@ -135,36 +135,73 @@ class _Search:
         return found
 
     def _best_step(self, top: int, partners: list[int]):
-        load_a = self.load[top]
+        """The best move or swap of ``top`` with one of ``partners`` (None below ``min_gain``).
+
+        Candidates are ranked by (gain, fewer moves, move before swap, lower partner, lower
+        partition index of A), the first one seen winning full ties. A step can gain at most
+        floor(diff / 2) and partners come least-loaded first, so once the best gain exceeds that
+        bound no later partner can win; and a candidate gaining less than the best so far is
+        dropped before its move cost is looked at. Both cuts only skip candidates that could not
+        win, so the step chosen is the one the full scan would choose.
+        """
+        load = self.load
+        count = self.count
+        load_a = load[top]
         mine = self.held(top)
         if not mine:
             return None
+        mine_lags = [lag for lag, _ in mine]
+        identical = self.identical
+        min_step = 2 * self.min_gain
         best = None
+        best_key: tuple = ()
+        best_gain = 0  # a candidate must gain more than 0
         for b in partners:
-            diff = load_a - self.load[b]
-            if diff < 2 * self.min_gain:
+            diff = load_a - load[b]
+            if diff < min_step:
                 continue  # a step gains at most half the difference
+            if best_gain > diff // 2:
+                break  # partners are least-loaded first: later differences are no larger
             half = diff / 2
-            if self.count[top] > self.count[b]:
-                for lag_a, k_a in self._near(mine, half, b):
+            if count[top] > count[b]:
+                for lag_a, k_a in self._near(mine, mine_lags, half, b, identical):
                     gain = min(lag_a, diff - lag_a)
-                    best = self._better(best, gain, 0, b, k_a, lag_a, -1, 0, top)
+                    if gain >= best_gain and gain > 0:
+                        key = self._key(gain, 0, b, k_a, -1, top)
+                        if key is not None and (best is None or key > best_key):
+                            best, best_key, best_gain = (gain, key[1], 0, b, k_a, lag_a, -1, 0), key, gain
             theirs = self.held(b)
             step = max(1, len(theirs) // SWAP_PROBES)
             for lag_b, k_b in theirs[::step]:
-                if not self.eligible(top, k_b):
+                if identical:  # _near inlined: the hot loop of a group with one subscription
+                    i = bisect_left(mine_lags, lag_b + half)
+                    near = mine[i - 1 : i + 1] if i else mine[:2]
+                elif self.eligible(top, k_b):
+                    near = self._near(mine, mine_lags, lag_b + half, b, identical)
+                else:
                     continue
-                for lag_a, k_a in self._near(mine, lag_b + half, b):
+                for lag_a, k_a in near:
                     delta = lag_a - lag_b
-                    gain = min(delta, diff - delta)
-                    best = self._better(best, gain, 1, b, k_a, lag_a, k_b, lag_b, top)
+                    gain = delta if delta < diff - delta else diff - delta
+                    if gain >= best_gain and gain > 0:
+                        key = self._key(gain, 1, b, k_a, k_b, top)
+                        if key is not None and (best is None or key > best_key):
+                            best, best_key, best_gain = (
+                                (gain, key[1], 1, b, k_a, lag_a, k_b, lag_b),
+                                key,
+                                gain,
+                            )
         if best is None or best[0] < self.min_gain:
             return None
         return best
 
-    def _near(self, mine: list[tuple[int, int]], value: float, dst: int):
+    def _near(
+        self, mine: list[tuple[int, int]], mine_lags: list[int], value: float, dst: int, identical: bool
+    ) -> list[tuple[int, int]]:
         """A's partitions whose lag is just below and just above ``value`` that ``dst`` may take."""
-        i = bisect_left(mine, (value, -1))
+        i = bisect_left(mine_lags, value)  # == bisect_left(mine, (value, -1)): indices are >= 0
+        if identical:  # everyone may take anything: one below, then up to two at or above
+            return mine[i - 1 : i + 1] if i else mine[:2]
         found = []
         j = i - 1
         while j >= 0 and len(found) < 1 and i - j <= 8:
@@ -178,14 +215,9 @@ class _Search:
             j += 1
         return found
 
-    def _better(self, best, gain, kind, b, k_a, lag_a, k_b, lag_b, top):
-        """Keep the candidate with the larger gain; then fewer moves, a move before a swap, member order."""
-        if gain <= 0:
-            return best
+    def _key(self, gain: int, kind: int, b: int, k_a: int, k_b: int, top: int) -> tuple | None:
+        """Rank of a candidate step, (gain, -cost, -kind, -b, -k_a); None when over the move budget."""
         cost = self.move_cost(k_a, top, b) + (self.move_cost(k_b, b, top) if kind else 0)
         if self.moves + cost > self.allowed:
-            return best
-        candidate = (gain, -cost, kind, b, k_a, lag_a, k_b, lag_b)
-        if best is None or (gain, -cost, -kind, -b, -k_a) > (best[0], best[1], -best[2], -best[3], -best[4]):
-            return candidate
-        return best
+            return None
+        return (gain, -cost, -kind, -b, -k_a)

@@ -69,6 +69,43 @@ def _drain_weights(
     }
 
 
+@dataclass(frozen=True)
+class SnapshotTables:
+    """The parts of a snapshot the documents are built from, keyed for lookup.
+
+    Why: a 10,000-group snapshot holds about a million committed offsets and a million member
+    assignments; the planner's SQL reader (:mod:`rebalance_advisor.planner.read`) fills these dicts
+    straight from rows instead of building a dataclass per row, and both routes share
+    :func:`build_docs_from_tables`, so there is one way from snapshot data to documents.
+    """
+
+    #: (topic, partition) -> (log start offset, log end offset)
+    offsets: dict[tuple[str, int], tuple[int | None, int | None]]
+    #: group -> {(topic, partition): committed offset}
+    committed: dict[str, dict[tuple[str, int], int]]
+    #: every group of the snapshot -> its members in the coordinator's order, each as
+    #: (member id, group instance id, subscribed topics, assigned (topic, partition) pairs)
+    members: dict[str, list[tuple[str, str | None, tuple[str, ...], tuple[tuple[str, int], ...]]]]
+
+
+def snapshot_tables(snapshot: Snapshot) -> SnapshotTables:
+    """The :class:`SnapshotTables` of an in-memory snapshot."""
+    committed: dict[str, dict[tuple[str, int], int]] = {}
+    for c in snapshot.committed:
+        committed.setdefault(c.group_id, {})[(c.topic, c.partition)] = c.offset
+    return SnapshotTables(
+        offsets={(p.topic, p.partition): (p.log_start_offset, p.log_end_offset) for p in snapshot.partitions},
+        committed=committed,
+        members={
+            g.group_id: [
+                (m.member_id, m.group_instance_id, tuple(m.subscribed_topics), tuple(m.assignment))
+                for m in g.members
+            ]
+            for g in snapshot.groups
+        },
+    )
+
+
 def build_group_docs(
     snapshot: Snapshot,
     static_members: Iterable[StaticMember] = (),
@@ -81,40 +118,58 @@ def build_group_docs(
     """One document per group of the snapshot (and per registered manual-assign group), sorted by id."""
     if weight not in WEIGHTS:
         raise ValueError(f"weight must be one of {WEIGHTS}, got {weight!r}")
+    policy = reset or ResetPolicy()
+    group_rates = consume_rates(snapshot, previous, policy) if weight == "drain_ms" else {}
+    return build_docs_from_tables(
+        snapshot_tables(snapshot),
+        static_members,
+        group_pattern=group_pattern,
+        reset=policy,
+        weight=weight,
+        group_rates=group_rates,
+    )
+
+
+def build_docs_from_tables(
+    tables: SnapshotTables,
+    static_members: Iterable[StaticMember] = (),
+    *,
+    group_pattern: str | None = None,
+    reset: ResetPolicy | None = None,
+    weight: str = "lag",
+    group_rates: Mapping[tuple[str, str, int], float] | None = None,
+) -> list[dict[str, Any]]:
+    """:func:`build_group_docs` on :class:`SnapshotTables`; ``group_rates`` feed ``drain_ms``."""
+    if weight not in WEIGHTS:
+        raise ValueError(f"weight must be one of {WEIGHTS}, got {weight!r}")
     matcher = re.compile(group_pattern) if group_pattern else None
     policy = reset or ResetPolicy()
-    offsets = {(p.topic, p.partition): p for p in snapshot.partitions}
+    offsets = tables.offsets
     partitions_of: dict[str, list[int]] = {}
     for topic, partition in sorted(offsets):
         partitions_of.setdefault(topic, []).append(partition)
-    committed: dict[str, dict[tuple[str, int], int]] = {}
-    for c in snapshot.committed:
-        committed.setdefault(c.group_id, {})[(c.topic, c.partition)] = c.offset
+    committed = tables.committed
     registry: dict[str, list[StaticMember]] = {}
     for s in static_members:
         registry.setdefault(s.group_id, []).append(s)
-    groups = {g.group_id: g for g in snapshot.groups}
-    group_ids = sorted(set(groups) | set(committed))
-    group_rates = consume_rates(snapshot, previous, policy) if weight == "drain_ms" else {}
+    group_ids = sorted(set(tables.members) | set(committed))
+    group_rates = group_rates or {}
     docs = []
     for group_id in group_ids:
         if matcher is not None and not matcher.fullmatch(group_id):
             continue
-        group = groups.get(group_id)
-        live = group.members if group is not None else ()
+        live = tables.members.get(group_id, ())
         members: list[dict[str, Any]] = []
         if live:
-            shared = sorted(
-                {t for m in live for t in m.subscribed_topics} | {t for m in live for t, _ in m.assignment}
-            )
-            for m in live:
-                topics = sorted(set(m.subscribed_topics) | {t for t, _ in m.assignment}) or shared
+            shared = sorted({t for m in live for t in m[2]} | {t for m in live for t, _ in m[3]})
+            for member_id, instance_id, subscribed, assignment in live:
+                topics = sorted(set(subscribed) | {t for t, _ in assignment}) or shared
                 members.append(
                     {
-                        "member_id": m.group_instance_id or m.member_id,
-                        "group_instance_id": m.group_instance_id,
+                        "member_id": instance_id or member_id,
+                        "group_instance_id": instance_id,
                         "topics": topics,
-                        "owned": [[t, p] for t, p in m.assignment],
+                        "owned": [[t, p] for t, p in assignment],
                     }
                 )
         else:
@@ -130,9 +185,9 @@ def build_group_docs(
         reset_value = policy.for_group(group_id)
         for topic in topics:
             for partition in partitions_of.get(topic, []):
-                o = offsets[(topic, partition)]
+                log_start, log_end = offsets[(topic, partition)]
                 lags[(topic, partition)] = partition_lag(
-                    group_committed.get((topic, partition)), o.log_start_offset, o.log_end_offset, reset_value
+                    group_committed.get((topic, partition)), log_start, log_end, reset_value
                 )
         used = "lag"
         if weight == "drain_ms" and (drain := _drain_weights(group_id, lags, group_rates)) is not None:
