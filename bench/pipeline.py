@@ -8,7 +8,8 @@ all five strategies, metrics, decisions) runs in one plain Python process for co
 
     .venv/bin/python bench/pipeline.py [--sizes 100,1000,10000] [--db URL] [--quick]
 
-Prints a table and writes ``bench/results/pipeline.json``. Target: 10,000 groups < 60 s.
+Prints a table (``load``: the 1-minute load average right after that size's planner run, as other
+work shares the machine) and writes ``bench/results/pipeline.json``. Target: 10,000 groups < 60 s.
 """
 
 from __future__ import annotations
@@ -75,17 +76,23 @@ def synthetic_snapshot(groups: int, seed: int = 5337):
 
 def plain_python(url: str, snapshot_id: int) -> dict[str, float]:
     """The same per-group work without Spark: load, build specs, plan every group in a loop."""
+    import gc
+
     from rebalance_advisor.planner.decisions import Thresholds
     from rebalance_advisor.planner.group_plan import plan_group
-    from rebalance_advisor.planner.specs import build_group_docs
-    from rebalance_advisor.store.snapshots import load_snapshot
+    from rebalance_advisor.planner.read import read_snapshot_tables
+    from rebalance_advisor.planner.specs import build_docs_from_tables
 
-    started = time.perf_counter()
-    docs = build_group_docs(load_snapshot(snapshot_id, url))
-    read = time.perf_counter() - started
-    thresholds, now = Thresholds(), datetime.now(UTC)
-    results = [plan_group(d, thresholds, now) for d in docs]
-    plan = time.perf_counter() - started - read
+    gc.disable()  # as run_planner does (planner.job._gc_paused)
+    try:
+        started = time.perf_counter()
+        docs = build_docs_from_tables(read_snapshot_tables(snapshot_id, url))
+        read = time.perf_counter() - started
+        thresholds, now = Thresholds(), datetime.now(UTC)
+        results = [plan_group(d, thresholds, now) for d in docs]
+        plan = time.perf_counter() - started - read
+    finally:
+        gc.enable()
     assert len(results) == len(docs)
     return {"read_s": read, "plan_s": plan, "total_s": read + plan}
 
@@ -132,11 +139,17 @@ def main(argv: list[str] | None = None) -> int:
                         "python": python,
                     }
                 )
-                print(f"  {size:>6} groups: {run.timings['total_s']:.1f} s", file=sys.stderr, flush=True)
+                load = os.getloadavg()[0]
+                rows[-1]["load_1min"] = load
+                print(
+                    f"  {size:>6} groups: {run.timings['total_s']:.1f} s (load {load:.1f})",
+                    file=sys.stderr,
+                    flush=True,
+                )
     finally:
         spark.stop()
 
-    header = f"{'groups':>7} {'partitions':>10} {'flagged':>7} | {'read':>6} {'plan':>6} {'write':>6} {'total':>7} {'ms/group':>8} | {'python':>7} {'ms/group':>8}"
+    header = f"{'groups':>7} {'partitions':>10} {'flagged':>7} | {'read':>6} {'plan':>6} {'write':>6} {'total':>7} {'ms/group':>8} {'load':>5} | {'python':>7} {'ms/group':>8}"
     print(f"planner end to end, Spark {args.master}, {os.cpu_count()} cores (seconds)")
     print(header)
     print("-" * len(header))
@@ -145,7 +158,8 @@ def main(argv: list[str] | None = None) -> int:
         py = f"{p['total_s']:>7.1f} {1000 * p['total_s'] / r['groups']:>8.2f}" if p else f"{'-':>7} {'-':>8}"
         print(
             f"{r['groups']:>7} {r['partitions']:>10} {r['flagged']:>7} | {s['read_s']:>6.1f} {s['plan_s']:>6.1f} "
-            f"{s['write_s']:>6.1f} {s['total_s']:>7.1f} {1000 * s['total_s'] / r['groups']:>8.2f} | {py}"
+            f"{s['write_s']:>6.1f} {s['total_s']:>7.1f} {1000 * s['total_s'] / r['groups']:>8.2f} "
+            f"{r['load_1min']:>5.1f} | {py}"
         )
     out = ROOT / "bench" / "results" / "pipeline.json"
     out.parent.mkdir(parents=True, exist_ok=True)
