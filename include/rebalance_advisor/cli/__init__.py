@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 from rebalance_advisor import __version__
@@ -45,7 +46,16 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
-        return int(args.func(args) or 0)
+        code = int(args.func(args) or 0)
+        sys.stdout.flush()  # a closed pipe must fail here, inside the handler, not at interpreter exit
+        return code
+    except BrokenPipeError:
+        # The reader went away (``| head``): stop quietly, as Python's docs advise. Point stdout at
+        # /dev/null so the interpreter's final flush does not raise (and print) a second time.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        return 1
     except AdvisorError as error:
         print(f"rebalance-advisor: error: {error}", file=sys.stderr)
         return 1
