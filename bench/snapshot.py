@@ -8,24 +8,31 @@ dir, unless --bootstrap-servers), then alternates rounds of:
 Prints medians and ratios, peak memory (max RSS of each command; Python heap peak of collect), and
 writes JSON to bench/results/snapshot.json.
 
-    .venv/bin/python bench/snapshot.py                 # ~500 groups, 20,000 partitions
+    .venv/bin/python bench/snapshot.py                 # 500 groups, 19,000 partitions
     .venv/bin/python bench/snapshot.py --groups 50 --topics 20 --partitions 2000 --rounds 3
 """
 
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
+import contextlib
+import gc
 import json
 import os
 import platform
 import random
+import shutil
+import signal
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 import tracemalloc
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from rebalance_advisor import localkafka, snapshot, store
 
@@ -33,31 +40,45 @@ RESULTS = Path(__file__).resolve().parent / "results" / "snapshot.json"
 CLI = str(Path(sys.executable).parent / "rebalance-advisor")
 
 
-def build_cluster(
-    bootstrap: str, groups: int, topics: int, partitions: int, per_group: int, seed: int
-) -> dict:
-    """Topics, a few records per partition, and memberless groups with committed offsets."""
-    from confluent_kafka import ConsumerGroupTopicPartitions, Producer, TopicPartition
-    from confluent_kafka.admin import AdminClient, NewTopic
+#: Errors a fresh or busy broker answers while the group coordinators are still loading: retried.
+_RETRIABLE = ("NOT_COORDINATOR", "COORDINATOR_LOAD_IN_PROGRESS", "COORDINATOR_NOT_AVAILABLE", "_TIMED_OUT")
+#: The KRaft controller refuses one request creating more than 10,000 records (topic + partitions).
+_PARTITIONS_PER_CREATE = 5000
 
-    rng = random.Random(seed)
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    per_topic = max(1, partitions // topics)
-    names = [f"bench-t{i:04d}" for i in range(topics)]
-    batch = max(1, 5000 // per_topic)  # brokers refuse requests creating too many partitions at once
-    for start in range(0, topics, batch):
+
+def create_topics(admin: Any, names: list[str], per_topic: int, timeout: float) -> None:
+    """Create ``names`` in requests under the controller's per-request record limit."""
+    from confluent_kafka.admin import NewTopic
+
+    batch = max(1, _PARTITIONS_PER_CREATE // per_topic)
+    for start in range(0, len(names), batch):
         futures = admin.create_topics(
             [
                 NewTopic(n, num_partitions=per_topic, replication_factor=1)
                 for n in names[start : start + batch]
             ],
-            operation_timeout=300,
-            request_timeout=300,
+            operation_timeout=timeout,
+            request_timeout=timeout,
         )
         for future in futures.values():
-            future.result(600)
+            try:
+                future.result(timeout + 30)
+            except Exception as error:  # an existing topic (re-used cluster) is fine
+                if "TOPIC_ALREADY_EXISTS" not in str(error):
+                    raise
+
+
+def produce_records(bootstrap: str, names: list[str], per_topic: int, rng: random.Random) -> dict:
+    """A few records per partition; returns each partition's log-end offset."""
+    from confluent_kafka import Producer
+
     producer = Producer(
-        {"bootstrap.servers": bootstrap, "linger.ms": 50, "queue.buffering.max.messages": 2_000_000}
+        {
+            "bootstrap.servers": bootstrap,
+            "linger.ms": 50,
+            "queue.buffering.max.messages": 2_000_000,
+            "message.timeout.ms": 300_000,
+        }
     )
     ends: dict[tuple[str, int], int] = {}
     for n in names:
@@ -72,55 +93,199 @@ def build_cluster(
                     except BufferError:
                         producer.poll(0.05)
         producer.poll(0)
-    assert producer.flush(300) == 0
+    left = producer.flush(300)
+    if left:
+        raise SystemExit(f"{left} records were not acknowledged by the broker within 300 s")
+    return ends
+
+
+def commit_offsets(bootstrap: str, wanted: dict[str, list[Any]], clients: int, timeout: float) -> None:
+    """Commit every group's offsets with all requests in flight together over ``clients`` connections.
+
+    A broker serves one connection's requests one at a time, so several admin clients let its I/O
+    threads work in parallel. A group whose coordinator is still loading (a fresh broker) is sent
+    again on its own half a second later, without waiting for the slowest request of a round.
+    """
+    from confluent_kafka import ConsumerGroupTopicPartitions
+    from confluent_kafka.admin import AdminClient
+
+    admins = [AdminClient({"bootstrap.servers": bootstrap}) for _ in range(clients)]
+    deadline = time.monotonic() + timeout
+    due = {group_id: 0.0 for group_id in wanted}  # group -> when to (re)send it
+    in_flight: dict[Any, str] = {}
+    sent = 0
+    last_error = ""
+    try:
+        while due or in_flight:
+            now = time.monotonic()
+            if now > deadline:
+                raise SystemExit(
+                    f"could not commit offsets for {len(due) + len(in_flight)} of {len(wanted)} groups "
+                    f"within {timeout:.0f} s: {last_error or 'no answer'}"
+                )
+            for group_id in [g for g, at in due.items() if at <= now]:
+                del due[group_id]
+                request = [ConsumerGroupTopicPartitions(group_id, wanted[group_id])]
+                admin = admins[sent % clients]
+                sent += 1
+                for future in admin.alter_consumer_group_offsets(request, request_timeout=60).values():
+                    in_flight[future] = group_id
+            if not in_flight:
+                time.sleep(0.05)
+                continue
+            done, _ = concurrent.futures.wait(in_flight, 0.5, concurrent.futures.FIRST_COMPLETED)
+            for future in done:
+                group_id = in_flight.pop(future)
+                try:
+                    result = future.result()
+                    errors = [tp.error for tp in result.topic_partitions if tp.error]
+                    if errors:
+                        raise RuntimeError(str(errors[0]))
+                except Exception as error:  # noqa: BLE001 - retriable ones are retried, others reported
+                    last_error = str(error)
+                    if not any(code in last_error for code in _RETRIABLE):
+                        raise SystemExit(f"committing offsets of {group_id} failed: {error}") from error
+                    due[group_id] = time.monotonic() + 0.5
+    finally:
+        del admins  # destroy the clients while the broker is still up
+
+
+def build_cluster(
+    bootstrap: str,
+    groups: int,
+    topics: int,
+    partitions: int,
+    per_group: int,
+    seed: int,
+    clients: int = 4,
+    timeout: float = 900,
+) -> dict:
+    """Topics, a few records per partition, and memberless groups with committed offsets."""
+    from confluent_kafka import TopicPartition
+    from confluent_kafka.admin import AdminClient
+
+    rng = random.Random(seed)
+    per_topic = max(1, partitions // topics)
+    names = [f"bench-t{i:04d}" for i in range(topics)]
+    steps: dict[str, float] = {}
+    started = time.perf_counter()
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    try:
+        create_topics(admin, names, per_topic, timeout=min(300, timeout))
+    finally:
+        del admin
+    steps["create_topics_s"] = time.perf_counter() - started
+    started = time.perf_counter()
+    ends = produce_records(bootstrap, names, per_topic, rng)
+    steps["produce_s"] = time.perf_counter() - started
     wanted = {}
     for g in range(groups):
         chosen = [names[(g * per_group + k) % topics] for k in range(per_group)]
         wanted[f"bench-g{g:04d}"] = [
             TopicPartition(t, p, rng.randint(0, ends[(t, p)])) for t in chosen for p in range(per_topic)
         ]
-    deadline = time.monotonic() + 300
-    while wanted:  # a fresh broker answers NOT_COORDINATOR until __consumer_offsets is loaded
-        futures = {}
-        for group_id, offsets in wanted.items():
-            futures.update(
-                admin.alter_consumer_group_offsets(
-                    [ConsumerGroupTopicPartitions(group_id, offsets)], request_timeout=120
-                )
-            )
-        last_error = ""
-        for group_id, future in futures.items():
-            try:
-                result = future.result(300)
-            except Exception as error:  # noqa: BLE001 - retried below
-                last_error = str(error)
-                continue
-            errors = [tp.error for tp in result.topic_partitions if tp.error]
-            if errors:
-                last_error = str(errors[0])
-            else:
-                del wanted[group_id]
-        if wanted:
-            if time.monotonic() > deadline:
-                raise SystemExit(f"could not commit offsets for {len(wanted)} groups: {last_error}")
-            time.sleep(0.5)
+    started = time.perf_counter()
+    commit_offsets(bootstrap, wanted, clients, timeout)
+    steps["commit_s"] = time.perf_counter() - started
     return {
         "groups": groups,
         "topics": topics,
         "partitions": per_topic * topics,
         "committed": groups * per_group * per_topic,
+        "build_steps_s": {k: round(v, 2) for k, v in steps.items()},
     }
 
 
-def run_measured(command: list[str]) -> tuple[float, int]:
-    """Wall seconds and max RSS (MiB) of one command."""
-    started = time.perf_counter()
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(process.pid, 0)
-    elapsed = time.perf_counter() - started
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit(f"{command[0]} failed: {process.stderr.read().decode()[-2000:]}")
+class _Terminated(BaseException):
+    """SIGTERM/SIGHUP turned into an exception so every ``finally`` (broker stop) still runs."""
+
+
+def _on_signal(signum: int, _frame: Any) -> None:
+    raise _Terminated(f"signal {signum}")
+
+
+def run_measured(command: list[str], timeout: float) -> tuple[float, int]:
+    """Wall seconds and max RSS (MiB) of one command; killed (its whole group) on timeout or error."""
+    with tempfile.TemporaryFile() as stderr:  # a file, not a pipe: a chatty tool cannot block on it
+        started = time.perf_counter()
+        pid = 0
+        process = subprocess.Popen(
+            command,
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        try:
+            while True:
+                pid, status, usage = os.wait4(process.pid, os.WNOHANG)
+                if pid:
+                    break
+                if time.perf_counter() - started > timeout:
+                    raise SystemExit(f"{command[0]} did not finish within {timeout:.0f} s")
+                time.sleep(0.01)
+        finally:
+            if not pid:
+                _kill(process)
+        elapsed = time.perf_counter() - started
+        process.returncode = os.waitstatus_to_exitcode(status)
+        if process.returncode != 0:
+            stderr.seek(0)
+            raise SystemExit(f"{command[0]} failed: {stderr.read().decode(errors='replace')[-2000:]}")
     return elapsed, usage.ru_maxrss // 1024
+
+
+def _kill(process: subprocess.Popen) -> None:
+    """Kill the command's process group and reap it."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+    with contextlib.suppress(ChildProcessError):
+        process.wait(10)
+
+
+def _stage_timer() -> tuple[Callable[[str], None], dict[str, float]]:
+    """An ``on_stage`` hook recording seconds spent in each stage of ``snapshot.collect``."""
+    stages: dict[str, float] = {}
+    last = [time.perf_counter()]
+
+    def on_stage(name: str) -> None:
+        now = time.perf_counter()
+        stages[name] = now - last[0]
+        last[0] = now
+
+    return on_stage, stages
+
+
+#: Open files the broker needs besides one per partition: jars, internal topics, sockets.
+_BROKER_FILES_RESERVE = 800
+
+
+def open_files_limit(pid: int) -> int | None:
+    """The soft open-files limit of process ``pid`` (None when unknown or unlimited)."""
+    try:
+        for line in Path(f"/proc/{pid}/limits").read_text().splitlines():
+            if line.startswith("Max open files"):
+                value = line.split()[3]
+                return None if value == "unlimited" else int(value)
+    except OSError:
+        return None
+    return None
+
+
+def check_open_files(pid: int, partitions: int) -> None:
+    """Refuse a cluster the broker cannot hold open, instead of letting it wedge mid-build."""
+    limit = open_files_limit(pid)
+    if limit is not None and partitions + _BROKER_FILES_RESERVE > limit:
+        raise SystemExit(
+            f"{partitions} partitions need about {partitions + _BROKER_FILES_RESERVE} open files in the broker, "
+            f"but its limit is {limit} (and cannot be raised here): choose --partitions "
+            f"{limit - _BROKER_FILES_RESERVE} or fewer, or raise the hard limit (ulimit -Hn) first"
+        )
+
+
+def _load() -> float:
+    """The 1-minute load average: numbers taken on a busy machine are flagged by it."""
+    return round(os.getloadavg()[0], 2)
 
 
 def main() -> int:
@@ -130,7 +295,11 @@ def main() -> int:
     parser.add_argument("--groups", type=int, default=500)
     parser.add_argument("--topics", type=int, default=200)
     parser.add_argument(
-        "--partitions", type=int, default=20_000, help="partitions in all (split over topics)"
+        "--partitions",
+        type=int,
+        default=19_000,
+        help="partitions in all (split over topics); the broker holds one open file per partition, "
+        "so this must stay under its open-files limit (20,000 here: 19,000 fits)",
     )
     parser.add_argument("--topics-per-group", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=5)
@@ -138,76 +307,113 @@ def main() -> int:
         "--bootstrap-servers", default=None, help="use this (empty) cluster instead of a local broker"
     )
     parser.add_argument("--seed", type=int, default=5337)
+    parser.add_argument("--broker-heap", default="-Xmx2g", help="the local broker's JVM -Xmx option")
+    parser.add_argument("--commit-clients", type=int, default=4, help="admin clients committing offsets")
+    parser.add_argument("--build-timeout", type=float, default=900, help="seconds to build the cluster")
+    parser.add_argument("--tool-timeout", type=float, default=600, help="seconds per measured command")
+    parser.add_argument("--output", type=Path, default=RESULTS)
     args = parser.parse_args()
 
-    with tempfile.TemporaryDirectory(prefix="bench-snapshot-") as tmp:
-        state_dir = Path(tmp) / "kafka"
-        bootstrap = args.bootstrap_servers or localkafka.start(state_dir).bootstrap_servers
-        try:
-            t0 = time.perf_counter()
-            shape = build_cluster(
-                bootstrap, args.groups, args.topics, args.partitions, args.topics_per_group, args.seed
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, _on_signal)
+    tmp = tempfile.mkdtemp(prefix="bench-snapshot-")
+    state_dir = Path(tmp) / "kafka"
+    runs: dict[str, list[float]] = {"collect": [], "write": [], "cli": [], "reference": []}
+    stage_runs: dict[str, list[float]] = {}
+    loads: list[float] = [_load()]
+    rss = {"cli": 0, "reference": 0}
+    try:
+        if args.bootstrap_servers:
+            bootstrap = args.bootstrap_servers
+        else:
+            broker = localkafka.start(state_dir, heap=args.broker_heap)
+            bootstrap = broker.bootstrap_servers
+            check_open_files(broker.pid, args.partitions)
+        t0 = time.perf_counter()
+        shape = build_cluster(
+            bootstrap,
+            args.groups,
+            args.topics,
+            args.partitions,
+            args.topics_per_group,
+            args.seed,
+            clients=args.commit_clients,
+            timeout=args.build_timeout,
+        )
+        shape["build_s"] = round(time.perf_counter() - t0, 1)
+        print(f"cluster built in {shape['build_s']} s (load {_load()}): {shape}", flush=True)
+        db_url = f"sqlite:///{Path(tmp) / 'bench.db'}"
+        store.upgrade(db_url)
+        options = snapshot.SnapshotOptions(groups=snapshot.GroupFilter.parse("bench-g.*"), timeout_s=60)
+        cli_command = [
+            CLI,
+            "snapshot",
+            "--bootstrap-servers",
+            bootstrap,
+            "--db",
+            db_url,
+            "--groups",
+            "bench-g.*",
+        ]
+        tool_command = localkafka.consumer_groups_command(
+            bootstrap, "--describe", "--all-groups", "--timeout", "120000"
+        )
+
+        def ours() -> None:
+            on_stage, stages = _stage_timer()
+            started = time.perf_counter()
+            taken = snapshot.collect(bootstrap, options=options, on_stage=on_stage)
+            runs["collect"].append(time.perf_counter() - started)
+            for name, seconds in stages.items():
+                stage_runs.setdefault(name, []).append(seconds)
+            assert len(taken.groups) == shape["groups"] and not taken.errors, snapshot.summarize(taken)
+            assert len(taken.committed) == shape["committed"], snapshot.summarize(taken)
+            started = time.perf_counter()
+            store.write_snapshot(taken, db_url)
+            runs["write"].append(time.perf_counter() - started)
+            elapsed, mem = run_measured(cli_command, args.tool_timeout)
+            runs["cli"].append(elapsed)
+            rss["cli"] = max(rss["cli"], mem)
+
+        def reference() -> None:
+            elapsed, mem = run_measured(tool_command, args.tool_timeout)
+            runs["reference"].append(elapsed)
+            rss["reference"] = max(rss["reference"], mem)
+
+        for round_no in range(1, args.rounds + 1):
+            # Alternate who goes first, so a load spike does not always hit the same side.
+            for measure in (ours, reference) if round_no % 2 else (reference, ours):
+                measure()
+            loads.append(_load())
+            print(
+                f"round {round_no}: collect {runs['collect'][-1]:.3f} s, write {runs['write'][-1]:.3f} s, "
+                f"cli {runs['cli'][-1]:.2f} s, reference {runs['reference'][-1]:.2f} s (load {loads[-1]})",
+                flush=True,
             )
-            print(f"cluster built in {time.perf_counter() - t0:.1f} s: {shape}", flush=True)
-            db_url = f"sqlite:///{Path(tmp) / 'bench.db'}"
-            store.upgrade(db_url)
-            options = snapshot.SnapshotOptions(groups=snapshot.GroupFilter.parse("bench-g.*"), timeout_s=60)
-            runs: dict[str, list[float]] = {"collect": [], "write": [], "cli": [], "reference": []}
-            rss = {"cli": 0, "reference": 0}
-            heap_peak = 0
-            for round_no in range(1, args.rounds + 1):
-                tracemalloc.start()
-                started = time.perf_counter()
-                taken = snapshot.collect(bootstrap, options=options)
-                runs["collect"].append(time.perf_counter() - started)
-                heap_peak = max(heap_peak, tracemalloc.get_traced_memory()[1])
-                tracemalloc.stop()
-                assert len(taken.groups) == shape["groups"] and not taken.errors, snapshot.summarize(taken)
-                assert len(taken.committed) == shape["committed"]
-                started = time.perf_counter()
-                store.write_snapshot(taken, db_url)
-                runs["write"].append(time.perf_counter() - started)
-                elapsed, mem = run_measured(
-                    [
-                        CLI,
-                        "snapshot",
-                        "--bootstrap-servers",
-                        bootstrap,
-                        "--db",
-                        db_url,
-                        "--groups",
-                        "bench-g.*",
-                    ]
-                )
-                runs["cli"].append(elapsed)
-                rss["cli"] = max(rss["cli"], mem)
-                elapsed, mem = run_measured(
-                    localkafka.consumer_groups_command(
-                        bootstrap, "--describe", "--all-groups", "--timeout", "120000"
-                    )
-                )
-                runs["reference"].append(elapsed)
-                rss["reference"] = max(rss["reference"], mem)
-                print(
-                    f"round {round_no}: collect {runs['collect'][-1]:.3f} s, write {runs['write'][-1]:.3f} s, "
-                    f"cli {runs['cli'][-1]:.2f} s, reference {runs['reference'][-1]:.2f} s",
-                    flush=True,
-                )
-        finally:
-            if not args.bootstrap_servers:
-                localkafka.stop(state_dir)
+        # Heap peak in a separate, untimed pass: tracemalloc slows Python down several-fold.
+        tracemalloc.start()
+        snapshot.collect(bootstrap, options=options)
+        heap_peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+    finally:
+        gc.collect()  # destroy any client still referenced (e.g. by a traceback) while the broker is up
+        if not args.bootstrap_servers:
+            localkafka.stop(state_dir)
+        shutil.rmtree(tmp, ignore_errors=True)
 
     med = {k: statistics.median(v) for k, v in runs.items()}
     result = {
         "shape": shape,
         "rounds": args.rounds,
         "median_s": med,
+        "collect_stage_median_s": {k: statistics.median(v) for k, v in stage_runs.items()},
         "runs_s": runs,
         "speedup_collect_vs_reference": med["reference"] / med["collect"],
         "speedup_collect_and_write_vs_reference": med["reference"] / (med["collect"] + med["write"]),
         "speedup_cli_vs_reference": med["reference"] / med["cli"],
         "max_rss_mib": rss,
         "collect_python_heap_peak_mib": round(heap_peak / 2**20, 1),
+        "load_average_1m": {"start": loads[0], "after_each_round": loads[1:]},
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
     }
     print()
@@ -215,6 +421,10 @@ def main() -> int:
     for name, label in (("collect", "ours: collect (in process)"), ("write", "ours: write to SQLite"),
                         ("cli", "ours: CLI snapshot command"), ("reference", "kafka-consumer-groups")):  # fmt: skip
         print(f"{label:28}{med[name]:>10.3f}")
+    print(
+        "collect stages (median s): "
+        + ", ".join(f"{k} {v:.3f}" for k, v in result["collect_stage_median_s"].items())
+    )
     print(
         f"\nspeedup vs reference: collect {result['speedup_collect_vs_reference']:.1f}x, "
         f"collect+write {result['speedup_collect_and_write_vs_reference']:.1f}x, "
@@ -224,9 +434,10 @@ def main() -> int:
         f"memory: CLI max RSS {rss['cli']} MiB, reference max RSS {rss['reference']} MiB, "
         f"collect Python heap peak {result['collect_python_heap_peak_mib']} MiB"
     )
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(result, indent=2) + "\n")
-    print(f"wrote {RESULTS}")
+    print(f"load average (1 min): start {loads[0]}, after each round {loads[1:]}")
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(json.dumps(result, indent=2) + "\n")
+    print(f"wrote {args.output}")
     return 0
 
 

@@ -99,6 +99,25 @@ def test_every_demo_row_equals_the_reference_tool(demo_snapshot, reference_text,
         assert lines == their_blocks[group], group
 
 
+@pytest.mark.parametrize("raw_list_offsets", [True, False])
+def test_chunked_spread_collection_equals_the_default(
+    demo_snapshot, kafka_bootstrap: str, monkeypatch, raw_list_offsets: bool
+) -> None:
+    """Small ListOffsets chunks over 3 admin clients, through the C-level call and through the public
+    per-partition futures, give the snapshot the default path gave (demo state does not change)."""
+    monkeypatch.setattr(snapshot, "LIST_OFFSETS_CHUNK", 7)
+    monkeypatch.setattr(snapshot, "RAW_LIST_OFFSETS", raw_list_offsets)
+    options = snapshot.SnapshotOptions(
+        groups=snapshot.GroupFilter.parse(DEMO_REGEX), timeout_s=10, connections=3
+    )
+    again = snapshot.collect(kafka_bootstrap, options=options)
+    assert len(demo_snapshot.partitions) > 7 * 3
+    assert again.partitions == demo_snapshot.partitions
+    assert sorted(again.committed, key=repr) == sorted(demo_snapshot.committed, key=repr)
+    assert [g.group_id for g in again.groups] == [g.group_id for g in demo_snapshot.groups]
+    assert again.errors == demo_snapshot.errors == []
+
+
 def test_numbers_match_the_demo_workload(demo_snapshot, demo_groups) -> None:
     ends = demo_snapshot.partition_map()
     committed = demo_snapshot.committed_map()

@@ -68,6 +68,10 @@ def rows(
     policy = policy or ResetPolicy()
     ends = snapshot.partition_map()
     committed = snapshot.committed_map(group)
+    # Each group's committed partitions, indexed once: scanning all of them per group is quadratic.
+    committed_of: dict[str, list[tuple[str, int]]] = {}
+    for group_id, topic, partition in committed:
+        committed_of.setdefault(group_id, []).append((topic, partition))
     out: dict[str, list[Row]] = {}
     for g in sorted(snapshot.groups, key=lambda x: x.group_id):
         if group is not None and g.group_id != group:
@@ -96,7 +100,7 @@ def rows(
             for topic, partition in sorted(m.assignment):
                 held.add((topic, partition))
                 group_rows.append(row(topic, partition, m.member_id, m.host, m.client_id))
-        for _, topic, partition in sorted(k for k in committed if k[0] == g.group_id):
+        for topic, partition in sorted(committed_of.get(g.group_id, ())):
             if (topic, partition) not in held:
                 group_rows.append(row(topic, partition))
         out[g.group_id] = group_rows

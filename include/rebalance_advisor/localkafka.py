@@ -9,9 +9,11 @@ The broker runs in its own process group; stopping it kills that group, so no JV
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import re
+import resource
 import shutil
 import signal
 import socket
@@ -31,6 +33,9 @@ COMPLETE_MARKER = "FETCH-COMPLETE"
 START_TIMEOUT_S = 90.0
 STOP_TIMEOUT_S = 30.0
 JVM_HEAP = "-Xmx768m"
+#: The broker keeps one open file per log segment, so a cluster of 20,000 partitions needs more
+#: descriptors than a typical 20,000 limit allows; raised (as far as permitted) for the broker only.
+BROKER_OPEN_FILES = 262_144
 
 
 class LocalKafkaError(AdvisorError):
@@ -221,8 +226,12 @@ def start(
     state_dir: Path | None = None,
     port: int | None = None,
     timeout: float = START_TIMEOUT_S,
+    heap: str = JVM_HEAP,
 ) -> BrokerInfo:
-    """Format KRaft storage and start one broker+controller on 127.0.0.1; wait until it answers."""
+    """Format KRaft storage and start one broker+controller on 127.0.0.1; wait until it answers.
+
+    ``heap`` is the broker JVM's ``-Xmx`` option: big clusters (the benchmark's) need more.
+    """
     state_dir = Path(state_dir or default_state_dir())
     running = status(state_dir)
     if running:
@@ -265,11 +274,12 @@ def start(
     log_file = state_dir / "broker.log"
     with log_file.open("wb") as log:
         process = subprocess.Popen(
-            java_command("kafka.Kafka", str(properties), heap=JVM_HEAP),
+            java_command("kafka.Kafka", str(properties), heap=heap),
             stdout=log,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
             start_new_session=True,
+            preexec_fn=_raise_open_files_limit,
             cwd=state_dir,
         )
     info = BrokerInfo(
@@ -300,6 +310,20 @@ def start(
         f"the broker did not answer a metadata request on {info.bootstrap_servers} within {timeout:.0f} s; "
         f"it was stopped. Its log ends:\n{_log_tail(log_file)}"
     )
+
+
+def _raise_open_files_limit() -> None:
+    """In the broker's child process: lift RLIMIT_NOFILE to BROKER_OPEN_FILES, or to the hard limit."""
+    infinity = resource.RLIM_INFINITY
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == infinity or soft >= BROKER_OPEN_FILES:
+        return
+    wanted_hard = hard if hard == infinity else max(hard, BROKER_OPEN_FILES)
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (BROKER_OPEN_FILES, wanted_hard))
+    except (ValueError, OSError):  # unprivileged: the hard limit cannot go up, but the soft one can
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
 
 
 def _kill_group(pid: int, grace: float) -> None:
