@@ -41,7 +41,13 @@ CLI = str(Path(sys.executable).parent / "rebalance-advisor")
 
 
 #: Errors a fresh or busy broker answers while the group coordinators are still loading: retried.
-_RETRIABLE = ("NOT_COORDINATOR", "COORDINATOR_LOAD_IN_PROGRESS", "COORDINATOR_NOT_AVAILABLE", "_TIMED_OUT")
+_RETRIABLE = (
+    "NOT_COORDINATOR",
+    "COORDINATOR_LOAD_IN_PROGRESS",
+    "COORDINATOR_NOT_AVAILABLE",
+    "UNKNOWN_TOPIC_OR_PART",  # a partition the broker is still creating
+    "_TIMED_OUT",
+)
 #: The KRaft controller refuses one request creating more than 10,000 records (topic + partitions).
 _PARTITIONS_PER_CREATE = 5000
 
