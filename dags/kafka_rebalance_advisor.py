@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from airflow.sdk import Param, dag, get_current_context, task
-from rebalance_advisor.airflow_support import SNAPSHOT_ASSET
+from rebalance_advisor.airflow_support import DEFAULT_KAFKA_CONN_ID, SNAPSHOT_ASSET
 from rebalance_advisor.sparkutil import DEFAULT_CONF
 
 #: the assignor names (kept literal so parsing imports no NumPy; a test checks the registry)
@@ -115,6 +115,12 @@ def _spark_env(context) -> None:
         ),
         "db_conn_id": Param(
             "rebalance_advisor_db", type="string", minLength=1, description="advisor DB connection"
+        ),
+        "kafka_conn_id": Param(
+            DEFAULT_KAFKA_CONN_ID,
+            type="string",
+            minLength=1,
+            description="Kafka connection that publish mode static writes the assignments through",
         ),
     },  # fmt: skip
     doc_md=__doc__,

@@ -74,9 +74,27 @@ def test_params_reject_bad_values_before_the_run(airflow_home) -> None:
         {"snapshot": "yesterday"},
         {"group_regex": "kip-("},
         {"move_budget": -3},
+        {"kafka_conn_id": ""},
     ):
         with pytest.raises(ParamValidationError):
             dag.test(run_conf=bad)
+    assert dag.params["kafka_conn_id"] == "kafka_default"
+
+
+def test_static_publishing_uses_the_kafka_conn_id_param(monkeypatch: pytest.MonkeyPatch) -> None:
+    """hand_to_publishing passes the form's Kafka connection to publishing (default kafka_default)."""
+    from rebalance_advisor import airflow_support
+    from rebalance_advisor.planner import airflow_tasks
+
+    calls: list[dict] = []
+    monkeypatch.setattr(airflow_tasks, "publish_hook", lambda: lambda **kw: calls.append(kw) or {})
+    monkeypatch.setattr(airflow_support, "database_url", lambda conn_id: f"sqlite:///{conn_id}.db")
+    result = {"recommended_plan_ids": [7], "flagged": ["g"], "dry_run": False}
+    params = {"publish_mode": "static", "db_conn_id": "advisor"}
+    done = airflow_tasks.hand_to_publishing(result, {**params, "kafka_conn_id": "kafka_eu"}, "run-1")
+    airflow_tasks.hand_to_publishing(result, params, "run-2")
+    assert done["published"] and [c.pop("kafka_conn_id") for c in calls] == ["kafka_eu", "kafka_default"]
+    assert calls[0] == {"plan_ids": [7], "url": "sqlite:///advisor.db", "airflow_run_id": "run-1"}
 
 
 @pytest.mark.kafka
@@ -84,6 +102,7 @@ def test_dag_end_to_end_on_the_demo_workload(airflow_home, connections, demo_gro
     from rebalance_advisor import snapshot, store
     from rebalance_advisor.airflow_support import SNAPSHOT_ASSET_URI
     from rebalance_advisor.planner import store_plans
+    from rebalance_advisor.publish import registry
 
     url = connections
     store.upgrade(url)
@@ -113,8 +132,8 @@ def test_dag_end_to_end_on_the_demo_workload(airflow_home, connections, demo_gro
 
     # Register the manual-assign consumers; a second run inside the cool-down adds no new
     # recommendation for kip-example but plans manual-assign from the registry.
-    store_plans.register_static_member(url, "manual-assign", "worker-0", ["manual-topic"])
-    store_plans.register_static_member(url, "manual-assign", "worker-1", ["manual-topic"])
+    registry.add("manual-assign", "worker-0", ["manual-topic"], url)
+    registry.add("manual-assign", "worker-1", ["manual-topic"], url)
     recommended_before = {
         p["id"] for p in store_plans.list_plans(url, group="kip-example", status="recommended")
     }

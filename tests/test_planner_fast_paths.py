@@ -103,17 +103,38 @@ def test_reader_builds_the_documents_load_snapshot_does(db_url):
     snapshot_id = store.write_snapshot(make_snapshot(MIXED), db_url)
     registry = [
         StaticMember("manual-assign", "worker-2", ("manual-topic",)),
+        StaticMember("manual-assign", "worker-3", ("manual-topic",)),
         StaticMember("elsewhere", "w", ("t",)),
     ]
+    # the published plan names a member no longer registered and partitions that no longer exist
+    published = {
+        "manual-assign": {
+            "worker-2": [("manual-topic", 0), ("manual-topic", 9), ("other-topic", 0)],
+            "gone": [("manual-topic", 1)],
+        },
+        "kip-example": {"C0": [("t0", 2)]},  # a dynamic group: the snapshot's members win
+    }
+    docs = []
     for options in (
         {},
         {"reset": ResetPolicy.parse("idle-.*=earliest,manual-.*=earliest")},
         {"group_pattern": "k.*"},
     ):
-        expected = build_group_docs(store.load_snapshot(snapshot_id, db_url), registry, **options)
-        got = build_docs_from_tables(read_snapshot_tables(snapshot_id, db_url), registry, **options)
+        expected = build_group_docs(
+            store.load_snapshot(snapshot_id, db_url), registry, published=published, **options
+        )
+        got = build_docs_from_tables(
+            read_snapshot_tables(snapshot_id, db_url), registry, published=published, **options
+        )
         assert got == expected
-    assert [d["group_id"] for d in got] == ["kip-example"]
+        docs.append(got)
+    assert [d["group_id"] for d in docs[-1]] == ["kip-example"]
+    by_group = {d["group_id"]: d for d in docs[0]}
+    assert [(m["member_id"], m["owned"]) for m in by_group["manual-assign"]["members"]] == [
+        ("worker-2", [["manual-topic", 0]]),
+        ("worker-3", []),
+    ]
+    assert [m["owned"] for m in by_group["kip-example"]["members"]] == [[["t0", 0], ["t0", 1]], [["t0", 2]]]
     with pytest.raises(AdvisorError, match="does not exist"):
         read_snapshot_tables(snapshot_id + 1, db_url)
 

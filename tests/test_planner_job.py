@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -14,6 +15,7 @@ from rebalance_advisor.planner.decisions import Thresholds
 from rebalance_advisor.planner.group_plan import plan_group
 from rebalance_advisor.planner.job import PlannerFailed, run_planner
 from rebalance_advisor.planner.specs import build_group_docs
+from rebalance_advisor.publish import lifecycle, registry
 from rebalance_advisor.spec import parse_group_spec
 from rebalance_advisor.store import db
 
@@ -77,8 +79,8 @@ def test_outcomes_plans_views_and_cooldown(spark, db_url):  # noqa: F811
         ]
 
     # Register the manual-assign consumers, take a new snapshot, plan again inside the cool-down.
-    store_plans.register_static_member(db_url, "manual-assign", "worker-a", ["manual-topic"])
-    store_plans.register_static_member(db_url, "manual-assign", "worker-b", ["manual-topic"])
+    registry.add("manual-assign", "worker-a", ["manual-topic"], db_url)
+    registry.add("manual-assign", "worker-b", ["manual-topic"], db_url)
     _store(db_url, groups)
     second = run_planner(spark, db_url, "latest", created_by="test")
     outcomes = {o["group_id"]: o for o in store_plans.run_outcomes(second.run_id, db_url)}
@@ -103,6 +105,48 @@ def test_outcomes_plans_views_and_cooldown(spark, db_url):  # noqa: F811
     assert next(o for o in third.outcomes if o["group_id"] == "kip-example")["outcome"] == "recommended"
     assert store_plans.get_plan(plan_id, db_url)["status"] == "superseded"
     assert store_plans.get_plan(new_id, db_url)["status"] == "recommended"
+
+
+@pytest.mark.postgres
+@pytest.mark.kafka
+def test_manual_assign_group_is_measured_against_its_published_plan(spark, db_url, kafka_bootstrap):  # noqa: F811
+    """The snapshot cannot see assign() consumers: their latest published plan is what they own.
+
+    Without that, every run after the cool-down saw all lag as unowned and recommended again.
+    """
+    _store(db_url, {"manual-assign": MANUAL})
+    for member in ("worker-a", "worker-b"):
+        registry.add("manual-assign", member, ["manual-topic"], db_url)
+    (first,) = run_planner(spark, db_url, "latest").outcomes
+    assert first["outcome"] == "recommended" and "no member owns" in first["reason"]
+    plan_id = first["plan_id"]
+    lifecycle.approve(plan_id, "test", db_url)
+    topic = f"asg-{uuid.uuid4().hex[:10]}"
+    lifecycle.publish(plan_id, {"bootstrap.servers": kafka_bootstrap}, "test", db_url, topic=topic)
+    published = store_plans.get_plan(plan_id, db_url)
+    assert published["status"] == "published"
+
+    # A newer snapshot with the same lags, planned after the cool-down: the plan consumers run is
+    # already the best count-balanced one, so no new recommendation.
+    _store(db_url, {"manual-assign": MANUAL})
+    later = datetime.now(UTC) + timedelta(minutes=31)
+    (second,) = run_planner(spark, db_url, "latest", now=later).outcomes
+    assert second["outcome"] == "no_better_plan", second["reason"]
+    assert second["max_lag_before"] == published["max_lag_after"] == 31_500
+    assert (second["max_lag_after"], second["moves"], second["plan_id"]) == (31_500, 0, None)
+    assert [(p["id"], p["status"]) for p in store_plans.list_plans(db_url, group="manual-assign")] == [
+        (plan_id, "published")
+    ]
+
+    # A member unregistered: it drops out, its partitions are unowned, a new plan gives them out.
+    registry.remove("manual-assign", "worker-b", db_url)
+    (third,) = run_planner(spark, db_url, "latest", now=later).outcomes
+    assert third["outcome"] == "recommended"
+    before = store_plans.get_plan(third["plan_id"], db_url)["metrics"]["before"]
+    assert (before["member_lag"], before["unowned_lag"]) == ({"worker-a": 31_500}, 4_000)
+    assert store_plans.plan_assignment_map(third["plan_id"], db_url) == {
+        "worker-a": [("manual-topic", p) for p in range(4)]
+    }
 
 
 def test_planner_equals_direct_assignor_calls(spark, sqlite_url):  # noqa: F811

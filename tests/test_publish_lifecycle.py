@@ -116,6 +116,46 @@ def test_two_approvers_race_one_wins(url: str) -> None:
     assert len(rows) == 1
 
 
+def test_db_prune_keeps_plans_and_runs_of_pruned_snapshots(
+    url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Plans and advisor runs are history: they hold no foreign key to their snapshot, so retention
+    deletes old snapshots without an FK error and without touching a plan of any status."""
+    from datetime import UTC, datetime, timedelta
+
+    from rebalance_advisor import store
+    from rebalance_advisor.planner.store_plans import advisor_runs, published_assignments
+
+    from tests._planner import make_snapshot
+
+    group = {"topics": {"data": [(9_000, 0), (500, 0)]}}
+    old = store.write_snapshot(make_snapshot({"g": group}, datetime.now(UTC) - timedelta(days=30)), url)
+    store.write_snapshot(make_snapshot({"g": group}), url)
+    registry.add("g", "w0", ["data"], url)
+    registry.add("g", "w1", ["data"], url)
+    published, approved, superseded = [
+        record_plan(url, group_id, ["w0", "w1"], SKEWED, snapshot_id=old) for group_id in ("g", "h", "k")
+    ]
+    rejected = record_plan(url, "k", ["w0", "w1"], OTHER, snapshot_id=old)  # supersedes k's first plan
+    lifecycle.approve(published, "alice", url)
+    with db.connect(url) as conn:
+        lifecycle.transition(conn, published, "published", "alice", expect=("approved",), values={"epoch": 1})
+    lifecycle.approve(approved, "alice", url)
+    lifecycle.reject(rejected, "alice", url)
+    statuses = _statuses(url, published, approved, superseded, rejected)
+    assert statuses == ["published", "approved", "superseded", "rejected"]
+    runs = len(advisor_runs(url))
+
+    assert main(["db", "prune", "--retention-hours", "168", "--db", url]) == 0
+    assert "pruned 1 snapshot(s)" in capsys.readouterr().out
+    with pytest.raises(AdvisorError, match=f"snapshot {old} does not exist"):
+        store.load_snapshot(old, url)
+    assert _statuses(url, published, approved, superseded, rejected) == statuses
+    assert len(advisor_runs(url)) == runs == 4
+    with db.connect(url) as conn:  # the planner still measures g against its published plan
+        assert published_assignments(conn) == {"g": plan_assignment_map(published, url)}
+
+
 @pytest.mark.kafka
 def test_publish_broker_down_then_retry_then_noop_then_superseded(
     url: str, kafka_bootstrap: str, topic: str

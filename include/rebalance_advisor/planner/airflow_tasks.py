@@ -116,9 +116,14 @@ def hand_to_publishing(result: dict[str, Any], params: dict[str, Any], airflow_r
     if hook is None:
         log.warning("publish mode static, but %s.%s is not available: plans stay recommended", *PUBLISH_HOOK)
         return {"mode": mode, "plan_ids": plan_ids, "published": False}
-    from rebalance_advisor.airflow_support import database_url
+    from rebalance_advisor.airflow_support import DEFAULT_KAFKA_CONN_ID, database_url
 
-    outcome = hook(plan_ids=plan_ids, url=database_url(params["db_conn_id"]), airflow_run_id=airflow_run_id)
+    outcome = hook(
+        plan_ids=plan_ids,
+        url=database_url(params["db_conn_id"]),
+        airflow_run_id=airflow_run_id,
+        kafka_conn_id=params.get("kafka_conn_id") or DEFAULT_KAFKA_CONN_ID,
+    )
     return {"mode": mode, "plan_ids": plan_ids, "published": True, "result": outcome}
 
 

@@ -13,9 +13,10 @@ Pure functions, no I/O, so the same rules run inside Spark, in tests and in the 
 - ``cooldown_minutes`` 30: while a group's last recommended/approved/published plan is younger
   than this, a run adds no new recommendation; the candidate is kept as a ``skipped`` plan.
 
-Lag on partitions no member owns (a manual-assign group planned from the static-member registry,
-or members that hold nothing yet) flags the group whatever its imbalance, and any plan that
-assigns it counts as an improvement (the min-improvement rule compares owned lag only).
+Lag on partitions no member owns (a manual-assign group with no published plan yet, partitions
+its published plan does not cover, or members that hold nothing yet) flags the group whatever
+its imbalance, and any plan that assigns it counts as an improvement (the min-improvement rule
+compares owned lag only).
 
 Outcomes, checked in this order: ``error`` (the spec is invalid), ``no_members`` (no members and
 no registered static members), ``idle`` (total lag < floor, including 0), ``balanced`` (imbalance

@@ -247,6 +247,7 @@ def _run_planner(
     snapshot_id = resolve_snapshot_id(snapshot, url)
     with db.connect(url) as conn:
         registry = store_plans.static_members(conn)
+        published = store_plans.published_assignments(conn)
         standing = store_plans.standing_plans(conn, airflow_run_id)
     policy = ResetPolicy.parse(reset)
     group_rates: dict[tuple[str, str, int], float] = {}
@@ -260,6 +261,7 @@ def _run_planner(
         reset=policy,
         weight=weight,
         group_rates=group_rates,
+        published=published,
     )
     for doc in docs:
         plan = standing.get(doc["group_id"])

@@ -8,8 +8,11 @@ taken to share the group's topics (the common single-subscription case) rather t
 to none.
 
 Memberless groups (consumers using ``assign()``): members come from the ``static_members``
-registry, with the topics registered there and nothing owned; without registered members the
-document has no members and the group's outcome is ``no_members``.
+registry, with the topics registered there. The snapshot cannot see what such consumers hold, so
+what they own is the group's latest ``published`` plan (``published``: what the consumers were
+told to run): members no longer registered drop out, partitions no longer in the group's topics
+are ignored. Without a published plan they own nothing (every partition counts as unowned lag);
+without registered members the document has no members and the group's outcome is ``no_members``.
 
 Partition weight (``weight``): ``lag`` (messages, the default) or ``drain_ms``: the time to work
 off the lag at the group's own consume rate on that partition between the previous snapshot and
@@ -23,7 +26,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,6 +34,10 @@ from rebalance_advisor.lag import ResetPolicy, partition_lag, rates
 from rebalance_advisor.snapshot import Snapshot
 
 WEIGHTS = ("lag", "drain_ms")
+
+#: group -> member -> the (topic, partition) pairs of the group's latest published plan
+#: (``store_plans.published_assignments``); the owned partitions of manual-assign members.
+PublishedAssignments = Mapping[str, Mapping[str, Sequence[tuple[str, int]]]]
 
 
 @dataclass(frozen=True)
@@ -114,6 +121,7 @@ def build_group_docs(
     reset: ResetPolicy | None = None,
     weight: str = "lag",
     previous: Snapshot | None = None,
+    published: PublishedAssignments | None = None,
 ) -> list[dict[str, Any]]:
     """One document per group of the snapshot (and per registered manual-assign group), sorted by id."""
     if weight not in WEIGHTS:
@@ -127,6 +135,7 @@ def build_group_docs(
         reset=policy,
         weight=weight,
         group_rates=group_rates,
+        published=published,
     )
 
 
@@ -138,8 +147,10 @@ def build_docs_from_tables(
     reset: ResetPolicy | None = None,
     weight: str = "lag",
     group_rates: Mapping[tuple[str, str, int], float] | None = None,
+    published: PublishedAssignments | None = None,
 ) -> list[dict[str, Any]]:
-    """:func:`build_group_docs` on :class:`SnapshotTables`; ``group_rates`` feed ``drain_ms``."""
+    """:func:`build_group_docs` on :class:`SnapshotTables`; ``group_rates`` feed ``drain_ms``,
+    ``published`` gives manual-assign members what they own (module docstring)."""
     if weight not in WEIGHTS:
         raise ValueError(f"weight must be one of {WEIGHTS}, got {weight!r}")
     matcher = re.compile(group_pattern) if group_pattern else None
@@ -154,6 +165,7 @@ def build_docs_from_tables(
         registry.setdefault(s.group_id, []).append(s)
     group_ids = sorted(set(tables.members) | set(committed))
     group_rates = group_rates or {}
+    published = published or {}
     docs = []
     for group_id in group_ids:
         if matcher is not None and not matcher.fullmatch(group_id):
@@ -175,7 +187,12 @@ def build_docs_from_tables(
         else:
             for s in sorted(registry.get(group_id, ()), key=lambda s: s.member_id):
                 members.append(
-                    {"member_id": s.member_id, "group_instance_id": None, "topics": list(s.topics)}
+                    {
+                        "member_id": s.member_id,
+                        "group_instance_id": None,
+                        "topics": list(s.topics),
+                        "owned": [],
+                    }
                 )
         topics = sorted({t for m in members for t in m["topics"]}) or sorted(
             {t for t, _ in committed.get(group_id, {})}
@@ -189,6 +206,9 @@ def build_docs_from_tables(
                 lags[(topic, partition)] = partition_lag(
                     group_committed.get((topic, partition)), log_start, log_end, reset_value
                 )
+        if not live and (plan := published.get(group_id)):
+            for member in members:  # only partitions still in the group's topics (lags has them all)
+                member["owned"] = [[t, p] for t, p in plan.get(member["member_id"], ()) if (t, p) in lags]
         used = "lag"
         if weight == "drain_ms" and (drain := _drain_weights(group_id, lags, group_rates)) is not None:
             lags, used = drain, "drain_ms"

@@ -50,19 +50,28 @@ def static_members(conn: Connection) -> list[StaticMember]:
     return [StaticMember(g, m, tuple(t or ())) for g, m, t in rows]
 
 
-def register_static_member(url: str | None, group_id: str, member_id: str, topics: Sequence[str]) -> None:
-    """Add (or update) one manual-assign consumer in the registry."""
-    with db.connect(url) as conn:
-        conn.execute(
-            sa.delete(StaticMemberRow).where(
-                StaticMemberRow.group_id == group_id, StaticMemberRow.member_id == member_id
-            )
-        )
-        conn.execute(
-            sa.insert(StaticMemberRow).values(
-                group_id=group_id, member_id=member_id, topics=list(topics), created_at=datetime.now(UTC)
-            )
-        )
+def published_assignments(conn: Connection) -> dict[str, dict[str, list[tuple[str, int]]]]:
+    """Per manual-assign group, its latest ``published`` plan as {member: [(topic, partition)]}.
+
+    Why: the snapshot cannot see what ``assign()`` consumers hold; what they were last told to run
+    is what they own (``planner.specs``), so the planner measures and moves against it.
+    """
+    registered = sa.select(StaticMemberRow.group_id).distinct()
+    latest = (
+        sa.select(sa.func.max(Plan.id))
+        .where(Plan.status == "published", Plan.group_id.in_(registered))
+        .group_by(Plan.group_id)
+    )
+    rows = conn.execute(
+        sa.select(Plan.group_id, PlanAssignment.member_id, PlanAssignment.topic, PlanAssignment.partition)
+        .join(PlanAssignment, PlanAssignment.plan_id == Plan.id)
+        .where(Plan.id.in_(latest))
+        .order_by(Plan.group_id, PlanAssignment.member_id, PlanAssignment.topic, PlanAssignment.partition)
+    )
+    result: dict[str, dict[str, list[tuple[str, int]]]] = {}
+    for group_id, member_id, topic, partition in rows:
+        result.setdefault(group_id, {}).setdefault(member_id, []).append((topic, partition))
+    return result
 
 
 def standing_plans(conn: Connection, replacing_airflow_run_id: str | None = None) -> dict[str, StandingPlan]:
