@@ -27,7 +27,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     load.set_defaults(func=_demo_load)
 
     demo = subparsers.add_parser(
-        "demo", help="the main job on embedded defaults: local broker, demo workload, snapshot and advisor DAGs"
+        "demo",
+        help="the main job on embedded defaults: local broker, demo workload, snapshot and advisor DAGs",
     )
     demo.set_defaults(func=_demo)
 
