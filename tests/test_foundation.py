@@ -108,3 +108,38 @@ def test_both_databases_answer(db_url: str) -> None:
     with engine.connect() as conn:
         assert conn.execute(sa.text("select 1 + 1")).scalar_one() == 2
     engine.dispose()
+
+
+def test_unreachable_maven_leaves_no_partial_cache(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A real mvn against a mirror on a closed port: one clear error, nothing cached."""
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    settings = tmp_path / "settings.xml"
+    settings.write_text(
+        f"""<settings><localRepository>{tmp_path / "m2"}</localRepository><offline>false</offline>
+        <mirrors><mirror><id>down</id><mirrorOf>*</mirrorOf><url>http://127.0.0.1:{port}/maven2</url></mirror></mirrors>
+        </settings>"""
+    )
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("REBALANCE_ADVISOR_CACHE", str(cache))
+    monkeypatch.setenv("REBALANCE_ADVISOR_MAVEN_SETTINGS", str(settings))
+    with pytest.raises(
+        localkafka.LocalKafkaError, match="could not fetch the Kafka .* jars from Maven Central"
+    ):
+        localkafka.fetch_jars()
+    leftovers = [p for p in cache.rglob("*") if p.is_file()]
+    assert leftovers == []
+    assert not localkafka.jar_dir().exists()
+
+
+@pytest.mark.kafka
+def test_broker_that_does_not_come_up_in_time_is_stopped(tmp_path) -> None:
+    state_dir = tmp_path / "kafka"
+    with pytest.raises(
+        localkafka.LocalKafkaError, match="did not answer a metadata request .* it was stopped"
+    ):
+        localkafka.start(state_dir, timeout=0.5)
+    assert localkafka.status(state_dir) is None
+    java = subprocess.run(["pgrep", "-f", f"kafka.Kafka {state_dir}"], capture_output=True, text=True)
+    assert java.stdout.strip() == ""

@@ -80,17 +80,13 @@ def fetch_jars(quiet: bool = True) -> Path:
         )
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".libs-partial-", dir=target.parent))
+    options = ["-B", "-q"] if quiet else ["-B"]
+    if settings := os.environ.get("REBALANCE_ADVISOR_MAVEN_SETTINGS"):
+        options += ["-s", settings]  # a mirror or proxy of Maven Central
     command = [
-        mvn,
-        "-B",
-        "-f",
-        str(POM),
-        "dependency:copy-dependencies",
-        f"-DoutputDirectory={staging}",
-        "-DincludeScope=runtime",
-    ]
-    if quiet:
-        command.insert(2, "-q")
+        mvn, *options, "-f", str(POM), "dependency:copy-dependencies",
+        f"-DoutputDirectory={staging}", "-DincludeScope=runtime",
+    ]  # fmt: skip
     try:
         result = subprocess.run(command, capture_output=True, text=True, timeout=900)
         jars = list(staging.glob("*.jar"))
