@@ -118,6 +118,16 @@ def test_chunked_spread_collection_equals_the_default(
     assert again.errors == demo_snapshot.errors == []
 
 
+def test_collect_pauses_the_garbage_collector_only_during_the_pass(kafka_bootstrap: str, demo_groups) -> None:
+    import gc
+
+    seen: list[bool] = []
+    assert gc.isenabled()
+    _collect(kafka_bootstrap, "idle-group", on_stage=lambda _stage: seen.append(gc.isenabled()))
+    assert seen and not any(seen)
+    assert gc.isenabled()
+
+
 def test_numbers_match_the_demo_workload(demo_snapshot, demo_groups) -> None:
     ends = demo_snapshot.partition_map()
     committed = demo_snapshot.committed_map()

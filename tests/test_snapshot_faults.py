@@ -76,6 +76,21 @@ def test_unreachable_broker_names_it_and_stores_nothing(capsys, sqlite_url) -> N
     assert _snapshot_rows(sqlite_url) == 0
 
 
+@pytest.mark.parametrize("enabled", [True, False])
+def test_collect_restores_the_garbage_collector_state(enabled: bool) -> None:
+    """collect pauses Python's cyclic GC for the pass; a failed pass leaves it as the caller had it."""
+    import gc
+
+    was = gc.isenabled()
+    (gc.enable if enabled else gc.disable)()
+    try:
+        with pytest.raises(AdvisorError, match="invalid Kafka client config"):
+            snapshot.collect(_dead_address(), client_config={"no.such.librdkafka.property": "1"})
+        assert gc.isenabled() is enabled
+    finally:
+        (gc.enable if was else gc.disable)()
+
+
 def test_lag_without_snapshots_or_schema(capsys, sqlite_url) -> None:
     code, err = _run(capsys, "lag", "--db", sqlite_url)
     assert code == 1 and "db upgrade" in err
