@@ -4,9 +4,17 @@ plan quality on Zipf-distributed lags starting from a range assignment.
     python bench/assignors.py            # full grid + quality
     python bench/assignors.py --quick    # a small grid + quality on small groups
 
-Prints tables and writes bench/results/assignors.json. Time is the assignor call alone (the
-GroupSpec is built first and timed separately as "spec_s"); memory is the tracemalloc peak of a
-second, separate call (tracemalloc slows Python code, so it is not timed).
+Prints tables and writes bench/results/assignors.json. "ms" is the assignor call alone
+(``owners``; the GroupSpec is built first and timed separately as "spec"); "+dict" is a separate
+call of the public ``assign`` (assignor again plus the dict form), i.e. the whole assignment. The
+spec caches its (topic, partition) key tuples on first use, so the first strategy's "+dict" per
+shape also pays for building them. "cpu" is the process CPU time of that ``assign`` call, which
+other work on the machine inflates less than wall time. Memory is the tracemalloc peak of a
+third, separate call (tracemalloc slows Python code, so it is not timed).
+
+One core: BLAS/OpenMP thread pools are limited to one thread before NumPy loads (the assignors
+use no BLAS, so this only rules out hidden parallelism), and the 1-minute load average is
+recorded per row and for the run, since other work on the machine inflates the times.
 """
 
 from __future__ import annotations
@@ -19,7 +27,10 @@ import time
 import tracemalloc
 from pathlib import Path
 
-import numpy as np
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS"):
+    os.environ[_var] = "1"  # before NumPy loads: one core, no hidden thread pools
+
+import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "include"))
 
@@ -97,9 +108,10 @@ def speed(args) -> list[dict]:
                         t0 = time.perf_counter()
                         assignor.owners(spec)
                         secs = time.perf_counter() - t0
-                        t0 = time.perf_counter()
+                        t0, c0 = time.perf_counter(), time.process_time()
                         assignor.assign(spec)
                         dict_s = time.perf_counter() - t0
+                        dict_cpu = time.process_time() - c0
                         tracemalloc.start()
                         assignor.owners(spec)
                         peak = tracemalloc.get_traced_memory()[1]
@@ -113,14 +125,16 @@ def speed(args) -> list[dict]:
                             strategy=name,
                             seconds=round(secs, 4),
                             seconds_with_dict=round(dict_s, 4),
+                            cpu_seconds_with_dict=round(dict_cpu, 4),
+                            load_1min=round(os.getloadavg()[0], 2),
                             spec_seconds=round(spec_s, 4),
                             peak_mib=round(peak / 2**20, 1),
                         )
                         rows.append(row)
                         print(
                             f"{members:>6} x {per:>3} = {total:>7} p, {topics:>5} t, {row['subscriptions']:<9} "
-                            f"{name:<17} {secs * 1000:9.1f} ms  (+dict {dict_s * 1000:8.1f} ms)  "
-                            f"spec {spec_s * 1000:7.1f} ms  peak {row['peak_mib']:7.1f} MiB",
+                            f"{name:<17} {secs * 1000:9.1f} ms  (+dict {dict_s * 1000:8.1f} ms, cpu {dict_cpu * 1000:7.1f})  "
+                            f"spec {spec_s * 1000:7.1f} ms  peak {row['peak_mib']:7.1f} MiB  load {row['load_1min']:.2f}",
                             flush=True,
                         )
     return rows
@@ -195,11 +209,19 @@ def main() -> None:
     parser.add_argument("--no-quality", action="store_true")
     parser.add_argument("--out", default=str(Path(__file__).resolve().parent / "results" / "assignors.json"))
     args = parser.parse_args()
-    result = {"cpu_count": os.cpu_count(), "numpy": np.__version__}
+    result = {
+        "cpu_count": os.cpu_count(),
+        "numpy": np.__version__,
+        "threads": {v: os.environ[v] for v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS")},
+        "load_average_start": os.getloadavg(),
+    }
+    print(f"load average at start: {' '.join(f'{x:.2f}' for x in result['load_average_start'])}")
     if not args.no_speed:
         result["speed"] = speed(args)
     if not args.no_quality:
         result["quality"] = quality(args)
+    result["load_average_end"] = os.getloadavg()
+    print(f"load average at end: {' '.join(f'{x:.2f}' for x in result['load_average_end'])}")
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(result, indent=1))
     print(f"\nwrote {args.out}")

@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
+import random
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
 from hypothesis import strategies as st
-from rebalance_advisor.spec import parse_group_spec
+from rebalance_advisor.spec import GroupSpec, parse_group_spec
 
 
 def group(members, partitions, group_id="g"):
@@ -120,3 +126,69 @@ def current_owner(data):
 def member_lags(data, assignment):
     lag = {(p["topic"], p["partition"]): p["lag"] for p in data["partitions"]}
     return {m: sum(lag[tuple(tp)] for tp in parts) for m, parts in assignment.items()}
+
+
+def seeded_group(rng: random.Random, same_share: float = 0.5) -> dict[str, Any]:
+    """A JSON group from a seeded stream, for digests that pin results across speed-ups.
+
+    Up to 4 topics of up to 150 partitions, up to 25 members owning about 1.5 partitions' worth
+    each, generations that collide, lags with many ties; subscriptions identical with
+    probability ``same_share``. The draw order is part of every pinned digest: do not change it.
+    """
+    topics = [f"t{i}" for i in range(rng.randint(1, 4))]
+    sizes = [rng.randint(1, rng.choice([3, 8, 30, 150])) for _ in topics]
+    style = rng.random()
+
+    def lag() -> int:
+        if style < 0.3:
+            return rng.randint(0, 5)  # many ties
+        if style < 0.6:
+            return rng.choice([0, 10, 10, 100, 1000])
+        return rng.randint(0, 10**6)
+
+    parts = [
+        {"topic": t, "partition": p, "lag": lag()}
+        for t, n in zip(topics, sizes, strict=True)
+        for p in range(n)
+    ]
+    keys = [(p["topic"], p["partition"]) for p in parts]
+    count = rng.randint(1, rng.choice([3, 6, 12, 25]))
+    same = rng.random() < same_share
+    members = []
+    for m in range(count):
+        subscribed = topics if same else rng.sample(topics, rng.randint(1, len(topics)))
+        owned = [list(k) for k in keys if rng.random() < 1.5 / count]
+        members.append(
+            {"member_id": f"m{m:02d}", "topics": list(subscribed), "owned": owned,
+             "generation": rng.choice([None, 1, 1, 2])}
+        )  # fmt: skip
+    return {"group_id": "g", "members": members, "partitions": parts}
+
+
+def owners_digest(
+    owners_fn: Callable[..., np.ndarray],
+    option_sets: Callable[[random.Random], list[dict[str, Any]]] = lambda rng: [{}],
+    groups: int = 200,
+    same_share: float = 0.5,
+    seed: int = 20261121,
+) -> str:
+    """sha256 over ``owners_fn(spec, **options)`` for seeded groups and each of their option sets."""
+    rng = random.Random(seed)
+    digest = hashlib.sha256()
+    for _ in range(groups):
+        spec = parse_group_spec(seeded_group(rng, same_share))
+        for options in option_sets(rng):
+            digest.update(owners_fn(spec, **options).astype("<i4").tobytes())
+            digest.update(b"|")
+    return digest.hexdigest()
+
+
+def assignment_digest(assign_fn: Callable[[GroupSpec], dict], groups: int = 200, seed: int = 7) -> str:
+    """sha256 over the dict form ``assign_fn`` returns (member order, list order, value types)."""
+    rng = random.Random(seed)
+    digest = hashlib.sha256()
+    for _ in range(groups):
+        assignment = assign_fn(parse_group_spec(seeded_group(rng)))
+        digest.update(repr(list(assignment.items())).encode())  # repr shows tuple vs list, int vs np.int
+        digest.update(b"|")
+    return digest.hexdigest()

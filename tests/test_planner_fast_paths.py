@@ -9,7 +9,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import random
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -24,65 +23,29 @@ from rebalance_advisor.planner.group_plan import plan_group
 from rebalance_advisor.planner.job import bucket_count, compact_outcome, run_planner
 from rebalance_advisor.planner.read import read_snapshot_tables
 from rebalance_advisor.planner.specs import StaticMember, build_docs_from_tables, build_group_docs
-from rebalance_advisor.spec import parse_group_spec
 
+from tests._groups import owners_digest
 from tests._planner import BALANCED, IDLE, KIP, MANUAL, make_snapshot, spark  # noqa: F401
 
-#: sha256 over every owners array of :func:`_owners_digest`, computed with the implementation
-#: before the search was pruned (commit 9cb437a's lag_aware_sticky.py).
+
+def _lag_aware_sticky_options(rng: random.Random) -> list[dict[str, Any]]:
+    """The option sets each group is planned with (draws from the group stream, so part of the pin)."""
+    return [{}, {"move_budget": rng.randint(0, 10)}, {"min_gain": rng.choice([1, 50, 5000])}]
+
+
+#: sha256 over every owners array of :func:`tests._groups.owners_digest`, computed with the
+#: implementation before the search was pruned (commit 9cb437a's lag_aware_sticky.py).
 PINNED_DIGEST = "b21f57722f4166facc206437cf79126f0fa774c2a56e1d7476bffd6e54cb98d6"
 
 
-def _random_group(rng: random.Random) -> dict[str, Any]:
-    topics = [f"t{i}" for i in range(rng.randint(1, 4))]
-    sizes = [rng.randint(1, rng.choice([3, 8, 30, 150])) for _ in topics]
-    style = rng.random()
-
-    def lag() -> int:
-        if style < 0.3:
-            return rng.randint(0, 5)  # many ties
-        if style < 0.6:
-            return rng.choice([0, 10, 10, 100, 1000])
-        return rng.randint(0, 10**6)
-
-    parts = [
-        {"topic": t, "partition": p, "lag": lag()}
-        for t, n in zip(topics, sizes, strict=True)
-        for p in range(n)
-    ]
-    keys = [(p["topic"], p["partition"]) for p in parts]
-    count = rng.randint(1, rng.choice([3, 6, 12, 25]))
-    same = rng.random() < 0.5
-    members = []
-    for m in range(count):
-        subscribed = topics if same else rng.sample(topics, rng.randint(1, len(topics)))
-        owned = [list(k) for k in keys if rng.random() < 1.5 / count]
-        members.append(
-            {"member_id": f"m{m:02d}", "topics": list(subscribed), "owned": owned,
-             "generation": rng.choice([None, 1, 1, 2])}
-        )  # fmt: skip
-    return {"group_id": "g", "members": members, "partitions": parts}
-
-
-def _owners_digest(owners_fn) -> str:
-    rng = random.Random(20261121)
-    digest = hashlib.sha256()
-    for _ in range(200):
-        spec = parse_group_spec(_random_group(rng))
-        for options in ({}, {"move_budget": rng.randint(0, 10)}, {"min_gain": rng.choice([1, 50, 5000])}):
-            digest.update(owners_fn(spec, **options).astype("<i4").tobytes())
-            digest.update(b"|")
-    return digest.hexdigest()
-
-
 def test_lag_aware_sticky_results_pinned():
-    assert _owners_digest(lag_aware_sticky.owners) == PINNED_DIGEST
+    assert owners_digest(lag_aware_sticky.owners, _lag_aware_sticky_options) == PINNED_DIGEST
 
 
 def test_pinned_digest_sees_a_changed_step(monkeypatch):
     """The pin is sensitive: fewer partners per step (2 instead of 16) changes the digest."""
     monkeypatch.setattr(lag_aware_sticky, "PARTNERS", 2)
-    assert _owners_digest(lag_aware_sticky.owners) != PINNED_DIGEST
+    assert owners_digest(lag_aware_sticky.owners, _lag_aware_sticky_options) != PINNED_DIGEST
 
 
 MIXED = {

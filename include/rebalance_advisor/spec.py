@@ -13,7 +13,9 @@ Partition *index* ``k`` (0 .. P-1) is the position in those sorted arrays; assig
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import gc
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -190,9 +192,17 @@ class GroupSpec:
 
     @cached_property
     def partition_keys(self) -> tuple[tuple[str, int], ...]:
-        """(topic, partition) per partition index, built once for output."""
-        names = self.topics
-        return tuple(zip([names[t] for t in self.topic_index.tolist()], self.partition.tolist(), strict=True))
+        """(topic, partition) per partition index, built once for output (shared topic strings)."""
+        with _gc_paused():
+            names = map(self.topics.__getitem__, self.topic_index.tolist())
+            return tuple(zip(names, self.partition.tolist(), strict=True))
+
+    @cached_property
+    def _partition_key_array(self) -> np.ndarray:
+        """:attr:`partition_keys` as an object array: a fancy-index gathers them in C."""
+        keys = np.empty(self.num_partitions, dtype=object)
+        keys[:] = self.partition_keys
+        return keys
 
     def subscribes(self, member: int, topic: int) -> bool:
         return bool(self.class_topics[self.member_class[member], topic])
@@ -200,17 +210,19 @@ class GroupSpec:
     # ---- conversions --------------------------------------------------------------------
 
     def to_assignment(self, owners: np.ndarray) -> Assignment:
-        """Owners array -> {member id: sorted [(topic, partition)]}, every member present."""
-        keys = self.partition_keys
+        """Owners array -> {member id: sorted [(topic, partition)]}, every member present.
+
+        One stable argsort groups the partitions by owner while keeping (topic, partition) order;
+        each member's list is then a slice of one list of the shared key tuples, gathered in C,
+        so no Python code runs per partition.
+        """
         order = np.argsort(owners, kind="stable")  # stable keeps (topic, partition) order
-        sorted_owners = owners[order]
-        bounds = np.searchsorted(sorted_owners, np.arange(self.num_members + 1))
-        order_list = order.tolist()
-        result: Assignment = {}
-        for i, member_id in enumerate(self.member_ids):
-            lo, hi = int(bounds[i]), int(bounds[i + 1])
-            result[member_id] = [keys[k] for k in order_list[lo:hi]]
-        return result
+        bounds = np.searchsorted(owners[order], np.arange(self.num_members + 1)).tolist()
+        with _gc_paused():
+            ordered = self._partition_key_array[order].tolist()
+            return {
+                member_id: ordered[bounds[i] : bounds[i + 1]] for i, member_id in enumerate(self.member_ids)
+            }
 
     def owners_from_assignment(self, assignment: Mapping[str, Iterable[tuple[str, int]]]) -> np.ndarray:
         """Assignment -> owners array; unknown members or partitions, or a partition twice, raise."""
@@ -240,6 +252,19 @@ class GroupSpec:
         """Partition indices of (topic, partition) pairs; a pair not in the spec raises AdvisorError."""
         topic_pos = {t: i for i, t in enumerate(self.topics)}
         return _positions(topic_pos, self.topic_index, self.partition, topics, partitions, what)
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """No cyclic GC while building hundreds of thousands of tuples: they form no cycles, and the
+    collections their allocation triggers would rescan every live object, often doubling the time."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 # ---- build helpers ----------------------------------------------------------------------

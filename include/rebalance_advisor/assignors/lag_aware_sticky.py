@@ -58,6 +58,10 @@ class _Search:
         mean = sum(self.load) / self.num_members
         self.min_gain = max(1.0, 0.001 * mean) if min_gain is None else max(min_gain, 1.0)
         self.identical = spec.identical_subscriptions
+        if not self.identical:  # plain lists: eligible() runs tens of thousands of times per plan
+            self._class_rows: list[list[bool]] = spec.class_topics.tolist()
+            self._member_class: list[int] = spec.member_class.tolist()
+            self._topic_of: list[int] = spec.topic_index.tolist()
         order = np.argsort(out, kind="stable")
         self._order = order
         self._ptr = np.searchsorted(out[order], np.arange(self.num_members + 1))
@@ -75,7 +79,8 @@ class _Search:
         return lst
 
     def eligible(self, member: int, k: int) -> bool:
-        return self.identical or self.spec.subscribes(member, int(self.spec.topic_index[k]))
+        """May ``member`` hold partition ``k`` (``spec.subscribes`` on plain lists)."""
+        return self.identical or self._class_rows[self._member_class[member]][self._topic_of[k]]
 
     def move_cost(self, k: int, src: int, dst: int) -> int:
         owner = int(self.original[k])

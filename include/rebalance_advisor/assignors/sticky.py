@@ -138,45 +138,76 @@ def _water_fill(counts: np.ndarray, items: int) -> np.ndarray:
 def _balance_group(
     subs: np.ndarray, parts: np.ndarray, out: np.ndarray, counts: np.ndarray, original: np.ndarray
 ) -> bool:
-    """Move partitions of this topic group from the fullest holder to the emptiest subscriber."""
+    """Move partitions of this topic group from the fullest holder to the emptiest subscriber.
+
+    One move per step, each from the member with the most partitions among those holding some of
+    this group (ties: lower index) to the top of a lazy min-heap of subscribers by count (an entry
+    is refreshed only when it reaches the top, so a member that gave partitions away may wait).
+    A holder gives away partitions it received in this call first (last received first), then
+    its others: newly assigned ones before owned ones, each in partition-index order. The
+    per-holder order is one NumPy sort and each step touches only plain ints: the groups of a
+    500,000-partition group take tens of thousands of steps.
+    """
     holders = out[parts]
-    sub_counts = counts[subs]
-    if int(counts[holders].max()) - int(sub_counts.min()) < 2:
+    if int(counts[holders].max()) - int(counts[subs].min()) < 2:
         return False
-    # per holder: its movable partitions, owned-by-someone-else first popped last
-    held: dict[int, list[int]] = {}
-    for k in parts[np.lexsort((parts, original[parts] == holders))].tolist():
-        held.setdefault(int(out[k]), []).append(k)
-    for stack in held.values():
-        stack.reverse()  # pop() takes newly assigned partitions before ones the holder owned
-    high = [(-int(counts[m]), m) for m in held]
-    low = [(int(counts[m]), m) for m in subs.tolist()]
+    order = np.lexsort((parts, original[parts] == holders, holders))
+    queue = parts[order].tolist()  # per holder, contiguous, in the order it gives them away
+    sorted_holders = holders[order]
+    members = np.flatnonzero(np.r_[True, sorted_holders[1:] != sorted_holders[:-1]])
+    uniq = sorted_holders[members]
+    nxt_arr = np.zeros(len(counts), dtype=np.int64)
+    end_arr = np.zeros(len(counts), dtype=np.int64)
+    nxt_arr[uniq] = members
+    end_arr[uniq] = np.r_[members[1:], len(queue)]
+    nxt = nxt_arr.tolist()  # next of the holder's own partitions to give away
+    end = end_arr.tolist()
+    received: dict[int, list[int]] = {}  # partitions moved to a member in this call, a stack
+    c = counts.tolist()
+    # heap entries are single ints ordered like the tuples (-count, m) and (count, m): m < size
+    size = len(c)
+    high = [m - c[m] * size for m in uniq.tolist()]
+    low = [c[m] * size + m for m in subs.tolist()]
     heapq.heapify(high)
     heapq.heapify(low)
+    heappush, heappop, heapreplace = heapq.heappush, heapq.heappop, heapq.heapreplace
     moved = False
     while high and low:
-        neg, src = high[0]
-        if -neg != counts[src] or not held.get(src):
-            heapq.heappop(high)
-            if held.get(src):
-                heapq.heappush(high, (-int(counts[src]), src))
+        src = high[0] % size
+        src_received = received.get(src)
+        has = bool(src_received) or nxt[src] < end[src]
+        if high[0] != src - c[src] * size or not has:
+            heappop(high)
+            if has:
+                heappush(high, src - c[src] * size)
             continue
-        cnt, dst = low[0]
-        if cnt != counts[dst]:
-            heapq.heapreplace(low, (int(counts[dst]), dst))
+        cnt, dst = divmod(low[0], size)
+        if cnt != c[dst]:
+            heapreplace(low, c[dst] * size + dst)
             continue
-        if counts[src] - counts[dst] < 2:
+        if c[src] - cnt < 2:
             break
-        k = held[src].pop()
-        out[k] = dst
-        held.setdefault(dst, []).append(k)  # new to dst: free to move on again
-        counts[src] -= 1
-        counts[dst] += 1
-        heapq.heapreplace(low, (int(counts[dst]), dst))
-        heapq.heappush(high, (-int(counts[dst]), dst))
-        if held[src]:
-            heapq.heapreplace(high, (-int(counts[src]), src))
+        if src_received:
+            k = src_received.pop()
         else:
-            heapq.heappop(high)
+            k = queue[nxt[src]]
+            nxt[src] += 1
+        dst_received = received.get(dst)
+        if dst_received is None:
+            received[dst] = [k]
+        else:
+            dst_received.append(k)
+        c[src] -= 1
+        c[dst] = cnt = cnt + 1
+        heapreplace(low, cnt * size + dst)
+        heappush(high, dst - cnt * size)
+        if src_received or nxt[src] < end[src]:
+            heapreplace(high, src - c[src] * size)
+        else:
+            heappop(high)
         moved = True
+    if moved:
+        for member, ks in received.items():
+            out[ks] = member  # each moved partition sits on exactly one stack: its last taker's
+        counts[:] = c
     return moved
