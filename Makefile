@@ -10,10 +10,9 @@ export PYSPARK_DRIVER_PYTHON := $(abspath $(BIN))/python
 
 .PHONY: setup demo test lint format kafka-jars system-deps bench clean
 
-setup: $(STAMP) kafka-jars
+setup: system-deps $(STAMP) kafka-jars
 
 $(STAMP): requirements.txt constraints.txt pyproject.toml
-	@bash scripts/system-deps.sh
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -r requirements.txt -c constraints.txt

@@ -41,7 +41,9 @@ def demo_groups(kafka_bootstrap: str):
     """The demo workload loaded once on the session broker, its members alive for the session."""
     from rebalance_advisor import demo
 
-    with demo.demo_workload(kafka_bootstrap) as groups:
+    # On a shared cluster (KAFKA_BOOTSTRAP_SERVERS) an earlier run's demo topics and groups are replaced.
+    reset = bool(os.environ.get("KAFKA_BOOTSTRAP_SERVERS"))
+    with demo.demo_workload(kafka_bootstrap, reset=reset) as groups:
         yield groups
 
 

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import re
 import socket
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 
 import pytest
@@ -143,3 +146,81 @@ def test_broker_that_does_not_come_up_in_time_is_stopped(tmp_path) -> None:
     assert localkafka.status(state_dir) is None
     java = subprocess.run(["pgrep", "-f", f"kafka.Kafka {state_dir}"], capture_output=True, text=True)
     assert java.stdout.strip() == ""
+
+
+@pytest.mark.kafka
+def test_demo_workload_reloads_on_a_shared_cluster(kafka_bootstrap: str) -> None:
+    """``reset`` replaces an earlier load (lingering static member included) with exact lag again."""
+    from rebalance_advisor import demo
+
+    tag = uuid.uuid4().hex[:8]
+    groups = [
+        demo.DemoGroup(
+            f"reload-static-{tag}",
+            produced={f"reload-a-{tag}": [300, 200]},
+            committed={f"reload-a-{tag}": [100, None]},
+            members=[demo.DemoMember(f"S-{tag}")],
+        ),
+        demo.DemoGroup(
+            f"reload-memberless-{tag}",
+            produced={f"reload-b-{tag}": [50]},
+            committed={f"reload-b-{tag}": [10]},
+        ),
+    ]
+    with demo.demo_workload(kafka_bootstrap, groups):
+        pass
+    with pytest.raises(AdvisorError, match="already exist"):
+        demo.create_topics(kafka_bootstrap, groups)
+    with demo.demo_workload(kafka_bootstrap, groups, reset=True):
+        rows = localkafka.parse_describe_output(
+            localkafka.run_consumer_groups(kafka_bootstrap, "--describe", "--group", groups[0].group_id,
+                                           "--group", groups[1].group_id)
+        )  # fmt: skip
+    got = {
+        (r["GROUP"], r["TOPIC"], int(r["PARTITION"])): (r["CURRENT-OFFSET"], r["LOG-END-OFFSET"])
+        for r in rows
+    }
+    assert got == {
+        (f"reload-static-{tag}", f"reload-a-{tag}", 0): ("100", "300"),
+        (f"reload-static-{tag}", f"reload-a-{tag}", 1): ("-", "200"),
+        (f"reload-memberless-{tag}", f"reload-b-{tag}", 0): ("10", "50"),
+    }
+
+
+@pytest.mark.kafka
+@pytest.mark.slow
+def test_make_demo_prints_the_reference_lags_and_plans_and_leaves_nothing_running(tmp_path) -> None:
+    """``rebalance-advisor demo`` (what ``make demo`` runs), as a user runs it, on its own broker."""
+    from rebalance_advisor import demo
+    from rebalance_advisor.settings import cache_dir
+
+    env = {k: v for k, v in os.environ.items() if k not in ("KAFKA_BOOTSTRAP_SERVERS", "AIRFLOW_HOME")}
+    env |= {"REBALANCE_ADVISOR_HOME": str(tmp_path), "REBALANCE_ADVISOR_CACHE": str(cache_dir())}
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    env.setdefault("PYSPARK_PYTHON", sys.executable)
+    result = subprocess.run(
+        [str(Path(sys.executable).parent / "rebalance-advisor"), "demo"],
+        capture_output=True, text=True, timeout=600, env=env,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    out = result.stdout
+    lag_table, outcomes = out.split("Advisor outcomes", 1)
+    rows = {
+        (r["GROUP"], r["TOPIC"], int(r["PARTITION"])): r for r in localkafka.parse_describe_output(lag_table)
+    }
+    for group in demo.build_workload():
+        for topic, ends in group.produced.items():
+            for partition, end in enumerate(ends):
+                row = rows[(group.group_id, topic, partition)]
+                committed = group.committed[topic][partition]
+                assert row["LOG-END-OFFSET"] == str(end)
+                assert row["CURRENT-OFFSET"] == ("-" if committed is None else str(committed))
+                assert row["LAG"] == ("-" if committed is None else str(end - committed))
+    kip = next(line for line in outcomes.splitlines() if line.startswith("kip-example"))
+    assert "recommended" in kip and "160,000 -> 110,000" in kip and "lag_aware" in kip
+    assert any(line.startswith("idle-group") and " idle " in line for line in outcomes.splitlines())
+    bootstrap = re.search(r"loading the demo workload on (\S+) \.\.\.", out).group(1)
+    leftovers = subprocess.run(
+        ["pgrep", "-af", f"{tmp_path}|demo_members {bootstrap}"], capture_output=True, text=True
+    ).stdout.strip()
+    assert leftovers == ""

@@ -127,6 +127,50 @@ def _admin(bootstrap_servers: str, extra: dict | None = None):
     return AdminClient({"bootstrap.servers": bootstrap_servers, **(extra or {})})
 
 
+def remove_workload(bootstrap_servers: str, groups: list[DemoGroup], timeout: float = 60.0) -> None:
+    """Delete the demo's groups and topics from an earlier load, so a shared cluster can be reloaded.
+
+    A group still holding members cannot be deleted: static members linger until their session
+    times out, so non-empty groups are retried until ``timeout``. Topic deletion is asynchronous:
+    wait until the broker no longer lists them.
+    """
+    from confluent_kafka import KafkaError, KafkaException
+
+    admin = _admin(bootstrap_servers)
+    pending = [g.group_id for g in groups]
+    deadline = time.monotonic() + timeout
+    while pending:
+        retry = []
+        for group_id, future in admin.delete_consumer_groups(pending, request_timeout=10).items():
+            try:
+                future.result()
+            except KafkaException as error:
+                code = error.args[0].code()
+                if code == KafkaError.NON_EMPTY_GROUP:
+                    retry.append(group_id)
+                elif code != KafkaError.GROUP_ID_NOT_FOUND:
+                    raise AdvisorError(f"could not delete demo group {group_id}: {error}") from error
+        if retry and time.monotonic() > deadline:
+            raise AdvisorError(f"demo groups still have members after {timeout:.0f} s: {', '.join(retry)}")
+        pending = retry
+        if pending:
+            time.sleep(1.0)
+    topics = sorted({topic for group in groups for topic in group.produced})
+    existing = set(admin.list_topics(timeout=10).topics)
+    doomed = [t for t in topics if t in existing]
+    if doomed:
+        for topic, future in admin.delete_topics(doomed, operation_timeout=timeout).items():
+            try:
+                future.result()
+            except KafkaException as error:
+                if error.args[0].code() != KafkaError.UNKNOWN_TOPIC_OR_PART:
+                    raise AdvisorError(f"could not delete demo topic {topic}: {error}") from error
+    while set(doomed) & set(admin.list_topics(timeout=10).topics):
+        if time.monotonic() > deadline:
+            raise AdvisorError(f"demo topics were not deleted within {timeout:.0f} s: {', '.join(doomed)}")
+        time.sleep(0.5)
+
+
 def create_topics(bootstrap_servers: str, groups: list[DemoGroup], timeout: float = 30.0) -> None:
     """Create every demo topic; refuse when one exists (the demo wants exact, known lag)."""
     from confluent_kafka.admin import NewTopic
@@ -138,7 +182,7 @@ def create_topics(bootstrap_servers: str, groups: list[DemoGroup], timeout: floa
     if clash:
         raise AdvisorError(
             f"demo topics already exist on {bootstrap_servers}: {', '.join(clash)}. The demo needs exact lag: "
-            "run it against a fresh broker (`rebalance-advisor dev kafka stop` then `start`)."
+            "reload with --reset (deletes the demo's topics and groups) or use a fresh broker."
         )
     futures = admin.create_topics(
         [NewTopic(topic, num_partitions=count, replication_factor=1) for topic, count in wanted.items()],
@@ -329,9 +373,16 @@ def wait_until_stable(
 
 
 @contextmanager
-def demo_workload(bootstrap_servers: str, groups: list[DemoGroup] | None = None) -> Iterator[list[DemoGroup]]:
-    """Load the workload and keep its members alive for the ``with`` block; stop them afterwards."""
+def demo_workload(
+    bootstrap_servers: str, groups: list[DemoGroup] | None = None, reset: bool = False
+) -> Iterator[list[DemoGroup]]:
+    """Load the workload and keep its members alive for the ``with`` block; stop them afterwards.
+
+    ``reset`` first deletes what an earlier load left (a shared cluster from ``KAFKA_BOOTSTRAP_SERVERS``).
+    """
     groups = groups or build_workload()
+    if reset:
+        remove_workload(bootstrap_servers, groups)
     create_topics(bootstrap_servers, groups)
     produce_records(bootstrap_servers, groups)
     commit_offsets(bootstrap_servers, groups)

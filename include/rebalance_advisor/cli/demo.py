@@ -24,6 +24,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default=0.0,
         help="keep the live members for SECONDS after the groups are stable (-1: until Ctrl-C)",
     )
+    load.add_argument(
+        "--reset", action="store_true",
+        help="first delete the demo's topics and groups left by an earlier load (a shared cluster)",
+    )  # fmt: skip
     load.set_defaults(func=_demo_load)
 
     demo = subparsers.add_parser(
@@ -63,7 +67,7 @@ def _demo_load(args: argparse.Namespace) -> int:
     from rebalance_advisor import demo
 
     bootstrap = resolve_bootstrap(args.bootstrap_servers)
-    with demo.demo_workload(bootstrap) as groups:
+    with demo.demo_workload(bootstrap, reset=args.reset) as groups:
         for group in groups:
             partitions = sum(len(counts) for counts in group.produced.values())
             print(
@@ -92,7 +96,7 @@ def _demo(args: argparse.Namespace) -> int:
             bootstrap = localkafka.start(work_dir / "kafka").bootstrap_servers
         try:
             print(f"loading the demo workload on {bootstrap} ...", flush=True)
-            with demo.demo_workload(bootstrap):
+            with demo.demo_workload(bootstrap, reset=bool(external)):
                 outcomes = run_demo_pipeline(bootstrap, db_url, work_dir / "airflow")
                 snapshot = store.load_snapshot(store.latest_snapshot_id(db_url), db_url)
                 print(
