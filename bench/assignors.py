@@ -4,7 +4,8 @@ plan quality on Zipf-distributed lags starting from a range assignment.
     python bench/assignors.py            # full grid + quality
     python bench/assignors.py --quick    # a small grid + quality on small groups
 
-Prints tables and writes bench/results/assignors.json. "ms" is the assignor call alone
+Prints tables, then one PASS / FAIL / NOT RUN line per target of issue 4 (also under "targets" in
+the JSON), and writes bench/results/assignors.json. "ms" is the assignor call alone
 (``owners``; the GroupSpec is built first and timed separately as "spec"); "+dict" is a separate
 call of the public ``assign`` (assignor again plus the dict form), i.e. the whole assignment. The
 spec caches its (topic, partition) key tuples on first use, so the first strategy's "+dict" per
@@ -199,6 +200,82 @@ def quality(args) -> list[dict]:
     return rows + [dict(summary=s) for s in summary]
 
 
+TARGET_MEMBERS, TARGET_PARTITIONS, TARGET_SECONDS = 10_000, 500_000, 1.0
+QUALITY_TARGETS = (
+    "quality lag_aware_sticky <= lower bound + 2%",
+    "quality lag_aware_sticky <= lag_aware + 1%",
+    "moves lag_aware_sticky <= lag_aware / 4",
+)
+
+
+def targets(result: dict) -> list[dict]:
+    """PASS / FAIL / NOT RUN per target of issue 4, each with the figure it was judged on.
+
+    Speed: the whole assignment (``assign``, i.e. "+dict") of every shape with 10,000 members and
+    500,000 partitions, identical and differing, under 1 s per strategy. Quality, checked on every
+    (shape, exponent, seed) run, not on averages: lag_aware_sticky's max member lag within 2% of
+    the lower bound, at most lag_aware's + 1%, with at most a quarter of lag_aware's moves.
+    """
+    out = []
+
+    def add(name: str, ok: bool | None, detail: str) -> None:
+        out.append(
+            dict(target=name, status="NOT RUN" if ok is None else "PASS" if ok else "FAIL", detail=detail)
+        )
+
+    speed_rows = [
+        r
+        for r in result.get("speed", [])
+        if r["members"] == TARGET_MEMBERS and r["partitions"] == TARGET_PARTITIONS
+    ]
+    for name in STRATEGIES:
+        sel = [r for r in speed_rows if r["strategy"] == name]
+        if not sel:
+            add(f"speed {name}", None, f"no {TARGET_MEMBERS} x {TARGET_PARTITIONS} row in this run")
+            continue
+        worst = max(sel, key=lambda r: r["seconds_with_dict"])
+        add(
+            f"speed {name}",
+            worst["seconds_with_dict"] < TARGET_SECONDS,
+            f"slowest +dict {worst['seconds_with_dict']:.3f} s ({worst['topics']} topics, "
+            f"{worst['subscriptions']}) < {TARGET_SECONDS} s",
+        )
+    runs: dict[tuple, dict[str, dict]] = {}
+    for r in result.get("quality", []):
+        if "strategy" in r:
+            runs.setdefault((r["members"], r["exponent"], r["seed"]), {})[r["strategy"]] = r
+    pairs = [(run["lag_aware_sticky"], run["lag_aware"]) for run in runs.values()]
+    if not pairs:
+        for name in QUALITY_TARGETS:
+            add(name, None, "no quality runs")
+        return out
+    gap = max(s["max_over_bound"] for s, _ in pairs)
+    add(
+        "quality lag_aware_sticky <= lower bound + 2%",
+        gap <= 1.02,
+        f"worst max/LB {gap:.4f} over {len(pairs)} runs",
+    )
+    ratio = max(s["max_over_bound"] / a["max_over_bound"] for s, a in pairs)
+    add(QUALITY_TARGETS[1], ratio <= 1.01, f"worst max/lag_aware's max {ratio:.4f}")
+    over = [(s["moves"], a["moves"]) for s, a in pairs if 4 * s["moves"] > a["moves"]]
+    worst_moves = max(pairs, key=lambda p: p[0]["moves"] / max(p[1]["moves"], 1))
+    add(
+        QUALITY_TARGETS[2],
+        not over,
+        f"{len(over)} of {len(pairs)} runs over; highest share {worst_moves[0]['moves']} of "
+        f"{worst_moves[1]['moves']}",
+    )
+    baseline = [a["max_over_bound"] for _, a in pairs]
+    out.append(
+        dict(
+            target="baseline lag_aware gap (reported, no target)",
+            status="INFO",
+            detail=f"max/LB mean {np.mean(baseline):.4f}, worst {max(baseline):.4f}",
+        )
+    )
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="small grid")
@@ -221,6 +298,10 @@ def main() -> None:
     if not args.no_quality:
         result["quality"] = quality(args)
     result["load_average_end"] = os.getloadavg()
+    result["targets"] = targets(result)
+    print("\nissue 4 targets:")
+    for t in result["targets"]:
+        print(f"{t['status']:<8} {t['target']}: {t['detail']}")
     print(f"load average at end: {' '.join(f'{x:.2f}' for x in result['load_average_end'])}")
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(result, indent=1))

@@ -159,3 +159,57 @@ def test_options_are_validated():
     with pytest.raises(AdvisorError, match="unknown strategy"):
         get_assignor("cooperative")
     assert ASSIGNORS["lag_aware_sticky"].assign(spec, move_budget="unlimited", min_gain="auto")
+
+
+def test_lag_aware_heterogeneous_subscriptions_by_hand():
+    # A on t0 and t1, B only t0, C only t1; member order A, B, C.
+    members = [("A", ["t0", "t1"]), ("B", ["t0"]), ("C", ["t1"])]
+    parts = {"t0": [50, 40, 10], "t1": [30, 20, 5, 5]}
+    # group scope. t0 (A, B): round 1 deals 50, 40 to A, B (both 0, member order) -> A 50, B 40;
+    # round 2: 10 to B (40 < 50) -> B 50. t1 (A, C) starts from the group loads A 50, C 0:
+    # round 1 deals 30 to C, 20 to A -> C 30, A 70; round 2 (t1-2, t1-3 tie at 5, lower id first):
+    # t1-2 to C, t1-3 to A -> A 75, B 50, C 35.
+    assert plan("lag_aware", members, parts) == {
+        "A": [("t0", 0), ("t1", 1), ("t1", 3)],
+        "B": [("t0", 1), ("t0", 2)],
+        "C": [("t1", 0), ("t1", 2)],
+    }
+    # topic scope: t0 as above; t1 starts from A 0, C 0, so A (first in order) takes 30, C 20;
+    # round 2: t1-2 to C (20 < 30), t1-3 to A -> A 85, B 50, C 25.
+    assert plan("lag_aware", members, parts, lag_scope="topic") == {
+        "A": [("t0", 0), ("t1", 0), ("t1", 3)],
+        "B": [("t0", 1), ("t0", 2)],
+        "C": [("t1", 1), ("t1", 2)],
+    }
+
+
+def test_lag_aware_sticky_multi_topic_by_hand():
+    # Two members on t0 (lags 100, 80, 1) and t1 (70, 2). C0 owns t0-0, t0-1, t1-0 (250),
+    # C1 owns t0-2, t1-1 (3). Quotas are 3 and 2 (5 partitions), so sticky keeps everything.
+    members = [
+        ("C0", ["t0", "t1"], [("t0", 0), ("t0", 1), ("t1", 0)], 1),
+        ("C1", ["t0", "t1"], [("t0", 2), ("t1", 1)], 1),
+    ]
+    parts = {"t0": [100, 80, 1], "t1": [70, 2]}
+    spec = spec_of(members, parts)
+    assert ASSIGNORS["sticky"].assign(spec) == {
+        "C0": [("t0", 0), ("t0", 1), ("t1", 0)],
+        "C1": [("t0", 2), ("t1", 1)],
+    }
+    # Step 1, A = C0 (250), B = C1 (3); C0 holds more partitions, so moves are allowed:
+    # moving 100 gives max(150, 103) = 150; 80 gives 170; 70 gives 180; the best swap
+    # (100 for 1) gives max(151, 102) = 151. So t0-0 moves to C1.
+    # Step 2, A = C0 (150, 2 partitions), B = C1 (103, 3): no move (C0 holds fewer); a swap
+    # must pass 0 < a - b < 47, but the pairs differ by 79, 78, 69, 68. Stop after one move.
+    # 150 is the lower bound: the top three (100, 80, 70) put two on one member, >= 80 + 70.
+    got = ASSIGNORS["lag_aware_sticky"].assign(spec)
+    assert got == {"C0": [("t0", 1), ("t1", 0)], "C1": [("t0", 0), ("t0", 2), ("t1", 1)]}
+    m = compute_metrics(spec, got)
+    assert (m.max_member_lag, m.lower_bound_max_lag, m.moves) == (150, 150, 1)
+    # lag_aware for comparison: t0 deals 100 to C0, 80 then 1 to C1 (80 < 100); t1 from
+    # C0 100, C1 81: 70 to C1, 2 to C0 -> C0 102, C1 151, with 3 moves.
+    la = ASSIGNORS["lag_aware"].assign(spec)
+    assert la == {"C0": [("t0", 0), ("t1", 1)], "C1": [("t0", 1), ("t0", 2), ("t1", 0)]}
+    assert (compute_metrics(spec, la).max_member_lag, moves(spec, la)) == (151, 3)
+    # move_budget=0: sticky's plan as is.
+    assert ASSIGNORS["lag_aware_sticky"].assign(spec, move_budget=0) == ASSIGNORS["sticky"].assign(spec)

@@ -90,6 +90,18 @@ BAD = [
         },
         "t0-0 listed twice",
     ),
+    (
+        {**WORKED, "strategy": "range"},
+        "group 'g': unknown key 'strategy' (allowed: group_id, members, partitions)",
+    ),
+    (
+        {**WORKED, "members": [{"member_id": "a", "topics": ["t0"], "owend": [["t0", 0]]}]},
+        "member 'a': unknown key 'owend' (allowed: member_id, group_instance_id, topics, owned, generation)",
+    ),
+    (
+        {**WORKED, "partitions": [{"topic": "t0", "partition": 0, "lag": 1, "leader": 3}]},
+        "partitions[0]: unknown key 'leader' (allowed: topic, partition, lag)",
+    ),
 ]
 
 

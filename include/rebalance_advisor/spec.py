@@ -439,16 +439,31 @@ def _resolve_owners(
 # ---- JSON input -------------------------------------------------------------------------
 
 
+#: The keys the documented JSON shape allows, per object; any other key is refused (a misspelt
+#: optional key such as ``"owend"`` would otherwise be silently ignored).
+GROUP_KEYS = ("group_id", "members", "partitions")
+MEMBER_KEYS = ("member_id", "group_instance_id", "topics", "owned", "generation")
+PARTITION_KEYS = ("topic", "partition", "lag")
+
+
+def _check_keys(obj: dict, allowed: tuple[str, ...], where: str) -> None:
+    unknown = [k for k in obj if k not in allowed]
+    if unknown:
+        raise AdvisorError(f"{where}: unknown key {unknown[0]!r} (allowed: {', '.join(allowed)})")
+
+
 def parse_group_spec(data: Any) -> GroupSpec:
     """Validate the documented JSON shape (see the ``plan`` command) and build the spec.
 
-    Every problem raises AdvisorError naming the offending member, topic or partition.
+    Every problem raises AdvisorError naming the offending member, topic or partition; so does a
+    key the shape does not define, in the group, a member or a partition object.
     """
     if not isinstance(data, dict):
         raise AdvisorError("input must be a JSON object with group_id, members and partitions")
     group_id = data.get("group_id")
     if not isinstance(group_id, str) or not group_id:
         raise AdvisorError("group_id must be a non-empty string")
+    _check_keys(data, GROUP_KEYS, f"group {group_id!r}")
     raw_members = data.get("members")
     if not isinstance(raw_members, list) or not raw_members:
         raise AdvisorError(f"group {group_id!r}: no members (members must be a non-empty list)")
@@ -462,6 +477,7 @@ def parse_group_spec(data: Any) -> GroupSpec:
     for j, p in enumerate(raw_parts):
         if not isinstance(p, dict):
             raise AdvisorError(f"partitions[{j}] must be an object with topic, partition, lag")
+        _check_keys(p, PARTITION_KEYS, f"partitions[{j}]")
         topic, number, lag = p.get("topic"), p.get("partition"), p.get("lag")
         if not isinstance(topic, str) or not topic:
             raise AdvisorError(f"partitions[{j}]: topic must be a non-empty string")
@@ -495,6 +511,7 @@ def _parse_member(i: int, m: Any) -> Member:
     member_id = m.get("member_id")
     if not isinstance(member_id, str) or not member_id:
         raise AdvisorError(f"members[{i}]: member_id must be a non-empty string")
+    _check_keys(m, MEMBER_KEYS, f"member {member_id!r}")
     instance = m.get("group_instance_id")
     if instance is not None and (not isinstance(instance, str) or not instance):
         raise AdvisorError(f"member {member_id!r}: group_instance_id must be a non-empty string or null")

@@ -6,7 +6,9 @@ B, so the partition-count spread never grows) or swap one of A's partitions with
 B's (counts unchanged). Pick the step that lowers max(load A, load B) most — it targets a transfer
 of half the A/B difference by binary search over A's partitions sorted by lag. Stop when the best
 step for A gains less than ``min_gain`` (default: 0.1% of the mean member lag, at least 1), or
-would take the moves versus the owned partitions over ``move_budget``.
+would take the moves versus the owned partitions over the allowance: max(``move_budget``, the
+moves sticky itself makes). So ``move_budget`` caps the total moves, except that sticky's moves
+(forced by balance or changed subscriptions) are never undone to meet it.
 
 Guarantees: every accepted step lowers A's load below its old value without raising B above it,
 so the maximum member lag never rises above sticky's; moves versus owned partitions (as

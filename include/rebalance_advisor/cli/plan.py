@@ -47,7 +47,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default=[],
         metavar="KEY=VALUE",
         help="strategy option, repeatable: lag_scope=group|topic (lag_aware); "
-        "move_budget=N|unlimited, min_gain=X|auto (lag_aware_sticky)",
+        "move_budget=N|unlimited, min_gain=X|auto (lag_aware_sticky; its moves stay within "
+        "max(move_budget, the moves sticky itself must make for balance or changed subscriptions))",
     )
     parser.add_argument("--format", choices=("json", "table"), default="json", help="output format")
     parser.set_defaults(func=run)
