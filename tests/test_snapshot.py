@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import csv
+import io
+import json
+import re
 import time
 import uuid
+from dataclasses import replace
 
 import pytest
 from rebalance_advisor import lag, lag_report, localkafka, snapshot, store
@@ -77,10 +82,11 @@ def _collect(bootstrap: str, regex: str, **kwargs) -> snapshot.Snapshot:
     return snapshot.collect(bootstrap, options=options, **kwargs)
 
 
-def test_every_demo_row_equals_the_reference_tool(demo_snapshot, reference_text, sqlite_url, capsys) -> None:
-    store.upgrade(sqlite_url)
-    store.write_snapshot(demo_snapshot, sqlite_url)
-    assert main(["lag", "--db", sqlite_url]) == 0
+@pytest.mark.postgres
+def test_every_demo_row_equals_the_reference_tool(demo_snapshot, reference_text, db_url, capsys) -> None:
+    store.upgrade(db_url)
+    store.write_snapshot(replace(demo_snapshot), db_url)
+    assert main(["lag", "--db", db_url]) == 0
     ours_text = capsys.readouterr().out
     demo = set(DEMO_REGEX.split("|"))
     theirs = {
@@ -97,6 +103,186 @@ def test_every_demo_row_equals_the_reference_tool(demo_snapshot, reference_text,
     their_blocks = _blocks(reference_text)
     for group, lines in _blocks(ours_text).items():
         assert lines == their_blocks[group], group
+    store.db.dispose(db_url)
+
+
+KIP_LAGS = [100000, 60000, 50000]  # the demo's kip-example: t0 partitions 0..2
+
+
+def _lag_rows(capsys, url: str, *argv: str) -> list[dict]:
+    """``lag --group kip-example`` as JSON and as CSV, checked equal, returned as JSON rows."""
+    assert main(["lag", "--db", url, "--group", "kip-example", *argv, "--format", "json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert main(["lag", "--db", url, "--group", "kip-example", *argv, "--format", "csv"]) == 0
+    table = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    assert list(table[0]) == list(lag_report.COLUMNS + lag_report.EXTRA_COLUMNS)
+    assert [{k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in r.items()} for r in rows] == [
+        {k: ("None" if v == "-" else v) for k, v in r.items()} for r in table
+    ]
+    return rows
+
+
+@pytest.mark.postgres
+def test_snapshot_command_and_lag_formats(
+    kafka_bootstrap, demo_groups, demo_snapshot, db_url, capsys
+) -> None:
+    """A real ``snapshot`` run prints id, counts and duration; ``lag`` reads it back by group, format and id."""
+    assert (
+        main(["snapshot", "--bootstrap-servers", kafka_bootstrap, "--db", db_url, "--groups", DEMO_REGEX])
+        == 0
+    )
+    out, err = capsys.readouterr()
+    found = re.fullmatch(
+        rf"snapshot (\d+) \(complete\) of {re.escape(kafka_bootstrap)} in (\d+\.\d\d) s: 7 groups, "
+        r"(\d+) members, (\d+) partitions, (\d+) committed offsets, 0 errors\n",
+        out,
+    )
+    assert found, out
+    first = int(found[1])
+    assert float(found[2]) > 0 and err == ""
+    counts = [int(x) for x in found.groups()[2:]]
+    assert counts == [demo_snapshot.member_count, len(demo_snapshot.partitions), len(demo_snapshot.committed)]
+    assert store.latest_snapshot_id(db_url) == first
+
+    # A later snapshot where kip-example committed 7 more on each partition: --snapshot picks the first.
+    later = replace(
+        demo_snapshot,
+        committed=[
+            c._replace(offset=c.offset + 7) if c.group_id == "kip-example" else c
+            for c in demo_snapshot.committed
+        ],
+    )
+    second = store.write_snapshot(later, db_url)
+    assert second > first
+    for argv, lags in (((), [x - 7 for x in KIP_LAGS]), (("--snapshot", str(first)), KIP_LAGS),
+                       (("--snapshot", "latest"), [x - 7 for x in KIP_LAGS])):  # fmt: skip
+        rows = _lag_rows(capsys, db_url, *argv)
+        assert [(r["GROUP"], r["TOPIC"], r["PARTITION"]) for r in rows] == [
+            ("kip-example", "t0", p) for p in range(3)
+        ]
+        assert [r["LAG"] for r in rows] == lags, argv
+        assert [r["LOG-END-OFFSET"] for r in rows] == KIP_LAGS
+        assert all(r["CONSUMER-ID"] and r["HOST"] and r["CLIENT-ID"] for r in rows)
+    store.db.dispose(db_url)
+
+
+def _group_on_internal_topic(bootstrap: str, prefix: str) -> str:
+    """``{prefix}-in``: committed on a normal topic and on ``__consumer_offsets`` partition 0."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    topic = _topic_with_records(bootstrap, [10])
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": f"{prefix}-in", "enable.auto.commit": False}
+    )
+    try:
+        offsets = [TopicPartition(topic, 0, 4), TopicPartition("__consumer_offsets", 0, 0)]
+        consumer.commit(offsets=offsets, asynchronous=False)
+    finally:
+        consumer.close()
+    return topic
+
+
+def test_internal_topics_and_exclude_groups_end_to_end(kafka_bootstrap, sqlite_url, capsys) -> None:
+    """``snapshot`` drops ``__consumer_offsets`` unless --include-internal-topics; --exclude-groups skips groups."""
+    prefix = f"snap-int-{uuid.uuid4().hex[:8]}"
+    topic = _group_on_internal_topic(kafka_bootstrap, prefix)
+    _commit(kafka_bootstrap, f"{prefix}-skip", topic, {0: 1})
+    base = [
+        "snapshot",
+        "--bootstrap-servers",
+        kafka_bootstrap,
+        "--db",
+        sqlite_url,
+        "--groups",
+        f"{prefix}-.*",
+    ]
+    taken = {}
+    for flag in ((), ("--include-internal-topics",)):
+        assert main([*base, "--exclude-groups", f"{prefix}-skip", *flag]) == 0
+        capsys.readouterr()
+        taken[flag] = store.load_snapshot(store.latest_snapshot_id(sqlite_url), sqlite_url)
+    default, internal = taken[()], taken[("--include-internal-topics",)]
+    for t in (default, internal):
+        assert [g.group_id for g in t.groups] == [f"{prefix}-in"]  # -skip excluded
+        assert not t.errors
+    assert [(c.topic, c.partition, c.offset) for c in default.committed] == [(topic, 0, 4)]
+    assert {p.topic for p in default.partitions} == {topic}
+    assert sorted((c.topic, c.partition, c.offset) for c in internal.committed) == [
+        ("__consumer_offsets", 0, 0),
+        (topic, 0, 4),
+    ]
+    assert {p.topic for p in internal.partitions} == {topic, "__consumer_offsets"}
+    assert len([p for p in internal.partitions if p.topic == "__consumer_offsets"]) > 1  # every partition
+
+
+def test_read_committed_stores_the_last_stable_offset(
+    kafka_bootstrap, demo_groups, sqlite_url, capsys
+) -> None:
+    """--read-committed stores each partition's LSO; the demo's topics are not transactional, so LSO == HW."""
+    argv = [
+        "snapshot",
+        "--bootstrap-servers",
+        kafka_bootstrap,
+        "--db",
+        sqlite_url,
+        "--groups",
+        "kip-example|zipf-multi",
+    ]
+    assert main(argv) == 0 and main([*argv, "--read-committed"]) == 0
+    capsys.readouterr()
+    plain = store.load_snapshot(store.latest_snapshot_id(sqlite_url) - 1, sqlite_url)
+    stable = store.load_snapshot(store.latest_snapshot_id(sqlite_url), sqlite_url)
+    assert (plain.isolation_level, stable.isolation_level) == ("read_uncommitted", "read_committed")
+    assert all(p.last_stable_offset is None for p in plain.partitions)
+    assert len(stable.partitions) == 3 + 3 * 24
+    assert all(p.last_stable_offset == p.log_end_offset is not None for p in stable.partitions)
+    ends = {(p.topic, p.partition): p.last_stable_offset for p in stable.partitions}
+    assert [ends[("t0", p)] for p in range(3)] == KIP_LAGS  # kip-example committed 0
+
+
+@pytest.mark.parametrize("stage", ["describe", "committed_offsets"])
+def test_a_group_not_authorized_is_recorded_and_the_others_land(
+    kafka_bootstrap, demo_groups, sqlite_url, monkeypatch, stage
+) -> None:
+    """Fault injection on one group's result only: no authorizer runs on the test broker, so the future
+    the collector gets for kip-example's describe (or offset fetch) is swapped for one that fails with
+    GROUP_AUTHORIZATION_FAILED. The broker, every other group and the write path are real."""
+    import concurrent.futures
+
+    from confluent_kafka import KafkaError, KafkaException
+
+    method = "describe" if stage == "describe" else "offsets"
+    original = getattr(snapshot._Collector, method)
+
+    def one_group_denied(self, group_ids):
+        futures = original(self, group_ids)
+        denied: concurrent.futures.Future = concurrent.futures.Future()
+        denied.set_exception(KafkaException(KafkaError(KafkaError.GROUP_AUTHORIZATION_FAILED)))
+        futures["kip-example"] = denied
+        return futures
+
+    monkeypatch.setattr(snapshot._Collector, method, one_group_denied)
+    regex = "kip-example|idle-group|balanced-group"
+    assert (
+        main(["snapshot", "--bootstrap-servers", kafka_bootstrap, "--db", sqlite_url, "--groups", regex]) == 0
+    )
+    taken = store.load_snapshot(store.latest_snapshot_id(sqlite_url), sqlite_url)
+    assert taken.status == "partial"
+    assert [g.group_id for g in taken.groups] == ["balanced-group", "idle-group"]
+    assert {c.group_id for c in taken.committed} == {"balanced-group", "idle-group"}
+    assert {p.topic for p in taken.partitions} == {"balanced-topic", "idle-topic"}
+    (error,) = taken.errors
+    assert (error.stage, error.group_id, error.error_code) == (
+        stage,
+        "kip-example",
+        "GROUP_AUTHORIZATION_FAILED",
+    )
+    assert error.reason.startswith("GROUP_AUTHORIZATION_FAILED: ")
+    with store.engine_for(sqlite_url).connect() as conn:
+        import sqlalchemy as sa
+
+        stored = conn.execute(sa.text("select status, error_count from snapshots")).one()
+    assert tuple(stored) == ("partial", 1)
 
 
 @pytest.mark.parametrize("raw_list_offsets", [True, False])

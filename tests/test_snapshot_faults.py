@@ -69,11 +69,34 @@ def test_bad_config_file_is_one_clear_line(capsys, sqlite_url, tmp_path: Path) -
     assert code == 1 and "invalid Kafka client config" in err and "no.such.librdkafka.property" in err
 
 
-def test_unreachable_broker_names_it_and_stores_nothing(capsys, sqlite_url) -> None:
+@pytest.mark.postgres
+def test_unreachable_broker_names_it_and_stores_nothing(capsys, db_url) -> None:
     address = _dead_address()
-    code, err = _run(capsys, "snapshot", "--bootstrap-servers", address, "--db", sqlite_url, "--timeout", "2")
+    code, err = _run(capsys, "snapshot", "--bootstrap-servers", address, "--db", db_url, "--timeout", "2")
     assert code == 1 and address in err and "Nothing was stored" in err
-    assert _snapshot_rows(sqlite_url) == 0
+    assert _snapshot_rows(db_url) == 0
+    store.db.dispose(db_url)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ("snapshot", "--timeout", "0"),
+        ("snapshot", "--timeout", "-5"),
+        ("snapshot", "--timeout", "nan"),
+        ("db", "prune", "--retention-hours", "0"),
+        ("db", "prune", "--retention-hours", "-1"),
+        ("db", "prune", "--retention-hours", "a week"),
+    ],
+)
+def test_non_positive_timeout_and_retention_are_refused(capsys, sqlite_url, argv) -> None:
+    """argparse refuses them before anything runs, naming the flag and the value."""
+    with pytest.raises(SystemExit) as exit_info:
+        main([*argv, "--db", sqlite_url])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2
+    assert f"argument {argv[-2]}: must be a number > 0, not {argv[-1]!r}" in err
+    assert not Path(sqlite_url.removeprefix("sqlite:///")).exists()  # nothing touched
 
 
 @pytest.mark.parametrize("enabled", [True, False])
@@ -91,14 +114,18 @@ def test_collect_restores_the_garbage_collector_state(enabled: bool) -> None:
         (gc.enable if was else gc.disable)()
 
 
-def test_lag_without_snapshots_or_schema(capsys, sqlite_url) -> None:
-    code, err = _run(capsys, "lag", "--db", sqlite_url)
+@pytest.mark.postgres
+def test_lag_without_snapshots_or_schema(capsys, db_url) -> None:
+    code, err = _run(capsys, "lag", "--db", db_url)
     assert code == 1 and "db upgrade" in err
-    assert main(["db", "upgrade", "--db", sqlite_url]) == 0
-    code, err = _run(capsys, "lag", "--db", sqlite_url)
+    assert main(["db", "upgrade", "--db", db_url]) == 0
+    code, err = _run(capsys, "lag", "--db", db_url)
     assert code == 1 and "no snapshot stored yet" in err
-    code, err = _run(capsys, "lag", "--db", sqlite_url, "--snapshot", "abc")
+    code, err = _run(capsys, "lag", "--db", db_url, "--snapshot", "abc")
     assert code == 1 and "must be a number or 'latest'" in err
+    code, err = _run(capsys, "lag", "--db", db_url, "--snapshot", "99")
+    assert code == 1 and "snapshot 99 does not exist" in err
+    store.db.dispose(db_url)
 
 
 def test_lag_rules() -> None:

@@ -25,7 +25,8 @@ import logging
 import re
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -94,8 +95,10 @@ class Member:
     host: str
     group_instance_id: str | None = None
     rack: str | None = None
-    #: topics the member consumes. librdkafka does not expose the subscription itself, so this is
-    #: the topics of its current (and, for KIP-848 groups, target) assignment.
+    #: topics the member consumes, *inferred*: confluent-kafka's ``MemberDescription`` has no
+    #: subscription field, so this is the topics of its current (and, for KIP-848 groups, target)
+    #: assignment. A member holding nothing has ``()`` here; the planner
+    #: (``planner/specs.py``) then takes it to subscribe to the union of its group's topics.
     subscribed_topics: tuple[str, ...] = ()
     #: (topic, partition) pairs currently assigned, sorted
     assignment: tuple[tuple[str, int], ...] = ()
@@ -510,10 +513,21 @@ def collect(
     confluent-kafka's result thread), and the collections they triggered were a quarter of the
     pass's CPU time (pausing it: 0.76 s -> 0.54 s wall). The caller's setting is restored.
     """
+    with gc_paused():
+        return _collect(bootstrap_servers, client_config, options, on_stage)
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector off for the block, the caller's setting restored after.
+
+    For passes that allocate hundreds of thousands of acyclic objects (collection, and writing a
+    snapshot's rows): the collections their allocation triggers rescan every live object.
+    """
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _collect(bootstrap_servers, client_config, options, on_stage)
+        yield
     finally:
         if was_enabled:
             gc.enable()

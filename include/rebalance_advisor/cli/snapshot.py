@@ -3,7 +3,19 @@
 from __future__ import annotations
 
 import argparse
+import math
 import sys
+
+
+def _positive(text: str) -> float:
+    """An argparse type: a finite number > 0 (argparse names the flag in its error line)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"must be a number > 0, not {text!r}")
+    return value
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -29,7 +41,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     snap.add_argument(
         "--read-committed", action="store_true", help="also store read_committed end offsets (LSO)"
     )
-    snap.add_argument("--timeout", type=float, default=30.0, help="seconds per Kafka request (default 30)")
+    snap.add_argument(
+        "--timeout", type=_positive, default=30.0, help="seconds per Kafka request (default 30)"
+    )
     snap.set_defaults(func=_snapshot)
 
     lag = subparsers.add_parser(
@@ -54,7 +68,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     up.set_defaults(func=_db_upgrade)
     pr = dbsub.add_parser("prune", help="delete snapshots older than the retention (the newest is kept)")
     pr.add_argument("--db", default=None, help="SQLAlchemy URL")
-    pr.add_argument("--retention-hours", type=float, default=168.0, help="keep this many hours (default 168)")
+    pr.add_argument(
+        "--retention-hours", type=_positive, default=168.0, help="keep this many hours (default 168)"
+    )
     pr.set_defaults(func=_db_prune)
 
 

@@ -89,6 +89,7 @@ class GroupMemberRow(Base):
     client_id: Mapped[str] = mapped_column(sa.String(255))
     host: Mapped[str] = mapped_column(sa.String(255))
     rack: Mapped[str | None] = mapped_column(sa.String(255))
+    #: inferred from the assigned/target partitions (Member.subscribed_topics): not the real subscription
     subscribed_topics: Mapped[list[str]] = mapped_column(sa.JSON)
 
 
