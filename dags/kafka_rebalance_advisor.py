@@ -4,6 +4,8 @@ Thin on purpose: schedule, params and wiring; the work is ``rebalance_advisor.pl
 (task bodies in ``rebalance_advisor.planner.airflow_tasks``). Scheduled on the snapshot DAG's
 Asset and triggerable with a validated form. Tasks: pick_snapshot -> plan (Spark, connection
 ``spark_default``) -> branch: no_group_flagged | hand_to_publishing -> summary (outcomes table).
+User errors (unknown snapshot, invalid params) fail a task at once; an unreachable database or a
+Spark failure is retried.
 """
 
 from __future__ import annotations
@@ -128,19 +130,22 @@ def _spark_env(context) -> None:
 def kafka_rebalance_advisor() -> None:
     @task
     def pick_snapshot() -> int:
+        from rebalance_advisor.planner.airflow_tasks import fail_permanent_errors
         from rebalance_advisor.planner.airflow_tasks import pick_snapshot as pick
 
         context = get_current_context()
         events = context.get("triggering_asset_events") or {}
         extras = [dict(e.extra or {}) for evs in events.values() for e in evs]
-        return pick(context["params"], extras)
+        with fail_permanent_errors():  # unknown snapshot: fail now; database down: retried
+            return pick(context["params"], extras)
 
     @task.pyspark(conn_id="spark_default", config_kwargs=dict(DEFAULT_CONF), on_execute_callback=_spark_env)
     def plan(snapshot_id: int, spark=None) -> dict:
-        from rebalance_advisor.planner.airflow_tasks import plan_snapshot
+        from rebalance_advisor.planner.airflow_tasks import fail_permanent_errors, plan_snapshot
 
         context = get_current_context()
-        return plan_snapshot(spark, snapshot_id, context["params"], context["run_id"])
+        with fail_permanent_errors():  # bad params: fail now; database down or Spark failure: retried
+            return plan_snapshot(spark, snapshot_id, context["params"], context["run_id"])
 
     @task.branch
     def any_group_flagged(result: dict) -> str:
@@ -154,10 +159,12 @@ def kafka_rebalance_advisor() -> None:
 
     @task
     def hand_to_publishing(result: dict) -> dict:
+        from rebalance_advisor.planner.airflow_tasks import fail_permanent_errors
         from rebalance_advisor.planner.airflow_tasks import hand_to_publishing as hand
 
         context = get_current_context()
-        return hand(result, context["params"], context["run_id"])
+        with fail_permanent_errors():
+            return hand(result, context["params"], context["run_id"])
 
     @task(trigger_rule="none_failed_min_one_success")
     def summary(result: dict) -> str:

@@ -45,6 +45,18 @@ def _task_states(run) -> dict[str, str]:
     return {ti.task_id: ti.state for ti in run.get_task_instances()}
 
 
+def _returned(run, task_id: str):
+    """What a task of a finished run returned (its XCom)."""
+    from airflow.models.xcom import XComModel
+    from airflow.utils.session import create_session
+
+    with create_session() as session:
+        row = session.scalars(
+            XComModel.get_many(run_id=run.run_id, task_ids=task_id, key="return_value")
+        ).one()
+        return XComModel.deserialize_value(row)
+
+
 def test_dag_file_imports_nothing_heavy() -> None:
     code = (
         "import runpy, sys; runpy.run_path(sys.argv[1]);"
@@ -97,11 +109,36 @@ def test_static_publishing_uses_the_kafka_conn_id_param(monkeypatch: pytest.Monk
     assert calls[0] == {"plan_ids": [7], "url": "sqlite:///advisor.db", "airflow_run_id": "run-1"}
 
 
+def test_unknown_snapshot_fails_at_once_without_retries(airflow_home, connections) -> None:
+    """A user error (AdvisorError, not the database being down) fails pick_snapshot on its first try."""
+    from rebalance_advisor import store
+
+    store.upgrade(connections)
+    run = _dag().test(run_conf={"snapshot": "999999"})
+    assert run.state == "failed"
+    ti = next(ti for ti in run.get_task_instances() if ti.task_id == "pick_snapshot")
+    assert (ti.state, ti.try_number) == ("failed", 1)
+    assert _task_states(run)["plan"] == "upstream_failed"
+
+
+def test_only_user_errors_skip_the_retries() -> None:
+    from rebalance_advisor.errors import AdvisorError
+    from rebalance_advisor.planner.airflow_tasks import is_permanent
+    from rebalance_advisor.planner.job import PlannerFailed
+    from rebalance_advisor.store.db import DatabaseUnavailable
+
+    assert is_permanent(AdvisorError("snapshot 7 does not exist"))
+    assert not is_permanent(DatabaseUnavailable("database down"))
+    assert not is_permanent(PlannerFailed("executor lost"))
+    assert not is_permanent(RuntimeError("unexpected"))
+
+
 @pytest.mark.kafka
 def test_dag_end_to_end_on_the_demo_workload(airflow_home, connections, demo_groups, kafka_bootstrap) -> None:
     from rebalance_advisor import snapshot, store
     from rebalance_advisor.airflow_support import SNAPSHOT_ASSET_URI
     from rebalance_advisor.planner import store_plans
+    from rebalance_advisor.planner.report import format_outcomes
     from rebalance_advisor.publish import registry
 
     url = connections
@@ -129,6 +166,14 @@ def test_dag_end_to_end_on_the_demo_workload(airflow_home, connections, demo_gro
     )
     assert (plan["max_lag_before"], plan["max_lag_after"], plan["moves"]) == (160_000, 110_000, 1)
     assert store_plans.plan_assignment_map(kip_plan, url) == {"C0": [("t0", 0)], "C1": [("t0", 1), ("t0", 2)]}
+    # The summary task's outcomes table (format_outcomes of this run) holds kip-example's numbers.
+    head, table = _returned(first, "summary").split("\n", 1)
+    assert head.endswith(f"advisor run {outcomes['kip-example']['run_id']}") and "flagged" in head
+    assert sorted(table.splitlines()) == sorted(
+        format_outcomes(store_plans.run_outcomes(None, url)).splitlines()
+    )
+    kip_row = next(line for line in table.splitlines() if line.startswith("kip-example "))
+    assert kip_row.split()[:6] == ["kip-example", "recommended", "160,000", "->", "110,000", "1"]
 
     # Register the manual-assign consumers; a second run inside the cool-down adds no new
     # recommendation for kip-example but plans manual-assign from the registry.

@@ -337,6 +337,10 @@ def test_connections_have_the_expected_shape(compose: dict) -> None:
     assert kafka["conn_type"] == "kafka" and kafka["extra"]["bootstrap.servers"] == "kafka:9092"
     spark = json.loads(_interpolate(env["AIRFLOW_CONN_SPARK_DEFAULT"]))
     assert spark["conn_type"] == "spark" and spark["host"] == "spark://spark-master:7077"
+    # Executors reach the driver (the scheduler runs Spark tasks) by its hostname, once a worker is up.
+    scheduler = compose["services"]["airflow-scheduler"]
+    assert spark["extra"]["spark.driver.host"] == scheduler["hostname"] == "airflow-scheduler"
+    assert scheduler["depends_on"]["spark-worker"]["condition"] == "service_healthy"
     database = json.loads(
         _interpolate(env["AIRFLOW_CONN_REBALANCE_ADVISOR_DB"], {"ADVISOR_DB_PASSWORD": "pw"})
     )

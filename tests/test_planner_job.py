@@ -170,7 +170,8 @@ def test_planner_equals_direct_assignor_calls(spark, sqlite_url):  # noqa: F811
         run = run_planner(spark, sqlite_url, snapshot_id, Thresholds(strategies=(name,), cooldown_minutes=0))
         for doc in docs:
             outcome = next(o for o in run.outcomes if o["group_id"] == doc["group_id"])
-            expected = get_assignor(name).assign(parse_group_spec(doc))
+            spec_doc = {k: doc[k] for k in ("group_id", "members", "partitions")}  # as plan_group does
+            expected = get_assignor(name).assign(parse_group_spec(spec_doc))
             got = store_plans.plan_assignment_map(outcome["plan_id"], sqlite_url)
             assert got == {m: parts for m, parts in expected.items() if parts}, (name, doc["group_id"])
 
@@ -207,6 +208,26 @@ def test_spark_failure_mid_job_writes_nothing(spark, sqlite_url):  # noqa: F811
         run_planner(spark, sqlite_url, plan_fn=fail_on_idle)
     for table in ("advisor_runs", "plans", "plan_assignments", "group_outcomes", "plan_transitions"):
         assert _count(sqlite_url, table) == 0, table
+
+
+def test_unreachable_database_is_a_clear_error_without_the_password(sqlite_url):
+    """Nothing reaches Spark (the session is not needed): the first read fails with db's message."""
+    from rebalance_advisor.planner.read import read_snapshot_tables
+
+    dead = "postgresql+psycopg://u:secret@127.0.0.1:1/x?connect_timeout=2"
+    with pytest.raises(
+        db.DatabaseUnavailable, match=r"database postgresql\+psycopg://u:\*\*\*@127.0.0.1:1/x"
+    ) as err:
+        run_planner(None, dead, "latest")
+    assert "secret" not in str(err.value)
+    # The raw-cursor reader: a driver error mid-read is the same clear, retryable error.
+    snapshot_id = _store(sqlite_url, {"kip-example": KIP})
+    with db.connect(sqlite_url) as conn:
+        conn.execute(sa.text("DROP TABLE committed_offsets"))
+    with pytest.raises(
+        db.DatabaseUnavailable, match=r"database sqlite:///.*failed: no such table: committed_offsets"
+    ):
+        read_snapshot_tables(snapshot_id, sqlite_url)
 
 
 def test_drain_weights_use_consume_rates():

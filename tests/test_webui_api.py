@@ -178,6 +178,42 @@ def test_plan_detail_has_assignment_diff_and_member_lag(api: _Caller) -> None:
     assert d["transitions"][0]["to_status"] == "recommended"
 
 
+def test_manual_assign_baseline_is_the_published_plan(airflow_home: Path) -> None:
+    """No live members in the snapshot: the diff and the "now" bars are what the planner measured
+    against (the group's published plan, plan.metrics.before), not "everything unowned"."""
+    from rebalance_advisor.webui.queries import baseline_owners, member_comparison
+
+    now = {"members": [], "partitions": [{"topic": "m", "partition": p, "owner": None} for p in range(3)]}
+    published = {"worker-0": [("m", 0), ("m", 1)], "worker-1": [("m", 2)]}
+    plan = {
+        "status": "recommended",
+        "metrics": {
+            "before": {"member_lag": {"worker-0": 32_000, "worker-1": 2_000},
+                       "member_partitions": {"worker-0": 2, "worker-1": 1}},
+            "after": {"member_lag": {"worker-0": 30_000, "worker-1": 4_000}},
+        },
+    }  # fmt: skip
+    assert baseline_owners(plan, now, published) == {
+        ("m", 0): "worker-0",
+        ("m", 1): "worker-0",
+        ("m", 2): "worker-1",
+    }
+    assert baseline_owners(plan, now, None) == {("m", p): None for p in range(3)}  # never published: unowned
+    assert baseline_owners({**plan, "status": "published"}, now, published) == {
+        ("m", p): None for p in range(3)
+    }
+    live = {"members": [{"label": "C0"}], "partitions": [{"topic": "m", "partition": 0, "owner": "C0"}]}
+    assert baseline_owners(plan, live, published) == {("m", 0): "C0"}  # a dynamic group: the snapshot
+
+    assignments = [{"member_id": "worker-0", "lag": 30_000}, {"member_id": "worker-1", "lag": 2_000},
+                   {"member_id": "worker-1", "lag": 2_000}]  # fmt: skip
+    assert [(m["label"], m["lag_before"], m["partitions_before"], m["lag_after"], m["partitions_after"])
+            for m in member_comparison(plan, now["members"], assignments)] == [
+        ("worker-0", 32_000, 2, 30_000, 1),
+        ("worker-1", 2_000, 1, 4_000, 2),
+    ]  # fmt: skip
+
+
 def test_plans_filter_and_page(api: _Caller) -> None:
     everything = api.get("/api/plans", params={"page_size": 500}).json()
     assert everything["total"] == len(everything["items"]) > 0
@@ -219,6 +255,7 @@ def test_openapi_documents_every_endpoint(api: _Caller) -> None:
     [
         ("/api/plans", {"status": "bogus"}, "status"),
         ("/api/plans", {"page": 0}, "page"),
+        ("/api/plans", {"strategy": "fastest"}, "strategy"),
         ("/api/groups", {"sort": "colour"}, "sort"),
         ("/api/groups", {"flagged": "maybe"}, "flagged"),
         ("/api/groups/kip-example", {"history": 0}, "history"),

@@ -9,6 +9,8 @@ import importlib
 import logging
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 log = logging.getLogger(__name__)
@@ -17,6 +19,32 @@ log = logging.getLogger(__name__)
 #: rest from the database (a dry run, which writes nothing, always passes them all).
 XCOM_OUTCOME_LIMIT = 500
 PUBLISH_HOOK = ("rebalance_advisor.publish.lifecycle", "auto_approve_and_publish")
+
+
+def is_permanent(error: BaseException) -> bool:
+    """A user error a retry cannot fix (unknown snapshot, bad params, bad URL): an AdvisorError that is
+    not the database or Kafka being unreachable nor Spark failing mid-job (those keep the retries)."""
+    from rebalance_advisor.errors import AdvisorError
+    from rebalance_advisor.planner.job import PlannerFailed
+    from rebalance_advisor.publish.assignment_topic import KafkaUnavailable
+    from rebalance_advisor.store.db import DatabaseUnavailable
+
+    transient = (DatabaseUnavailable, PlannerFailed, KafkaUnavailable)
+    return isinstance(error, AdvisorError) and not isinstance(error, transient)
+
+
+@contextmanager
+def fail_permanent_errors() -> Iterator[None]:
+    """Turn permanent user errors into ``AirflowFailException`` (the task fails at once, no retries),
+    as the approval DAG does; transient ones are re-raised for Airflow to retry."""
+    try:
+        yield
+    except Exception as error:
+        if not is_permanent(error):
+            raise
+        from airflow.sdk.exceptions import AirflowFailException
+
+        raise AirflowFailException(str(error)) from error
 
 
 def prepare_spark_env(context: Any = None) -> None:

@@ -31,19 +31,26 @@ from rebalance_advisor.store.models import (
 
 
 def _rows(conn: Connection, query: sa.Select) -> list[Any]:
-    """Plain row tuples from the DBAPI cursor (no Row objects: millions of rows)."""
+    """Plain row tuples from the DBAPI cursor (no Row objects: millions of rows).
+
+    Driver errors become the same clear :class:`~rebalance_advisor.store.db.DatabaseUnavailable`
+    as :func:`rebalance_advisor.store.db.connect` raises (password hidden).
+    """
     compiled = query.compile(dialect=conn.dialect)
     params = compiled.construct_params()
     positional = compiled.positiontup
-    cursor = conn.connection.cursor()
     try:
-        if positional is not None:
-            cursor.execute(str(compiled), tuple(params[name] for name in positional))
-        else:
-            cursor.execute(str(compiled), params)
-        return cursor.fetchall()
-    finally:
-        cursor.close()
+        cursor = conn.connection.cursor()
+        try:
+            if positional is not None:
+                cursor.execute(str(compiled), tuple(params[name] for name in positional))
+            else:
+                cursor.execute(str(compiled), params)
+            return cursor.fetchall()
+        finally:
+            cursor.close()
+    except db.dbapi_errors(conn) as error:  # the raw cursor raises the driver's errors, not SQLAlchemy's
+        raise db.unavailable(conn.engine.url, error) from error
 
 
 def read_snapshot_tables(snapshot_id: int, url: str | None = None) -> SnapshotTables:

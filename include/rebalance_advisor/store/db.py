@@ -1,6 +1,7 @@
 """Engines and schema: one cached engine per URL, Alembic run programmatically.
 
-Bad URLs and unreachable databases become one clear :class:`AdvisorError` line (password hidden).
+Bad URLs and unreachable databases become one clear :class:`AdvisorError` line (password hidden);
+connectivity failures are the :class:`DatabaseUnavailable` kind (worth a retry, unlike bad input).
 """
 
 from __future__ import annotations
@@ -18,6 +19,10 @@ from rebalance_advisor.errors import AdvisorError
 from rebalance_advisor.settings import database_url
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
+
+
+class DatabaseUnavailable(AdvisorError):
+    """The database could not be reached or failed mid-statement (transient: callers may retry)."""
 
 
 def _safe(url: str) -> str:
@@ -58,15 +63,29 @@ def dispose(url: str | None = None) -> None:
     _engine.cache_clear()
 
 
+def unavailable(url: str | sa.URL, error: BaseException) -> DatabaseUnavailable:
+    """The one clear message for a failed database (password hidden); ``raise unavailable(...) from error``."""
+    cause = getattr(error, "orig", None) or error
+    return DatabaseUnavailable(f"database {_safe(str(url))} failed: {cause}")
+
+
+def dbapi_errors(conn: Connection) -> tuple[type[BaseException], ...]:
+    """The driver's own connectivity exceptions (raw-cursor code sees these, not SQLAlchemy's)."""
+    dbapi = conn.dialect.dbapi
+    return tuple(
+        e for e in (getattr(dbapi, "OperationalError", None), getattr(dbapi, "InterfaceError", None)) if e
+    )
+
+
 @contextmanager
 def connect(url: str | None = None) -> Iterator[Connection]:
-    """A connection in a transaction; connection failures become an AdvisorError."""
+    """A connection in a transaction; connection failures become :class:`DatabaseUnavailable`."""
     engine = engine_for(url)
     try:
         with engine.begin() as conn:
             yield conn
     except (sa.exc.OperationalError, sa.exc.InterfaceError) as error:
-        raise AdvisorError(f"database {_safe(str(engine.url))} failed: {error.orig or error}") from error
+        raise unavailable(engine.url, error) from error
 
 
 @contextmanager

@@ -26,6 +26,7 @@ from rebalance_advisor.webui.schemas import (
     PlanStatus,
     PlanSummary,
     SortOrder,
+    Strategy,
 )
 
 ERRORS = {
@@ -101,7 +102,7 @@ async def list_plans(
     url: DbUrl,
     group: Annotated[str | None, Query(max_length=255)] = None,
     status: PlanStatus | None = None,
-    strategy: Annotated[str | None, Query(max_length=40, pattern=r"^[a-z_]+$")] = None,
+    strategy: Annotated[Strategy | None, Query(description="assignor that produced the plan")] = None,
     page: Annotated[int, Query(ge=1)] = 1,
     page_size: Annotated[int, Query(ge=1, le=500)] = 50,
 ) -> dict:
@@ -110,7 +111,7 @@ async def list_plans(
         url,
         group=group,
         status=status.value if status else None,
-        strategy=strategy,
+        strategy=strategy.value if strategy else None,
         page=page,
         page_size=page_size,
     )

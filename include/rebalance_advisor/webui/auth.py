@@ -7,7 +7,9 @@ JWT from ``Authorization: Bearer`` (API clients) or from the ``_token`` cookie t
 
 - Reading plan data needs read access to DAG runs (every Airflow role that can see DAGs has it).
 - Approving or rejecting a plan needs the right to trigger a run of the approval DAG
-  (``POST`` on its DAG runs), the same check Airflow makes for the trigger button.
+  (``POST`` on its DAG runs), the same check Airflow makes for the trigger button: the DAG that
+  applies decisions and publishes, ``kafka_plan_approval``. The UI's approve only records the
+  decision; publishing is that DAG's (or ``rebalance-advisor plan-status publish ID``).
 Anonymous API calls get 401; pages redirect to the auth manager's login page instead.
 """
 
@@ -24,8 +26,8 @@ from airflow.api_fastapi.core_api.security import GetUserDep, bearer_scheme, get
 from fastapi import Depends, HTTPException, Request, status
 from fastapi.security import HTTPAuthorizationCredentials
 
-#: DAG whose trigger right approve/reject requires (the advisor DAG that publishes approved plans).
-DEFAULT_APPROVAL_DAG_ID = "kafka_rebalance_advisor"
+#: DAG whose trigger right approve/reject requires: the one that applies decisions and publishes plans.
+DEFAULT_APPROVAL_DAG_ID = "kafka_plan_approval"
 
 
 def approval_dag_id() -> str:

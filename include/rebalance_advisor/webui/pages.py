@@ -14,7 +14,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse
 
 from rebalance_advisor.webui import queries, svg
-from rebalance_advisor.webui.auth import PageUser, can_trigger
+from rebalance_advisor.webui.auth import PageUser, approval_dag_id, can_trigger
 
 router = APIRouter(include_in_schema=False)
 
@@ -166,7 +166,17 @@ def _plan_block(request: Request, group_id: str, detail: dict[str, Any] | None, 
             f'<button class="reject" id="reject" data-action="reject" {data}>Reject</button></p>'
         )
     elif plan["status"] == "recommended":
-        buttons = '<p class="muted">Approving needs the right to trigger the advisor DAG.</p>'
+        buttons = (
+            f'<p class="muted">Approving needs the right to trigger DAG {escape(approval_dag_id())}.</p>'
+        )
+    elif plan["status"] == "approved":
+        buttons = (
+            '<p id="publish-note">Approved, not yet published: approving here only records the decision. '
+            f"Manual-assign plans are published by the <b>{escape(approval_dag_id())}</b> DAG "
+            f"(trigger it with plan id {pid} and decision <code>approve</code>) or "
+            f"<code>rebalance-advisor plan-status publish {pid}</code>. Plans of dynamic "
+            "(<code>subscribe()</code>) groups are advice only.</p>"
+        )
     return f"""<h2>Plan #{pid} <span id="plan-status">{_badge(plan["status"])}</span></h2>
 <p>Strategy <b>{escape(plan["strategy"])}</b>, from snapshot #{plan["snapshot_id"]}:
 max member lag {_num(plan["max_lag_before"])} → {_num(plan["max_lag_after"])},

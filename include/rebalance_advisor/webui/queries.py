@@ -17,7 +17,7 @@ from sqlalchemy.engine import Connection
 from rebalance_advisor.errors import AdvisorError
 from rebalance_advisor.lag import ResetPolicy, partition_lags
 from rebalance_advisor.planner.decisions import Thresholds
-from rebalance_advisor.planner.store_plans import get_plan
+from rebalance_advisor.planner.store_plans import get_plan, published_assignments
 from rebalance_advisor.snapshot import Snapshot
 from rebalance_advisor.store import db
 from rebalance_advisor.store.models import ConsumerGroupRow, SnapshotRow
@@ -264,7 +264,8 @@ def plan_row(conn: Connection, plan_id: int) -> dict[str, Any]:
 
 def plan_detail(url: str, plan_id: int) -> dict[str, Any]:
     """A plan, its assignment and transitions, per-member lag before/after, and the moves against the
-    assignment of the snapshot it was planned from (the same baseline its ``moves`` count uses)."""
+    baseline its ``moves`` count uses: the owners in the snapshot it was planned from, or for a
+    manual-assign group its published plan (:func:`baseline_owners`)."""
     plan = get_plan(plan_id, url)
     if plan is None:
         raise NotFound(f"plan {plan_id} does not exist")
@@ -272,12 +273,13 @@ def plan_detail(url: str, plan_id: int) -> dict[str, Any]:
     transitions = plan.pop("transitions")
     with db.connect(url) as conn:
         policy = reset_policy(conn)
+        published = published_assignments(conn).get(plan["group_id"])
     try:
         snapshot = load_snapshot(plan["snapshot_id"], url, groups=[plan["group_id"]])
         before = current_assignment(snapshot, plan["group_id"], policy)
     except AdvisorError:  # the snapshot was pruned: the plan still stands, without a diff
         before = {"members": [], "partitions": []}
-    owner_before = {(p["topic"], p["partition"]): p["owner"] for p in before["partitions"]}
+    owner_before = baseline_owners(plan, before, published)
     moves = []
     for a in sorted(assignments, key=lambda a: (a["topic"], a["partition"], a["key_hash_start"] or 0)):
         previous = owner_before.get((a["topic"], a["partition"]))
@@ -303,19 +305,43 @@ def plan_detail(url: str, plan_id: int) -> dict[str, Any]:
     }
 
 
+def baseline_owners(
+    plan: dict[str, Any], now: dict[str, Any], published: dict[str, list[tuple[str, int]]] | None
+) -> dict[tuple[str, int], str | None]:
+    """Who held each partition in the baseline the planner measured ``plan`` against.
+
+    A dynamic group: the owners in the plan's snapshot. A manual-assign group (no live members in
+    the snapshot, registered static members): the snapshot cannot see ``assign()`` consumers, so
+    the planner measured against the group's latest published plan (``published``, from
+    :func:`~rebalance_advisor.planner.store_plans.published_assignments`); without one, every
+    partition was unowned. A plan that is itself published (or superseded) has that baseline
+    replaced by itself or a newer plan, so it keeps the snapshot's owners.
+    """
+    owners = {(p["topic"], p["partition"]): p["owner"] for p in now["partitions"]}
+    if now["members"] or not published or plan["status"] in ("published", "superseded"):
+        return owners
+    return owners | {
+        (topic, partition): member for member, held in published.items() for topic, partition in held
+    }
+
+
 def member_comparison(
     plan: dict[str, Any], now: list[dict[str, Any]], assignments: list[dict[str, Any]]
 ) -> list[dict[str, Any]]:
     """Per member (plan naming): lag and partition count in the plan's snapshot and under the plan.
 
-    The planner's own per-member numbers (``metrics.before/after.member_lag``) win where present;
-    the snapshot and the plan's assignment rows fill in the rest.
+    The planner's own per-member numbers (``metrics.before/after``: ``member_lag``,
+    ``member_partitions``) win where present: for a manual-assign group they are its published
+    plan's, which the snapshot cannot show. The snapshot and the plan's assignment rows fill in the rest.
     """
     metrics = plan.get("metrics") or {}
-    before = (metrics.get("before") or {}).get("member_lag") or {}
+    measured = metrics.get("before") or {}
+    before = measured.get("member_lag") or {}
     after = (metrics.get("after") or {}).get("member_lag") or {}
     lag_now = {m["label"]: m["lag"] for m in now} | {k: int(v) for k, v in before.items()}
-    count_now = {m["label"]: m["partitions"] for m in now}
+    count_now = {m["label"]: m["partitions"] for m in now} | {
+        k: int(v) for k, v in (measured.get("member_partitions") or {}).items()
+    }
     lag_plan: dict[str, int] = {}
     count_plan: dict[str, int] = {}
     for a in assignments:

@@ -8,11 +8,13 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from rebalance_advisor.assignors import ASSIGNORS
 from rebalance_advisor.planner.decisions import OUTCOMES
 from rebalance_advisor.store.plan_models import PLAN_STATUSES
 
 PlanStatus = StrEnum("PlanStatus", {s: s for s in PLAN_STATUSES})
 Outcome = StrEnum("Outcome", {s: s for s in OUTCOMES})
+Strategy = StrEnum("Strategy", {s: s for s in ASSIGNORS})  # the assignor registry's names
 
 
 class GroupType(StrEnum):
