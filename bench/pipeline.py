@@ -83,7 +83,7 @@ def plain_python(url: str, snapshot_id: int) -> dict[str, float]:
     from rebalance_advisor.planner.read import read_snapshot_tables
     from rebalance_advisor.planner.specs import build_docs_from_tables
 
-    gc.disable()  # as run_planner does (planner.job._gc_paused)
+    gc.disable()  # as run_planner does (rebalance_advisor.gcpause.gc_paused)
     try:
         started = time.perf_counter()
         docs = build_docs_from_tables(read_snapshot_tables(snapshot_id, url))

@@ -20,19 +20,18 @@ belongs to one group or topic (not authorized, group gone, topic deleted) is rec
 from __future__ import annotations
 
 import concurrent.futures
-import gc
 import logging
 import re
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from rebalance_advisor.errors import AdvisorError
+from rebalance_advisor.gcpause import gc_paused
 
 log = logging.getLogger(__name__)
 
@@ -515,22 +514,6 @@ def collect(
     """
     with gc_paused():
         return _collect(bootstrap_servers, client_config, options, on_stage)
-
-
-@contextmanager
-def gc_paused() -> Iterator[None]:
-    """Python's cyclic garbage collector off for the block, the caller's setting restored after.
-
-    For passes that allocate hundreds of thousands of acyclic objects (collection, and writing a
-    snapshot's rows): the collections their allocation triggers rescan every live object.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def _collect(

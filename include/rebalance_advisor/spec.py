@@ -13,9 +13,7 @@ Partition *index* ``k`` (0 .. P-1) is the position in those sorted arrays; assig
 
 from __future__ import annotations
 
-import gc
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -23,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from rebalance_advisor.errors import AdvisorError
+from rebalance_advisor.gcpause import gc_paused
 
 #: member id -> its partitions as (topic, partition), sorted; every member present.
 Assignment = dict[str, list[tuple[str, int]]]
@@ -193,7 +192,7 @@ class GroupSpec:
     @cached_property
     def partition_keys(self) -> tuple[tuple[str, int], ...]:
         """(topic, partition) per partition index, built once for output (shared topic strings)."""
-        with _gc_paused():
+        with gc_paused():
             names = map(self.topics.__getitem__, self.topic_index.tolist())
             return tuple(zip(names, self.partition.tolist(), strict=True))
 
@@ -218,7 +217,7 @@ class GroupSpec:
         """
         order = np.argsort(owners, kind="stable")  # stable keeps (topic, partition) order
         bounds = np.searchsorted(owners[order], np.arange(self.num_members + 1)).tolist()
-        with _gc_paused():
+        with gc_paused():
             ordered = self._partition_key_array[order].tolist()
             return {
                 member_id: ordered[bounds[i] : bounds[i + 1]] for i, member_id in enumerate(self.member_ids)
@@ -252,19 +251,6 @@ class GroupSpec:
         """Partition indices of (topic, partition) pairs; a pair not in the spec raises AdvisorError."""
         topic_pos = {t: i for i, t in enumerate(self.topics)}
         return _positions(topic_pos, self.topic_index, self.partition, topics, partitions, what)
-
-
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    """No cyclic GC while building hundreds of thousands of tuples: they form no cycles, and the
-    collections their allocation triggers would rescan every live object, often doubling the time."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 # ---- build helpers ----------------------------------------------------------------------

@@ -14,17 +14,16 @@ CLI's ``local[2]`` one, or a cluster's) and :func:`plan_documents` (the Spark pa
 
 from __future__ import annotations
 
-import gc
 import json
 import logging
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from rebalance_advisor.errors import AdvisorError
+from rebalance_advisor.gcpause import gc_paused
 from rebalance_advisor.planner.decisions import Thresholds
 from rebalance_advisor.planner.group_plan import plan_group
 from rebalance_advisor.planner.specs import build_docs_from_tables, consume_rates
@@ -183,7 +182,7 @@ def run_planner(
     Unknown snapshots raise AdvisorError; an empty snapshot gives a run with no outcomes.
     """
     thresholds = thresholds or Thresholds()
-    with _gc_paused():
+    with gc_paused():
         return _run_planner(
             spark,
             url,
@@ -199,24 +198,6 @@ def run_planner(
             now=now,
             plan_fn=plan_fn,
         )
-
-
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    """No cyclic garbage collection during a run.
-
-    Why: a 10,000-group run holds millions of small acyclic containers (offsets, documents,
-    result rows); each full collection walks all of them, and allocating them triggers many,
-    which cost more than the reading itself. Nothing of the run is cyclic garbage worth
-    collecting early; the previous setting is restored afterwards.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def _run_planner(

@@ -8,6 +8,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from rebalance_advisor.errors import AdvisorError
+from rebalance_advisor.gcpause import gc_paused
 from rebalance_advisor.snapshot import (
     CommittedOffset,
     Group,
@@ -15,7 +16,6 @@ from rebalance_advisor.snapshot import (
     PartitionOffsets,
     Snapshot,
     SnapshotError,
-    gc_paused,
 )
 from rebalance_advisor.store import db
 from rebalance_advisor.store.models import (
