@@ -138,14 +138,18 @@ def test_unreachable_maven_leaves_no_partial_cache(tmp_path, monkeypatch: pytest
 
 @pytest.mark.kafka
 def test_broker_that_does_not_come_up_in_time_is_stopped(tmp_path) -> None:
+    """A zero bound: the JVM is started, never given time to answer, and must be stopped."""
     state_dir = tmp_path / "kafka"
-    with pytest.raises(
-        localkafka.LocalKafkaError, match="did not answer a metadata request .* it was stopped"
-    ):
-        localkafka.start(state_dir, timeout=0.5)
-    assert localkafka.status(state_dir) is None
-    java = subprocess.run(["pgrep", "-f", f"kafka.Kafka {state_dir}"], capture_output=True, text=True)
-    assert java.stdout.strip() == ""
+    try:
+        with pytest.raises(
+            localkafka.LocalKafkaError, match="did not answer a metadata request .* it was stopped"
+        ):
+            localkafka.start(state_dir, timeout=0)
+        assert localkafka.status(state_dir) is None
+        java = subprocess.run(["pgrep", "-f", f"kafka.Kafka {state_dir}"], capture_output=True, text=True)
+        assert java.stdout.strip() == ""
+    finally:
+        localkafka.stop(state_dir)  # never leave a JVM behind, even when the assertions fail
 
 
 @pytest.mark.kafka

@@ -290,16 +290,16 @@ def start(
     del libs
 
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    while (remaining := deadline - time.monotonic()) > 0:
         if process.poll() is not None:
             _state_file(state_dir).unlink(missing_ok=True)
             raise LocalKafkaError(
                 f"the broker exited with code {process.returncode} while starting; its log ends:\n"
                 f"{_log_tail(log_file)}"
             )
-        if _answers_metadata(info.bootstrap_servers, timeout=2.0):
+        if _answers_metadata(info.bootstrap_servers, timeout=min(2.0, max(remaining, 0.1))):
             return info
-        time.sleep(0.5)
+        time.sleep(min(0.5, max(deadline - time.monotonic(), 0)))
     _kill_group(process.pid, grace=5.0)
     _state_file(state_dir).unlink(missing_ok=True)
     raise LocalKafkaError(
