@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
+
+from tests.support.dag_imports import heavy_modules_after_parsing
 
 DAG_FILE = Path(__file__).resolve().parents[1] / "dags" / "kafka_offsets_snapshot.py"
 
@@ -29,19 +29,8 @@ def connections(monkeypatch: pytest.MonkeyPatch, kafka_bootstrap: str, tmp_path:
 
 
 def test_dag_file_imports_nothing_heavy() -> None:
-    code = (
-        "import runpy, sys; runpy.run_path(sys.argv[1]);"
-        "heavy = [m for m in ('confluent_kafka', 'sqlalchemy', 'alembic', 'pyspark', 'pandas') if m in sys.modules];"
-        "print(','.join(heavy))"
-    )
-    result = subprocess.run(
-        [sys.executable, "-c", code, str(DAG_FILE)], capture_output=True, text=True, timeout=120
-    )
-    assert result.returncode == 0, result.stderr
-    heavy = (
-        set(filter(None, result.stdout.strip().splitlines()[-1].split(",")))
-        if result.stdout.strip()
-        else set()
+    heavy = heavy_modules_after_parsing(
+        DAG_FILE, ("confluent_kafka", "sqlalchemy", "alembic", "pyspark", "pandas")
     )
     # Airflow itself pulls in sqlalchemy; our DAG must add none of the others.
     assert heavy <= {"sqlalchemy"}, heavy
