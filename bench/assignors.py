@@ -35,9 +35,9 @@ import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "include"))
 
-from rebalance_advisor.assignors import ASSIGNORS  # noqa: E402
-from rebalance_advisor.metrics import compute_metrics, lower_bound_max_lag  # noqa: E402
-from rebalance_advisor.spec import GroupSpec, Member  # noqa: E402
+from rebalance_advisor.domain.assignors import ASSIGNORS  # noqa: E402
+from rebalance_advisor.domain.group_spec import GroupSpec, Member  # noqa: E402
+from rebalance_advisor.domain.metrics import compute_metrics, lower_bound_max_lag  # noqa: E402
 
 STRATEGIES = list(ASSIGNORS)
 

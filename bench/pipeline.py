@@ -33,7 +33,13 @@ MEMBERS = 10
 
 def synthetic_snapshot(groups: int, seed: int = 5337):
     """A Snapshot with ``groups`` groups as described in the module docstring."""
-    from rebalance_advisor.snapshot import CommittedOffset, Group, Member, PartitionOffsets, Snapshot
+    from rebalance_advisor.adapters.kafka_snapshot import (
+        CommittedOffset,
+        Group,
+        Member,
+        PartitionOffsets,
+        Snapshot,
+    )
 
     rng = random.Random(seed)
     ends = {
@@ -78,10 +84,10 @@ def plain_python(url: str, snapshot_id: int) -> dict[str, float]:
     """The same per-group work without Spark: load, build specs, plan every group in a loop."""
     import gc
 
-    from rebalance_advisor.planner.decisions import Thresholds
-    from rebalance_advisor.planner.group_plan import plan_group
-    from rebalance_advisor.planner.read import read_snapshot_tables
-    from rebalance_advisor.planner.specs import build_docs_from_tables
+    from rebalance_advisor.domain.decisions import Thresholds
+    from rebalance_advisor.domain.group_planning import plan_group
+    from rebalance_advisor.domain.spec_documents import build_docs_from_tables
+    from rebalance_advisor.store.snapshot_reader import read_snapshot_tables
 
     gc.disable()  # as run_planner does (rebalance_advisor.gcpause.gc_paused)
     try:
@@ -109,8 +115,8 @@ def main(argv: list[str] | None = None) -> int:
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from rebalance_advisor import store
-    from rebalance_advisor.planner.job import run_planner
-    from rebalance_advisor.sparkutil import spark_session
+    from rebalance_advisor.adapters.spark_planner import run_planner
+    from rebalance_advisor.adapters.spark_session import spark_session
 
     spark = spark_session(args.master, "rebalance-advisor-bench")
     rows = []

@@ -34,7 +34,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from rebalance_advisor import localkafka, snapshot, store
+from rebalance_advisor import store
+from rebalance_advisor.adapters import kafka_snapshot as snapshot
+from rebalance_advisor.devtools import local_kafka as localkafka
 
 RESULTS = Path(__file__).resolve().parent / "results" / "snapshot.json"
 CLI = str(Path(sys.executable).parent / "rebalance-advisor")

@@ -1,7 +1,7 @@
 """kafka_offsets_snapshot: snapshot every consumer group's offsets into the advisor DB.
 
 Thin on purpose: schedule, params, retries and wiring. The work is
-``rebalance_advisor.airflow_support.run_snapshot``. When a snapshot lands the task emits the
+``rebalance_advisor.adapters.airflow_connections.run_snapshot``. When a snapshot lands the task emits the
 ``kafka_offsets_snapshot`` Asset (extra: snapshot id), which the advisor DAG is scheduled on.
 Schedule: ``REBALANCE_ADVISOR_SNAPSHOT_SCHEDULE`` (cron; default every 5 minutes).
 """
@@ -12,7 +12,7 @@ import os
 from datetime import datetime, timedelta
 
 from airflow.sdk import Param, dag, get_current_context, task
-from rebalance_advisor.airflow_support import SNAPSHOT_ASSET
+from rebalance_advisor.adapters.airflow_connections import SNAPSHOT_ASSET
 
 SCHEDULE = os.environ.get("REBALANCE_ADVISOR_SNAPSHOT_SCHEDULE", "*/5 * * * *")
 
@@ -53,7 +53,7 @@ SCHEDULE = os.environ.get("REBALANCE_ADVISOR_SNAPSHOT_SCHEDULE", "*/5 * * * *")
 def kafka_offsets_snapshot() -> None:
     @task(outlets=[SNAPSHOT_ASSET])
     def take_snapshot() -> dict:
-        from rebalance_advisor.airflow_support import run_snapshot
+        from rebalance_advisor.adapters.airflow_connections import run_snapshot
 
         context = get_current_context()
         p = context["params"]

@@ -5,7 +5,7 @@ user is recorded as the actor); ``ask`` parks the run at ``ask_a_person``, Airfl
 human-in-the-loop approval, until someone answers Approve or Reject in the UI (that user is
 recorded). Approve publishes the plan as static assignments through the Kafka connection; if the
 broker is down the plan stays ``approved`` and the task's retry completes it. Task bodies:
-``rebalance_advisor.publish.airflow_tasks``.
+``rebalance_advisor.dag_tasks.publishing_tasks``.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ HITL_OPTIONS = ["Approve", "Reject"]
 def kafka_plan_approval() -> None:
     @task.branch(retries=0)
     def route() -> str:
-        from rebalance_advisor.publish.airflow_tasks import route as choose
+        from rebalance_advisor.dag_tasks.publishing_tasks import route as choose
 
         return choose(get_current_context()["params"])
 
@@ -65,9 +65,9 @@ def kafka_plan_approval() -> None:
     @task(trigger_rule="none_failed_min_one_success")
     def apply_decision() -> dict:
         from airflow.sdk.exceptions import AirflowFailException
+        from rebalance_advisor.adapters.assignment_topic import KafkaUnavailable
+        from rebalance_advisor.dag_tasks.publishing_tasks import apply_decision as apply
         from rebalance_advisor.errors import AdvisorError
-        from rebalance_advisor.publish.airflow_tasks import apply_decision as apply
-        from rebalance_advisor.publish.assignment_topic import KafkaUnavailable
 
         context = get_current_context()
         params = context["params"]

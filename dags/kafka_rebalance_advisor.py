@@ -1,7 +1,7 @@
 """kafka_rebalance_advisor: plan every group of the newest snapshot and record the advice.
 
 Thin on purpose: schedule, params and wiring; the work is ``rebalance_advisor.planner``
-(task bodies in ``rebalance_advisor.planner.airflow_tasks``). Scheduled on the snapshot DAG's
+(task bodies in ``rebalance_advisor.dag_tasks.advisor_tasks``). Scheduled on the snapshot DAG's
 Asset and triggerable with a validated form. Tasks: pick_snapshot -> plan (Spark, connection
 ``spark_default``) -> branch: no_group_flagged | hand_to_publishing -> summary (outcomes table).
 User errors (unknown snapshot, invalid params) fail a task at once; an unreachable database or a
@@ -13,15 +13,15 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from airflow.sdk import Param, dag, get_current_context, task
-from rebalance_advisor.airflow_support import DEFAULT_KAFKA_CONN_ID, SNAPSHOT_ASSET
-from rebalance_advisor.sparkutil import DEFAULT_CONF
+from rebalance_advisor.adapters.airflow_connections import DEFAULT_KAFKA_CONN_ID, SNAPSHOT_ASSET
+from rebalance_advisor.adapters.spark_session import DEFAULT_CONF
 
 #: the assignor names (kept literal so parsing imports no NumPy; a test checks the registry)
 STRATEGIES = ["range", "roundrobin", "sticky", "lag_aware", "lag_aware_sticky"]
 
 
 def _spark_env(context) -> None:
-    from rebalance_advisor.planner.airflow_tasks import prepare_spark_env
+    from rebalance_advisor.dag_tasks.advisor_tasks import prepare_spark_env
 
     prepare_spark_env(context)
 
@@ -130,8 +130,8 @@ def _spark_env(context) -> None:
 def kafka_rebalance_advisor() -> None:
     @task
     def pick_snapshot() -> int:
-        from rebalance_advisor.planner.airflow_tasks import fail_permanent_errors
-        from rebalance_advisor.planner.airflow_tasks import pick_snapshot as pick
+        from rebalance_advisor.dag_tasks.advisor_tasks import fail_permanent_errors
+        from rebalance_advisor.dag_tasks.advisor_tasks import pick_snapshot as pick
 
         context = get_current_context()
         events = context.get("triggering_asset_events") or {}
@@ -141,7 +141,7 @@ def kafka_rebalance_advisor() -> None:
 
     @task.pyspark(conn_id="spark_default", config_kwargs=dict(DEFAULT_CONF), on_execute_callback=_spark_env)
     def plan(snapshot_id: int, spark=None) -> dict:
-        from rebalance_advisor.planner.airflow_tasks import fail_permanent_errors, plan_snapshot
+        from rebalance_advisor.dag_tasks.advisor_tasks import fail_permanent_errors, plan_snapshot
 
         context = get_current_context()
         with fail_permanent_errors():  # bad params: fail now; database down or Spark failure: retried
@@ -149,7 +149,7 @@ def kafka_rebalance_advisor() -> None:
 
     @task.branch
     def any_group_flagged(result: dict) -> str:
-        from rebalance_advisor.planner.airflow_tasks import choose_branch
+        from rebalance_advisor.dag_tasks.advisor_tasks import choose_branch
 
         return choose_branch(result)
 
@@ -159,8 +159,8 @@ def kafka_rebalance_advisor() -> None:
 
     @task
     def hand_to_publishing(result: dict) -> dict:
-        from rebalance_advisor.planner.airflow_tasks import fail_permanent_errors
-        from rebalance_advisor.planner.airflow_tasks import hand_to_publishing as hand
+        from rebalance_advisor.dag_tasks.advisor_tasks import fail_permanent_errors
+        from rebalance_advisor.dag_tasks.advisor_tasks import hand_to_publishing as hand
 
         context = get_current_context()
         with fail_permanent_errors():
@@ -168,7 +168,7 @@ def kafka_rebalance_advisor() -> None:
 
     @task(trigger_rule="none_failed_min_one_success")
     def summary(result: dict) -> str:
-        from rebalance_advisor.planner.airflow_tasks import summarize
+        from rebalance_advisor.dag_tasks.advisor_tasks import summarize
 
         return summarize(result, get_current_context()["params"])
 

@@ -2,7 +2,7 @@
 
 Kafka cannot list consumers that use ``assign()``: the advisor plans such a group with the members
 registered here, and publishes each of them a static assignment. Trigger with the form; the work is
-``rebalance_advisor.publish.airflow_tasks.members_action``. Adding a registered member or removing
+``rebalance_advisor.dag_tasks.publishing_tasks.members_action``. Adding a registered member or removing
 an unknown one fails the run with the reason.
 """
 
@@ -50,7 +50,7 @@ TOPIC_PATTERN = r"^[A-Za-z0-9._-]{1,249}$"
 def kafka_static_members() -> None:
     @task(retries=0)
     def apply() -> dict:
-        from rebalance_advisor.publish.airflow_tasks import members_action
+        from rebalance_advisor.dag_tasks.publishing_tasks import members_action
 
         return members_action(get_current_context()["params"])
 

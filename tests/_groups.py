@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 from hypothesis import strategies as st
-from rebalance_advisor.spec import GroupSpec, parse_group_spec
+from rebalance_advisor.domain.group_spec import GroupSpec, parse_group_spec
 
 
 def group(members, partitions, group_id="g"):

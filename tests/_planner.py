@@ -10,14 +10,20 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 
 import pytest
-from rebalance_advisor.snapshot import CommittedOffset, Group, Member, PartitionOffsets, Snapshot
+from rebalance_advisor.adapters.kafka_snapshot import (
+    CommittedOffset,
+    Group,
+    Member,
+    PartitionOffsets,
+    Snapshot,
+)
 
 _SESSION: list = []
 
 
 def live_spark():
     """The shared ``local[2]`` session, started (again) when there is none alive."""
-    from rebalance_advisor.sparkutil import spark_session
+    from rebalance_advisor.adapters.spark_session import spark_session
 
     if _SESSION and _SESSION[0].sparkContext._jsc is not None:
         return _SESSION[0]

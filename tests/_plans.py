@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from rebalance_advisor.planner.decisions import Thresholds
-from rebalance_advisor.planner.group_plan import plan_group
-from rebalance_advisor.planner.store_plans import write_run
+from rebalance_advisor.domain.decisions import Thresholds
+from rebalance_advisor.domain.group_planning import plan_group
 from rebalance_advisor.store import db
+from rebalance_advisor.store.plans import write_run
 
 
 def record_plan(

@@ -26,7 +26,7 @@ def kafka_bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     if external:
         yield external
         return
-    from rebalance_advisor import localkafka
+    from rebalance_advisor.devtools import local_kafka as localkafka
 
     state_dir = tmp_path_factory.mktemp("kafka")
     info = localkafka.start(state_dir)
@@ -39,7 +39,7 @@ def kafka_bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 @pytest.fixture(scope="session")
 def demo_groups(kafka_bootstrap: str):
     """The demo workload loaded once on the session broker, its members alive for the session."""
-    from rebalance_advisor import demo
+    from rebalance_advisor.devtools import demo_workload as demo
 
     # On a shared cluster (KAFKA_BOOTSTRAP_SERVERS) an earlier run's demo topics and groups are replaced.
     reset = bool(os.environ.get("KAFKA_BOOTSTRAP_SERVERS"))

@@ -24,9 +24,9 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from rebalance_advisor.adapters import assignment_topic as at
+from rebalance_advisor.adapters.assignment_topic import AssignmentRecord, MalformedRecord, TopicPartitionKey
 from rebalance_advisor.errors import AdvisorError
-from rebalance_advisor.publish import assignment_topic as at
-from rebalance_advisor.publish.assignment_topic import AssignmentRecord, MalformedRecord, TopicPartitionKey
 from rebalance_advisor.publish.handover import (
     OWNED,
     RELEASED,

@@ -1,4 +1,4 @@
-// Kafka's own RangeAssignor and RoundRobinAssignor as the reference for ours (tests/test_assignors_kafka_java.py).
+// Kafka's own RangeAssignor and RoundRobinAssignor as the reference for ours (tests/integration/test_assignors_kafka_java.py).
 //
 // Run with Java 17's single-file source launcher, no build step:
 //   java -cp '<kafka libs>/*' tests/support/KafkaAssignorReference.java < groups.txt

@@ -26,8 +26,8 @@ class PlannedDb:
 
 def build(url: str, bootstrap: str, snapshots: int = 2) -> tuple[tuple[int, ...], tuple[int | None, ...]]:
     """Snapshot the broker and run the planner ``snapshots`` times into ``url``."""
-    from rebalance_advisor.planner.job import run_planner
-    from rebalance_advisor.snapshot import collect
+    from rebalance_advisor.adapters.kafka_snapshot import collect
+    from rebalance_advisor.adapters.spark_planner import run_planner
     from rebalance_advisor.store import db
     from rebalance_advisor.store.snapshots import write_snapshot
 

@@ -19,7 +19,7 @@ def _budget(value: str) -> int | None:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from rebalance_advisor.planner.decisions import DEFAULT_STRATEGIES, Thresholds
+    from rebalance_advisor.domain.decisions import DEFAULT_STRATEGIES, Thresholds
 
     d = Thresholds()
     adv = subparsers.add_parser(
@@ -67,10 +67,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _advise(args: argparse.Namespace) -> int:
-    from rebalance_advisor.planner.decisions import Thresholds
-    from rebalance_advisor.planner.job import run_planner
-    from rebalance_advisor.planner.report import format_outcomes, outcome_reasons
-    from rebalance_advisor.sparkutil import spark_session
+    from rebalance_advisor.adapters.spark_planner import run_planner
+    from rebalance_advisor.adapters.spark_session import spark_session
+    from rebalance_advisor.domain.decisions import Thresholds
+    from rebalance_advisor.services.outcome_report import format_outcomes, outcome_reasons
     from rebalance_advisor.store import db
 
     thresholds = Thresholds(
@@ -110,9 +110,9 @@ def _advise(args: argparse.Namespace) -> int:
 
 
 def _plans(args: argparse.Namespace) -> int:
-    from rebalance_advisor.planner.report import format_plans
-    from rebalance_advisor.planner.store_plans import list_plans
+    from rebalance_advisor.services.outcome_report import format_plans
     from rebalance_advisor.store import db
+    from rebalance_advisor.store.plans import list_plans
 
     db.require_schema(args.db)
     rows = list_plans(args.db, group=args.group, status=args.status, limit=args.limit)

@@ -39,7 +39,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def resolve_bootstrap(explicit: str | None) -> str:
     """Explicit servers, else ``KAFKA_BOOTSTRAP_SERVERS``, else the running local broker."""
-    from rebalance_advisor import localkafka
+    from rebalance_advisor.devtools import local_kafka as localkafka
     from rebalance_advisor.errors import AdvisorError
     from rebalance_advisor.settings import bootstrap_servers_from_env
 
@@ -64,7 +64,7 @@ def _hold(seconds: float) -> None:
 
 
 def _demo_load(args: argparse.Namespace) -> int:
-    from rebalance_advisor import demo
+    from rebalance_advisor.devtools import demo_workload as demo
 
     bootstrap = resolve_bootstrap(args.bootstrap_servers)
     with demo.demo_workload(bootstrap, reset=args.reset) as groups:
@@ -81,8 +81,11 @@ def _demo_load(args: argparse.Namespace) -> int:
 
 def _demo(args: argparse.Namespace) -> int:
     """Broker + demo workload -> snapshot DAG -> advisor DAG (in-process), then lag and plans."""
-    from rebalance_advisor import demo, lag_report, localkafka, store
-    from rebalance_advisor.pipeline import run_demo_pipeline
+    from rebalance_advisor import store
+    from rebalance_advisor.devtools import demo_workload as demo
+    from rebalance_advisor.devtools import local_kafka as localkafka
+    from rebalance_advisor.devtools.demo_pipeline import run_demo_pipeline
+    from rebalance_advisor.services import lag_report
     from rebalance_advisor.settings import bootstrap_servers_from_env
 
     external = bootstrap_servers_from_env()

@@ -49,14 +49,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _fetch(args: argparse.Namespace) -> int:
-    from rebalance_advisor import localkafka
+    from rebalance_advisor.devtools import local_kafka as localkafka
 
     print(localkafka.fetch_jars(quiet=False))
     return 0
 
 
 def _start(args: argparse.Namespace) -> int:
-    from rebalance_advisor import localkafka
+    from rebalance_advisor.devtools import local_kafka as localkafka
 
     info = localkafka.start(args.state_dir, port=args.port, timeout=args.timeout)
     print(f"broker running: {info.bootstrap_servers} (pid {info.pid}, data in {info.state_dir})")
@@ -64,14 +64,14 @@ def _start(args: argparse.Namespace) -> int:
 
 
 def _stop(args: argparse.Namespace) -> int:
-    from rebalance_advisor import localkafka
+    from rebalance_advisor.devtools import local_kafka as localkafka
 
     print("broker stopped" if localkafka.stop(args.state_dir) else "no broker was running")
     return 0
 
 
 def _status(args: argparse.Namespace) -> int:
-    from rebalance_advisor import localkafka
+    from rebalance_advisor.devtools import local_kafka as localkafka
 
     info = localkafka.status(args.state_dir)
     if not info:
@@ -82,7 +82,7 @@ def _status(args: argparse.Namespace) -> int:
 
 
 def _consumer_groups(args: argparse.Namespace) -> int:
-    from rebalance_advisor import localkafka
+    from rebalance_advisor.devtools import local_kafka as localkafka
     from rebalance_advisor.errors import AdvisorError
 
     bootstrap = args.bootstrap_server

@@ -34,7 +34,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _add(args: argparse.Namespace) -> int:
-    from rebalance_advisor.publish import registry
+    from rebalance_advisor.services import static_members as registry
     from rebalance_advisor.store import db
 
     db.upgrade(args.db)
@@ -44,7 +44,7 @@ def _add(args: argparse.Namespace) -> int:
 
 
 def _list(args: argparse.Namespace) -> int:
-    from rebalance_advisor.publish import registry
+    from rebalance_advisor.services import static_members as registry
     from rebalance_advisor.store import db
 
     db.require_schema(args.db)
@@ -66,7 +66,7 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _remove(args: argparse.Namespace) -> int:
-    from rebalance_advisor.publish import registry
+    from rebalance_advisor.services import static_members as registry
     from rebalance_advisor.store import db
 
     db.require_schema(args.db)

@@ -87,9 +87,9 @@ def _parse_options(pairs: list[str]) -> dict[str, str]:
 
 def build_plan(data: Any, strategy: str, options: dict[str, Any]) -> dict[str, Any]:
     """The plan JSON document for one group: pure, so tests and other callers can use it directly."""
-    from rebalance_advisor.assignors import get_assignor
-    from rebalance_advisor.metrics import compute_metrics
-    from rebalance_advisor.spec import parse_group_spec
+    from rebalance_advisor.domain.assignors import get_assignor
+    from rebalance_advisor.domain.group_spec import parse_group_spec
+    from rebalance_advisor.domain.metrics import compute_metrics
 
     assignor = get_assignor(strategy)
     spec = parse_group_spec(data)

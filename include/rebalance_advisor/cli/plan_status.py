@@ -54,7 +54,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _kafka_config(args: argparse.Namespace) -> dict:
-    from rebalance_advisor import snapshot
+    from rebalance_advisor.adapters import kafka_snapshot as snapshot
     from rebalance_advisor.cli.demo import resolve_bootstrap
 
     config = snapshot.read_client_config(args.config) if args.config else {}
@@ -65,8 +65,8 @@ def _kafka_config(args: argparse.Namespace) -> dict:
 
 
 def _show(args: argparse.Namespace) -> int:
-    from rebalance_advisor.planner.store_plans import get_plan
-    from rebalance_advisor.publish.lifecycle import UnknownPlan, allowed_from
+    from rebalance_advisor.services.plan_lifecycle import UnknownPlan, allowed_from
+    from rebalance_advisor.store.plans import get_plan
 
     plan = get_plan(args.plan_id, args.db)
     if plan is None:
@@ -82,8 +82,8 @@ def _show(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from rebalance_advisor.publish import lifecycle
-    from rebalance_advisor.publish.assignment_topic import DEFAULT_TOPIC
+    from rebalance_advisor.adapters.assignment_topic import DEFAULT_TOPIC
+    from rebalance_advisor.services import plan_lifecycle as lifecycle
     from rebalance_advisor.store import db
 
     db.require_schema(args.db)

@@ -75,7 +75,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _snapshot(args: argparse.Namespace) -> int:
-    from rebalance_advisor import snapshot, store
+    from rebalance_advisor import store
+    from rebalance_advisor.adapters import kafka_snapshot as snapshot
     from rebalance_advisor.cli.demo import resolve_bootstrap
 
     options = snapshot.SnapshotOptions(
@@ -97,9 +98,10 @@ def _snapshot(args: argparse.Namespace) -> int:
 
 
 def _lag(args: argparse.Namespace) -> int:
-    from rebalance_advisor import lag_report, store
+    from rebalance_advisor import store
+    from rebalance_advisor.domain.lag_rules import ResetPolicy
     from rebalance_advisor.errors import AdvisorError
-    from rebalance_advisor.lag import ResetPolicy
+    from rebalance_advisor.services import lag_report
     from rebalance_advisor.store import db
 
     policy = ResetPolicy.parse(args.reset_policy)

@@ -7,9 +7,7 @@ from datetime import UTC, datetime, timedelta
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from rebalance_advisor.errors import AdvisorError
-from rebalance_advisor.gcpause import gc_paused
-from rebalance_advisor.snapshot import (
+from rebalance_advisor.adapters.kafka_snapshot import (
     CommittedOffset,
     Group,
     Member,
@@ -17,6 +15,8 @@ from rebalance_advisor.snapshot import (
     Snapshot,
     SnapshotError,
 )
+from rebalance_advisor.errors import AdvisorError
+from rebalance_advisor.gcpause import gc_paused
 from rebalance_advisor.store import db
 from rebalance_advisor.store.models import (
     SNAPSHOT_CHILDREN,

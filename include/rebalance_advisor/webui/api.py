@@ -11,7 +11,8 @@ from typing import Annotated
 from fastapi import APIRouter, Body, Depends, Path, Query, Request
 from fastapi.concurrency import run_in_threadpool
 
-from rebalance_advisor.webui import decisions, queries
+from rebalance_advisor.webui import plan_decisions as decisions
+from rebalance_advisor.webui import queries
 from rebalance_advisor.webui.auth import TriggerUser, require_read
 from rebalance_advisor.webui.schemas import (
     DecisionBody,

@@ -18,7 +18,7 @@ from fastapi.responses import JSONResponse, RedirectResponse, Response
 from rebalance_advisor.errors import AdvisorError
 from rebalance_advisor.webui import api, pages
 from rebalance_advisor.webui.auth import LoginRequired, login_url
-from rebalance_advisor.webui.decisions import Conflict
+from rebalance_advisor.webui.plan_decisions import Conflict
 from rebalance_advisor.webui.queries import NotFound
 
 DB_FAULTS = (sa.exc.OperationalError, sa.exc.InterfaceError, sa.exc.ProgrammingError)
@@ -28,7 +28,7 @@ UNREACHABLE = "the plan database is unreachable"
 def default_db_url() -> str:
     """Connection ``rebalance_advisor_db``, else ``REBALANCE_ADVISOR_DB_URL``, else the SQLite default."""
     try:
-        from rebalance_advisor.airflow_support import database_url as airflow_database_url
+        from rebalance_advisor.adapters.airflow_connections import database_url as airflow_database_url
     except ImportError:  # the helper is not there yet: same order, environment part only
         from rebalance_advisor.settings import database_url
 

@@ -14,14 +14,14 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from rebalance_advisor.adapters.kafka_snapshot import Snapshot
+from rebalance_advisor.domain.decisions import Thresholds
+from rebalance_advisor.domain.lag_rules import ResetPolicy, partition_lags
 from rebalance_advisor.errors import AdvisorError
-from rebalance_advisor.lag import ResetPolicy, partition_lags
-from rebalance_advisor.planner.decisions import Thresholds
-from rebalance_advisor.planner.store_plans import get_plan, published_assignments
-from rebalance_advisor.snapshot import Snapshot
 from rebalance_advisor.store import db
 from rebalance_advisor.store.models import ConsumerGroupRow, SnapshotRow
 from rebalance_advisor.store.plan_models import AdvisorRun, GroupOutcome, Plan
+from rebalance_advisor.store.plans import get_plan, published_assignments
 from rebalance_advisor.store.snapshots import load_snapshot
 
 
@@ -313,7 +313,7 @@ def baseline_owners(
     A dynamic group: the owners in the plan's snapshot. A manual-assign group (no live members in
     the snapshot, registered static members): the snapshot cannot see ``assign()`` consumers, so
     the planner measured against the group's latest published plan (``published``, from
-    :func:`~rebalance_advisor.planner.store_plans.published_assignments`); without one, every
+    :func:`~rebalance_advisor.store.plans.published_assignments`); without one, every
     partition was unowned. A plan that is itself published (or superseded) has that baseline
     replaced by itself or a newer plan, so it keeps the snapshot's owners.
     """

@@ -8,8 +8,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from rebalance_advisor.assignors import ASSIGNORS
-from rebalance_advisor.planner.decisions import OUTCOMES
+from rebalance_advisor.domain.assignors import ASSIGNORS
+from rebalance_advisor.domain.decisions import OUTCOMES
 from rebalance_advisor.store.plan_models import PLAN_STATUSES
 
 PlanStatus = StrEnum("PlanStatus", {s: s for s in PLAN_STATUSES})

@@ -1,0 +1,1 @@
+"""Adapters at the edges: Kafka, Spark, Airflow connections."""

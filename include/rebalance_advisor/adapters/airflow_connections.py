@@ -1,0 +1,127 @@
+"""What the DAGs share: the snapshot Asset, connection resolution, and the snapshot task body.
+
+Airflow is imported lazily so the library works without it; ``SNAPSHOT_ASSET`` is created on first
+access. Connections:
+- Kafka: the Kafka provider's ``kafka`` connection (default ``kafka_default``); its ``extra`` JSON
+  is the librdkafka config and must hold ``bootstrap.servers``.
+- Database: connection ``rebalance_advisor_db``; ``extra.sqlalchemy_url`` wins, else the URL is
+  built from the connection's fields. Without that connection: ``REBALANCE_ADVISOR_DB_URL`` or the
+  SQLite default.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from rebalance_advisor.errors import AdvisorError
+
+SNAPSHOT_ASSET_NAME = "kafka_offsets_snapshot"
+#: ``x-`` schemes are the ones Airflow accepts as-is (no normaliser, no warning).
+SNAPSHOT_ASSET_URI = "x-rebalance-advisor://snapshots/kafka_offsets_snapshot"
+DEFAULT_KAFKA_CONN_ID = "kafka_default"
+DEFAULT_DB_CONN_ID = "rebalance_advisor_db"
+
+
+def snapshot_asset() -> Any:
+    """The Asset the snapshot DAG emits and the advisor DAG is scheduled on."""
+    from airflow.sdk import Asset
+
+    return Asset(name=SNAPSHOT_ASSET_NAME, uri=SNAPSHOT_ASSET_URI)
+
+
+def __getattr__(name: str) -> Any:  # PEP 562: SNAPSHOT_ASSET without importing Airflow up front
+    if name == "SNAPSHOT_ASSET":
+        return snapshot_asset()
+    raise AttributeError(name)
+
+
+def _get_connection(conn_id: str) -> Any | None:
+    from airflow.sdk import BaseHook
+
+    try:
+        return BaseHook.get_connection(conn_id)
+    except Exception as error:  # AirflowNotFoundException lives in different modules across versions
+        if type(error).__name__ == "AirflowNotFoundException":
+            return None
+        raise
+
+
+def kafka_client_config(conn_id: str = DEFAULT_KAFKA_CONN_ID) -> dict[str, Any]:
+    """The librdkafka config from a ``kafka`` connection's extra (``bootstrap.servers`` required)."""
+    conn = _get_connection(conn_id)
+    if conn is None:
+        raise AdvisorError(
+            f"Airflow connection {conn_id!r} does not exist: create a 'kafka' connection whose extra is "
+            'the librdkafka config, e.g. {"bootstrap.servers": "broker:9092"}'
+        )
+    config = dict(conn.extra_dejson or {})
+    if not config.get("bootstrap.servers"):
+        raise AdvisorError(f"Airflow connection {conn_id!r}: its extra must set 'bootstrap.servers'")
+    return config
+
+
+def database_url(conn_id: str = DEFAULT_DB_CONN_ID) -> str:
+    """The advisor DB's SQLAlchemy URL from connection ``conn_id``, else the settings default."""
+    import sqlalchemy as sa
+
+    from rebalance_advisor import settings
+
+    conn = _get_connection(conn_id)
+    if conn is None:
+        return settings.database_url()
+    extra = conn.extra_dejson or {}
+    if extra.get("sqlalchemy_url"):
+        return str(extra["sqlalchemy_url"])
+    conn_type = (conn.conn_type or "").lower()
+    if conn_type == "sqlite":
+        return f"sqlite:///{conn.host}"
+    if conn_type in ("postgres", "postgresql"):
+        return sa.URL.create(
+            "postgresql+psycopg",
+            username=conn.login or None,
+            password=conn.password or None,
+            host=conn.host or None,
+            port=conn.port or None,
+            database=conn.schema or None,
+        ).render_as_string(hide_password=False)
+    return conn.get_uri()
+
+
+def run_snapshot(
+    kafka_conn_id: str = DEFAULT_KAFKA_CONN_ID,
+    db_conn_id: str = DEFAULT_DB_CONN_ID,
+    groups: str | None = None,
+    exclude_groups: str | None = None,
+    read_committed: bool = False,
+    retention_hours: float | None = 168.0,
+    timeout_s: float = 30.0,
+    run_id: str | None = None,
+) -> dict[str, Any]:
+    """The snapshot task: collect, store (replacing this run's earlier attempt), prune; a summary."""
+    from rebalance_advisor import store
+    from rebalance_advisor.adapters import kafka_snapshot as snapshot
+
+    config = kafka_client_config(kafka_conn_id)
+    url = database_url(db_conn_id)
+    store.upgrade(url)
+    options = snapshot.SnapshotOptions(
+        groups=snapshot.GroupFilter.parse(groups, exclude_groups),
+        read_committed=read_committed,
+        timeout_s=timeout_s,
+    )
+    taken = snapshot.collect(config["bootstrap.servers"], config, options)
+    snapshot_id = store.write_snapshot(taken, url, airflow_run_id=run_id)
+    pruned = store.prune(timedelta(hours=retention_hours), url) if retention_hours else 0
+    return {
+        "snapshot_id": snapshot_id,
+        "status": taken.status,
+        "groups": len(taken.groups),
+        "members": taken.member_count,
+        "partitions": len(taken.partitions),
+        "committed_offsets": len(taken.committed),
+        "errors": len(taken.errors),
+        "duration_s": round(taken.duration_s, 3),
+        "pruned": pruned,
+        "summary": snapshot.summarize(taken),
+    }

@@ -1,0 +1,190 @@
+"""Publish one plan's per-member assignments to the assignment topic, whole or not at all.
+
+The caller (the plan lifecycle) passes plain data; this module owns only the Kafka side:
+the next epoch (derived from what the topic holds for the group), idempotence, empty records for
+dropped members, and one transaction per publish. A transactional id per group also fences a
+concurrent or crashed publisher of the same group: its unfinished transaction is aborted.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from rebalance_advisor.adapters import assignment_topic as at
+from rebalance_advisor.adapters.assignment_topic import AssignmentRecord, TopicPartitionKey
+from rebalance_advisor.errors import AdvisorError
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class PublishResult:
+    """What a publish wrote (``changed``) or found already written (``changed`` False: a no-op)."""
+
+    topic: str
+    group_id: str
+    plan_id: str
+    epoch: int
+    #: every record of the plan's epoch: the plan's members, then the dropped members (empty)
+    records: tuple[AssignmentRecord, ...]
+    #: members that held partitions before and are not in this plan: they got ``partitions: []``
+    dropped: tuple[str, ...]
+    changed: bool
+    #: malformed records met on the topic while reading the group's state (skipped)
+    malformed: tuple[str, ...] = ()
+
+
+def transactional_id(group_id: str) -> str:
+    """One id per group: publishers of one group fence each other, different groups never do."""
+    return f"rebalance-advisor-publisher.{group_id}"
+
+
+def normalize_plan(
+    assignments: Mapping[str, Iterable[tuple[str, int]]],
+) -> dict[str, tuple[TopicPartitionKey, ...]]:
+    """Validate a plan's assignments (each partition to at most one member) and sort them."""
+    if not assignments:
+        raise AdvisorError("the plan assigns no members: nothing to publish")
+    owners: dict[TopicPartitionKey, str] = {}
+    result = {}
+    for member, partitions in assignments.items():
+        if not isinstance(member, str) or not member:
+            raise AdvisorError(f"member id {member!r} is not a non-empty string")
+        parts = []
+        for topic, partition in partitions:
+            if not isinstance(topic, str) or not topic or not isinstance(partition, int) or partition < 0:
+                raise AdvisorError(f"member {member}: ({topic!r}, {partition!r}) is not a (topic, partition)")
+            if (topic, partition) in owners:
+                raise AdvisorError(
+                    f"{topic}-{partition} is assigned to both {owners[(topic, partition)]} and {member}"
+                )
+            owners[(topic, partition)] = member
+            parts.append((topic, partition))
+        result[member] = tuple(sorted(parts))
+    return result
+
+
+def plan_records(
+    group_id: str,
+    plan_id: str,
+    plan: Mapping[str, tuple[TopicPartitionKey, ...]],
+    existing: Mapping[str, AssignmentRecord],
+    previous_members: Iterable[str],
+    published_at: str,
+    after_epoch: int = 0,
+) -> tuple[int, tuple[AssignmentRecord, ...], tuple[str, ...], bool]:
+    """Pure core of a publish: (epoch, records, dropped members, changed) given the group's records.
+
+    No-op when the group's latest epoch already is this plan with these partitions; refused when
+    that plan id is the latest with other partitions. An older plan published again is a new
+    epoch: compaction forgets old plan ids, so refusing superseded plans is the plan table's job.
+    """
+    latest = max((r.epoch for r in existing.values()), default=0)
+    at_latest = {m: r for m, r in existing.items() if r.epoch == latest}
+    if at_latest and all(r.plan_id == plan_id for r in at_latest.values()):
+        published = {m: r.partitions for m, r in at_latest.items() if r.partitions or m in plan}
+        if published == dict(plan):
+            return (
+                latest,
+                tuple(sorted(at_latest.values(), key=_order(plan))),
+                _dropped_of(at_latest, plan),
+                False,
+            )
+        raise AdvisorError(
+            f"plan {plan_id} is already published for group {group_id} at epoch {latest} with other "
+            "assignments: a changed plan needs a new plan id"
+        )
+    epoch = max(latest, after_epoch) + 1
+    holders = {m for m, r in existing.items() if r.partitions} | set(previous_members)
+    dropped = tuple(sorted(holders - set(plan)))
+    records = [AssignmentRecord(group_id, m, epoch, plan_id, plan[m], published_at) for m in sorted(plan)]
+    records += [AssignmentRecord(group_id, m, epoch, plan_id, (), published_at) for m in dropped]
+    return epoch, tuple(records), dropped, True
+
+
+def _order(plan: Mapping[str, object]) -> Callable[[AssignmentRecord], tuple[bool, str]]:
+    return lambda r: (r.member not in plan, r.member)
+
+
+def _dropped_of(at_latest: Mapping[str, AssignmentRecord], plan: Mapping[str, object]) -> tuple[str, ...]:
+    return tuple(sorted(m for m in at_latest if m not in plan))
+
+
+def publish_assignments(
+    config: Mapping[str, Any],
+    group_id: str,
+    plan_id: str,
+    assignments: Mapping[str, Iterable[tuple[str, int]]],
+    previous_members: Iterable[str] = (),
+    *,
+    topic: str = at.DEFAULT_TOPIC,
+    after_epoch: int = 0,
+    timeout: float = 30.0,
+    now: Callable[[], datetime] | None = None,
+) -> PublishResult:
+    """Write a plan's assignments for ``group_id`` to the assignment topic in one transaction.
+
+    ``config`` is a librdkafka config (``bootstrap.servers`` and security settings; group settings
+    are ignored). ``previous_members`` are members the caller knows held partitions (e.g. of the
+    previously published plan); members holding partitions on the topic are found anyway.
+    ``after_epoch`` keeps epochs increasing should the topic ever be lost (pass the last epoch
+    the plan table knows). Raises AdvisorError when the broker cannot be reached or the
+    transaction fails: then nothing was published and calling again completes it.
+    """
+    from confluent_kafka import KafkaException, Producer
+
+    plan = normalize_plan(assignments)
+    plan_id = str(plan_id)
+    producer = Producer(
+        {
+            **at.connection_config(config),
+            "transactional.id": transactional_id(group_id),
+            "transaction.timeout.ms": max(int(timeout * 1000) * 2, 10_000),
+            "message.timeout.ms": int(timeout * 1000),
+        }
+    )
+    began = False
+    try:
+        at.ensure_topic(config, topic, timeout=timeout)
+        # Then: fences (and aborts) any earlier unfinished publish of this group, and waits for a
+        # committed one to settle, so the read below sees every committed record of the group.
+        producer.init_transactions(timeout)
+        state = at.read_topic(config, topic, timeout=timeout)
+        stamp = (now or (lambda: datetime.now(UTC)))().isoformat()
+        epoch, records, dropped, changed = plan_records(
+            group_id, plan_id, plan, state.group(group_id), previous_members, stamp, after_epoch
+        )
+        if changed:
+            producer.begin_transaction()
+            began = True
+            for record in records:
+                producer.produce(topic, record.encode_value(), record.key)
+            producer.commit_transaction(timeout)
+    except (KafkaException, at.KafkaUnavailable) as error:
+        if began:
+            _abort_quietly(producer)
+        reason = error.args[0] if error.args else error
+        raise at.KafkaUnavailable(
+            f"publishing plan {plan_id} for group {group_id} to {topic} on "
+            f"{config.get('bootstrap.servers', '?')} failed: {reason}. "
+            "Nothing was published; retry when the broker is reachable."
+        ) from error
+    finally:
+        producer.flush(0)
+    log.info(
+        "plan %s for group %s: epoch %d, %s", plan_id, group_id, epoch, "published" if changed else "no-op"
+    )
+    return PublishResult(topic, group_id, plan_id, epoch, records, dropped, changed, tuple(state.malformed))
+
+
+def _abort_quietly(producer: Any) -> None:
+    """Abort an open transaction if the producer still can; otherwise the broker times it out."""
+    from confluent_kafka import KafkaException
+
+    with contextlib.suppress(KafkaException):
+        producer.abort_transaction(5)

@@ -1,0 +1,295 @@
+"""The planner job: one snapshot -> every group planned in Spark -> one transaction of results.
+
+Shape (why): the driver reads the snapshot and the plan history (small, SQL), builds one spec
+document per group, and hands them to Spark as rows ``(bucket, group_id, doc)``;
+``groupBy("bucket").applyInPandas`` runs :func:`~rebalance_advisor.domain.group_planning.plan_group`
+once per group on the executors, a few hundred groups per call (:func:`bucket_count` says why), with
+Arrow on (the package reaches them as a py-file zip, no shared disk); the results
+come back to the driver, which writes the run, plans, assignments, transitions and outcomes in ONE
+transaction. A Spark failure raises before anything is written, so a run lands whole or not at all.
+
+Entry points: :func:`run_planner` (takes a SparkSession: the DAG's ``@task.pyspark`` session, the
+CLI's ``local[2]`` one, or a cluster's) and :func:`plan_documents` (the Spark part alone).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from rebalance_advisor.domain.decisions import Thresholds
+from rebalance_advisor.domain.group_planning import plan_group
+from rebalance_advisor.domain.spec_documents import build_docs_from_tables, consume_rates
+from rebalance_advisor.errors import AdvisorError
+from rebalance_advisor.gcpause import gc_paused
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import SparkSession
+
+log = logging.getLogger(__name__)
+
+RESULT_SCHEMA = "group_id string, result string"
+PlanFn = Callable[[dict[str, Any], Thresholds, datetime], dict[str, Any]]
+
+
+class PlannerFailed(AdvisorError):
+    """Spark could not plan the snapshot; nothing was written."""
+
+
+@dataclass
+class PlannerRun:
+    """What a run did: the ids, one compact outcome row per group, and where the time went."""
+
+    snapshot_id: int
+    run_id: int | None  # None for a dry run (nothing written)
+    outcomes: list[dict[str, Any]]
+    timings: dict[str, float] = field(default_factory=dict)
+    dry_run: bool = False
+
+    @property
+    def flagged(self) -> list[str]:
+        return [o["group_id"] for o in self.outcomes if o["outcome"] in ("recommended", "no_better_plan")]
+
+    @property
+    def recommended_plan_ids(self) -> list[int]:
+        return [o["plan_id"] for o in self.outcomes if o["outcome"] == "recommended" and o.get("plan_id")]
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able (the DAG passes it on through XCom)."""
+        data = asdict(self)
+        data["flagged"] = self.flagged
+        data["recommended_plan_ids"] = self.recommended_plan_ids
+        return data
+
+
+def _group_planner(thresholds: dict[str, Any], now_iso: str, plan_fn: PlanFn):
+    """The applyInPandas function; a closure so cloudpickle ships it (and its settings) by value."""
+
+    def plan_batch(pdf):
+        import pandas as pd
+
+        from rebalance_advisor.domain.decisions import Thresholds as _Thresholds
+
+        settings = _Thresholds.from_dict(thresholds)
+        now = datetime.fromisoformat(now_iso)
+        results = [json.dumps(plan_fn(json.loads(doc), settings, now)) for doc in pdf["doc"]]
+        return pd.DataFrame({"group_id": pdf["group_id"].astype(str), "result": results})
+
+    return plan_batch
+
+
+def bucket_count(groups: int, parallelism: int) -> int:
+    """How many ``applyInPandas`` calls share the groups: four per core, at most one per group.
+
+    Why not one call per group (``groupBy("group_id")``): Spark's grouped map costs about a
+    millisecond per key in the Python worker (a pandas frame in, an Arrow batch out) — measured
+    8.5 s for 10,000 trivial groups under ``local[2]`` against 0.5 s for 8 keys — more than most
+    groups take to plan. Each group is still planned on its own by the same function; a bucket is
+    only how many of them travel together. Four per core leaves room to balance uneven groups.
+    """
+    return max(1, min(groups, 4 * max(parallelism, 1)))
+
+
+def _cause(error: BaseException) -> str:
+    """The useful line of a Spark/Py4J error (the Python exception raised on an executor)."""
+    text = str(error).strip()
+    lines = [line for line in text.splitlines() if line.strip()]
+    for line in reversed(lines):
+        if "Error" in line or "Exception" in line:
+            return line.strip()[:500]
+    return (lines[-1] if lines else repr(error))[:500]
+
+
+def plan_documents(
+    spark: SparkSession,
+    docs: Sequence[dict[str, Any]],
+    thresholds: Thresholds,
+    now: datetime,
+    plan_fn: PlanFn = plan_group,
+) -> list[dict[str, Any]]:
+    """Plan every document in Spark (groups bucketed, see :func:`bucket_count`); results sorted by group."""
+    import pandas as pd
+
+    from rebalance_advisor.adapters.spark_session import add_package
+
+    if not docs:
+        return []
+    add_package(spark)
+    spark.conf.set("spark.sql.execution.arrow.pyspark.enabled", "true")
+    buckets = bucket_count(len(docs), spark.sparkContext.defaultParallelism)
+    frame = pd.DataFrame(
+        {
+            "bucket": [i % buckets for i in range(len(docs))],
+            "group_id": [d["group_id"] for d in docs],
+            "doc": [json.dumps(d) for d in docs],
+        }
+    )
+    try:
+        df = spark.createDataFrame(frame, schema="bucket int, group_id string, doc string")
+        # repartition by number: one task per bucket, which adaptive execution does not coalesce
+        # (it would merge small shuffle partitions into one task, on one core).
+        planned = (
+            df.repartition(buckets, "bucket")
+            .groupBy("bucket")
+            .applyInPandas(
+                _group_planner(thresholds.to_dict(), now.isoformat(), plan_fn), schema=RESULT_SCHEMA
+            )
+        )
+        rows = planned.toPandas()
+    except Exception as error:  # Py4J/Spark errors have no common base class
+        raise PlannerFailed(f"Spark planning failed, nothing written: {_cause(error)}") from error
+    results = [json.loads(r) for r in rows["result"]]
+    if len(results) != len(docs):
+        raise PlannerFailed(f"Spark returned {len(results)} results for {len(docs)} groups; nothing written")
+    return sorted(results, key=lambda r: r["group_id"])
+
+
+def compact_outcome(result: dict[str, Any], plan_id: int | None = None) -> dict[str, Any]:
+    """The outcome row the DAG summary and the CLI print."""
+    keys = ("group_id", "outcome", "reason", "total_lag", "max_lag_before", "max_lag_after", "moves")
+    row = {k: result.get(k) for k in keys}
+    row["best_strategy"] = result.get("best_strategy")
+    row["plan_status"] = (result.get("plan") or {}).get("status")
+    row["plan_id"] = plan_id
+    return row
+
+
+def run_planner(
+    spark: SparkSession,
+    url: str | None = None,
+    snapshot: str | int | None = "latest",
+    thresholds: Thresholds | None = None,
+    *,
+    group_pattern: str | None = None,
+    reset: str | None = None,
+    weight: str = "lag",
+    airflow_run_id: str | None = None,
+    created_by: str = "cli",
+    dry_run: bool = False,
+    publish_mode: str = "recommend",
+    now: datetime | None = None,
+    plan_fn: PlanFn = plan_group,
+) -> PlannerRun:
+    """Plan one snapshot (``latest`` or an id) and store the run; see the module docstring.
+
+    ``plan_fn`` is the per-group function (tests pass one that fails mid-job to prove nothing
+    lands). ``reset`` is the lag module's reset policy (``"latest"``, ``"orders-.*=earliest,..."``).
+    Unknown snapshots raise AdvisorError; an empty snapshot gives a run with no outcomes.
+    """
+    thresholds = thresholds or Thresholds()
+    with gc_paused():
+        return _run_planner(
+            spark,
+            url,
+            snapshot,
+            thresholds,
+            group_pattern=group_pattern,
+            reset=reset,
+            weight=weight,
+            airflow_run_id=airflow_run_id,
+            created_by=created_by,
+            dry_run=dry_run,
+            publish_mode=publish_mode,
+            now=now,
+            plan_fn=plan_fn,
+        )
+
+
+def _run_planner(
+    spark: SparkSession,
+    url: str | None,
+    snapshot: str | int | None,
+    thresholds: Thresholds,
+    *,
+    group_pattern: str | None,
+    reset: str | None,
+    weight: str,
+    airflow_run_id: str | None,
+    created_by: str,
+    dry_run: bool,
+    publish_mode: str,
+    now: datetime | None,
+    plan_fn: PlanFn,
+) -> PlannerRun:
+    from rebalance_advisor.domain.lag_rules import ResetPolicy
+    from rebalance_advisor.store import db
+    from rebalance_advisor.store import plans as store_plans
+    from rebalance_advisor.store.snapshot_reader import read_snapshot_tables
+    from rebalance_advisor.store.snapshots import load_snapshot, previous_snapshot_id, resolve_snapshot_id
+
+    started = time.perf_counter()
+    started_at = now or datetime.now(UTC)
+    db.require_schema(url)
+    snapshot_id = resolve_snapshot_id(snapshot, url)
+    with db.connect(url) as conn:
+        registry = store_plans.static_members(conn)
+        published = store_plans.published_assignments(conn)
+        standing = store_plans.standing_plans(conn, airflow_run_id)
+    policy = ResetPolicy.parse(reset)
+    group_rates: dict[tuple[str, str, int], float] = {}
+    if weight == "drain_ms" and (prev_id := previous_snapshot_id(snapshot_id, url)) is not None:
+        # rates compare two whole snapshots (rebalance_advisor.domain.lag_rules.rates)
+        group_rates = consume_rates(load_snapshot(snapshot_id, url), load_snapshot(prev_id, url), policy)
+    docs = build_docs_from_tables(  # rows straight into the documents (planner.read says why)
+        read_snapshot_tables(snapshot_id, url),
+        registry,
+        group_pattern=group_pattern,
+        reset=policy,
+        weight=weight,
+        group_rates=group_rates,
+        published=published,
+    )
+    for doc in docs:
+        plan = standing.get(doc["group_id"])
+        if plan is not None and thresholds.cooldown_minutes > 0:
+            doc["standing"] = {
+                "plan_id": plan.plan_id,
+                "status": plan.status,
+                "created_at": plan.created_at.isoformat(),
+            }
+    read_s = time.perf_counter() - started
+    results = plan_documents(spark, docs, thresholds, started_at, plan_fn)
+    plan_s = time.perf_counter() - started - read_s
+    params = {
+        **thresholds.to_dict(),
+        "group_pattern": group_pattern,
+        "reset": reset,
+        "weight": weight,
+        "publish_mode": publish_mode,
+        "dry_run": dry_run,
+    }
+    run_id = None
+    plan_ids: dict[str, int] = {}
+    if not dry_run:
+        with db.connect(url) as conn:
+            run_id, plan_ids = store_plans.write_run(
+                conn,
+                snapshot_id=snapshot_id,
+                results=results,
+                params=params,
+                started_at=started_at,
+                airflow_run_id=airflow_run_id,
+                created_by=created_by,
+            )
+    write_s = time.perf_counter() - started - read_s - plan_s
+    outcomes = [compact_outcome(r, plan_ids.get(r["group_id"])) for r in results]
+    timings = {
+        "read_s": read_s,
+        "plan_s": plan_s,
+        "write_s": write_s,
+        "total_s": time.perf_counter() - started,
+    }
+    log.info(
+        "planned snapshot %s: %d groups, %d flagged, run %s (%.2f s)",
+        snapshot_id,
+        len(results),
+        sum(o["outcome"] in ("recommended", "no_better_plan") for o in outcomes),
+        run_id,
+        timings["total_s"],
+    )
+    return PlannerRun(snapshot_id, run_id, outcomes, timings, dry_run)

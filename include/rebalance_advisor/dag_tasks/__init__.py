@@ -1,0 +1,1 @@
+"""Task bodies of the DAG files."""

@@ -1,0 +1,1 @@
+"""Local broker and demo workload: dev tooling, not shipped logic."""

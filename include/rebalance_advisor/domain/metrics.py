@@ -1,0 +1,197 @@
+"""How evenly an assignment spreads lag, how far it is from the best possible, and what it moves.
+
+Definitions (M members, member lag = sum of the lags of its partitions):
+
+- ``imbalance`` = max member lag / mean member lag; 1.0 when the group has no lag at all.
+- ``lag_cv`` = population standard deviation / mean of member lags; 0.0 when there is no lag.
+- ``partition_count_spread`` = max - min partitions per member over all members;
+  ``topic_partition_count_spread[t]`` the same over the subscribers of topic t.
+- ``moves`` = partitions whose current owner (``GroupSpec.owner``: the member that owns it after
+  the generation rule) differs from their new member. Unowned partitions never count.
+- ``gap`` = max member lag / lower bound - 1 (0.0 when both are 0).
+
+Lower bound on the max member lag. It must hold for every count-balanced assignment: with one
+shared subscription that is every assignment where each member's partition count is within one
+of the others' overall (sticky) or per topic (range, lag_aware). Both give every member at least
+F = sum over topics t of floor(P_t / M) partitions (overall balance gives floor(P / M) >= F).
+Let L_1 >= L_2 >= ... be the lags of a set of partitions that must all go to some C members.
+
+1. Averaging: some member gets at least sum(L) / C.
+2. Pigeonhole: for j >= 0 with jC + 1 <= n, the top jC + 1 partitions are spread over C members,
+   so one member holds j + 1 of them, whose lags sum to at least L_{jC-j+1} + ... + L_{jC+1} (the
+   j + 1 smallest of the top set). That member holds at least F partitions in all, so F - j - 1
+   others, disjoint from those, whose lags sum to at least the F - j - 1 smallest lags of the whole
+   group (the k-th smallest of a subset is >= the k-th smallest of the set). j = 0 is "the largest
+   partition plus the smallest partitions its holder must also take".
+
+Both are applied to the whole group (C = M) and to each topic alone (C = its subscribers).
+With differing subscriptions a member need not hold anything, so F = 0 there; instead the bounds
+are applied to every subscriber set S with all partitions of topics whose subscribers lie inside
+S (they can only go to S, C = |S|) — skipped for very many distinct sets, which only weakens it.
+Member lags are integers, so the bound is rounded up.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from rebalance_advisor.domain.assignors._common import member_sums
+from rebalance_advisor.domain.group_spec import Assignment, GroupSpec
+
+_SUBSET_WORK_LIMIT = 50_000_000
+
+
+@dataclass(frozen=True)
+class GroupMetrics:
+    """The numbers a plan is judged by; ``to_dict`` is the ``metrics`` object of the plan JSON."""
+
+    member_lag: dict[str, int]
+    member_partitions: dict[str, int]
+    max_member_lag: int
+    imbalance: float
+    lag_cv: float
+    partition_count_spread: int
+    topic_partition_count_spread: dict[str, int]
+    moves: int
+    lower_bound_max_lag: int
+    gap: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "member_lag": dict(self.member_lag),
+            "max_member_lag": self.max_member_lag,
+            "imbalance": self.imbalance,
+            "lag_cv": self.lag_cv,
+            "partition_count_spread": self.partition_count_spread,
+            "moves": self.moves,
+            "lower_bound_max_lag": self.lower_bound_max_lag,
+            "gap": self.gap,
+            "member_partitions": dict(self.member_partitions),
+            "max_topic_partition_count_spread": max(self.topic_partition_count_spread.values(), default=0),
+        }
+
+
+def as_owners(spec: GroupSpec, assignment: Assignment | Mapping | np.ndarray) -> np.ndarray:
+    """Accept either form of an assignment and return the owners array."""
+    if isinstance(assignment, np.ndarray):
+        return assignment
+    return spec.owners_from_assignment(assignment)
+
+
+def moves(spec: GroupSpec, assignment: Assignment | np.ndarray) -> int:
+    """Partitions that leave their current owner."""
+    owners = as_owners(spec, assignment)
+    held = spec.owner >= 0
+    return int(np.count_nonzero(owners[held] != spec.owner[held]))
+
+
+def member_lags(spec: GroupSpec, assignment: Assignment | np.ndarray) -> np.ndarray:
+    return member_sums(as_owners(spec, assignment), spec.lag, spec.num_members)
+
+
+def topic_count_spread(spec: GroupSpec, owners: np.ndarray) -> np.ndarray:
+    """Per topic: max - min partitions of that topic over its subscribers."""
+    num_members = spec.num_members
+    held = owners >= 0
+    key = spec.topic_index[held].astype(np.int64) * num_members + owners[held]
+    keys, counts = np.unique(key, return_counts=True)
+    topics_of = keys // num_members
+    spread = np.zeros(len(spec.topics), dtype=np.int64)
+    if not len(keys):
+        return spread
+    starts = np.flatnonzero(np.r_[True, topics_of[1:] != topics_of[:-1]])
+    t_ids = topics_of[starts]
+    highest = np.maximum.reduceat(counts, starts)
+    lowest = np.minimum.reduceat(counts, starts)
+    holders = np.diff(np.r_[starts, len(keys)])
+    subscribers = np.array([len(spec.topic_subscribers[t]) for t in t_ids.tolist()], dtype=np.int64)
+    lowest = np.where(holders < subscribers, 0, lowest)
+    spread[t_ids] = highest - lowest
+    return spread
+
+
+def _pigeonhole(desc: np.ndarray, members: int, floor_count: int, smallest_prefix: np.ndarray) -> float:
+    """Bounds 1 and 2 of the module docstring for partitions ``desc`` (sorted descending) on C members."""
+    n = len(desc)
+    if n == 0 or members == 0:
+        return 0.0
+    csum = np.concatenate([[0], np.cumsum(desc, dtype=np.int64)])
+    j = np.arange((n - 1) // members + 1)
+    top = j * members + 1
+    held = csum[top] - csum[top - j - 1]
+    rest = np.clip(floor_count - j - 1, 0, len(smallest_prefix) - 1)
+    return max(float((held + smallest_prefix[rest]).max()), float(csum[-1]) / members)
+
+
+def lower_bound_max_lag(spec: GroupSpec) -> int:
+    """A lower bound on the max member lag of any count-balanced assignment (module docstring)."""
+    assignable = spec.assignable
+    lags = spec.lag
+    asc_all = np.sort(lags[assignable])
+    if not len(asc_all):
+        return 0
+    smallest_prefix = np.concatenate([[0], np.cumsum(asc_all, dtype=np.int64)])
+    num_members = spec.num_members
+    starts = spec.topic_start
+    if spec.identical_subscriptions:
+        sizes = np.diff(starts)[spec.class_topics[0]]
+        floor_count = int((sizes // num_members).sum())
+        bound = _pigeonhole(asc_all[::-1], num_members, floor_count, smallest_prefix)
+        for t in np.flatnonzero(spec.class_topics[0]).tolist():
+            topic_desc = np.sort(lags[starts[t] : starts[t + 1]])[::-1]
+            bound = max(bound, _pigeonhole(topic_desc, num_members, floor_count, smallest_prefix))
+        return math.ceil(bound)
+    bound = _pigeonhole(asc_all[::-1], num_members, 0, smallest_prefix)
+    class_topics = spec.class_topics
+    columns, column_of_topic = np.unique(class_topics.T, axis=0, return_inverse=True)
+    column_of_topic = column_of_topic.reshape(-1)
+    subscribed = columns.any(axis=1)
+    topic_pattern = [columns[c] for c in range(len(columns))]
+    do_subsets = len(columns) ** 2 * class_topics.shape[0] <= _SUBSET_WORK_LIMIT
+    class_sizes = np.bincount(spec.member_class, minlength=class_topics.shape[0])
+    for c, pattern in enumerate(topic_pattern):
+        if not subscribed[c]:
+            continue
+        if do_subsets:
+            inside = ~(columns & ~pattern).any(axis=1) & subscribed  # patterns contained in this one
+        else:
+            inside = np.zeros(len(columns), dtype=bool)
+            inside[c] = True
+        topic_mask = inside[column_of_topic]
+        part_mask = topic_mask[spec.topic_index]
+        desc = np.sort(lags[part_mask])[::-1]
+        size = int(class_sizes[pattern].sum())
+        bound = max(bound, _pigeonhole(desc, size, 0, smallest_prefix))
+    return math.ceil(bound)
+
+
+def compute_metrics(
+    spec: GroupSpec, assignment: Assignment | np.ndarray, lower_bound: int | None = None
+) -> GroupMetrics:
+    """All metrics of one assignment; pass ``lower_bound`` to reuse it across plans of one spec."""
+    owners = as_owners(spec, assignment)
+    lags = member_sums(owners, spec.lag, spec.num_members)
+    counts = np.bincount(owners[owners >= 0], minlength=spec.num_members)
+    total = int(lags.sum())
+    max_lag = int(lags.max())
+    mean = total / spec.num_members
+    bound = lower_bound_max_lag(spec) if lower_bound is None else lower_bound
+    topic_spread = topic_count_spread(spec, owners)
+    ids = spec.member_ids
+    return GroupMetrics(
+        member_lag=dict(zip(ids, lags.tolist(), strict=True)),
+        member_partitions=dict(zip(ids, counts.tolist(), strict=True)),
+        max_member_lag=max_lag,
+        imbalance=max_lag / mean if total else 1.0,
+        lag_cv=float(lags.std() / mean) if total else 0.0,
+        partition_count_spread=int(counts.max() - counts.min()),
+        topic_partition_count_spread=dict(zip(spec.topics, topic_spread.tolist(), strict=True)),
+        moves=moves(spec, owners),
+        lower_bound_max_lag=bound,
+        gap=max_lag / bound - 1.0 if bound else 0.0,
+    )

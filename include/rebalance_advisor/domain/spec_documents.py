@@ -1,0 +1,224 @@
+"""Snapshot -> one spec document per group (``parse_group_spec``'s JSON shape plus planner keys).
+
+Dynamic groups: members, their topics and the partitions they hold come from the snapshot.
+Plans name a member by its ``group.instance.id`` when it has one (static membership survives
+restarts, the member id does not), else by its member id. librdkafka does not expose a member's
+subscription, so the snapshot stores the topics of its assignment; a member holding nothing is
+taken to share the group's topics (the common single-subscription case) rather than to subscribe
+to none.
+
+Memberless groups (consumers using ``assign()``): members come from the ``static_members``
+registry, with the topics registered there. The snapshot cannot see what such consumers hold, so
+what they own is the group's latest ``published`` plan (``published``: what the consumers were
+told to run): members no longer registered drop out, partitions no longer in the group's topics
+are ignored. Without a published plan they own nothing (every partition counts as unowned lag);
+without registered members the document has no members and the group's outcome is ``no_members``.
+
+Partition weight (``weight``): ``lag`` (messages, the default) or ``drain_ms``: the time to work
+off the lag at the group's own consume rate on that partition between the previous snapshot and
+this one (Δcommitted / Δt, from ``rebalance_advisor.domain.lag_rules.rates``). Partitions without a positive
+rate use the group's median rate; a group with no rate at all falls back to ``lag`` (the document
+says which weight it used). Lag itself follows the lag module's rule and per-group
+``auto.offset.reset`` policy.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from rebalance_advisor.adapters.kafka_snapshot import Snapshot
+from rebalance_advisor.domain.lag_rules import ResetPolicy, partition_lag, rates
+
+WEIGHTS = ("lag", "drain_ms")
+
+#: group -> member -> the (topic, partition) pairs of the group's latest published plan
+#: (``store_plans.published_assignments``); the owned partitions of manual-assign members.
+PublishedAssignments = Mapping[str, Mapping[str, Sequence[tuple[str, int]]]]
+
+
+@dataclass(frozen=True)
+class StaticMember:
+    """One registered manual-assign consumer instance."""
+
+    group_id: str
+    member_id: str
+    topics: tuple[str, ...]
+
+
+def consume_rates(
+    current: Snapshot, previous: Snapshot | None, policy: ResetPolicy
+) -> dict[tuple[str, str, int], float]:
+    """Committed-offset advance per second for (group, topic, partition) (``rebalance_advisor.domain.lag_rules``)."""
+    if previous is None or current.taken_at <= previous.taken_at:
+        return {}
+    return {
+        (r.group_id, r.topic, r.partition): r.consume_rate
+        for r in rates(previous, current, policy)
+        if r.consume_rate is not None
+    }
+
+
+def _drain_weights(
+    group_id: str, lags: dict[tuple[str, int], int], rates: Mapping[tuple[str, str, int], float]
+) -> dict[tuple[str, int], int] | None:
+    """Milliseconds to drain each partition's lag at the group's rate; None when no rate is known."""
+    known = sorted(r for (g, t, p), r in rates.items() if g == group_id and r > 0 and (t, p) in lags)
+    if not known:
+        return None
+    fallback = known[len(known) // 2]
+    return {
+        tp: math.ceil(1000 * lag / (rates.get((group_id, *tp)) or fallback)) if lag else 0
+        for tp, lag in lags.items()
+    }
+
+
+@dataclass(frozen=True)
+class SnapshotTables:
+    """The parts of a snapshot the documents are built from, keyed for lookup.
+
+    Why: a 10,000-group snapshot holds about a million committed offsets and a million member
+    assignments; the planner's SQL reader (:mod:`rebalance_advisor.store.snapshot_reader`) fills these dicts
+    straight from rows instead of building a dataclass per row, and both routes share
+    :func:`build_docs_from_tables`, so there is one way from snapshot data to documents.
+    """
+
+    #: (topic, partition) -> (log start offset, log end offset)
+    offsets: dict[tuple[str, int], tuple[int | None, int | None]]
+    #: group -> {(topic, partition): committed offset}
+    committed: dict[str, dict[tuple[str, int], int]]
+    #: every group of the snapshot -> its members in the coordinator's order, each as
+    #: (member id, group instance id, subscribed topics, assigned (topic, partition) pairs)
+    members: dict[str, list[tuple[str, str | None, tuple[str, ...], tuple[tuple[str, int], ...]]]]
+
+
+def snapshot_tables(snapshot: Snapshot) -> SnapshotTables:
+    """The :class:`SnapshotTables` of an in-memory snapshot."""
+    committed: dict[str, dict[tuple[str, int], int]] = {}
+    for c in snapshot.committed:
+        committed.setdefault(c.group_id, {})[(c.topic, c.partition)] = c.offset
+    return SnapshotTables(
+        offsets={(p.topic, p.partition): (p.log_start_offset, p.log_end_offset) for p in snapshot.partitions},
+        committed=committed,
+        members={
+            g.group_id: [
+                (m.member_id, m.group_instance_id, tuple(m.subscribed_topics), tuple(m.assignment))
+                for m in g.members
+            ]
+            for g in snapshot.groups
+        },
+    )
+
+
+def build_group_docs(
+    snapshot: Snapshot,
+    static_members: Iterable[StaticMember] = (),
+    *,
+    group_pattern: str | None = None,
+    reset: ResetPolicy | None = None,
+    weight: str = "lag",
+    previous: Snapshot | None = None,
+    published: PublishedAssignments | None = None,
+) -> list[dict[str, Any]]:
+    """One document per group of the snapshot (and per registered manual-assign group), sorted by id."""
+    if weight not in WEIGHTS:
+        raise ValueError(f"weight must be one of {WEIGHTS}, got {weight!r}")
+    policy = reset or ResetPolicy()
+    group_rates = consume_rates(snapshot, previous, policy) if weight == "drain_ms" else {}
+    return build_docs_from_tables(
+        snapshot_tables(snapshot),
+        static_members,
+        group_pattern=group_pattern,
+        reset=policy,
+        weight=weight,
+        group_rates=group_rates,
+        published=published,
+    )
+
+
+def build_docs_from_tables(
+    tables: SnapshotTables,
+    static_members: Iterable[StaticMember] = (),
+    *,
+    group_pattern: str | None = None,
+    reset: ResetPolicy | None = None,
+    weight: str = "lag",
+    group_rates: Mapping[tuple[str, str, int], float] | None = None,
+    published: PublishedAssignments | None = None,
+) -> list[dict[str, Any]]:
+    """:func:`build_group_docs` on :class:`SnapshotTables`; ``group_rates`` feed ``drain_ms``,
+    ``published`` gives manual-assign members what they own (module docstring)."""
+    if weight not in WEIGHTS:
+        raise ValueError(f"weight must be one of {WEIGHTS}, got {weight!r}")
+    matcher = re.compile(group_pattern) if group_pattern else None
+    policy = reset or ResetPolicy()
+    offsets = tables.offsets
+    partitions_of: dict[str, list[int]] = {}
+    for topic, partition in sorted(offsets):
+        partitions_of.setdefault(topic, []).append(partition)
+    committed = tables.committed
+    registry: dict[str, list[StaticMember]] = {}
+    for s in static_members:
+        registry.setdefault(s.group_id, []).append(s)
+    group_ids = sorted(set(tables.members) | set(committed))
+    group_rates = group_rates or {}
+    published = published or {}
+    docs = []
+    for group_id in group_ids:
+        if matcher is not None and not matcher.fullmatch(group_id):
+            continue
+        live = tables.members.get(group_id, ())
+        members: list[dict[str, Any]] = []
+        if live:
+            shared = sorted({t for m in live for t in m[2]} | {t for m in live for t, _ in m[3]})
+            for member_id, instance_id, subscribed, assignment in live:
+                topics = sorted(set(subscribed) | {t for t, _ in assignment}) or shared
+                members.append(
+                    {
+                        "member_id": instance_id or member_id,
+                        "group_instance_id": instance_id,
+                        "topics": topics,
+                        "owned": [[t, p] for t, p in assignment],
+                    }
+                )
+        else:
+            for s in sorted(registry.get(group_id, ()), key=lambda s: s.member_id):
+                members.append(
+                    {
+                        "member_id": s.member_id,
+                        "group_instance_id": None,
+                        "topics": list(s.topics),
+                        "owned": [],
+                    }
+                )
+        topics = sorted({t for m in members for t in m["topics"]}) or sorted(
+            {t for t, _ in committed.get(group_id, {})}
+        )
+        group_committed = committed.get(group_id, {})
+        lags: dict[tuple[str, int], int] = {}
+        reset_value = policy.for_group(group_id)
+        for topic in topics:
+            for partition in partitions_of.get(topic, []):
+                log_start, log_end = offsets[(topic, partition)]
+                lags[(topic, partition)] = partition_lag(
+                    group_committed.get((topic, partition)), log_start, log_end, reset_value
+                )
+        if not live and (plan := published.get(group_id)):
+            for member in members:  # only partitions still in the group's topics (lags has them all)
+                member["owned"] = [[t, p] for t, p in plan.get(member["member_id"], ()) if (t, p) in lags]
+        used = "lag"
+        if weight == "drain_ms" and (drain := _drain_weights(group_id, lags, group_rates)) is not None:
+            lags, used = drain, "drain_ms"
+        docs.append(
+            {
+                "group_id": group_id,
+                "members": members,
+                "partitions": [{"topic": t, "partition": p, "lag": lag} for (t, p), lag in lags.items()],
+                "weight": used,
+                "note": None if members else "no members and no registered static members",
+            }
+        )
+    return docs

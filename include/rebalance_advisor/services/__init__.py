@@ -1,0 +1,1 @@
+"""Use cases the DAGs, the CLI and the web app call."""

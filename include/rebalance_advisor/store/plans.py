@@ -1,0 +1,420 @@
+"""Plan-table I/O: what the planner reads before a run, the one-transaction write after it, and the
+queries the CLI, the DAG summary and the UI share.
+
+A run is written by :func:`write_run` in one transaction: the run row, every plan with its
+assignments and first transition (``None -> recommended``/``skipped``), one outcome per group,
+and ``recommended -> superseded`` for the group's older recommended plans. Re-writing the same
+Airflow run id first deletes that run's rows (explicitly: SQLite does not cascade by default).
+
+Concurrent runs: a run decides its cool-downs from the plan history it read *before* Spark, so two
+runs planning at once would both recommend for the same group. :func:`write_run` therefore
+serializes writers (PostgreSQL: one transaction-scoped advisory lock; SQLite: its database write
+lock, taken by the first write) and, under that lock, re-checks every recommendation against the
+standing plans committed meanwhile (:func:`_apply_concurrent_cooldown`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from rebalance_advisor.domain.decisions import STANDING_STATUSES, StandingPlan, as_utc
+from rebalance_advisor.domain.spec_documents import StaticMember
+from rebalance_advisor.store import db
+from rebalance_advisor.store.models import StaticMemberRow
+from rebalance_advisor.store.plan_models import (
+    AdvisorRun,
+    GroupOutcome,
+    Plan,
+    PlanAssignment,
+    PlanTransition,
+)
+
+_INSERT_CHUNK = 5_000
+
+#: Key of the PostgreSQL advisory lock that serializes plan writes (any constant 64-bit value;
+#: this one is "rbadvise" in ASCII). One key, not one per group: a run may touch 10,000 groups,
+#: more than PostgreSQL's lock table holds per transaction.
+PLAN_WRITE_LOCK_KEY = 0x7262616476697365
+
+
+def static_members(conn: Connection) -> list[StaticMember]:
+    """The manual-assign registry."""
+    rows = conn.execute(
+        sa.select(StaticMemberRow.group_id, StaticMemberRow.member_id, StaticMemberRow.topics)
+    )
+    return [StaticMember(g, m, tuple(t or ())) for g, m, t in rows]
+
+
+def published_assignments(conn: Connection) -> dict[str, dict[str, list[tuple[str, int]]]]:
+    """Per manual-assign group, its latest ``published`` plan as {member: [(topic, partition)]}.
+
+    Why: the snapshot cannot see what ``assign()`` consumers hold; what they were last told to run
+    is what they own (``planner.specs``), so the planner measures and moves against it.
+    """
+    registered = sa.select(StaticMemberRow.group_id).distinct()
+    latest = (
+        sa.select(sa.func.max(Plan.id))
+        .where(Plan.status == "published", Plan.group_id.in_(registered))
+        .group_by(Plan.group_id)
+    )
+    rows = conn.execute(
+        sa.select(Plan.group_id, PlanAssignment.member_id, PlanAssignment.topic, PlanAssignment.partition)
+        .join(PlanAssignment, PlanAssignment.plan_id == Plan.id)
+        .where(Plan.id.in_(latest))
+        .order_by(Plan.group_id, PlanAssignment.member_id, PlanAssignment.topic, PlanAssignment.partition)
+    )
+    result: dict[str, dict[str, list[tuple[str, int]]]] = {}
+    for group_id, member_id, topic, partition in rows:
+        result.setdefault(group_id, {}).setdefault(member_id, []).append((topic, partition))
+    return result
+
+
+def standing_plans(conn: Connection, replacing_airflow_run_id: str | None = None) -> dict[str, StandingPlan]:
+    """Per group, its newest recommended/approved/published plan (the cool-down reference).
+
+    Plans of the run being replaced (same Airflow run id) do not count: a re-run must not be
+    held back by its own earlier attempt.
+    """
+    newest = sa.select(sa.func.max(Plan.id)).where(Plan.status.in_(STANDING_STATUSES)).group_by(Plan.group_id)
+    if replacing_airflow_run_id is not None:
+        replaced = sa.select(AdvisorRun.id).where(AdvisorRun.airflow_run_id == replacing_airflow_run_id)
+        newest = newest.where(Plan.run_id.not_in(replaced))
+    rows = conn.execute(
+        sa.select(Plan.id, Plan.group_id, Plan.status, Plan.created_at).where(Plan.id.in_(newest))
+    )
+    return {g: StandingPlan(i, s, c) for i, g, s, c in rows}
+
+
+def _delete_run(conn: Connection, airflow_run_id: str) -> None:
+    run_ids = sa.select(AdvisorRun.id).where(AdvisorRun.airflow_run_id == airflow_run_id)
+    plan_ids = sa.select(Plan.id).where(Plan.run_id.in_(run_ids))
+    conn.execute(sa.delete(GroupOutcome).where(GroupOutcome.run_id.in_(run_ids)))
+    conn.execute(sa.delete(PlanTransition).where(PlanTransition.plan_id.in_(plan_ids)))
+    conn.execute(sa.delete(PlanAssignment).where(PlanAssignment.plan_id.in_(plan_ids)))
+    conn.execute(sa.delete(Plan).where(Plan.run_id.in_(run_ids)))
+    conn.execute(sa.delete(AdvisorRun).where(AdvisorRun.id.in_(run_ids)))
+
+
+def _lock_plan_writes(conn: Connection) -> None:
+    """Serialize plan writers until this transaction ends (see the module docstring)."""
+    if conn.dialect.name == "postgresql":
+        conn.execute(sa.text("SELECT pg_advisory_xact_lock(:key)"), {"key": PLAN_WRITE_LOCK_KEY})
+    # SQLite: the run's first DELETE/INSERT takes the database write lock, which serializes writers.
+
+
+def _apply_concurrent_cooldown(
+    conn: Connection,
+    run_id: int,
+    results: Sequence[dict[str, Any]],
+    started_at: datetime,
+    cooldown_minutes: float,
+) -> None:
+    """Downgrade recommendations that a concurrent run's committed plan now holds in cool-down.
+
+    Runs under the write lock. A standing plan of another run younger than the cool-down (measured
+    from this run's start, as the decision rules do) turns this run's recommendation into a
+    ``skipped`` plan with outcome ``no_better_plan`` — what the rules would have decided had they
+    seen it. ``results`` are updated in place, so the caller reports what was stored.
+    """
+    if cooldown_minutes <= 0:
+        return
+    recommended = {r["group_id"]: r for r in results if (r.get("plan") or {}).get("status") == "recommended"}
+    groups = sorted(recommended)
+    for start in range(0, len(groups), _INSERT_CHUNK):
+        chunk = groups[start : start + _INSERT_CHUNK]
+        newest = (
+            sa.select(sa.func.max(Plan.id))
+            .where(Plan.group_id.in_(chunk), Plan.status.in_(STANDING_STATUSES), Plan.run_id != run_id)
+            .group_by(Plan.group_id)
+        )
+        rows = conn.execute(
+            sa.select(Plan.id, Plan.group_id, Plan.status, Plan.created_at).where(Plan.id.in_(newest))
+        )
+        for plan_id, group_id, status, created_at in rows:
+            until = as_utc(created_at) + timedelta(minutes=cooldown_minutes)
+            if as_utc(started_at) >= until:
+                continue
+            result = recommended[group_id]
+            result["plan"]["status"] = "skipped"
+            result["outcome"] = "no_better_plan"
+            result["reason"] = (
+                f"cool-down: plan {plan_id} ({status}), written by a concurrent run, still stands until "
+                f"{until.isoformat(timespec='seconds')}; candidate {result['plan']['strategy']} kept as skipped "
+                f"(was: {result['reason']})"
+            )
+
+
+def _chunks(rows: list[dict[str, Any]]) -> Iterable[list[dict[str, Any]]]:
+    for start in range(0, len(rows), _INSERT_CHUNK):
+        yield rows[start : start + _INSERT_CHUNK]
+
+
+def write_run(
+    conn: Connection,
+    *,
+    snapshot_id: int,
+    results: Sequence[dict[str, Any]],
+    params: dict[str, Any],
+    started_at: datetime,
+    airflow_run_id: str | None,
+    created_by: str,
+) -> tuple[int, dict[str, int]]:
+    """Insert one planner run (caller owns the transaction); return (advisor run id, {group: plan id}).
+
+    ``params["cooldown_minutes"]`` (the run's thresholds) drives the concurrent cool-down re-check.
+    """
+    _lock_plan_writes(conn)
+    if airflow_run_id is not None:
+        _delete_run(conn, airflow_run_id)
+    now = datetime.now(UTC)
+    run_id = conn.execute(
+        sa.insert(AdvisorRun)
+        .values(
+            snapshot_id=snapshot_id,
+            airflow_run_id=airflow_run_id,
+            started_at=started_at,
+            finished_at=now,
+            status="success",
+            params=params,
+        )
+        .returning(AdvisorRun.id)
+    ).scalar_one()
+    _apply_concurrent_cooldown(conn, run_id, results, started_at, float(params.get("cooldown_minutes") or 0))
+    planned = [r for r in results if r.get("plan") is not None]
+    plan_rows = []
+    for r in planned:
+        plan = r["plan"]
+        after = plan["metrics_after"]
+        metrics = {
+            "before": r["metrics_before"],
+            "after": after,
+            "weight": plan["weight"],
+            "candidates": r["candidates"],
+            "equivalent_strategies": plan["equivalent_strategies"],
+        }
+        plan_rows.append(
+            {
+                "run_id": run_id,
+                "snapshot_id": snapshot_id,
+                "group_id": r["group_id"],
+                "strategy": plan["strategy"],
+                "status": plan["status"],
+                "epoch": None,
+                "created_at": now,
+                "created_by": created_by,
+                "max_lag_before": r["max_lag_before"],
+                "max_lag_after": after["max_member_lag"],
+                "imbalance_before": r["imbalance_before"],
+                "imbalance_after": after["imbalance"],
+                "spread_before": r["spread_before"],
+                "spread_after": after["partition_count_spread"],
+                "moves": after["moves"],
+                "lower_bound": after["lower_bound_max_lag"],
+                "gap": after["gap"],
+                "reason": r["reason"],
+                "metrics": metrics,
+            }
+        )
+    # One multi-row INSERT ... RETURNING per chunk instead of one statement per plan (10,000 plans
+    # took seconds); the ids come back in parameter order, so they pair with ``planned``.
+    new_plan_ids: list[int] = []
+    table = Plan.__table__
+    for chunk in _chunks(plan_rows):
+        inserted = conn.execute(table.insert().returning(table.c.id, sort_by_parameter_order=True), chunk)
+        new_plan_ids.extend(inserted.scalars())
+    plan_ids: dict[str, int] = {}
+    assignments: list[dict[str, Any]] = []
+    transitions: list[dict[str, Any]] = []
+    recommended_groups: list[str] = []
+    for r, plan_id in zip(planned, new_plan_ids, strict=True):
+        plan = r["plan"]
+        plan_ids[r["group_id"]] = plan_id
+        if plan["status"] == "recommended":
+            recommended_groups.append(r["group_id"])
+        assignments.extend(
+            {"plan_id": plan_id, "member_id": m, "topic": t, "partition": p, "lag": lag}
+            for m, t, p, lag in plan["assignments"]
+        )
+        transitions.append(
+            {
+                "plan_id": plan_id,
+                "from_status": None,
+                "to_status": plan["status"],
+                "actor": created_by,
+                "airflow_run_id": airflow_run_id,
+                "at": now,
+                "note": r["reason"],
+            }
+        )
+    new_ids = set(plan_ids.values())
+    for start in range(0, len(recommended_groups), _INSERT_CHUNK):
+        groups = recommended_groups[start : start + _INSERT_CHUNK]
+        older = conn.execute(
+            sa.select(Plan.id).where(Plan.group_id.in_(groups), Plan.status == "recommended")
+        ).scalars()
+        older_ids = [pid for pid in older if pid not in new_ids]
+        if not older_ids:
+            continue
+        conn.execute(sa.update(Plan).where(Plan.id.in_(older_ids)).values(status="superseded"))
+        transitions.extend(
+            {
+                "plan_id": pid,
+                "from_status": "recommended",
+                "to_status": "superseded",
+                "actor": created_by,
+                "airflow_run_id": airflow_run_id,
+                "at": now,
+                "note": f"superseded by advisor run {run_id}",
+            }
+            for pid in older_ids
+        )
+    outcomes = [
+        {
+            "run_id": run_id,
+            "group_id": r["group_id"],
+            "outcome": r["outcome"],
+            "reason": r["reason"],
+            "total_lag": r["total_lag"],
+            "max_lag_before": r["max_lag_before"],
+            "max_lag_after": r["max_lag_after"],
+            "imbalance_before": r["imbalance_before"],
+            "imbalance_after": r["imbalance_after"],
+            "moves": r["moves"],
+            "best_strategy": r["best_strategy"],
+            "plan_id": plan_ids.get(r["group_id"]),
+        }
+        for r in results
+    ]
+    for model, rows in (
+        (PlanAssignment, assignments),
+        (PlanTransition, transitions),
+        (GroupOutcome, outcomes),
+    ):
+        for chunk in _chunks(rows):  # the Core table, not the ORM entity: no per-row ORM bulk work
+            conn.execute(sa.insert(model.__table__), chunk)
+    return run_id, plan_ids
+
+
+# ---- queries (CLI ``plans``, DAG summary, UI) -----------------------------------------------
+
+PLAN_COLUMNS = (
+    "id",
+    "run_id",
+    "snapshot_id",
+    "group_id",
+    "strategy",
+    "status",
+    "epoch",
+    "created_at",
+    "created_by",
+    "max_lag_before",
+    "max_lag_after",
+    "imbalance_before",
+    "imbalance_after",
+    "spread_before",
+    "spread_after",
+    "moves",
+    "lower_bound",
+    "gap",
+    "reason",
+)
+
+
+def list_plans(
+    url: str | None = None,
+    *,
+    group: str | None = None,
+    status: str | None = None,
+    run_id: int | None = None,
+    limit: int | None = None,
+) -> list[dict[str, Any]]:
+    """Plans newest first (without the metrics JSON), filtered by group, status or run."""
+    query = sa.select(*(getattr(Plan, c) for c in PLAN_COLUMNS)).order_by(Plan.id.desc())
+    if group is not None:
+        query = query.where(Plan.group_id == group)
+    if status is not None:
+        query = query.where(Plan.status == status)
+    if run_id is not None:
+        query = query.where(Plan.run_id == run_id)
+    if limit is not None:
+        query = query.limit(limit)
+    with db.connect(url) as conn:
+        return [dict(row) for row in conn.execute(query).mappings()]
+
+
+def get_plan(plan_id: int, url: str | None = None) -> dict[str, Any] | None:
+    """One plan with its metrics JSON, its assignments and its transitions."""
+    with db.connect(url) as conn:
+        row = conn.execute(sa.select(Plan.__table__).where(Plan.id == plan_id)).mappings().first()
+        if row is None:
+            return None
+        plan = dict(row)
+        plan["assignments"] = [
+            dict(a)
+            for a in conn.execute(
+                sa.select(
+                    PlanAssignment.member_id,
+                    PlanAssignment.topic,
+                    PlanAssignment.partition,
+                    PlanAssignment.lag,
+                    PlanAssignment.key_hash_start,
+                    PlanAssignment.key_hash_end,
+                )
+                .where(PlanAssignment.plan_id == plan_id)
+                .order_by(PlanAssignment.member_id, PlanAssignment.topic, PlanAssignment.partition)
+            ).mappings()
+        ]
+        plan["transitions"] = [
+            dict(t)
+            for t in conn.execute(
+                sa.select(
+                    PlanTransition.from_status,
+                    PlanTransition.to_status,
+                    PlanTransition.actor,
+                    PlanTransition.airflow_run_id,
+                    PlanTransition.at,
+                    PlanTransition.note,
+                )
+                .where(PlanTransition.plan_id == plan_id)
+                .order_by(PlanTransition.id)
+            ).mappings()
+        ]
+    return plan
+
+
+def plan_assignment_map(plan_id: int, url: str | None = None) -> dict[str, list[tuple[str, int]]]:
+    """{member: sorted [(topic, partition)]} of one plan (what publishing and tests compare)."""
+    with db.connect(url) as conn:
+        rows = conn.execute(
+            sa.select(PlanAssignment.member_id, PlanAssignment.topic, PlanAssignment.partition)
+            .where(PlanAssignment.plan_id == plan_id)
+            .order_by(PlanAssignment.member_id, PlanAssignment.topic, PlanAssignment.partition)
+        )
+        result: dict[str, list[tuple[str, int]]] = {}
+        for member, topic, partition in rows:
+            result.setdefault(member, []).append((topic, partition))
+    return result
+
+
+def run_outcomes(run_id: int | None = None, url: str | None = None) -> list[dict[str, Any]]:
+    """One row per group of an advisor run (default: the newest run), by group id."""
+    with db.connect(url) as conn:
+        if run_id is None:
+            run_id = conn.execute(sa.select(sa.func.max(AdvisorRun.id))).scalar_one_or_none()
+            if run_id is None:
+                return []
+        table = GroupOutcome.__table__
+        query = sa.select(table).where(table.c.run_id == run_id).order_by(table.c.group_id)
+        return [dict(row) for row in conn.execute(query).mappings()]
+
+
+def advisor_runs(url: str | None = None, limit: int = 20) -> list[dict[str, Any]]:
+    """The newest advisor runs, newest first."""
+    with db.connect(url) as conn:
+        rows = conn.execute(sa.select(AdvisorRun.__table__).order_by(AdvisorRun.id.desc()).limit(limit))
+        return [dict(r) for r in rows.mappings()]

@@ -1,0 +1,113 @@
+"""The planner's snapshot reader: stored rows straight into :class:`SnapshotTables`.
+
+Why not :func:`rebalance_advisor.store.snapshots.load_snapshot`: for 10,000 groups it builds about
+two million dataclasses (a committed offset and an assignment pair per partition and group) and
+goes through SQLAlchemy's mapping rows, which made reading most of the planner's run time. This
+reader selects only the columns the documents need and fills plain dicts from the driver's row
+tuples; :func:`~rebalance_advisor.domain.spec_documents.build_docs_from_tables` then builds the same
+documents as :func:`~rebalance_advisor.domain.spec_documents.build_group_docs` on a loaded snapshot (the
+lag rule stays :func:`rebalance_advisor.domain.lag_rules.partition_lag`). Orders match ``load_snapshot``:
+members by position, a member's assignment by (topic, partition).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from rebalance_advisor.domain.spec_documents import SnapshotTables
+from rebalance_advisor.errors import AdvisorError
+from rebalance_advisor.store import db
+from rebalance_advisor.store.models import (
+    CommittedOffsetRow,
+    ConsumerGroupRow,
+    GroupMemberRow,
+    MemberAssignmentRow,
+    PartitionOffsetRow,
+    SnapshotRow,
+)
+
+
+def _rows(conn: Connection, query: sa.Select) -> list[Any]:
+    """Plain row tuples from the DBAPI cursor (no Row objects: millions of rows).
+
+    Driver errors become the same clear :class:`~rebalance_advisor.store.db.DatabaseUnavailable`
+    as :func:`rebalance_advisor.store.db.connect` raises (password hidden).
+    """
+    compiled = query.compile(dialect=conn.dialect)
+    params = compiled.construct_params()
+    positional = compiled.positiontup
+    try:
+        cursor = conn.connection.cursor()
+        try:
+            if positional is not None:
+                cursor.execute(str(compiled), tuple(params[name] for name in positional))
+            else:
+                cursor.execute(str(compiled), params)
+            return cursor.fetchall()
+        finally:
+            cursor.close()
+    except db.dbapi_errors(conn) as error:  # the raw cursor raises the driver's errors, not SQLAlchemy's
+        raise db.unavailable(conn.engine.url, error) from error
+
+
+def read_snapshot_tables(snapshot_id: int, url: str | None = None) -> SnapshotTables:
+    """One stored snapshot's offsets, committed offsets and members; unknown ids raise AdvisorError."""
+    with db.connect(url) as conn:
+        if conn.execute(sa.select(SnapshotRow.id).where(SnapshotRow.id == snapshot_id)).first() is None:
+            raise AdvisorError(f"snapshot {snapshot_id} does not exist")
+        p, g, m = PartitionOffsetRow.__table__, ConsumerGroupRow.__table__, GroupMemberRow.__table__
+        a, c = MemberAssignmentRow.__table__, CommittedOffsetRow.__table__
+        offsets = {
+            (topic, partition): (start, end)
+            for topic, partition, start, end in _rows(
+                conn,
+                sa.select(p.c.topic, p.c.partition, p.c.log_start_offset, p.c.log_end_offset)
+                .where(p.c.snapshot_id == snapshot_id)
+                .order_by(p.c.topic, p.c.partition),
+            )
+        }
+        committed: dict[str, dict[tuple[str, int], int]] = {}
+        for group_id, topic, partition, offset in _rows(
+            conn,
+            sa.select(c.c.group_id, c.c.topic, c.c.partition, c.c.committed_offset)
+            .where(c.c.snapshot_id == snapshot_id)
+            .order_by(c.c.group_id, c.c.topic, c.c.partition),
+        ):
+            group = committed.get(group_id)
+            if group is None:
+                group = committed[group_id] = {}
+            group[(topic, partition)] = offset
+        assignments: dict[tuple[str, str], list[tuple[str, int]]] = {}
+        for group_id, member_id, topic, partition in _rows(
+            conn,
+            sa.select(a.c.group_id, a.c.member_id, a.c.topic, a.c.partition)
+            .where(a.c.snapshot_id == snapshot_id)
+            .order_by(a.c.group_id, a.c.member_id, a.c.topic, a.c.partition),
+        ):
+            key = (group_id, member_id)
+            held = assignments.get(key)
+            if held is None:
+                held = assignments[key] = []
+            held.append((topic, partition))
+        members: dict[str, list[tuple[str, str | None, tuple[str, ...], tuple[tuple[str, int], ...]]]] = {}
+        # SQLAlchemy rows here: few (one per member) and the JSON column needs its type's decoding.
+        member_rows = conn.execute(
+            sa.select(m.c.group_id, m.c.member_id, m.c.group_instance_id, m.c.subscribed_topics)
+            .where(m.c.snapshot_id == snapshot_id)
+            .order_by(m.c.group_id, m.c.position)
+        )
+        for group_id, member_id, instance_id, topics in member_rows:
+            members.setdefault(group_id, []).append(
+                (
+                    member_id,
+                    instance_id,
+                    tuple(topics or ()),
+                    tuple(assignments.get((group_id, member_id), ())),
+                )
+            )
+        group_ids = conn.execute(sa.select(g.c.group_id).where(g.c.snapshot_id == snapshot_id)).scalars()
+        groups = {group_id: members.get(group_id, []) for group_id in group_ids}
+    return SnapshotTables(offsets=offsets, committed=committed, members=groups)

@@ -1,0 +1,36 @@
+"""Approve or reject a plan from the UI: the one place the web app writes.
+
+Only a ``recommended`` plan can be decided; anything else is a conflict with the reason (already
+approved, superseded by a newer plan, ...). The rules, the transition row and the row lock are the
+plan lifecycle's (``rebalance_advisor.services.plan_lifecycle``); this module maps its refusals to HTTP.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from rebalance_advisor.errors import AdvisorError
+from rebalance_advisor.store import db
+from rebalance_advisor.webui.queries import NotFound, plan_row
+
+Action = Literal["approve", "reject"]
+TARGET: dict[str, str] = {"approve": "approved", "reject": "rejected"}
+
+
+class Conflict(AdvisorError):
+    """The plan is not in a state that allows this decision (HTTP 409 with this message)."""
+
+
+def decide(url: str, plan_id: int, action: Action, actor: str, note: str | None = None) -> dict[str, Any]:
+    """Move plan ``plan_id`` from ``recommended`` to approved/rejected; return the updated row."""
+    from rebalance_advisor.services import plan_lifecycle as lifecycle
+
+    with db.connect(url) as conn:
+        try:
+            lifecycle.transition(conn, plan_id, TARGET[action], actor, note=note, expect=("recommended",))
+        except lifecycle.UnknownPlan as error:
+            raise NotFound(str(error)) from error
+        except lifecycle.IllegalTransition as error:
+            raise Conflict(str(error)) from error
+        plan = plan_row(conn, plan_id)
+    return {k: v for k, v in plan.items() if k != "metrics"}

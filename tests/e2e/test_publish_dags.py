@@ -1,0 +1,324 @@
+"""Publishing under real Airflow (``dag.test()``): the members form, the approval DAG, and the
+advisor in ``static`` publish mode driving real ``AssignedConsumer`` processes to the new plan."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from tests._plans import record_plan
+from tests.support.dag_imports import heavy_modules_after_parsing
+
+DAGS = Path(__file__).resolve().parents[2] / "dags"
+pytestmark = [pytest.mark.airflow, pytest.mark.slow]
+
+
+@pytest.fixture
+def connections(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, kafka_bootstrap: str) -> str:
+    db_file = tmp_path / "advisor.db"
+    conns = {
+        "REBALANCE_ADVISOR_DB": {"conn_type": "sqlite", "host": str(db_file)},
+        "KAFKA_DEFAULT": {"conn_type": "kafka", "extra": {"bootstrap.servers": kafka_bootstrap}},
+        "SPARK_DEFAULT": {
+            "conn_type": "spark",
+            "host": "local[2]",
+            "extra": {"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1"},
+        },
+    }
+    for name, conn in conns.items():
+        monkeypatch.setenv(f"AIRFLOW_CONN_{name}", json.dumps(conn))
+    url = f"sqlite:///{db_file}"
+    from rebalance_advisor.store import db
+
+    db.upgrade(url)
+    return url
+
+
+def _dag(name: str):
+    from airflow.dag_processing.dagbag import DagBag
+
+    bag = DagBag(dag_folder=str(DAGS / f"{name}.py"))
+    assert not bag.import_errors, bag.import_errors
+    return bag.dags[name]
+
+
+def _states(run) -> dict[str, str]:
+    return {ti.task_id: ti.state for ti in run.get_task_instances()}
+
+
+@pytest.mark.parametrize("name", ["kafka_static_members", "kafka_plan_approval"])
+def test_dag_files_import_nothing_heavy(name: str) -> None:
+    heavy = ("confluent_kafka", "alembic", "pyspark", "pandas", "numpy")
+    assert heavy_modules_after_parsing(DAGS / f"{name}.py", heavy) == set()
+
+
+def test_static_members_form(airflow_home, connections: str) -> None:
+    from airflow.sdk.definitions.param import ParamValidationError
+    from rebalance_advisor.services import static_members as registry
+
+    dag = _dag("kafka_static_members")
+    good = {"group_id": "orders", "member_id": "w-0", "topics": ["orders-in"]}
+    for bad in (
+        {**good, "action": "rename"},
+        {**good, "group_id": ""},
+        {**good, "member_id": " w-0"},
+        {**good, "topics": ["has space"]},
+        {**good, "topics": "orders-in"},
+        {"member_id": "w-0", "topics": ["orders-in"]},  # group id missing
+    ):
+        with pytest.raises(ParamValidationError):
+            dag.test(run_conf=bad)
+    for field in ("action", "group_id", "member_id", "topics"):
+        assert dag.params.get_param(field).description
+
+    assert dag.test(run_conf={**good, "action": "add"}).state == "success"
+    assert [(m.group_id, m.member_id, m.topics) for m in registry.list_members(url=connections)] == [
+        ("orders", "w-0", ("orders-in",))
+    ]
+    assert dag.test(run_conf={**good, "action": "add"}).state == "failed"  # registered twice
+    assert dag.test(run_conf={**good, "action": "add", "topics": []}).state == "failed"  # add needs topics
+    assert dag.test(run_conf={**good, "action": "remove", "topics": []}).state == "success"
+    assert registry.list_members(url=connections) == []
+    assert dag.test(run_conf={**good, "action": "remove"}).state == "failed"  # unknown member
+
+
+def test_hitl_answer_becomes_the_decision() -> None:
+    from rebalance_advisor.dag_tasks import publishing_tasks as t
+    from rebalance_advisor.errors import AdvisorError
+
+    assert t.route({"decision": "ask"}) == t.ASK_TASK
+    assert t.route({"decision": "approve"}) == t.route({"decision": "reject"}) == t.APPLY_TASK
+    assert t.decision_of({"decision": "reject", "note": "no"}, None) == ("reject", None, "no")
+    answer = {
+        "chosen_options": ["Approve"],
+        "params_input": {},
+        "responded_by_user": {"id": "7", "name": "dana"},
+    }
+    assert t.decision_of({"decision": "ask", "note": None}, answer) == ("approve", "dana", None)
+    assert t.decision_of({"decision": "ask"}, {**answer, "chosen_options": ["Reject"]})[0] == "reject"
+    with pytest.raises(AdvisorError, match="no answer"):
+        t.decision_of({"decision": "ask"}, None)
+
+
+@pytest.mark.kafka
+def test_plan_approval_dag(airflow_home, connections: str, kafka_bootstrap: str) -> None:
+    from airflow.sdk.definitions.param import ParamValidationError
+    from rebalance_advisor.adapters.assignment_topic import DEFAULT_TOPIC, read_topic
+    from rebalance_advisor.dag_tasks import publishing_tasks as airflow_tasks
+    from rebalance_advisor.services import static_members as registry
+    from rebalance_advisor.store.plans import get_plan
+
+    dag = _dag("kafka_plan_approval")
+    assert dag.params["decision"] == "ask"
+    assert dag.params.get_param("decision").schema["enum"] == list(airflow_tasks.DECISIONS)
+    assert dag.get_task("ask_a_person").options == list(airflow_tasks.HITL_OPTIONS)
+    for bad in (
+        {"plan_id": 0, "decision": "approve"},
+        {"plan_id": 1, "decision": "maybe"},
+        {"decision": "approve"},
+    ):
+        with pytest.raises(ParamValidationError):
+            dag.test(run_conf=bad)
+
+    url = connections
+    group = f"approval-{uuid.uuid4().hex[:8]}"
+    registry.add(group, "w0", ["data"], url)
+    registry.add(group, "w1", ["data"], url)
+    rejected = record_plan(url, group, ["w0", "w1"], [5000, 100, 100, 100])
+    run = dag.test(run_conf={"plan_id": rejected, "decision": "reject", "note": "not now"})
+    assert run.state == "success" and _states(run)["ask_a_person"] == "skipped"
+    last = get_plan(rejected, url)["transitions"][-1]
+    assert (last["to_status"], last["actor"], last["airflow_run_id"], last["note"]) == (
+        "rejected", "dag_test", run.run_id, "not now",
+    )  # fmt: skip
+
+    plan_id = record_plan(url, group, ["w0", "w1"], [100, 5000, 100, 100])
+    run = dag.test(run_conf={"plan_id": plan_id, "decision": "approve"})
+    assert run.state == "success", _states(run)
+    plan = get_plan(plan_id, url)
+    assert plan["status"] == "published" and plan["epoch"] >= 1
+    assert [(t["to_status"], t["airflow_run_id"]) for t in plan["transitions"][1:]] == [
+        ("approved", run.run_id),
+        ("published", run.run_id),
+    ]
+    on_topic = read_topic({"bootstrap.servers": kafka_bootstrap}, DEFAULT_TOPIC).group(group)
+    assert {r.plan_id for r in on_topic.values()} == {str(plan_id)} and set(on_topic) == {"w0", "w1"}
+    # again: a no-op (the plan is published), not an error
+    assert dag.test(run_conf={"plan_id": plan_id, "decision": "approve"}).state == "success"
+    assert len(get_plan(plan_id, url)["transitions"]) == 3
+    # refused transitions and unknown plans fail the run at once (no retries)
+    started = time.monotonic()
+    assert dag.test(run_conf={"plan_id": rejected, "decision": "approve"}).state == "failed"
+    assert dag.test(run_conf={"plan_id": 987654, "decision": "reject"}).state == "failed"
+    assert time.monotonic() - started < 30
+
+
+def _skewed_group(bootstrap: str, topic: str, group: str, counts: list[int]) -> None:
+    """Produce ``counts[p]`` records to partition p and commit offset 0 for the group (memberless)."""
+    from confluent_kafka import Consumer, Producer, TopicPartition
+
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20})
+    for partition, count in enumerate(counts):
+        for i in range(count):
+            producer.produce(topic, f"seed{i}".encode(), partition=partition)
+        producer.poll(0)
+    assert producer.flush(30) == 0
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+    try:
+        consumer.commit(offsets=[TopicPartition(topic, p, 0) for p in range(len(counts))], asynchronous=False)
+    finally:
+        consumer.close()
+
+
+@pytest.mark.kafka
+@pytest.mark.spark
+def test_advisor_static_mode_end_to_end(
+    airflow_home, connections: str, kafka_bootstrap: str, tmp_path: Path
+) -> None:
+    """Snapshot -> advisor DAG (publish mode static) -> auto-approved, published -> consumers move."""
+    from rebalance_advisor import store
+    from rebalance_advisor.adapters import kafka_snapshot as snapshot
+    from rebalance_advisor.adapters.assignment_topic import DEFAULT_TOPIC
+    from rebalance_advisor.services import static_members as registry
+    from rebalance_advisor.store.plans import get_plan, plan_assignment_map, run_outcomes
+
+    from tests.integration.test_client_handover import PARTITIONS, Scenario
+    from tests.support import handover as h
+
+    url = connections
+    scenario = Scenario(kafka_bootstrap, tmp_path)
+    scenario.assignments = DEFAULT_TOPIC  # where the DAG publishes
+    try:
+        seeded = [3000, 100, 100, 100, 100, 100]
+        _skewed_group(kafka_bootstrap, scenario.topic, scenario.group, seeded)
+        scenario.producer.sent = sum(seeded)  # drain() checks every record on the topic was processed
+        for member in ("w0", "w1", "w2"):
+            registry.add(scenario.group, member, [scenario.topic], url)
+        options = snapshot.SnapshotOptions(groups=snapshot.GroupFilter.parse(scenario.group))
+        store.write_snapshot(snapshot.collect(kafka_bootstrap, {}, options), url)
+
+        # The consumers run an initial hand-made assignment while the advisor plans.
+        assert scenario.publish("initial", {"w0": [0, 1], "w1": [2, 3], "w2": [4, 5]}).epoch == 1
+        scenario.start(["w0", "w1", "w2"], takeover_timeout=60)
+        for member, parts in (("w0", [0, 1]), ("w1", [2, 3]), ("w2", [4, 5])):
+            scenario.wait_progress([member], parts, timeout=60)
+
+        run = _dag("kafka_rebalance_advisor").test(
+            run_conf={"publish_mode": "static", "group_regex": scenario.group, "cooldown_minutes": 0}
+        )
+        assert run.state == "success", _states(run)
+        (outcome,) = run_outcomes(None, url)
+        assert outcome["outcome"] == "recommended", outcome
+        plan = get_plan(outcome["plan_id"], url)
+        assert (plan["status"], plan["epoch"]) == ("published", 2)  # after the topic's epoch 1
+        assert [(t["to_status"], t["actor"], t["airflow_run_id"]) for t in plan["transitions"]] == [
+            ("recommended", run.run_id, run.run_id),
+            ("approved", "airflow", run.run_id),
+            ("published", "airflow", run.run_id),
+        ]
+        planned = {
+            p: member for member, parts in plan_assignment_map(plan["id"], url).items() for _, p in parts
+        }
+        assert sorted(planned) == list(range(PARTITIONS))
+        assert planned != {0: "w0", 1: "w0", 2: "w1", 3: "w1", 4: "w2", 5: "w2"}  # the plan moves something
+
+        # Every partition ends up consumed by its planned owner at the new epoch.
+        def following() -> bool:
+            latest = {x.partition: x for x in scenario.lines()}
+            return all(
+                p in latest and (latest[p].member, latest[p].epoch) == (m, 2) for p, m in planned.items()
+            )
+
+        h.wait_for(following, 60, "consumers running the published plan")
+        missing, seen = scenario.drain(timeout=60)
+        assert not missing
+        assert [pair for pair, count in seen.items() if count > 1] == []  # a normal handover: no duplicates
+        assert h.out_of_order(scenario.lines()) == []
+        assert scenario.watch.backwards() == []
+        assert {p: owners[-1] for p, owners in h.owners(scenario.lines()).items()} == planned
+    finally:
+        scenario.close()
+
+
+def _respond_when_asked(
+    dag_id: str, option: str, username: str, done, problems: list[str], timeout: float = 120.0
+) -> None:
+    """A person answering in the UI: the core API's own HITL response handler, called in-process
+    (only its HTTP and auth layers are left out) once the task waits for input. If answering fails
+    or nobody answered within ``timeout``, the waiting task is failed instead, so ``dag.test()`` cannot hang."""
+    import sqlalchemy as sa
+    from airflow.api_fastapi.auth.managers.simple.user import SimpleAuthManagerUser
+    from airflow.api_fastapi.core_api.datamodels.hitl import UpdateHITLDetailPayload
+    from airflow.api_fastapi.core_api.routes.public.hitl import update_hitl_detail
+    from airflow.models.taskinstance import TaskInstance
+    from airflow.utils.session import create_session
+
+    query = sa.select(TaskInstance).where(
+        TaskInstance.dag_id == dag_id,
+        TaskInstance.task_id == "ask_a_person",
+        TaskInstance.state == "awaiting_input",
+    )
+    deadline = time.monotonic() + timeout
+    while not done.is_set():
+        with create_session() as session:
+            waiting = session.scalars(query).first()
+            if waiting is not None and time.monotonic() > deadline:
+                problems.append("nobody answered in time: the waiting task was failed")
+                waiting.state = "failed"
+                return
+            if waiting is not None:
+                try:
+                    update_hitl_detail(
+                        dag_id=dag_id,
+                        dag_run_id=waiting.run_id,
+                        task_id="ask_a_person",
+                        update_hitl_detail_payload=UpdateHITLDetailPayload(chosen_options=[option]),
+                        user=SimpleAuthManagerUser(username=username, role="admin"),
+                        session=session,
+                    )
+                    return
+                except Exception as error:  # noqa: BLE001 - reported by the test, never a hang
+                    problems.append(repr(error))
+                    session.rollback()
+                    deadline = 0.0  # next pass fails the waiting task
+                    continue
+        done.wait(0.5)
+
+
+@pytest.mark.kafka
+def test_plan_approval_asks_a_person(airflow_home, connections: str) -> None:
+    """decision=ask: the run parks at the HITL task until a person answers; the answer is applied."""
+    import threading
+
+    from rebalance_advisor.services import static_members as registry
+    from rebalance_advisor.store.plans import get_plan
+
+    url = connections
+    group = f"hitl-{uuid.uuid4().hex[:8]}"
+    registry.add(group, "w0", ["data"], url)
+    registry.add(group, "w1", ["data"], url)
+    plan_id = record_plan(url, group, ["w0", "w1"], [100, 100, 5000, 100])
+    dag = _dag("kafka_plan_approval")
+    done = threading.Event()
+    problems: list[str] = []
+    responder = threading.Thread(
+        target=_respond_when_asked, args=(dag.dag_id, "Approve", "erin", done, problems), daemon=True
+    )
+    responder.start()
+    try:
+        run = dag.test(run_conf={"plan_id": plan_id, "decision": "ask"})
+    finally:
+        done.set()
+        responder.join(10)
+    assert not problems and run.state == "success", (problems, _states(run))
+    assert _states(run)["ask_a_person"] == "success"
+    plan = get_plan(plan_id, url)
+    assert plan["status"] == "published"
+    assert [(t["to_status"], t["actor"]) for t in plan["transitions"][1:]] == [
+        ("approved", "erin"),
+        ("published", "erin"),
+    ]

@@ -1,0 +1,231 @@
+"""The foundation: CLI skeleton, the local broker and its reference tool, the demo workload, databases."""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+from rebalance_advisor import __version__
+from rebalance_advisor.cli import main
+from rebalance_advisor.devtools import local_kafka as localkafka
+from rebalance_advisor.errors import AdvisorError
+
+
+def test_cli_version_and_help(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--version"])
+    assert exit_info.value.code == 0
+    assert __version__ in capsys.readouterr().out
+    result = subprocess.run(
+        [str(Path(sys.executable).parent / "rebalance-advisor"), "--help"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    for command in ("dev", "demo", "demo-load"):
+        assert command in result.stdout
+
+
+def test_port_taken_gives_clear_error(tmp_path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(localkafka.LocalKafkaError, match=f"port {port} .* already taken"):
+            localkafka.start(tmp_path / "kafka", port=port)
+    assert localkafka.status(tmp_path / "kafka") is None
+
+
+def test_cli_error_is_one_line_and_nonzero(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        code = main(["dev", "kafka", "start", "--state-dir", str(tmp_path), "--port", str(port)])
+    assert code == 1
+    err = capsys.readouterr().err
+    assert "already taken" in err and "Traceback" not in err
+
+
+def test_missing_java_is_reported(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("JAVA_HOME", "/nonexistent")
+    monkeypatch.setenv("PATH", "/nonexistent")
+    with pytest.raises(AdvisorError, match="Java not found"):
+        localkafka.java_executable()
+
+
+def test_parse_describe_output_keeps_dashes() -> None:
+    text = (
+        "\nGROUP TOPIC PARTITION CURRENT-OFFSET LOG-END-OFFSET LAG CONSUMER-ID HOST CLIENT-ID\n"
+        "g t 0 - 10 - - - -\n"
+        "g t 1 5 10 5 m-1 /127.0.0.1 c\n"
+    )
+    rows = localkafka.parse_describe_output(text)
+    assert [r["LAG"] for r in rows] == ["-", "5"]
+    assert rows[1]["CONSUMER-ID"] == "m-1"
+
+
+@pytest.mark.kafka
+def test_demo_workload_lags_match_reference_tool(kafka_bootstrap: str, demo_groups) -> None:
+    rows = localkafka.parse_describe_output(
+        localkafka.run_consumer_groups(kafka_bootstrap, "--describe", "--all-groups")
+    )
+    by_key = {(r["GROUP"], r["TOPIC"], int(r["PARTITION"])): r for r in rows}
+    checked = 0
+    for group in demo_groups:
+        for topic, counts in group.produced.items():
+            for partition, end in enumerate(counts):
+                row = by_key[(group.group_id, topic, partition)]
+                assert int(row["LOG-END-OFFSET"]) == end
+                committed = group.committed[topic][partition]
+                if committed is None:
+                    assert row["CURRENT-OFFSET"] == "-" and row["LAG"] == "-"
+                else:
+                    assert int(row["CURRENT-OFFSET"]) == committed
+                    assert int(row["LAG"]) == end - committed
+                expect_member = bool(group.members)
+                assert (row["CONSUMER-ID"] != "-") == expect_member
+                checked += 1
+    assert checked == sum(len(c) for g in demo_groups for c in g.produced.values())
+    kip = [r for r in rows if r["GROUP"] == "kip-example"]
+    assert {r["CONSUMER-ID"].split("-")[0] for r in kip} == {"C0", "C1"}
+
+
+@pytest.mark.kafka
+def test_broker_status_and_reference_tool(kafka_bootstrap: str) -> None:
+    out = localkafka.run_consumer_groups(kafka_bootstrap, "--list")
+    assert isinstance(out, str)
+    with pytest.raises(localkafka.LocalKafkaError, match="kafka-consumer-groups failed"):
+        localkafka.run_consumer_groups(kafka_bootstrap, "--describe", "--group")
+
+
+@pytest.mark.postgres
+def test_both_databases_answer(db_url: str) -> None:
+    engine = sa.create_engine(db_url)
+    with engine.connect() as conn:
+        assert conn.execute(sa.text("select 1 + 1")).scalar_one() == 2
+    engine.dispose()
+
+
+def test_unreachable_maven_leaves_no_partial_cache(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A real mvn against a mirror on a closed port: one clear error, nothing cached."""
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    settings = tmp_path / "settings.xml"
+    settings.write_text(
+        f"""<settings><localRepository>{tmp_path / "m2"}</localRepository><offline>false</offline>
+        <mirrors><mirror><id>down</id><mirrorOf>*</mirrorOf><url>http://127.0.0.1:{port}/maven2</url></mirror></mirrors>
+        </settings>"""
+    )
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("REBALANCE_ADVISOR_CACHE", str(cache))
+    monkeypatch.setenv("REBALANCE_ADVISOR_MAVEN_SETTINGS", str(settings))
+    with pytest.raises(
+        localkafka.LocalKafkaError, match="could not fetch the Kafka .* jars from Maven Central"
+    ):
+        localkafka.fetch_jars()
+    leftovers = [p for p in cache.rglob("*") if p.is_file()]
+    assert leftovers == []
+    assert not localkafka.jar_dir().exists()
+
+
+@pytest.mark.kafka
+def test_broker_that_does_not_come_up_in_time_is_stopped(tmp_path) -> None:
+    """A zero bound: the JVM is started, never given time to answer, and must be stopped."""
+    state_dir = tmp_path / "kafka"
+    try:
+        with pytest.raises(
+            localkafka.LocalKafkaError, match="did not answer a metadata request .* it was stopped"
+        ):
+            localkafka.start(state_dir, timeout=0)
+        assert localkafka.status(state_dir) is None
+        java = subprocess.run(["pgrep", "-f", f"kafka.Kafka {state_dir}"], capture_output=True, text=True)
+        assert java.stdout.strip() == ""
+    finally:
+        localkafka.stop(state_dir)  # never leave a JVM behind, even when the assertions fail
+
+
+@pytest.mark.kafka
+def test_demo_workload_reloads_on_a_shared_cluster(kafka_bootstrap: str) -> None:
+    """``reset`` replaces an earlier load (lingering static member included) with exact lag again."""
+    from rebalance_advisor.devtools import demo_workload as demo
+
+    tag = uuid.uuid4().hex[:8]
+    groups = [
+        demo.DemoGroup(
+            f"reload-static-{tag}",
+            produced={f"reload-a-{tag}": [300, 200]},
+            committed={f"reload-a-{tag}": [100, None]},
+            members=[demo.DemoMember(f"S-{tag}")],
+        ),
+        demo.DemoGroup(
+            f"reload-memberless-{tag}",
+            produced={f"reload-b-{tag}": [50]},
+            committed={f"reload-b-{tag}": [10]},
+        ),
+    ]
+    with demo.demo_workload(kafka_bootstrap, groups):
+        pass
+    with pytest.raises(AdvisorError, match="already exist"):
+        demo.create_topics(kafka_bootstrap, groups)
+    with demo.demo_workload(kafka_bootstrap, groups, reset=True):
+        rows = localkafka.parse_describe_output(
+            localkafka.run_consumer_groups(kafka_bootstrap, "--describe", "--group", groups[0].group_id,
+                                           "--group", groups[1].group_id)
+        )  # fmt: skip
+    got = {
+        (r["GROUP"], r["TOPIC"], int(r["PARTITION"])): (r["CURRENT-OFFSET"], r["LOG-END-OFFSET"])
+        for r in rows
+    }
+    assert got == {
+        (f"reload-static-{tag}", f"reload-a-{tag}", 0): ("100", "300"),
+        (f"reload-static-{tag}", f"reload-a-{tag}", 1): ("-", "200"),
+        (f"reload-memberless-{tag}", f"reload-b-{tag}", 0): ("10", "50"),
+    }
+
+
+@pytest.mark.kafka
+@pytest.mark.slow
+def test_make_demo_prints_the_reference_lags_and_plans_and_leaves_nothing_running(tmp_path) -> None:
+    """``rebalance-advisor demo`` (what ``make demo`` runs), as a user runs it, on its own broker."""
+    from rebalance_advisor.devtools import demo_workload as demo
+    from rebalance_advisor.settings import cache_dir
+
+    env = {k: v for k, v in os.environ.items() if k not in ("KAFKA_BOOTSTRAP_SERVERS", "AIRFLOW_HOME")}
+    env |= {"REBALANCE_ADVISOR_HOME": str(tmp_path), "REBALANCE_ADVISOR_CACHE": str(cache_dir())}
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    env.setdefault("PYSPARK_PYTHON", sys.executable)
+    result = subprocess.run(
+        [str(Path(sys.executable).parent / "rebalance-advisor"), "demo"],
+        capture_output=True, text=True, timeout=600, env=env,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    out = result.stdout
+    lag_table, outcomes = out.split("Advisor outcomes", 1)
+    rows = {
+        (r["GROUP"], r["TOPIC"], int(r["PARTITION"])): r for r in localkafka.parse_describe_output(lag_table)
+    }
+    for group in demo.build_workload():
+        for topic, ends in group.produced.items():
+            for partition, end in enumerate(ends):
+                row = rows[(group.group_id, topic, partition)]
+                committed = group.committed[topic][partition]
+                assert row["LOG-END-OFFSET"] == str(end)
+                assert row["CURRENT-OFFSET"] == ("-" if committed is None else str(committed))
+                assert row["LAG"] == ("-" if committed is None else str(end - committed))
+    kip = next(line for line in outcomes.splitlines() if line.startswith("kip-example"))
+    assert "recommended" in kip and "160,000 -> 110,000" in kip and "lag_aware" in kip
+    assert any(line.startswith("idle-group") and " idle " in line for line in outcomes.splitlines())
+    bootstrap = re.search(r"loading the demo workload on (\S+) \.\.\.", out).group(1)
+    leftovers = subprocess.run(
+        ["pgrep", "-af", f"{tmp_path}|demo_members {bootstrap}"], capture_output=True, text=True
+    ).stdout.strip()
+    assert leftovers == ""

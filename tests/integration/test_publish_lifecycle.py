@@ -1,0 +1,267 @@
+"""The plan lifecycle on SQLite and PostgreSQL, publishing to a real broker (and to a dead one)."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import uuid
+
+import pytest
+import sqlalchemy as sa
+from rebalance_advisor.adapters.assignment_topic import KafkaUnavailable, read_topic
+from rebalance_advisor.cli import main
+from rebalance_advisor.errors import AdvisorError
+from rebalance_advisor.services import plan_lifecycle as lifecycle
+from rebalance_advisor.services import static_members as registry
+from rebalance_advisor.store import db
+from rebalance_advisor.store.plan_models import PlanTransition
+from rebalance_advisor.store.plans import get_plan, plan_assignment_map
+
+from tests._plans import record_plan
+
+SKEWED = [9000, 500, 400, 300, 200, 100]
+OTHER = [100, 200, 300, 400, 500, 9000]
+
+
+@pytest.fixture
+def url(db_url: str) -> str:
+    db.upgrade(db_url)
+    yield db_url
+    db.dispose(db_url)
+
+
+@pytest.fixture
+def topic() -> str:
+    """A fresh assignment topic per test: publishes never see another test's records."""
+    return f"asg-{uuid.uuid4().hex[:10]}"
+
+
+def _statuses(url: str, *plan_ids: int) -> list[str]:
+    return [get_plan(i, url)["status"] for i in plan_ids]
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_transitions_legal_illegal_and_recorded(url: str) -> None:
+    first = record_plan(url, "g", ["w0", "w1"], SKEWED)
+    done = lifecycle.approve(first, "alice", url, airflow_run_id="manual__1", note="ok")
+    assert (done.from_status, done.to_status, done.group_id) == ("recommended", "approved", "g")
+    with pytest.raises(lifecycle.IllegalTransition) as refused:
+        lifecycle.reject(first, "bob", url)
+    assert str(refused.value).startswith(f"plan {first} is 'approved' and cannot become 'rejected'")
+    assert "only a plan that is 'recommended' can become 'rejected'" in str(refused.value)
+    assert "from 'approved' it can become 'published' or 'superseded'" in str(refused.value)
+    with pytest.raises(lifecycle.IllegalTransition, match="'approved' and cannot become 'approved'"):
+        lifecycle.approve(first, "bob", url)
+
+    second = record_plan(url, "h", ["w0", "w1"], SKEWED)
+    lifecycle.reject(second, "bob", url, note="too many moves")
+    with pytest.raises(lifecycle.IllegalTransition, match="'rejected' is final"):
+        lifecycle.approve(second, "alice", url)
+
+    transitions = get_plan(first, url)["transitions"]
+    assert [
+        (t["from_status"], t["to_status"], t["actor"], t["airflow_run_id"], t["note"]) for t in transitions
+    ][1:] == [("recommended", "approved", "alice", "manual__1", "ok")]
+    assert [t["to_status"] for t in get_plan(second, url)["transitions"]] == ["recommended", "rejected"]
+
+
+def test_unknown_plan_and_superseded_plan_are_refused(url: str, kafka_bootstrap: str, topic: str) -> None:
+    with pytest.raises(lifecycle.UnknownPlan, match="plan 4242 does not exist"):
+        lifecycle.approve(4242, "alice", url)
+    with pytest.raises(lifecycle.UnknownPlan, match="plan 4242 does not exist"):
+        lifecycle.publish(4242, {"bootstrap.servers": kafka_bootstrap}, "alice", url, topic=topic)
+    older = record_plan(url, "g", ["w0", "w1"], SKEWED)
+    newer = record_plan(url, "g", ["w0", "w1"], OTHER)  # the planner supersedes the older recommendation
+    assert _statuses(url, older, newer) == ["superseded", "recommended"]
+    with pytest.raises(lifecycle.IllegalTransition) as refused:
+        lifecycle.approve(older, "alice", url)
+    assert "'superseded' is final" in str(refused.value) and "a newer plan replaced it" in str(refused.value)
+    # a recommended (not approved) plan does not publish
+    with pytest.raises(
+        lifecycle.IllegalTransition, match="only a plan that is 'approved' can become 'published'"
+    ):
+        lifecycle.publish(newer, {"bootstrap.servers": kafka_bootstrap}, "alice", url, topic=topic)
+    assert _statuses(url, newer) == ["recommended"]
+
+
+def test_two_approvers_race_one_wins(url: str) -> None:
+    plan_id = record_plan(url, "g", ["w0", "w1"], SKEWED)
+    barrier = threading.Barrier(2)
+    outcomes: list[str] = []
+
+    def approve(actor: str) -> None:
+        barrier.wait()
+        try:
+            lifecycle.approve(plan_id, actor, url)
+            outcomes.append("won")
+        except AdvisorError as error:
+            outcomes.append(f"refused: {error}")
+
+    threads = [threading.Thread(target=approve, args=(a,)) for a in ("alice", "bob")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert sorted(o.split(":")[0] for o in outcomes) == ["refused", "won"], outcomes
+    with db.connect(url) as conn:
+        rows = conn.execute(
+            sa.select(PlanTransition.to_status).where(
+                PlanTransition.plan_id == plan_id, PlanTransition.to_status == "approved"
+            )
+        ).all()
+    assert len(rows) == 1
+
+
+def test_db_prune_keeps_plans_and_runs_of_pruned_snapshots(
+    url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Plans and advisor runs are history: they hold no foreign key to their snapshot, so retention
+    deletes old snapshots without an FK error and without touching a plan of any status."""
+    from datetime import UTC, datetime, timedelta
+
+    from rebalance_advisor import store
+    from rebalance_advisor.store.plans import advisor_runs, published_assignments
+
+    from tests._planner import make_snapshot
+
+    group = {"topics": {"data": [(9_000, 0), (500, 0)]}}
+    old = store.write_snapshot(make_snapshot({"g": group}, datetime.now(UTC) - timedelta(days=30)), url)
+    store.write_snapshot(make_snapshot({"g": group}), url)
+    registry.add("g", "w0", ["data"], url)
+    registry.add("g", "w1", ["data"], url)
+    published, approved, superseded = [
+        record_plan(url, group_id, ["w0", "w1"], SKEWED, snapshot_id=old) for group_id in ("g", "h", "k")
+    ]
+    rejected = record_plan(url, "k", ["w0", "w1"], OTHER, snapshot_id=old)  # supersedes k's first plan
+    lifecycle.approve(published, "alice", url)
+    with db.connect(url) as conn:
+        lifecycle.transition(conn, published, "published", "alice", expect=("approved",), values={"epoch": 1})
+    lifecycle.approve(approved, "alice", url)
+    lifecycle.reject(rejected, "alice", url)
+    statuses = _statuses(url, published, approved, superseded, rejected)
+    assert statuses == ["published", "approved", "superseded", "rejected"]
+    runs = len(advisor_runs(url))
+
+    assert main(["db", "prune", "--retention-hours", "168", "--db", url]) == 0
+    assert "pruned 1 snapshot(s)" in capsys.readouterr().out
+    with pytest.raises(AdvisorError, match=f"snapshot {old} does not exist"):
+        store.load_snapshot(old, url)
+    assert _statuses(url, published, approved, superseded, rejected) == statuses
+    assert len(advisor_runs(url)) == runs == 4
+    with db.connect(url) as conn:  # the planner still measures g against its published plan
+        assert published_assignments(conn) == {"g": plan_assignment_map(published, url)}
+
+
+@pytest.mark.kafka
+def test_publish_broker_down_then_retry_then_noop_then_superseded(
+    url: str, kafka_bootstrap: str, topic: str
+) -> None:
+    config = {"bootstrap.servers": kafka_bootstrap}
+    for member in ("w0", "w1", "w2"):
+        registry.add("g", member, ["data"], url)
+    first = record_plan(url, "g", ["w0", "w1", "w2"], SKEWED)
+    lifecycle.approve(first, "alice", url)
+
+    with pytest.raises(KafkaUnavailable, match="Nothing was published; retry"):
+        lifecycle.publish(
+            first, {"bootstrap.servers": f"127.0.0.1:{_closed_port()}"}, "alice", url, topic=topic, timeout=3
+        )
+    plan = get_plan(first, url)
+    assert (plan["status"], plan["epoch"]) == ("approved", None)
+    assert [t["to_status"] for t in plan["transitions"]] == ["recommended", "approved"]
+    assert read_topic(config, topic, timeout=10).group("g") == {}
+
+    done = lifecycle.publish(first, config, "alice", url, airflow_run_id="manual__2", topic=topic)
+    assert (done.changed, done.epoch) == (True, 1)
+    plan = get_plan(first, url)
+    assert (plan["status"], plan["epoch"]) == ("published", 1)
+    last = plan["transitions"][-1]
+    assert (last["from_status"], last["to_status"], last["actor"], last["airflow_run_id"]) == (
+        "approved", "published", "alice", "manual__2",
+    )  # fmt: skip
+    on_topic = read_topic(config, topic, timeout=10).group("g")
+    planned = plan_assignment_map(first, url)
+    assert {m: list(r.partitions) for m, r in on_topic.items() if r.partitions} == planned
+    # a registered member the plan gives nothing still gets a record (empty), not silence
+    assert set(on_topic) == {"w0", "w1", "w2"} and {r.epoch for r in on_topic.values()} == {1}
+
+    again = lifecycle.publish(first, config, "bob", url, topic=topic)
+    assert (again.changed, again.epoch) == (False, 1)
+    assert len(get_plan(first, url)["transitions"]) == 3  # nothing recorded for the no-op
+    assert read_topic(config, topic, timeout=10).group("g") == on_topic
+
+    # The next plan drops w2 from the registry and from the plan: it is told it has nothing now.
+    registry.remove("g", "w2", url)
+    second = record_plan(url, "g", ["w0", "w1"], OTHER)
+    lifecycle.approve(second, "alice", url)
+    done = lifecycle.publish(second, config, "alice", url, topic=topic)
+    assert (done.changed, done.epoch, done.superseded) == (True, 2, (first,))
+    assert _statuses(url, first, second) == ["superseded", "published"]
+    assert "w2" in done.dropped
+    on_topic = read_topic(config, topic, timeout=10).group("g")
+    assert on_topic["w2"].partitions == () and on_topic["w2"].epoch == 2
+    assert {m: list(r.partitions) for m, r in on_topic.items() if r.partitions} == plan_assignment_map(
+        second, url
+    )
+    superseding = get_plan(first, url)["transitions"][-1]
+    assert (superseding["from_status"], superseding["to_status"]) == ("published", "superseded")
+    with pytest.raises(lifecycle.IllegalTransition, match="'superseded'"):
+        lifecycle.publish(first, config, "alice", url, topic=topic)
+
+
+@pytest.mark.kafka
+def test_auto_approve_publishes_manual_groups_only_and_retries(
+    url: str, kafka_bootstrap: str, topic: str
+) -> None:
+    registry.add("manual", "w0", ["data"], url)
+    registry.add("manual", "w1", ["data"], url)
+    manual = record_plan(url, "manual", ["w0", "w1"], SKEWED)
+    dynamic = record_plan(url, "dynamic", ["c0", "c1"], SKEWED)
+    down = {"bootstrap.servers": f"127.0.0.1:{_closed_port()}"}
+    with pytest.raises(KafkaUnavailable, match="1 of 1 plan"):
+        lifecycle.auto_approve_and_publish(
+            [manual, dynamic], url, "scheduled__1", kafka_config=down, topic=topic, timeout=3
+        )
+    assert _statuses(url, manual, dynamic) == ["approved", "recommended"]
+    outcome = lifecycle.auto_approve_and_publish(
+        [manual, dynamic],
+        url,
+        "scheduled__1",
+        kafka_config={"bootstrap.servers": kafka_bootstrap},
+        topic=topic,
+    )  # the retry: approved already, so it only publishes
+    assert outcome["advice_only"] == [dynamic] and [p["plan_id"] for p in outcome["published"]] == [manual]
+    assert _statuses(url, manual, dynamic) == ["published", "recommended"]
+    transitions = get_plan(manual, url)["transitions"]
+    assert [(t["to_status"], t["actor"], t["airflow_run_id"]) for t in transitions[1:]] == [
+        ("approved", "airflow", "scheduled__1"),
+        ("published", "airflow", "scheduled__1"),
+    ]
+
+
+@pytest.mark.kafka
+def test_cli_plan_status(
+    sqlite_url: str, kafka_bootstrap: str, topic: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db.upgrade(sqlite_url)
+    plan_id = str(record_plan(sqlite_url, "g", ["w0", "w1"], SKEWED))
+    base = ["--db", sqlite_url]
+    kafka = ["--bootstrap-servers", kafka_bootstrap, "--topic", topic]
+    assert main(["plan-status", "publish", plan_id, *base, *kafka]) == 1
+    assert "only a plan that is 'approved' can become 'published'" in capsys.readouterr().err
+    assert main(["plan-status", "approve", plan_id, "--actor", "carol", "--publish", *base, *kafka]) == 0
+    out = capsys.readouterr().out
+    assert "recommended -> approved by carol" in out and "published at epoch 1 to 2 member(s)" in out
+    assert main(["plan-status", "publish", plan_id, *base, *kafka]) == 0
+    assert "already published at epoch 1" in capsys.readouterr().out
+    assert main(["plan-status", "show", plan_id, *base]) == 0
+    out = capsys.readouterr().out
+    assert f"plan {plan_id} of group g: published, epoch 1; next: superseded" in out
+    assert "approved -> published  by carol" in out
+    assert main(["plan-status", "reject", "999", *base]) == 1
+    assert "plan 999 does not exist" in capsys.readouterr().err

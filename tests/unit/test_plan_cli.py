@@ -1,0 +1,156 @@
+"""The ``plan`` command end to end: JSON in, JSON/table out, bad input -> message and exit 1."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from rebalance_advisor.cli import main
+
+from tests._groups import group
+
+WORKED = group([("C0", ["t0"]), ("C1", ["t0"])], {"t0": [100_000, 60_000, 50_000]})
+
+
+def write(tmp_path: Path, data, name="g.json") -> str:
+    path = tmp_path / name
+    path.write_text(data if isinstance(data, str) else json.dumps(data))
+    return str(path)
+
+
+def test_plan_json_worked_example(tmp_path, capsys):
+    assert main(["plan", "--input", write(tmp_path, WORKED), "--strategy", "lag_aware"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["group_id"] == "g" and out["strategy"] == "lag_aware"
+    assert out["assignment"] == {"C0": [["t0", 0]], "C1": [["t0", 1], ["t0", 2]]}
+    assert out["metrics"]["member_lag"] == {"C0": 100_000, "C1": 110_000}
+    assert out["metrics"]["max_member_lag"] == 110_000
+    assert out["metrics"]["lower_bound_max_lag"] == 110_000
+    assert out["metrics"]["gap"] == 0.0
+
+
+def test_plan_options_and_empty_members(tmp_path, capsys):
+    data = group([("a", ["t0"]), ("b", ["t0"]), ("c", ["t0"])], {"t0": [5]})
+    rc = main(
+        [
+            "plan",
+            "--input",
+            write(tmp_path, data),
+            "--strategy",
+            "lag_aware_sticky",
+            "--option",
+            "move_budget=0",
+            "--option",
+            "min_gain=auto",
+        ]
+    )
+    assert rc == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["assignment"] == {"a": [["t0", 0]], "b": [], "c": []}
+
+
+def test_plan_table(tmp_path, capsys):
+    assert main(["plan", "--input", write(tmp_path, WORKED), "--strategy", "range", "--format", "table"]) == 0
+    text = capsys.readouterr().out
+    assert "t0-0, t0-1" in text and "160000" in text and "max_member_lag" in text
+
+
+def test_plan_reads_stdin(monkeypatch, capsys):
+    import io
+
+    monkeypatch.setattr(sys, "stdin", io.StringIO(json.dumps(WORKED)))
+    assert main(["plan", "--input", "-", "--strategy", "roundrobin"]) == 0
+    assert json.loads(capsys.readouterr().out)["assignment"] == {
+        "C0": [["t0", 0], ["t0", 2]],
+        "C1": [["t0", 1]],
+    }
+
+
+BAD = [
+    (group([("a", ["t0"]), ("a", ["t0"])], {"t0": [1]}), "duplicate member id 'a'"),
+    (group([("a", ["t0", "t9"])], {"t0": [1]}), "'t9', which has no partitions"),
+    (
+        group([("a", ["t0"], [("t0", 5)])], {"t0": [1]}),
+        "member 'a' owns partition t0-5, which does not exist",
+    ),
+    (group([("a", ["t0"])], {"t0": [-1]}), "t0-0: lag must be an integer >= 0"),
+    (group([("a", ["t0"])], {"t0": [1.5]}), "t0-0: lag must be an integer >= 0"),
+    (group([], {"t0": [1]}), "no members"),
+    ("{not json", "not valid JSON"),
+    (
+        {
+            "group_id": "g",
+            "members": [{"member_id": "a", "topics": ["t0"]}],
+            "partitions": [{"topic": "t0", "partition": 0, "lag": 1}] * 2,
+        },
+        "t0-0 listed twice",
+    ),
+    (
+        {**WORKED, "strategy": "range"},
+        "group 'g': unknown key 'strategy' (allowed: group_id, members, partitions)",
+    ),
+    (
+        {**WORKED, "members": [{"member_id": "a", "topics": ["t0"], "owend": [["t0", 0]]}]},
+        "member 'a': unknown key 'owend' (allowed: member_id, group_instance_id, topics, owned, generation)",
+    ),
+    (
+        {**WORKED, "partitions": [{"topic": "t0", "partition": 0, "lag": 1, "leader": 3}]},
+        "partitions[0]: unknown key 'leader' (allowed: topic, partition, lag)",
+    ),
+]
+
+
+@pytest.mark.parametrize(("data", "message"), BAD)
+def test_bad_input_is_a_message_not_a_traceback(tmp_path, capsys, data, message):
+    assert main(["plan", "--input", write(tmp_path, data), "--strategy", "range"]) == 1
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+
+
+def test_bad_strategy_option_and_file(tmp_path, capsys):
+    path = write(tmp_path, WORKED)
+    assert main(["plan", "--input", path, "--strategy", "nope"]) == 1
+    assert main(["plan", "--input", path, "--strategy", "lag_aware", "--option", "lag_scope=cluster"]) == 1
+    assert main(["plan", "--input", path, "--strategy", "range", "--option", "x"]) == 1
+    assert main(["plan", "--input", str(tmp_path / "missing.json"), "--strategy", "range"]) == 1
+    err = capsys.readouterr().err
+    assert (
+        "unknown strategy 'nope'" in err
+        and "lag_scope" in err
+        and "key=value" in err
+        and "cannot read" in err
+    )
+
+
+def test_installed_entry_point(tmp_path):
+    exe = shutil.which("rebalance-advisor", path=os.path.dirname(sys.executable)) or shutil.which(
+        "rebalance-advisor"
+    )
+    cmd = [exe] if exe else [sys.executable, "-m", "rebalance_advisor.cli"]
+    env = dict(os.environ)
+    if not exe:
+        env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2] / "include")
+    done = subprocess.run(
+        [*cmd, "plan", "--input", "-", "--strategy", "lag_aware"],
+        input=json.dumps(WORKED),
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["assignment"]["C0"] == [["t0", 0]]
+    bad = subprocess.run(
+        [*cmd, "plan", "--input", "-", "--strategy", "range"],
+        input="[]",
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert bad.returncode == 1 and "Traceback" not in bad.stderr
