@@ -28,9 +28,9 @@ def record_plan(
     }
     now = datetime.now(UTC)
     result = plan_group(doc, Thresholds(cooldown_minutes=0, lag_floor=1), now)
-    assert result["plan"] is not None and result["plan"]["status"] == "recommended", result["reason"]
+    assert result.plan is not None and result.plan.status == "recommended", result.reason
     with db.connect(url) as conn:
-        _, plan_ids = write_run(
+        _, plan_ids, _ = write_run(
             conn, snapshot_id=snapshot_id, results=[result], params={}, started_at=now,
             airflow_run_id=None, created_by="tests",
         )  # fmt: skip

@@ -5,9 +5,10 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from rebalance_advisor.domain.advice import GroupAdvice
 from rebalance_advisor.domain.assignors import get_assignor
 from rebalance_advisor.domain.decisions import (
-    Candidate,
+    CandidatePlan,
     StandingPlan,
     Thresholds,
     best_candidate,
@@ -53,27 +54,29 @@ def test_bad_thresholds_are_refused(kwargs):
 
 
 def test_flag_needs_both_imbalance_and_floor():
-    assert is_flagged(1.25, 1000, T)
-    assert not is_flagged(1.2499, 10**9, T)
-    assert not is_flagged(5.0, 999, T)
+    assert is_flagged(1.25, 1000, 0, T)
+    assert not is_flagged(1.2499, 10**9, 0, T)
+    assert not is_flagged(5.0, 999, 0, T)
+    assert is_flagged(1.0, 1000, 1, T)  # lag no member owns flags an even group
+    assert not is_flagged(1.0, 999, 999, T)
 
 
 def test_best_candidate_order_and_budget():
     cands = [
-        Candidate("range", 100, 0),
-        Candidate("lag_aware_sticky", 80, 3),
-        Candidate("lag_aware", 80, 3),
-        Candidate("sticky", 80, 2),
+        CandidatePlan("range", 100, 0),
+        CandidatePlan("lag_aware_sticky", 80, 3),
+        CandidatePlan("lag_aware", 80, 3),
+        CandidatePlan("sticky", 80, 2),
     ]
-    assert best_candidate(cands, None) == Candidate("sticky", 80, 2)  # fewer moves beats preference
+    assert best_candidate(cands, None) == CandidatePlan("sticky", 80, 2)  # fewer moves beats preference
     assert best_candidate(cands[1:3], None).strategy == "lag_aware"  # full tie: preference order
-    assert best_candidate(cands, 1) == Candidate("range", 100, 0)
+    assert best_candidate(cands, 1) == CandidatePlan("range", 100, 0)
     assert best_candidate(cands[1:], 1) is None
 
 
 def _decide(**kw):
     base = dict(total_lag=210_000, max_lag_before=160_000, imbalance_before=160_000 / 105_000)
-    base["candidates"] = [Candidate("lag_aware", 110_000, 1)]
+    base["candidates"] = [CandidatePlan("lag_aware", 110_000, 1)]
     base.update(kw)
     return decide(thresholds=T, **base)
 
@@ -86,14 +89,14 @@ def test_outcomes_in_order():
     assert (d.outcome, d.plan_status, d.chosen.strategy) == ("recommended", "recommended", "lag_aware")
     assert "160,000 -> 110,000" in d.reason
     # 160,000 -> 150,000 is 6.25 %: below the 10 % minimum
-    d = _decide(candidates=[Candidate("lag_aware", 150_000, 1)])
+    d = _decide(candidates=[CandidatePlan("lag_aware", 150_000, 1)])
     assert (d.outcome, d.chosen, d.best.strategy) == ("no_better_plan", None, "lag_aware")
     assert "6.2%" in d.reason
     d = decide(
         total_lag=210_000,
         max_lag_before=160_000,
         imbalance_before=1.6,
-        candidates=[Candidate("lag_aware", 110_000, 1)],
+        candidates=[CandidatePlan("lag_aware", 110_000, 1)],
         thresholds=Thresholds(move_budget=0),
     )
     assert d.outcome == "no_better_plan" and "move budget 0" in d.reason
@@ -122,18 +125,19 @@ KIP = group(
 
 def test_plan_group_worked_example():
     result = plan_group(KIP, T, NOW)
-    assert result["outcome"] == "recommended"
-    assert (result["max_lag_before"], result["max_lag_after"], result["moves"]) == (160_000, 110_000, 1)
-    plan = result["plan"]
-    assert plan["strategy"] == "lag_aware" and plan["status"] == "recommended"
-    assert "lag_aware_sticky" in plan["equivalent_strategies"]
-    assert sorted(plan["assignments"]) == [
-        ["C0", "t0", 0, 100_000],
-        ["C1", "t0", 1, 60_000],
-        ["C1", "t0", 2, 50_000],
+    assert result.outcome == "recommended"
+    assert (result.max_lag_before, result.max_lag_after, result.moves) == (160_000, 110_000, 1)
+    plan = result.plan
+    assert plan.strategy == "lag_aware" and plan.status == "recommended"
+    assert "lag_aware_sticky" in plan.equivalent_strategies
+    assert sorted(plan.assignments) == [
+        ("C0", "t0", 0, 100_000),
+        ("C1", "t0", 1, 60_000),
+        ("C1", "t0", 2, 50_000),
     ]
-    assert plan["metrics_after"]["member_lag"] == {"C0": 100_000, "C1": 110_000}
-    assert result["metrics_before"]["member_lag"] == {"C0": 160_000, "C1": 50_000}
+    assert plan.metrics.member_lag == {"C0": 100_000, "C1": 110_000}
+    assert result.current.member_lag == {"C0": 160_000, "C1": 50_000}
+    assert GroupAdvice.from_json(result.to_json()) == result  # what crosses the Spark boundary
 
 
 def test_plan_group_matches_direct_assignor_calls():
@@ -146,11 +150,11 @@ def test_plan_group_matches_direct_assignor_calls():
         result = plan_group(
             doc, Thresholds(strategies=(name,), imbalance_threshold=1.0, min_improvement=0.0), NOW
         )
-        if result["plan"] is None:
+        if result.plan is None:
             continue
         direct = get_assignor(name).assign(spec)
         got: dict[str, list] = {m: [] for m in spec.member_ids}
-        for member, topic, partition, _lag in result["plan"]["assignments"]:
+        for member, topic, partition, _lag in result.plan.assignments:
             got[member].append((topic, partition))
         assert got == direct, name
 
@@ -158,7 +162,7 @@ def test_plan_group_matches_direct_assignor_calls():
 def test_plan_group_no_members_and_errors():
     doc = {"group_id": "m", "members": [], "partitions": [{"topic": "t", "partition": 0, "lag": 5}]}
     r = plan_group(doc, T, NOW)
-    assert (r["outcome"], r["total_lag"], r["plan"]) == ("no_members", 5, None)
+    assert (r.outcome, r.total_lag, r.plan) == ("no_members", 5, None)
     bad = group([("a", ["missing"])], {"t": [1, 2]})
     r = plan_group(bad, T, NOW)
-    assert r["outcome"] == "error" and "missing" in r["reason"]
+    assert r.outcome == "error" and "missing" in r.reason

@@ -85,12 +85,12 @@ def test_planner_plans_a_memberless_group_only_once_members_are_registered() -> 
     snapshot = make_snapshot({"manual": {"topics": {"data": [(900, 0), (100, 0), (50, 0)]}}})
     (doc,) = build_group_docs(snapshot, [])
     assert doc["members"] == [] and doc["note"].startswith("no members")
-    assert plan_group(doc, Thresholds(), datetime.now(UTC))["outcome"] == "no_members"
+    assert plan_group(doc, Thresholds(), datetime.now(UTC)).outcome == "no_members"
     (doc,) = build_group_docs(snapshot, [StaticMember("manual", m, ("data",)) for m in ("w1", "w0")])
     assert [m["member_id"] for m in doc["members"]] == ["w0", "w1"]
     result = plan_group(doc, Thresholds(), datetime.now(UTC))
-    assert result["outcome"] == "recommended"
-    assert {m for m, *_ in result["plan"]["assignments"]} == {"w0", "w1"}
+    assert result.outcome == "recommended"
+    assert {m for m, *_ in result.plan.assignments} == {"w0", "w1"}
 
 
 def test_cli_members(sqlite_url: str, capsys: pytest.CaptureFixture[str]) -> None:

@@ -22,7 +22,8 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from rebalance_advisor.domain.decisions import Thresholds
+from rebalance_advisor.domain.advice import GroupAdvice
+from rebalance_advisor.domain.decisions import FLAGGED_OUTCOMES, Thresholds
 from rebalance_advisor.domain.group_planning import plan_group
 from rebalance_advisor.domain.spec_documents import build_docs_from_tables, consume_rates
 from rebalance_advisor.errors import AdvisorError
@@ -34,7 +35,7 @@ if TYPE_CHECKING:  # pragma: no cover
 log = logging.getLogger(__name__)
 
 RESULT_SCHEMA = "group_id string, result string"
-PlanFn = Callable[[dict[str, Any], Thresholds, datetime], dict[str, Any]]
+PlanFn = Callable[[dict[str, Any], Thresholds, datetime], GroupAdvice]
 
 
 class PlannerFailed(AdvisorError):
@@ -53,7 +54,7 @@ class PlannerRun:
 
     @property
     def flagged(self) -> list[str]:
-        return [o["group_id"] for o in self.outcomes if o["outcome"] in ("recommended", "no_better_plan")]
+        return [o["group_id"] for o in self.outcomes if o["outcome"] in FLAGGED_OUTCOMES]
 
     @property
     def recommended_plan_ids(self) -> list[int]:
@@ -77,7 +78,7 @@ def _group_planner(thresholds: dict[str, Any], now_iso: str, plan_fn: PlanFn):
 
         settings = _Thresholds.from_dict(thresholds)
         now = datetime.fromisoformat(now_iso)
-        results = [json.dumps(plan_fn(json.loads(doc), settings, now)) for doc in pdf["doc"]]
+        results = [plan_fn(json.loads(doc), settings, now).to_json() for doc in pdf["doc"]]
         return pd.DataFrame({"group_id": pdf["group_id"].astype(str), "result": results})
 
     return plan_batch
@@ -111,7 +112,7 @@ def plan_documents(
     thresholds: Thresholds,
     now: datetime,
     plan_fn: PlanFn = plan_group,
-) -> list[dict[str, Any]]:
+) -> list[GroupAdvice]:
     """Plan every document in Spark (groups bucketed, see :func:`bucket_count`); results sorted by group."""
     import pandas as pd
 
@@ -143,20 +144,26 @@ def plan_documents(
         rows = planned.toPandas()
     except Exception as error:  # Py4J/Spark errors have no common base class
         raise PlannerFailed(f"Spark planning failed, nothing written: {_cause(error)}") from error
-    results = [json.loads(r) for r in rows["result"]]
+    results = [GroupAdvice.from_json(r) for r in rows["result"]]
     if len(results) != len(docs):
         raise PlannerFailed(f"Spark returned {len(results)} results for {len(docs)} groups; nothing written")
-    return sorted(results, key=lambda r: r["group_id"])
+    return sorted(results, key=lambda r: r.group_id)
 
 
-def compact_outcome(result: dict[str, Any], plan_id: int | None = None) -> dict[str, Any]:
-    """The outcome row the DAG summary and the CLI print."""
-    keys = ("group_id", "outcome", "reason", "total_lag", "max_lag_before", "max_lag_after", "moves")
-    row = {k: result.get(k) for k in keys}
-    row["best_strategy"] = result.get("best_strategy")
-    row["plan_status"] = (result.get("plan") or {}).get("status")
-    row["plan_id"] = plan_id
-    return row
+def compact_outcome(result: GroupAdvice, plan_id: int | None = None) -> dict[str, Any]:
+    """The outcome row the DAG summary and the CLI print (JSON-able: it travels through XCom)."""
+    return {
+        "group_id": result.group_id,
+        "outcome": result.outcome,
+        "reason": result.reason,
+        "total_lag": result.total_lag,
+        "max_lag_before": result.max_lag_before,
+        "max_lag_after": result.max_lag_after,
+        "moves": result.moves,
+        "best_strategy": result.best_strategy,
+        "plan_status": None if result.plan is None else result.plan.status,
+        "plan_id": plan_id,
+    }
 
 
 def run_planner(
@@ -267,7 +274,7 @@ def _run_planner(
     plan_ids: dict[str, int] = {}
     if not dry_run:
         with db.connect(url) as conn:
-            run_id, plan_ids = store_plans.write_run(
+            run_id, plan_ids, results = store_plans.write_run(
                 conn,
                 snapshot_id=snapshot_id,
                 results=results,
@@ -277,7 +284,7 @@ def _run_planner(
                 created_by=created_by,
             )
     write_s = time.perf_counter() - started - read_s - plan_s
-    outcomes = [compact_outcome(r, plan_ids.get(r["group_id"])) for r in results]
+    outcomes = [compact_outcome(r, plan_ids.get(r.group_id)) for r in results]
     timings = {
         "read_s": read_s,
         "plan_s": plan_s,
@@ -288,7 +295,7 @@ def _run_planner(
         "planned snapshot %s: %d groups, %d flagged, run %s (%.2f s)",
         snapshot_id,
         len(results),
-        sum(o["outcome"] in ("recommended", "no_better_plan") for o in outcomes),
+        sum(o["outcome"] in FLAGGED_OUTCOMES for o in outcomes),
         run_id,
         timings["total_s"],
     )

@@ -37,6 +37,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from rebalance_advisor.domain.advice import STANDING_STATUSES, CandidatePlan, StandingPlan
 from rebalance_advisor.domain.assignors import ASSIGNORS
 from rebalance_advisor.errors import AdvisorError
 
@@ -45,8 +46,10 @@ STRATEGY_PREFERENCE: tuple[str, ...] = ("lag_aware", "lag_aware_sticky", "sticky
 DEFAULT_STRATEGIES: tuple[str, ...] = tuple(ASSIGNORS)
 
 OUTCOMES = ("balanced", "recommended", "no_better_plan", "idle", "no_members", "error")
-#: plan statuses that hold a group during the cool-down.
-STANDING_STATUSES = ("recommended", "approved", "published")
+#: outcomes of a group the flag rule caught (:func:`is_flagged`): the ones a run reports as flagged.
+FLAGGED_OUTCOMES = ("recommended", "no_better_plan")
+
+__all__ = ["STANDING_STATUSES", "CandidatePlan", "StandingPlan"]  # re-exported: callers import them here
 
 
 @dataclass(frozen=True)
@@ -91,32 +94,14 @@ class Thresholds:
 
 
 @dataclass(frozen=True)
-class Candidate:
-    """One strategy's plan for a group, reduced to what the rules compare."""
-
-    strategy: str
-    max_lag: int
-    moves: int
-
-
-@dataclass(frozen=True)
-class StandingPlan:
-    """The group's newest plan that still holds it (recommended, approved or published)."""
-
-    plan_id: int
-    status: str
-    created_at: datetime
-
-
-@dataclass(frozen=True)
 class Decision:
     """One group's outcome; ``chosen`` is the candidate to store and ``plan_status`` its status."""
 
     outcome: str
     reason: str
-    chosen: Candidate | None = None
+    chosen: CandidatePlan | None = None
     plan_status: str | None = None  # "recommended", "skipped" or None (no plan row)
-    best: Candidate | None = field(default=None)  # best candidate, stored or not
+    best: CandidatePlan | None = field(default=None)  # best candidate, stored or not
 
 
 def as_utc(moment: datetime) -> datetime:
@@ -124,12 +109,34 @@ def as_utc(moment: datetime) -> datetime:
     return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
 
 
-def is_flagged(imbalance: float, total_lag: int, thresholds: Thresholds) -> bool:
-    """The flag rule: uneven (imbalance >= threshold) and big enough to matter (lag >= floor)."""
-    return total_lag >= thresholds.lag_floor and imbalance >= thresholds.imbalance_threshold
+def is_idle(total_lag: int, thresholds: Thresholds) -> bool:
+    """The idle rule: total lag under the floor (including none) is noise, not load."""
+    return total_lag < thresholds.lag_floor
 
 
-def rank_key(candidate: Candidate) -> tuple[int, int, int]:
+def is_flagged(imbalance: float, total_lag: int, unowned_lag: int, thresholds: Thresholds) -> bool:
+    """The flag rule: not idle, and lag no member owns or uneven (imbalance >= threshold)."""
+    return not is_idle(total_lag, thresholds) and (
+        unowned_lag > 0 or imbalance >= thresholds.imbalance_threshold
+    )
+
+
+def within_move_budget(moves: int, move_budget: int | None) -> bool:
+    """The move-budget rule: a candidate may move at most ``move_budget`` partitions (None: any)."""
+    return move_budget is None or moves <= move_budget
+
+
+def cooldown_until(
+    standing: StandingPlan | None, now: datetime | None, thresholds: Thresholds
+) -> datetime | None:
+    """The cool-down rule: until when ``standing`` holds the group at ``now`` (None: it does not)."""
+    if standing is None or now is None or thresholds.cooldown_minutes <= 0:
+        return None
+    until = as_utc(standing.created_at) + timedelta(minutes=thresholds.cooldown_minutes)
+    return until if as_utc(now) < until else None
+
+
+def rank_key(candidate: CandidatePlan) -> tuple[int, int, int]:
     """Sort key of the best-candidate rule: max lag, then moves, then strategy preference."""
     try:
         preference = STRATEGY_PREFERENCE.index(candidate.strategy)
@@ -138,9 +145,9 @@ def rank_key(candidate: Candidate) -> tuple[int, int, int]:
     return (candidate.max_lag, candidate.moves, preference)
 
 
-def best_candidate(candidates: Sequence[Candidate], move_budget: int | None) -> Candidate | None:
+def best_candidate(candidates: Sequence[CandidatePlan], move_budget: int | None) -> CandidatePlan | None:
     """The best candidate within the move budget, or None when none fits."""
-    eligible = [c for c in candidates if move_budget is None or c.moves <= move_budget]
+    eligible = [c for c in candidates if within_move_budget(c.moves, move_budget)]
     return min(eligible, key=rank_key, default=None)
 
 
@@ -149,24 +156,29 @@ def improvement(before: int, after: int) -> float:
     return (before - after) / before if before > 0 else 0.0
 
 
+def improves_enough(before: int, after: int, unowned_lag: int, thresholds: Thresholds) -> bool:
+    """The improvement rule: max lag down by ``min_improvement``; assigning unowned lag always counts."""
+    return unowned_lag > 0 or improvement(before, after) >= thresholds.min_improvement
+
+
 def decide(
     *,
     total_lag: int,
     max_lag_before: int,
     imbalance_before: float,
-    candidates: Sequence[Candidate],
+    candidates: Sequence[CandidatePlan],
     thresholds: Thresholds,
     unowned_lag: int = 0,
     standing: StandingPlan | None = None,
     now: datetime | None = None,
 ) -> Decision:
     """Apply the rules of the module docstring to a group that has members and a valid spec."""
-    if total_lag < thresholds.lag_floor:
+    if is_idle(total_lag, thresholds):
         what = "no lag" if total_lag == 0 else f"total lag {total_lag:,} < floor {thresholds.lag_floor:,}"
         return Decision("idle", what)
     if unowned_lag > 0:
         flagged = f"lag {unowned_lag:,} on partitions no member owns"
-    elif imbalance_before < thresholds.imbalance_threshold:
+    elif not is_flagged(imbalance_before, total_lag, unowned_lag, thresholds):
         return Decision(
             "balanced", f"imbalance {imbalance_before:.3f} < threshold {thresholds.imbalance_threshold}"
         )
@@ -181,7 +193,7 @@ def decide(
             f"{flagged}, but no candidate within move budget {thresholds.move_budget}{detail}",
         )
     gain = improvement(max_lag_before, best.max_lag)
-    if unowned_lag == 0 and gain < thresholds.min_improvement:
+    if not improves_enough(max_lag_before, best.max_lag, unowned_lag, thresholds):
         return Decision(
             "no_better_plan",
             f"{flagged}, but best ({best.strategy}) lowers max lag {max_lag_before:,} -> {best.max_lag:,} "
@@ -191,15 +203,14 @@ def decide(
     change = f"max lag {max_lag_before:,} -> {best.max_lag:,}, {best.moves} moves"
     if unowned_lag == 0:
         change = f"max lag {max_lag_before:,} -> {best.max_lag:,} (-{gain:.1%}), {best.moves} moves"
-    if standing is not None and now is not None:
-        until = as_utc(standing.created_at) + timedelta(minutes=thresholds.cooldown_minutes)
-        if as_utc(now) < until:
-            return Decision(
-                "no_better_plan",
-                f"cool-down: plan {standing.plan_id} ({standing.status}) still stands until "
-                f"{until.isoformat(timespec='seconds')}; candidate {best.strategy} ({change}) kept as skipped",
-                chosen=best,
-                plan_status="skipped",
-                best=best,
-            )
+    until = cooldown_until(standing, now, thresholds)
+    if until is not None and standing is not None:
+        return Decision(
+            "no_better_plan",
+            f"cool-down: plan {standing.plan_id} ({standing.status}) still stands until "
+            f"{until.isoformat(timespec='seconds')}; candidate {best.strategy} ({change}) kept as skipped",
+            chosen=best,
+            plan_status="skipped",
+            best=best,
+        )
     return Decision("recommended", f"{flagged}; {best.strategy}: {change}", best, "recommended", best)

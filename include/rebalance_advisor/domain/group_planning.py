@@ -1,31 +1,42 @@
-"""Plan one group: spec document -> every requested strategy -> metrics -> decision -> result dict.
+"""Advise one group: observed state -> every requested strategy -> metrics -> decision -> advice.
 
-This is the per-group work the Spark job runs inside ``applyInPandas`` and the benchmark runs in a
-plain loop; it only calls the assignors, metrics and decision rules. Input and output are plain
-JSON-able dicts so they cross the Arrow boundary as one string column each.
-
-Input (one group, built by :mod:`rebalance_advisor.domain.spec_documents`)::
+:func:`advise_group` is the one pure function the Spark planner (inside ``applyInPandas``), the
+``plan`` CLI, the benchmarks and the simulator call; it only calls the assignors, metrics and the
+decision rules of :mod:`rebalance_advisor.domain.decisions`. :func:`plan_group` is the same for a
+spec *document* (the JSON shape built by :mod:`rebalance_advisor.domain.spec_documents`)::
 
     {"group_id": "g", "members": [...], "partitions": [...],   # parse_group_spec's format
      "weight": "lag",                                           # what partition "lag" means
      "note": null,                                             # why the spec may be missing
      "standing": {"plan_id": 3, "status": "recommended", "created_at": "..."} | null}
 
-Output: see :func:`plan_group` (keys group_id, outcome, reason, numbers, ``plan`` or null).
+Both return a :class:`~rebalance_advisor.domain.advice.GroupAdvice` and never raise for a bad
+group: an invalid spec becomes outcome ``error`` with the message, so one broken group cannot stop
+the others from planning.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import datetime
 from typing import Any
 
 import numpy as np
 
+from rebalance_advisor.domain.advice import (
+    CandidatePlan,
+    ChosenPlan,
+    GroupAdvice,
+    GroupObservation,
+    StandingPlan,
+)
 from rebalance_advisor.domain.assignors import get_assignor
-from rebalance_advisor.domain.decisions import Candidate, StandingPlan, Thresholds, decide
+from rebalance_advisor.domain.decisions import Thresholds, cooldown_until, decide, is_flagged
 from rebalance_advisor.domain.group_spec import GroupSpec, parse_group_spec
-from rebalance_advisor.domain.metrics import compute_metrics, lower_bound_max_lag
+from rebalance_advisor.domain.metrics import GroupMetrics, compute_metrics, lower_bound_max_lag
 from rebalance_advisor.errors import AdvisorError
+
+NO_MEMBERS = "no members and no registered static members"
 
 
 def strategy_options(strategy: str, thresholds: Thresholds) -> dict[str, Any]:
@@ -43,64 +54,68 @@ def candidate_owners(spec: GroupSpec, thresholds: Thresholds) -> dict[str, np.nd
     }
 
 
-def _round(metrics: dict[str, Any]) -> dict[str, Any]:
-    for key in ("imbalance", "lag_cv", "gap"):
-        metrics[key] = round(float(metrics[key]), 6)
-    return metrics
+def _rounded(metrics: GroupMetrics) -> GroupMetrics:
+    """Floats to 6 decimals: what is stored and compared across runs."""
+    return dataclasses.replace(
+        metrics,
+        imbalance=round(float(metrics.imbalance), 6),
+        lag_cv=round(float(metrics.lag_cv), 6),
+        gap=round(float(metrics.gap), 6),
+    )
 
 
-def _empty_result(group_id: str, outcome: str, reason: str, total_lag: int) -> dict[str, Any]:
-    return {
-        "group_id": group_id,
-        "outcome": outcome,
-        "reason": reason,
-        "total_lag": total_lag,
-        "max_lag_before": None,
-        "imbalance_before": None,
-        "spread_before": None,
-        "metrics_before": None,
-        "best_strategy": None,
-        "max_lag_after": None,
-        "imbalance_after": None,
-        "moves": None,
-        "candidates": [],
-        "plan": None,
-    }
-
-
-def _standing(doc: dict[str, Any] | None) -> StandingPlan | None:
-    if not doc:
-        return None
-    return StandingPlan(doc["plan_id"], doc["status"], datetime.fromisoformat(doc["created_at"]))
-
-
-def plan_group(doc: dict[str, Any], thresholds: Thresholds, now: datetime) -> dict[str, Any]:
-    """One group's outcome, numbers and (when a plan is stored) the chosen assignment.
-
-    Never raises for a bad group: an invalid spec becomes outcome ``error`` with the message, so
-    one broken group cannot stop the others from planning.
-    """
+def observe_document(doc: dict[str, Any]) -> GroupObservation:
+    """A spec document -> the observation; an invalid spec raises AdvisorError."""
     group_id = str(doc.get("group_id"))
-    total_lag = int(sum(int(p.get("lag", 0)) for p in doc.get("partitions") or []))
-    if doc.get("note") and not doc.get("members"):
-        return _empty_result(group_id, "no_members", doc["note"], total_lag)
+    standing_doc = doc.get("standing")
+    standing = None
+    if standing_doc:
+        standing = StandingPlan(
+            standing_doc["plan_id"],
+            standing_doc["status"],
+            datetime.fromisoformat(standing_doc["created_at"]),
+        )
+    common = {"weight": doc.get("weight", "lag"), "note": doc.get("note"), "standing": standing}
     if not doc.get("members"):
-        return _empty_result(group_id, "no_members", "no members and no registered static members", total_lag)
+        total_lag = int(sum(int(p.get("lag", 0)) for p in doc.get("partitions") or []))
+        return GroupObservation(group_id, None, total_lag, **common)
+    spec = parse_group_spec({k: doc[k] for k in ("group_id", "members", "partitions") if k in doc})
+    return GroupObservation(group_id, spec, int(spec.lag.sum()), **common)
+
+
+def plan_group(doc: dict[str, Any], thresholds: Thresholds, now: datetime) -> GroupAdvice:
+    """:func:`advise_group` for a spec document (module docstring); never raises for a bad group."""
     try:
-        spec = parse_group_spec({k: doc[k] for k in ("group_id", "members", "partitions") if k in doc})
-        total_lag = int(spec.lag.sum())
+        observation = observe_document(doc)
+    except AdvisorError as error:
+        group_id = str(doc.get("group_id"))
+        total_lag = int(sum(int(p.get("lag", 0)) for p in doc.get("partitions") or [] if isinstance(p, dict)))
+        return GroupAdvice(group_id, "error", f"invalid group spec: {error}", total_lag)
+    return advise_group(observation, thresholds, now)
+
+
+def advise_group(observation: GroupObservation, thresholds: Thresholds, now: datetime) -> GroupAdvice:
+    """One group's outcome, numbers and (when a plan is stored) the chosen assignment."""
+    group_id = observation.group_id
+    spec = observation.spec
+    if spec is None:
+        return GroupAdvice(group_id, "no_members", observation.note or NO_MEMBERS, observation.total_lag)
+    total_lag = int(spec.lag.sum())
+    try:
         bound = lower_bound_max_lag(spec)
-        current = compute_metrics(spec, spec.owner, bound)
+        current = _rounded(compute_metrics(spec, spec.owner, bound))
         unowned_lag = int(spec.lag[spec.owner < 0].sum())
         # Idle and balanced groups need no candidates: skipping them is most of a quiet cluster's work.
-        flagged = total_lag >= thresholds.lag_floor and (
-            unowned_lag > 0 or current.imbalance >= thresholds.imbalance_threshold
-        )
+        flagged = is_flagged(current.imbalance, total_lag, unowned_lag, thresholds)
         owners_by_strategy = candidate_owners(spec, thresholds) if flagged else {}
     except AdvisorError as error:
-        return _empty_result(group_id, "error", f"invalid group spec: {error}", total_lag)
-    metrics_by_strategy = {name: compute_metrics(spec, o, bound) for name, o in owners_by_strategy.items()}
-    candidates = [Candidate(name, m.max_member_lag, m.moves) for name, m in metrics_by_strategy.items()]
+        return GroupAdvice(group_id, "error", f"invalid group spec: {error}", total_lag)
+    metrics_by_strategy = {
+        name: _rounded(compute_metrics(spec, o, bound)) for name, o in owners_by_strategy.items()
+    }
+    candidates = tuple(
+        CandidatePlan(name, m.max_member_lag, m.moves, m.imbalance) for name, m in metrics_by_strategy.items()
+    )
     decision = decide(
         total_lag=total_lag,
         max_lag_before=current.max_member_lag,
@@ -108,54 +123,66 @@ def plan_group(doc: dict[str, Any], thresholds: Thresholds, now: datetime) -> di
         candidates=candidates,
         thresholds=thresholds,
         unowned_lag=unowned_lag,
-        standing=_standing(doc.get("standing")),
+        standing=observation.standing,
         now=now,
     )
-    result = _empty_result(group_id, decision.outcome, decision.reason, total_lag)
-    result.update(
-        max_lag_before=current.max_member_lag,
-        imbalance_before=round(current.imbalance, 6),
-        spread_before=current.partition_count_spread,
-        metrics_before=_round(current.to_dict()) | {"unowned_lag": unowned_lag},
-        candidates=[
-            {
-                "strategy": name,
-                "max_lag": m.max_member_lag,
-                "moves": m.moves,
-                "imbalance": round(m.imbalance, 6),
-            }
-            for name, m in metrics_by_strategy.items()
-        ],
-    )
-    if decision.best is not None:
-        best = metrics_by_strategy[decision.best.strategy]
-        result.update(
-            best_strategy=decision.best.strategy,
-            max_lag_after=best.max_member_lag,
-            imbalance_after=round(best.imbalance, 6),
-            moves=best.moves,
-        )
-    if decision.chosen is not None:
+    plan = None
+    if decision.chosen is not None and decision.plan_status is not None:
         name = decision.chosen.strategy
         owners = owners_by_strategy[name]
-        after = metrics_by_strategy[name]
         member_ids = spec.member_ids
         keys = spec.partition_keys
         lags = spec.lag.tolist()
-        result["plan"] = {
-            "strategy": name,
-            "status": decision.plan_status,
-            "weight": doc.get("weight", "lag"),
-            "metrics_after": _round(after.to_dict()),
-            "equivalent_strategies": sorted(
-                other
-                for other, o in owners_by_strategy.items()
-                if other != name and np.array_equal(o, owners)
+        plan = ChosenPlan(
+            strategy=name,
+            status=decision.plan_status,
+            weight=observation.weight,
+            metrics=metrics_by_strategy[name],
+            equivalent_strategies=tuple(
+                sorted(
+                    other
+                    for other, o in owners_by_strategy.items()
+                    if other != name and np.array_equal(o, owners)
+                )
             ),
-            "assignments": [
-                [member_ids[m], keys[k][0], keys[k][1], lags[k]]
+            assignments=tuple(
+                (member_ids[m], keys[k][0], keys[k][1], lags[k])
                 for k, m in enumerate(owners.tolist())
                 if m >= 0
-            ],
-        }
-    return result
+            ),
+        )
+    return GroupAdvice(
+        group_id=group_id,
+        outcome=decision.outcome,
+        reason=decision.reason,
+        total_lag=total_lag,
+        current=current,
+        unowned_lag=unowned_lag,
+        candidates=candidates,
+        best=decision.best,
+        plan=plan,
+    )
+
+
+def hold_back(
+    advice: GroupAdvice, standing: StandingPlan, now: datetime, thresholds: Thresholds
+) -> GroupAdvice:
+    """A recommendation that ``standing`` (a concurrent run's committed plan) now holds back, or as is.
+
+    The same cool-down rule :func:`decide` applies, re-checked when the run is written, against plans
+    committed while it planned: the recommendation becomes a ``skipped`` plan with outcome
+    ``no_better_plan``, which is what the rules would have decided had they seen that plan.
+    """
+    until = cooldown_until(standing, now, thresholds)
+    if until is None or advice.plan is None or advice.plan.status != "recommended":
+        return advice
+    return dataclasses.replace(
+        advice,
+        outcome="no_better_plan",
+        reason=(
+            f"cool-down: plan {standing.plan_id} ({standing.status}), written by a concurrent run, still "
+            f"stands until {until.isoformat(timespec='seconds')}; candidate {advice.plan.strategy} kept as "
+            f"skipped (was: {advice.reason})"
+        ),
+        plan=dataclasses.replace(advice.plan, status="skipped"),
+    )

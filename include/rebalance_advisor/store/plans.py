@@ -16,13 +16,15 @@ standing plans committed meanwhile (:func:`_apply_concurrent_cooldown`).
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from rebalance_advisor.domain.decisions import STANDING_STATUSES, StandingPlan, as_utc
+from rebalance_advisor.domain.advice import GroupAdvice
+from rebalance_advisor.domain.decisions import STANDING_STATUSES, StandingPlan, Thresholds
+from rebalance_advisor.domain.group_planning import hold_back
 from rebalance_advisor.domain.spec_documents import StaticMember
 from rebalance_advisor.store import db
 from rebalance_advisor.store.models import StaticMemberRow
@@ -110,23 +112,22 @@ def _lock_plan_writes(conn: Connection) -> None:
 def _apply_concurrent_cooldown(
     conn: Connection,
     run_id: int,
-    results: Sequence[dict[str, Any]],
+    results: Sequence[GroupAdvice],
     started_at: datetime,
     cooldown_minutes: float,
-) -> None:
-    """Downgrade recommendations that a concurrent run's committed plan now holds in cool-down.
+) -> list[GroupAdvice]:
+    """The results with recommendations that a concurrent run's committed plan now holds back.
 
-    Runs under the write lock. A standing plan of another run younger than the cool-down (measured
-    from this run's start, as the decision rules do) turns this run's recommendation into a
-    ``skipped`` plan with outcome ``no_better_plan`` — what the rules would have decided had they
-    seen it. ``results`` are updated in place, so the caller reports what was stored.
+    Runs under the write lock; the rule is :func:`rebalance_advisor.domain.group_planning.hold_back`
+    (the decision rules' cool-down, measured from this run's start).
     """
     if cooldown_minutes <= 0:
-        return
-    recommended = {r["group_id"]: r for r in results if (r.get("plan") or {}).get("status") == "recommended"}
-    groups = sorted(recommended)
-    for start in range(0, len(groups), _INSERT_CHUNK):
-        chunk = groups[start : start + _INSERT_CHUNK]
+        return list(results)
+    thresholds = Thresholds(cooldown_minutes=cooldown_minutes)
+    recommended = sorted(r.group_id for r in results if r.plan is not None and r.plan.status == "recommended")
+    standing: dict[str, StandingPlan] = {}
+    for start in range(0, len(recommended), _INSERT_CHUNK):
+        chunk = recommended[start : start + _INSERT_CHUNK]
         newest = (
             sa.select(sa.func.max(Plan.id))
             .where(Plan.group_id.in_(chunk), Plan.status.in_(STANDING_STATUSES), Plan.run_id != run_id)
@@ -135,18 +136,11 @@ def _apply_concurrent_cooldown(
         rows = conn.execute(
             sa.select(Plan.id, Plan.group_id, Plan.status, Plan.created_at).where(Plan.id.in_(newest))
         )
-        for plan_id, group_id, status, created_at in rows:
-            until = as_utc(created_at) + timedelta(minutes=cooldown_minutes)
-            if as_utc(started_at) >= until:
-                continue
-            result = recommended[group_id]
-            result["plan"]["status"] = "skipped"
-            result["outcome"] = "no_better_plan"
-            result["reason"] = (
-                f"cool-down: plan {plan_id} ({status}), written by a concurrent run, still stands until "
-                f"{until.isoformat(timespec='seconds')}; candidate {result['plan']['strategy']} kept as skipped "
-                f"(was: {result['reason']})"
-            )
+        standing.update({g: StandingPlan(i, s, c) for i, g, s, c in rows})
+    return [
+        hold_back(r, standing[r.group_id], started_at, thresholds) if r.group_id in standing else r
+        for r in results
+    ]
 
 
 def _chunks(rows: list[dict[str, Any]]) -> Iterable[list[dict[str, Any]]]:
@@ -158,15 +152,16 @@ def write_run(
     conn: Connection,
     *,
     snapshot_id: int,
-    results: Sequence[dict[str, Any]],
+    results: Sequence[GroupAdvice],
     params: dict[str, Any],
     started_at: datetime,
     airflow_run_id: str | None,
     created_by: str,
-) -> tuple[int, dict[str, int]]:
-    """Insert one planner run (caller owns the transaction); return (advisor run id, {group: plan id}).
+) -> tuple[int, dict[str, int], list[GroupAdvice]]:
+    """Insert one planner run (caller owns the transaction).
 
-    ``params["cooldown_minutes"]`` (the run's thresholds) drives the concurrent cool-down re-check.
+    Returns (advisor run id, {group: plan id}, the advice as stored). ``params["cooldown_minutes"]``
+    (the run's thresholds) drives the concurrent cool-down re-check, which may hold advice back.
     """
     _lock_plan_writes(conn)
     if airflow_run_id is not None:
@@ -184,40 +179,35 @@ def write_run(
         )
         .returning(AdvisorRun.id)
     ).scalar_one()
-    _apply_concurrent_cooldown(conn, run_id, results, started_at, float(params.get("cooldown_minutes") or 0))
-    planned = [r for r in results if r.get("plan") is not None]
+    results = _apply_concurrent_cooldown(
+        conn, run_id, results, started_at, float(params.get("cooldown_minutes") or 0)
+    )
+    planned = [r for r in results if r.plan is not None]
     plan_rows = []
     for r in planned:
-        plan = r["plan"]
-        after = plan["metrics_after"]
-        metrics = {
-            "before": r["metrics_before"],
-            "after": after,
-            "weight": plan["weight"],
-            "candidates": r["candidates"],
-            "equivalent_strategies": plan["equivalent_strategies"],
-        }
+        plan = r.plan
+        after = plan.metrics
         plan_rows.append(
             {
                 "run_id": run_id,
                 "snapshot_id": snapshot_id,
-                "group_id": r["group_id"],
-                "strategy": plan["strategy"],
-                "status": plan["status"],
+                "group_id": r.group_id,
+                "strategy": plan.strategy,
+                "status": plan.status,
                 "epoch": None,
                 "created_at": now,
                 "created_by": created_by,
-                "max_lag_before": r["max_lag_before"],
-                "max_lag_after": after["max_member_lag"],
-                "imbalance_before": r["imbalance_before"],
-                "imbalance_after": after["imbalance"],
-                "spread_before": r["spread_before"],
-                "spread_after": after["partition_count_spread"],
-                "moves": after["moves"],
-                "lower_bound": after["lower_bound_max_lag"],
-                "gap": after["gap"],
-                "reason": r["reason"],
-                "metrics": metrics,
+                "max_lag_before": r.max_lag_before,
+                "max_lag_after": after.max_member_lag,
+                "imbalance_before": r.imbalance_before,
+                "imbalance_after": after.imbalance,
+                "spread_before": r.spread_before,
+                "spread_after": after.partition_count_spread,
+                "moves": after.moves,
+                "lower_bound": after.lower_bound_max_lag,
+                "gap": after.gap,
+                "reason": r.reason,
+                "metrics": r.metrics_record(),
             }
         )
     # One multi-row INSERT ... RETURNING per chunk instead of one statement per plan (10,000 plans
@@ -232,23 +222,23 @@ def write_run(
     transitions: list[dict[str, Any]] = []
     recommended_groups: list[str] = []
     for r, plan_id in zip(planned, new_plan_ids, strict=True):
-        plan = r["plan"]
-        plan_ids[r["group_id"]] = plan_id
-        if plan["status"] == "recommended":
-            recommended_groups.append(r["group_id"])
+        plan = r.plan
+        plan_ids[r.group_id] = plan_id
+        if plan.status == "recommended":
+            recommended_groups.append(r.group_id)
         assignments.extend(
             {"plan_id": plan_id, "member_id": m, "topic": t, "partition": p, "lag": lag}
-            for m, t, p, lag in plan["assignments"]
+            for m, t, p, lag in plan.assignments
         )
         transitions.append(
             {
                 "plan_id": plan_id,
                 "from_status": None,
-                "to_status": plan["status"],
+                "to_status": plan.status,
                 "actor": created_by,
                 "airflow_run_id": airflow_run_id,
                 "at": now,
-                "note": r["reason"],
+                "note": r.reason,
             }
         )
     new_ids = set(plan_ids.values())
@@ -276,17 +266,17 @@ def write_run(
     outcomes = [
         {
             "run_id": run_id,
-            "group_id": r["group_id"],
-            "outcome": r["outcome"],
-            "reason": r["reason"],
-            "total_lag": r["total_lag"],
-            "max_lag_before": r["max_lag_before"],
-            "max_lag_after": r["max_lag_after"],
-            "imbalance_before": r["imbalance_before"],
-            "imbalance_after": r["imbalance_after"],
-            "moves": r["moves"],
-            "best_strategy": r["best_strategy"],
-            "plan_id": plan_ids.get(r["group_id"]),
+            "group_id": r.group_id,
+            "outcome": r.outcome,
+            "reason": r.reason,
+            "total_lag": r.total_lag,
+            "max_lag_before": r.max_lag_before,
+            "max_lag_after": r.max_lag_after,
+            "imbalance_before": r.imbalance_before,
+            "imbalance_after": r.imbalance_after,
+            "moves": r.moves,
+            "best_strategy": r.best_strategy,
+            "plan_id": plan_ids.get(r.group_id),
         }
         for r in results
     ]
@@ -297,7 +287,7 @@ def write_run(
     ):
         for chunk in _chunks(rows):  # the Core table, not the ORM entity: no per-row ORM bulk work
             conn.execute(sa.insert(model.__table__), chunk)
-    return run_id, plan_ids
+    return run_id, plan_ids, results
 
 
 # ---- queries (CLI ``plans``, DAG summary, UI) -----------------------------------------------

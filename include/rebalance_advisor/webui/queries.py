@@ -15,7 +15,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from rebalance_advisor.adapters.kafka_snapshot import Snapshot
-from rebalance_advisor.domain.decisions import Thresholds
+from rebalance_advisor.domain.decisions import FLAGGED_OUTCOMES, Thresholds
 from rebalance_advisor.domain.lag_rules import ResetPolicy, partition_lags
 from rebalance_advisor.errors import AdvisorError
 from rebalance_advisor.store import db
@@ -108,9 +108,7 @@ def list_groups(url: str) -> dict[str, Any]:
                 "total_lag": outcome.get("total_lag"),
                 "max_member_lag": outcome.get("max_lag_before"),
                 "imbalance": imbalance,
-                "flagged": imbalance is not None
-                and imbalance >= threshold
-                and outcome.get("outcome") in ("recommended", "no_better_plan"),
+                "flagged": outcome.get("outcome") in FLAGGED_OUTCOMES,
                 "outcome": outcome.get("outcome"),
                 "reason": outcome.get("reason"),
                 "outcome_snapshot_id": outcome.get("snapshot_id"),

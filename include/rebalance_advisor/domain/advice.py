@@ -1,0 +1,151 @@
+"""The typed values of advising one group: what was observed, what was weighed, what was decided.
+
+:class:`GroupObservation` is the input of :func:`rebalance_advisor.domain.group_planning.advise_group`
+(the group's spec, its standing plan, its recent moves); :class:`GroupAdvice` is the output, read by
+the plan store, the Spark planner, the CLI and the simulator. They cross the Spark/Arrow boundary as
+JSON (:meth:`GroupAdvice.to_json` / :meth:`GroupAdvice.from_json`, pydantic does the conversion).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from functools import cache
+from typing import Any
+
+from pydantic import TypeAdapter
+
+from rebalance_advisor.domain.group_spec import GroupSpec
+from rebalance_advisor.domain.metrics import GroupMetrics
+
+#: plan statuses that hold a group (its newest such plan is the group's "standing" plan).
+STANDING_STATUSES = ("recommended", "approved", "published")
+
+
+@dataclass(frozen=True)
+class StandingPlan:
+    """The group's newest plan that still holds it (recommended, approved or published)."""
+
+    plan_id: int
+    status: str
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class RecentMove:
+    """A partition that left ``from_member`` for ``to_member`` (the hysteresis window reads these)."""
+
+    topic: str
+    partition: int
+    from_member: str
+    to_member: str
+    at: datetime
+
+
+@dataclass(frozen=True, eq=False)
+class GroupObservation:
+    """One group as the advisor sees it: ``spec`` None when it has no members (``note`` says why)."""
+
+    group_id: str
+    spec: GroupSpec | None
+    total_lag: int = 0
+    weight: str = "lag"
+    note: str | None = None
+    standing: StandingPlan | None = None
+    recent_moves: tuple[RecentMove, ...] = ()
+
+
+@dataclass(frozen=True)
+class CandidatePlan:
+    """One strategy's plan for a group, reduced to what the decision rules compare and store."""
+
+    strategy: str
+    max_lag: int
+    moves: int
+    imbalance: float = 0.0
+
+
+@dataclass(frozen=True)
+class ChosenPlan:
+    """The plan stored for the group: its assignment as (member, topic, partition, lag) rows."""
+
+    strategy: str
+    status: str  # "recommended" or "skipped"
+    weight: str
+    metrics: GroupMetrics
+    equivalent_strategies: tuple[str, ...] = ()
+    assignments: tuple[tuple[str, str, int, int], ...] = ()
+
+
+@dataclass(frozen=True)
+class GroupAdvice:
+    """One group's outcome for one run, the numbers it rests on and the plan to store (if any)."""
+
+    group_id: str
+    outcome: str
+    reason: str
+    total_lag: int
+    current: GroupMetrics | None = None
+    unowned_lag: int = 0
+    candidates: tuple[CandidatePlan, ...] = ()
+    best: CandidatePlan | None = None  # the best candidate, stored or not
+    plan: ChosenPlan | None = field(default=None)
+
+    # ---- the flat numbers the outcome and plan rows hold ---------------------------------
+
+    @property
+    def max_lag_before(self) -> int | None:
+        return None if self.current is None else self.current.max_member_lag
+
+    @property
+    def imbalance_before(self) -> float | None:
+        return None if self.current is None else self.current.imbalance
+
+    @property
+    def spread_before(self) -> int | None:
+        return None if self.current is None else self.current.partition_count_spread
+
+    @property
+    def best_strategy(self) -> str | None:
+        return None if self.best is None else self.best.strategy
+
+    @property
+    def max_lag_after(self) -> int | None:
+        return None if self.best is None else self.best.max_lag
+
+    @property
+    def imbalance_after(self) -> float | None:
+        return None if self.best is None else self.best.imbalance
+
+    @property
+    def moves(self) -> int | None:
+        return None if self.best is None else self.best.moves
+
+    def metrics_record(self) -> dict[str, Any] | None:
+        """The ``metrics`` JSON of a stored plan row (before, after, candidates), or None without a plan."""
+        if self.plan is None or self.current is None:
+            return None
+        return {
+            "before": self.current.to_dict() | {"unowned_lag": self.unowned_lag},
+            "after": self.plan.metrics.to_dict(),
+            "weight": self.plan.weight,
+            "candidates": [
+                {"strategy": c.strategy, "max_lag": c.max_lag, "moves": c.moves, "imbalance": c.imbalance}
+                for c in self.candidates
+            ],
+            "equivalent_strategies": list(self.plan.equivalent_strategies),
+        }
+
+    # ---- JSON (the Spark boundary) -------------------------------------------------------
+
+    def to_json(self) -> str:
+        return _adapter().dump_json(self).decode()
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> GroupAdvice:
+        return _adapter().validate_json(text)
+
+
+@cache
+def _adapter() -> TypeAdapter[GroupAdvice]:
+    return TypeAdapter(GroupAdvice)
