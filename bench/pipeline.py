@@ -33,10 +33,10 @@ MEMBERS = 10
 
 def synthetic_snapshot(groups: int, seed: int = 5337):
     """A Snapshot with ``groups`` groups as described in the module docstring."""
-    from rebalance_advisor.adapters.kafka_snapshot import (
+    from rebalance_advisor.domain.snapshot_model import (
         CommittedOffset,
         Group,
-        Member,
+        GroupMemberSnapshot,
         PartitionOffsets,
         Snapshot,
     )
@@ -58,7 +58,7 @@ def synthetic_snapshot(groups: int, seed: int = 5337):
             committed.append(CommittedOffset(group_id, topic, p, ends[(topic, p)] - lag))
         per = PARTITIONS // MEMBERS
         members = tuple(
-            Member(
+            GroupMemberSnapshot(
                 member_id=f"{group_id}-m{m:02d}",
                 client_id=f"c{m}",
                 host="/10.0.0.1",

@@ -2,7 +2,7 @@
 
 Builds G memberless groups over T topics (P partitions in all) on a local broker (its own, in a temp
 dir, unless --bootstrap-servers), then alternates rounds of:
-  - ours, in process: ``snapshot.collect`` (and, separately, writing it to SQLite)
+  - ours, in process: ``kafka_snapshot.collect`` (and, separately, writing it to SQLite)
   - ours, as a command: ``rebalance-advisor snapshot`` (Python start-up and DB write included)
   - the reference tool as a command (JVM start-up included)
 Prints medians and ratios, peak memory (max RSS of each command; Python heap peak of collect), and
@@ -35,8 +35,8 @@ from pathlib import Path
 from typing import Any
 
 from rebalance_advisor import store
-from rebalance_advisor.adapters import kafka_snapshot as snapshot
-from rebalance_advisor.devtools import local_kafka as localkafka
+from rebalance_advisor.adapters import kafka_snapshot
+from rebalance_advisor.devtools import local_kafka
 
 RESULTS = Path(__file__).resolve().parent / "results" / "snapshot.json"
 CLI = str(Path(sys.executable).parent / "rebalance-advisor")
@@ -252,7 +252,7 @@ def _kill(process: subprocess.Popen) -> None:
 
 
 def _stage_timer() -> tuple[Callable[[str], None], dict[str, float]]:
-    """An ``on_stage`` hook recording seconds spent in each stage of ``snapshot.collect``."""
+    """An ``on_stage`` hook recording seconds spent in each stage of ``kafka_snapshot.collect``."""
     stages: dict[str, float] = {}
     last = [time.perf_counter()]
 
@@ -334,7 +334,7 @@ def main() -> int:
         if args.bootstrap_servers:
             bootstrap = args.bootstrap_servers
         else:
-            broker = localkafka.start(state_dir, heap=args.broker_heap)
+            broker = local_kafka.start(state_dir, heap=args.broker_heap)
             bootstrap = broker.bootstrap_servers
             check_open_files(broker.pid, args.partitions)
         t0 = time.perf_counter()
@@ -352,7 +352,9 @@ def main() -> int:
         print(f"cluster built in {shape['build_s']} s (load {_load()}): {shape}", flush=True)
         db_url = f"sqlite:///{Path(tmp) / 'bench.db'}"
         store.upgrade(db_url)
-        options = snapshot.SnapshotOptions(groups=snapshot.GroupFilter.parse("bench-g.*"), timeout_s=60)
+        options = kafka_snapshot.SnapshotOptions(
+            groups=kafka_snapshot.GroupFilter.parse("bench-g.*"), timeout_s=60
+        )
         cli_command = [
             CLI,
             "snapshot",
@@ -363,19 +365,19 @@ def main() -> int:
             "--groups",
             "bench-g.*",
         ]
-        tool_command = localkafka.consumer_groups_command(
+        tool_command = local_kafka.consumer_groups_command(
             bootstrap, "--describe", "--all-groups", "--timeout", "120000"
         )
 
         def ours() -> None:
             on_stage, stages = _stage_timer()
             started = time.perf_counter()
-            taken = snapshot.collect(bootstrap, options=options, on_stage=on_stage)
+            taken = kafka_snapshot.collect(bootstrap, options=options, on_stage=on_stage)
             runs["collect"].append(time.perf_counter() - started)
             for name, seconds in stages.items():
                 stage_runs.setdefault(name, []).append(seconds)
-            assert len(taken.groups) == shape["groups"] and not taken.errors, snapshot.summarize(taken)
-            assert len(taken.committed) == shape["committed"], snapshot.summarize(taken)
+            assert len(taken.groups) == shape["groups"] and not taken.errors, taken.summary()
+            assert len(taken.committed) == shape["committed"], taken.summary()
             started = time.perf_counter()
             store.write_snapshot(taken, db_url)
             runs["write"].append(time.perf_counter() - started)
@@ -400,13 +402,13 @@ def main() -> int:
             )
         # Heap peak in a separate, untimed pass: tracemalloc slows Python down several-fold.
         tracemalloc.start()
-        snapshot.collect(bootstrap, options=options)
+        kafka_snapshot.collect(bootstrap, options=options)
         heap_peak = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()
     finally:
         gc.collect()  # destroy any client still referenced (e.g. by a traceback) while the broker is up
         if not args.bootstrap_servers:
-            localkafka.stop(state_dir)
+            local_kafka.stop(state_dir)
         shutil.rmtree(tmp, ignore_errors=True)
 
     med = {k: statistics.median(v) for k, v in runs.items()}

@@ -10,10 +10,10 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 
 import pytest
-from rebalance_advisor.adapters.kafka_snapshot import (
+from rebalance_advisor.domain.snapshot_model import (
     CommittedOffset,
     Group,
-    Member,
+    GroupMemberSnapshot,
     PartitionOffsets,
     Snapshot,
 )
@@ -56,7 +56,7 @@ def make_snapshot(groups: dict[str, dict], taken_at: datetime | None = None) -> 
                 if offset is not None:
                     committed.append(CommittedOffset(group_id, topic, partition, offset))
         members = tuple(
-            Member(
+            GroupMemberSnapshot(
                 member_id=member_id,
                 client_id=f"client-{member_id}",
                 host="/127.0.0.1",

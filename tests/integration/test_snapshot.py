@@ -12,10 +12,11 @@ from dataclasses import replace
 
 import pytest
 from rebalance_advisor import store
-from rebalance_advisor.adapters import kafka_snapshot as snapshot
+from rebalance_advisor.adapters import kafka_snapshot
 from rebalance_advisor.cli import main
-from rebalance_advisor.devtools import local_kafka as localkafka
-from rebalance_advisor.domain import lag_rules as lag
+from rebalance_advisor.devtools import local_kafka
+from rebalance_advisor.domain import lag_rules
+from rebalance_advisor.domain.snapshot_model import Snapshot
 from rebalance_advisor.services import lag_report
 
 DEMO_REGEX = "kip-example|zipf-multi|idle-group|balanced-group|partial-commit|manual-assign|kip848-group"
@@ -24,15 +25,17 @@ pytestmark = pytest.mark.kafka
 
 
 @pytest.fixture(scope="module")
-def demo_snapshot(kafka_bootstrap: str, demo_groups) -> snapshot.Snapshot:
-    options = snapshot.SnapshotOptions(groups=snapshot.GroupFilter.parse(DEMO_REGEX), timeout_s=10)
-    return snapshot.collect(kafka_bootstrap, options=options)
+def demo_snapshot(kafka_bootstrap: str, demo_groups) -> Snapshot:
+    options = kafka_snapshot.SnapshotOptions(
+        groups=kafka_snapshot.GroupFilter.parse(DEMO_REGEX), timeout_s=10
+    )
+    return kafka_snapshot.collect(kafka_bootstrap, options=options)
 
 
 @pytest.fixture(scope="module")
 def reference_text(kafka_bootstrap: str, demo_snapshot) -> str:
     """The reference tool's output for the same (unchanging) broker state as ``demo_snapshot``."""
-    return localkafka.run_consumer_groups(kafka_bootstrap, "--describe", "--all-groups")
+    return local_kafka.run_consumer_groups(kafka_bootstrap, "--describe", "--all-groups")
 
 
 def _blocks(text: str) -> dict[str, list[str]]:
@@ -81,9 +84,9 @@ def _commit(bootstrap: str, group: str, topic: str, offsets: dict[int, int]) -> 
         consumer.close()
 
 
-def _collect(bootstrap: str, regex: str, **kwargs) -> snapshot.Snapshot:
-    options = snapshot.SnapshotOptions(groups=snapshot.GroupFilter.parse(regex), timeout_s=10)
-    return snapshot.collect(bootstrap, options=options, **kwargs)
+def _collect(bootstrap: str, regex: str, **kwargs) -> Snapshot:
+    options = kafka_snapshot.SnapshotOptions(groups=kafka_snapshot.GroupFilter.parse(regex), timeout_s=10)
+    return kafka_snapshot.collect(bootstrap, options=options, **kwargs)
 
 
 @pytest.mark.postgres
@@ -95,10 +98,10 @@ def test_every_demo_row_equals_the_reference_tool(demo_snapshot, reference_text,
     demo = set(DEMO_REGEX.split("|"))
     theirs = {
         (r["GROUP"], r["TOPIC"], r["PARTITION"]): r
-        for r in localkafka.parse_describe_output(reference_text)
+        for r in local_kafka.parse_describe_output(reference_text)
         if r["GROUP"] in demo
     }
-    ours = {(r["GROUP"], r["TOPIC"], r["PARTITION"]): r for r in localkafka.parse_describe_output(ours_text)}
+    ours = {(r["GROUP"], r["TOPIC"], r["PARTITION"]): r for r in local_kafka.parse_describe_output(ours_text)}
     assert set(ours) == set(theirs) and len(ours) == 99
     for key, row in theirs.items():
         for column in ("CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID", "HOST", "CLIENT-ID"):
@@ -256,7 +259,7 @@ def test_a_group_not_authorized_is_recorded_and_the_others_land(
     from confluent_kafka import KafkaError, KafkaException
 
     method = "describe" if stage == "describe" else "offsets"
-    original = getattr(snapshot._Collector, method)
+    original = getattr(kafka_snapshot._Collector, method)
 
     def one_group_denied(self, group_ids):
         futures = original(self, group_ids)
@@ -265,7 +268,7 @@ def test_a_group_not_authorized_is_recorded_and_the_others_land(
         futures["kip-example"] = denied
         return futures
 
-    monkeypatch.setattr(snapshot._Collector, method, one_group_denied)
+    monkeypatch.setattr(kafka_snapshot._Collector, method, one_group_denied)
     regex = "kip-example|idle-group|balanced-group"
     assert (
         main(["snapshot", "--bootstrap-servers", kafka_bootstrap, "--db", sqlite_url, "--groups", regex]) == 0
@@ -295,12 +298,12 @@ def test_chunked_spread_collection_equals_the_default(
 ) -> None:
     """Small ListOffsets chunks over 3 admin clients, through the C-level call and through the public
     per-partition futures, give the snapshot the default path gave (demo state does not change)."""
-    monkeypatch.setattr(snapshot, "LIST_OFFSETS_CHUNK", 7)
-    monkeypatch.setattr(snapshot, "RAW_LIST_OFFSETS", raw_list_offsets)
-    options = snapshot.SnapshotOptions(
-        groups=snapshot.GroupFilter.parse(DEMO_REGEX), timeout_s=10, connections=3
+    monkeypatch.setattr(kafka_snapshot, "LIST_OFFSETS_CHUNK", 7)
+    monkeypatch.setattr(kafka_snapshot, "RAW_LIST_OFFSETS", raw_list_offsets)
+    options = kafka_snapshot.SnapshotOptions(
+        groups=kafka_snapshot.GroupFilter.parse(DEMO_REGEX), timeout_s=10, connections=3
     )
-    again = snapshot.collect(kafka_bootstrap, options=options)
+    again = kafka_snapshot.collect(kafka_bootstrap, options=options)
     assert len(demo_snapshot.partitions) > 7 * 3
     assert again.partitions == demo_snapshot.partitions
     assert sorted(again.committed, key=repr) == sorted(demo_snapshot.committed, key=repr)
@@ -351,8 +354,8 @@ def test_classic_consumer_protocol_and_memberless_groups(demo_snapshot, demo_gro
 
 @pytest.mark.parametrize("reset", ["latest", "earliest"])
 def test_never_committed_partitions_follow_the_reset_policy(demo_snapshot, demo_groups, reset) -> None:
-    policy = lag.ResetPolicy.parse(f"partial-commit={reset},manual-.*=earliest")
-    rows = {(x.group_id, x.topic, x.partition): x for x in lag.partition_lags(demo_snapshot, policy)}
+    policy = lag_rules.ResetPolicy.parse(f"partial-commit={reset},manual-.*=earliest")
+    rows = {(x.group_id, x.topic, x.partition): x for x in lag_rules.partition_lags(demo_snapshot, policy)}
     group = next(g for g in demo_groups if g.group_id == "partial-commit")
     for partition in range(4):
         row = rows[("partial-commit", "never-committed", partition)]
@@ -369,7 +372,7 @@ def test_memberless_group_partly_committed(kafka_bootstrap: str) -> None:
     assert [g.group_type for g in taken.groups] == ["simple"]
     assert sorted((p.partition, p.log_end_offset) for p in taken.partitions) == [(0, 30), (1, 40), (2, 50)]
     for reset, expected in (("latest", [20, 0, 0]), ("earliest", [20, 40, 50])):
-        lags = lag.group_lag(taken, group, lag.ResetPolicy(default=reset))
+        lags = lag_rules.group_lag(taken, group, lag_rules.ResetPolicy(default=reset))
         assert [lags[(topic, p)] for p in range(3)] == expected
 
 
@@ -384,11 +387,11 @@ def test_committed_offset_below_log_start(kafka_bootstrap: str) -> None:
     for future in deleted.values():
         assert future.result(30).low_watermark == 50
     taken = _collect(kafka_bootstrap, group)
-    (row,) = lag.partition_lags(taken)
+    (row,) = lag_rules.partition_lags(taken)
     assert (row.log_start, row.log_end, row.committed) == (50, 100, 10)
     assert row.below_log_start and row.lag == 90
-    reference = localkafka.parse_describe_output(
-        localkafka.run_consumer_groups(kafka_bootstrap, "--describe", "--group", group)
+    reference = local_kafka.parse_describe_output(
+        local_kafka.run_consumer_groups(kafka_bootstrap, "--describe", "--group", group)
     )
     (ours,) = lag_report.rows(taken)[group]
     assert ours.tool_values()[3:6] == [reference[0][c] for c in ("CURRENT-OFFSET", "LOG-END-OFFSET", "LAG")]
@@ -408,7 +411,7 @@ def test_rates_between_two_snapshots(kafka_bootstrap: str) -> None:
     assert producer.flush(30) == 0
     _commit(kafka_bootstrap, group, topic, {0: 70})
     second = _collect(kafka_bootstrap, group)
-    (rate,) = lag.rates(first, second)
+    (rate,) = lag_rules.rates(first, second)
     elapsed = (second.taken_at - first.taken_at).total_seconds()
     assert rate.produce_rate == pytest.approx(60 / elapsed)
     assert rate.consume_rate == pytest.approx(30 / elapsed)

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 from rebalance_advisor import store
-from rebalance_advisor.adapters import kafka_snapshot as snapshot
+from rebalance_advisor.adapters import kafka_snapshot
 from rebalance_advisor.cli import main
-from rebalance_advisor.domain import lag_rules as lag
+from rebalance_advisor.domain import lag_rules
 from rebalance_advisor.errors import AdvisorError
 
 
@@ -110,7 +110,7 @@ def test_collect_restores_the_garbage_collector_state(enabled: bool) -> None:
     (gc.enable if enabled else gc.disable)()
     try:
         with pytest.raises(AdvisorError, match="invalid Kafka client config"):
-            snapshot.collect(_dead_address(), client_config={"no.such.librdkafka.property": "1"})
+            kafka_snapshot.collect(_dead_address(), client_config={"no.such.librdkafka.property": "1"})
         assert gc.isenabled() is enabled
     finally:
         (gc.enable if was else gc.disable)()
@@ -131,12 +131,12 @@ def test_lag_without_snapshots_or_schema(capsys, db_url) -> None:
 
 
 def test_lag_rules() -> None:
-    assert lag.partition_lag(10, 0, 100) == 90
-    assert lag.partition_lag(120, 0, 100) == 0  # committed past the end (truncation): never negative
-    assert lag.partition_lag(None, 30, 100, "latest") == 0
-    assert lag.partition_lag(None, 30, 100, "earliest") == 70
-    assert lag.partition_lag(None, 30, 100, "none") == 70
-    policy = lag.ResetPolicy.parse("orders-.*=earliest, audit=latest, earliest")
+    assert lag_rules.partition_lag(10, 0, 100) == 90
+    assert lag_rules.partition_lag(120, 0, 100) == 0  # committed past the end (truncation): never negative
+    assert lag_rules.partition_lag(None, 30, 100, "latest") == 0
+    assert lag_rules.partition_lag(None, 30, 100, "earliest") == 70
+    assert lag_rules.partition_lag(None, 30, 100, "none") == 70
+    policy = lag_rules.ResetPolicy.parse("orders-.*=earliest, audit=latest, earliest")
     assert policy.default == "earliest"
     assert [policy.for_group(g) for g in ("orders-eu", "audit", "other", "xorders-eu")] == [
         "earliest",
@@ -144,15 +144,15 @@ def test_lag_rules() -> None:
         "earliest",
         "earliest",
     ]
-    assert lag.ResetPolicy.parse(None).for_group("any") == "latest"
+    assert lag_rules.ResetPolicy.parse(None).for_group("any") == "latest"
     with pytest.raises(AdvisorError, match="must be one of"):
-        lag.ResetPolicy.parse("g=sometimes")
+        lag_rules.ResetPolicy.parse("g=sometimes")
     with pytest.raises(AdvisorError, match="bad regex"):
-        lag.ResetPolicy.parse("g(=earliest")
+        lag_rules.ResetPolicy.parse("g(=earliest")
 
 
 def test_group_filter_full_match() -> None:
-    f = snapshot.GroupFilter.parse("orders-.*", "orders-test")
+    f = kafka_snapshot.GroupFilter.parse("orders-.*", "orders-test")
     assert [f.accepts(g) for g in ("orders-eu", "orders-test", "my-orders-eu")] == [True, False, False]
 
 
@@ -162,10 +162,10 @@ def test_broker_stopped_mid_snapshot_stores_nothing(tmp_path: Path, sqlite_url: 
     """A broker of its own (the session broker must live on), stopped between listing and describing."""
     from confluent_kafka import Consumer, TopicPartition
     from confluent_kafka.admin import AdminClient, NewTopic
-    from rebalance_advisor.devtools import local_kafka as localkafka
+    from rebalance_advisor.devtools import local_kafka
 
     state_dir = tmp_path / "kafka"
-    info = localkafka.start(state_dir)
+    info = local_kafka.start(state_dir)
     try:
         bootstrap = info.bootstrap_servers
         admin = AdminClient({"bootstrap.servers": bootstrap})
@@ -178,14 +178,14 @@ def test_broker_stopped_mid_snapshot_stores_nothing(tmp_path: Path, sqlite_url: 
 
         def stop_broker(stage: str) -> None:
             if stage == "listed":
-                localkafka.stop(state_dir)
+                local_kafka.stop(state_dir)
 
-        options = snapshot.SnapshotOptions(timeout_s=3)
-        with pytest.raises(snapshot.SnapshotAborted, match=bootstrap.replace(".", r"\.")):
-            taken = snapshot.collect(bootstrap, options=options, on_stage=stop_broker)
+        options = kafka_snapshot.SnapshotOptions(timeout_s=3)
+        with pytest.raises(kafka_snapshot.SnapshotAborted, match=bootstrap.replace(".", r"\.")):
+            taken = kafka_snapshot.collect(bootstrap, options=options, on_stage=stop_broker)
             store.write_snapshot(taken, sqlite_url)  # not reached: nothing may land
     finally:
-        localkafka.stop(state_dir)
+        local_kafka.stop(state_dir)
     assert _snapshot_rows(sqlite_url) == 0
 
 

@@ -7,7 +7,7 @@ import sys
 from datetime import UTC, datetime
 
 from rebalance_advisor import store
-from rebalance_advisor.adapters.kafka_snapshot import CommittedOffset, Group, PartitionOffsets, Snapshot
+from rebalance_advisor.domain.snapshot_model import CommittedOffset, Group, PartitionOffsets, Snapshot
 
 ROWS = 2000
 

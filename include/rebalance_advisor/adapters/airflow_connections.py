@@ -123,5 +123,5 @@ def run_snapshot(
         "errors": len(taken.errors),
         "duration_s": round(taken.duration_s, 3),
         "pruned": pruned,
-        "summary": snapshot.summarize(taken),
+        "summary": taken.summary(),
     }

@@ -9,7 +9,7 @@ asked for only once every committed offset is in, as Kafka's own tool does, so a
 never older than the committed offsets it is compared with (lag is not understated while consumers
 commit); overlapping them with the group requests measured no clear gain anyway, the client's and
 broker's CPU being the limit on a small machine. Every call has a timeout. The result is an
-in-memory :class:`Snapshot`; writing it is ``rebalance_advisor.store``'s job.
+in-memory :class:`~rebalance_advisor.domain.snapshot_model.Snapshot`; writing it is ``rebalance_advisor.store``'s job.
 
 Failure policy: a fault that means "the cluster is not answering" (transport, timeout, all brokers
 down) aborts the whole pass with :class:`SnapshotAborted`, so nothing partial lands. A fault that
@@ -25,11 +25,19 @@ import re
 import threading
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
+from rebalance_advisor.domain.snapshot_model import (
+    CommittedOffset,
+    Group,
+    GroupMemberSnapshot,
+    PartitionOffsets,
+    Snapshot,
+    SnapshotError,
+)
 from rebalance_advisor.errors import AdvisorError
 from rebalance_advisor.gcpause import gc_paused
 
@@ -65,123 +73,6 @@ _FATAL_CODE_NAMES = (
 
 class SnapshotAborted(AdvisorError):
     """The cluster stopped answering (or never did): no snapshot was taken."""
-
-
-# ----------------------------------------------------------------------------------------- data
-
-
-class PartitionOffsets(NamedTuple):
-    """Log offsets of one partition; ``last_stable_offset`` only with read_committed collection.
-
-    A named tuple rather than a frozen dataclass: a snapshot holds one per partition (tens of
-    thousands), and a frozen dataclass costs ~3.5x as much to build.
-    """
-
-    topic: str
-    partition: int
-    log_start_offset: int | None
-    log_end_offset: int | None
-    leader: int | None = None
-    last_stable_offset: int | None = None
-
-
-@dataclass(frozen=True)
-class Member:
-    """A group member as the coordinator describes it; ``position`` keeps the coordinator's order."""
-
-    member_id: str
-    client_id: str
-    host: str
-    group_instance_id: str | None = None
-    rack: str | None = None
-    #: topics the member consumes, *inferred*: confluent-kafka's ``MemberDescription`` has no
-    #: subscription field, so this is the topics of its current (and, for KIP-848 groups, target)
-    #: assignment. A member holding nothing has ``()`` here; the planner
-    #: (``planner/specs.py``) then takes it to subscribe to the union of its group's topics.
-    subscribed_topics: tuple[str, ...] = ()
-    #: (topic, partition) pairs currently assigned, sorted
-    assignment: tuple[tuple[str, int], ...] = ()
-    position: int = 0
-
-
-@dataclass(frozen=True)
-class Group:
-    group_id: str
-    state: str
-    #: ``classic``, ``consumer`` (KIP-848) or ``simple`` (memberless, offsets only)
-    group_type: str
-    assignor: str | None
-    coordinator_id: int | None
-    coordinator_host: str | None
-    members: tuple[Member, ...] = ()
-
-    @property
-    def member_count(self) -> int:
-        return len(self.members)
-
-
-class CommittedOffset(NamedTuple):
-    """One committed offset; a named tuple for the same reason as :class:`PartitionOffsets`."""
-
-    group_id: str
-    topic: str
-    partition: int
-    offset: int
-    leader_epoch: int | None = None
-    metadata: str | None = None
-
-
-@dataclass(frozen=True)
-class SnapshotError:
-    """A per-group or per-topic failure recorded with the snapshot instead of aborting it."""
-
-    stage: str
-    reason: str
-    group_id: str | None = None
-    topic: str | None = None
-    partition: int | None = None
-    error_code: str | None = None
-
-
-@dataclass
-class Snapshot:
-    """One pass over the cluster, in memory. ``snapshot_id`` is set once stored or loaded."""
-
-    taken_at: datetime
-    bootstrap_servers: str
-    cluster_id: str | None
-    duration_s: float
-    groups: list[Group] = field(default_factory=list)
-    committed: list[CommittedOffset] = field(default_factory=list)
-    partitions: list[PartitionOffsets] = field(default_factory=list)
-    errors: list[SnapshotError] = field(default_factory=list)
-    isolation_level: str = "read_uncommitted"
-    snapshot_id: int | None = None
-    airflow_run_id: str | None = None
-
-    @property
-    def status(self) -> str:
-        return "partial" if self.errors else "complete"
-
-    @property
-    def member_count(self) -> int:
-        return sum(g.member_count for g in self.groups)
-
-    def group(self, group_id: str) -> Group | None:
-        return next((g for g in self.groups if g.group_id == group_id), None)
-
-    def partition_map(self) -> dict[tuple[str, int], PartitionOffsets]:
-        return {(p.topic, p.partition): p for p in self.partitions}
-
-    def committed_map(self, group_id: str | None = None) -> dict[tuple[str, str, int], CommittedOffset]:
-        return {
-            (c.group_id, c.topic, c.partition): c
-            for c in self.committed
-            if group_id is None or c.group_id == group_id
-        }
-
-    def topic_partitions(self, topic: str) -> list[int]:
-        return sorted(p.partition for p in self.partitions if p.topic == topic)
 
 
 # ---------------------------------------------------------------------------------------- options
@@ -474,7 +365,7 @@ def _group_type(description: Any) -> str:
     return kind if kind in ("classic", "consumer") else kind or "unknown"
 
 
-def _members(description: Any, keep_topic: Callable[[str], bool]) -> tuple[Member, ...]:
+def _members(description: Any, keep_topic: Callable[[str], bool]) -> tuple[GroupMemberSnapshot, ...]:
     members = []
     for position, m in enumerate(description.members):
         assigned = sorted(
@@ -486,7 +377,7 @@ def _members(description: Any, keep_topic: Callable[[str], bool]) -> tuple[Membe
         target_topics = {tp.topic for tp in (target.topic_partitions if target else [])}
         topics = sorted({t for t, _ in assigned} | {t for t in target_topics if keep_topic(t)})
         members.append(
-            Member(
+            GroupMemberSnapshot(
                 member_id=m.member_id,
                 client_id=m.client_id,
                 host=m.host,
@@ -670,20 +561,4 @@ def _collect(
         partitions=partitions,
         errors=c.errors,
         isolation_level="read_committed" if options.read_committed else "read_uncommitted",
-    )
-
-
-def with_run_id(snapshot: Snapshot, run_id: str | None) -> Snapshot:
-    """The same snapshot tagged with the Airflow run that took it."""
-    return replace(snapshot, airflow_run_id=run_id)
-
-
-def summarize(snapshot: Snapshot) -> str:
-    """One line for people: id, counts and duration."""
-    ident = f"snapshot {snapshot.snapshot_id}" if snapshot.snapshot_id is not None else "snapshot"
-    return (
-        f"{ident} ({snapshot.status}) of {snapshot.bootstrap_servers} in {snapshot.duration_s:.2f} s: "
-        f"{len(snapshot.groups)} groups, {snapshot.member_count} members, "
-        f"{len(snapshot.partitions)} partitions, {len(snapshot.committed)} committed offsets, "
-        f"{len(snapshot.errors)} errors"
     )

@@ -76,21 +76,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _snapshot(args: argparse.Namespace) -> int:
     from rebalance_advisor import store
-    from rebalance_advisor.adapters import kafka_snapshot as snapshot
+    from rebalance_advisor.adapters import kafka_snapshot
     from rebalance_advisor.cli.demo import resolve_bootstrap
 
-    options = snapshot.SnapshotOptions(
-        groups=snapshot.GroupFilter.parse(args.groups, args.exclude_groups),
+    options = kafka_snapshot.SnapshotOptions(
+        groups=kafka_snapshot.GroupFilter.parse(args.groups, args.exclude_groups),
         include_internal_topics=args.include_internal_topics,
         read_committed=args.read_committed,
         timeout_s=args.timeout,
     )
-    config = snapshot.read_client_config(args.config) if args.config else {}
+    config = kafka_snapshot.read_client_config(args.config) if args.config else {}
     bootstrap = args.bootstrap_servers or config.get("bootstrap.servers") or resolve_bootstrap(None)
     store.upgrade(args.db)  # fail on a bad DB before touching Kafka; a no-op when current
-    taken = snapshot.collect(bootstrap, config, options)
+    taken = kafka_snapshot.collect(bootstrap, config, options)
     store.write_snapshot(taken, args.db)
-    print(snapshot.summarize(taken))
+    print(taken.summary())
     for error in taken.errors:
         where = " ".join(f"{k}={v}" for k, v in (("group", error.group_id), ("topic", error.topic)) if v)
         print(f"  {error.stage} {where}: {error.reason}", file=sys.stderr)

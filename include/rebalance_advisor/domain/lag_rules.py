@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from rebalance_advisor.adapters.kafka_snapshot import Snapshot
+from rebalance_advisor.domain.snapshot_model import Snapshot
 from rebalance_advisor.errors import AdvisorError
 
 RESET_VALUES = ("latest", "earliest", "none", "by_duration")
@@ -62,7 +62,9 @@ class ResetPolicy:
 
 
 @dataclass(frozen=True)
-class PartitionLag:
+class PartitionLagRow:
+    """One (group, partition) of a snapshot with its lag under the group's reset policy."""
+
     group_id: str
     topic: str
     partition: int
@@ -81,14 +83,7 @@ class PartitionLag:
         return self.committed is not None
 
 
-def group_topics(snapshot: Snapshot, group_id: str) -> set[str]:
-    """Topics the group consumes: assigned to (or targeted at) members, or committed on."""
-    group = snapshot.group(group_id)
-    topics = {t for m in (group.members if group else ()) for t in m.subscribed_topics}
-    return topics | {c.topic for c in snapshot.committed if c.group_id == group_id}
-
-
-def partition_lags(snapshot: Snapshot, policy: ResetPolicy | None = None) -> list[PartitionLag]:
+def partition_lags(snapshot: Snapshot, policy: ResetPolicy | None = None) -> list[PartitionLagRow]:
     """Every partition of every topic each group consumes, with its lag under the group's policy."""
     policy = policy or ResetPolicy()
     by_topic: dict[str, list] = {}
@@ -104,7 +99,7 @@ def partition_lags(snapshot: Snapshot, policy: ResetPolicy | None = None) -> lis
                 owner[(g.group_id, t, p)] = m.member_id
     for c in snapshot.committed:
         topics_of.setdefault(c.group_id, set()).add(c.topic)
-    out: list[PartitionLag] = []
+    out: list[PartitionLagRow] = []
     for group_id in sorted(topics_of):
         reset = policy.for_group(group_id)
         for topic in sorted(topics_of[group_id]):
@@ -112,7 +107,7 @@ def partition_lags(snapshot: Snapshot, policy: ResetPolicy | None = None) -> lis
                 c = committed.get((group_id, topic, p.partition))
                 value = c.offset if c else None
                 out.append(
-                    PartitionLag(
+                    PartitionLagRow(
                         group_id=group_id,
                         topic=topic,
                         partition=p.partition,

@@ -30,13 +30,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from rebalance_advisor.adapters.kafka_snapshot import Snapshot
 from rebalance_advisor.domain.lag_rules import ResetPolicy, partition_lag, rates
+from rebalance_advisor.domain.snapshot_model import Snapshot
 
 WEIGHTS = ("lag", "drain_ms")
 
 #: group -> member -> the (topic, partition) pairs of the group's latest published plan
-#: (``store_plans.published_assignments``); the owned partitions of manual-assign members.
+#: (``rebalance_advisor.store.plans.published_assignments``); the owned partitions of manual-assign members.
 PublishedAssignments = Mapping[str, Mapping[str, Sequence[tuple[str, int]]]]
 
 

@@ -14,8 +14,8 @@ import io
 import json
 from dataclasses import dataclass
 
-from rebalance_advisor.adapters.kafka_snapshot import Snapshot
 from rebalance_advisor.domain.lag_rules import ResetPolicy, partition_lag
+from rebalance_advisor.domain.snapshot_model import Snapshot
 
 COLUMNS = (
     "GROUP",

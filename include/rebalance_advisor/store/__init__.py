@@ -1,6 +1,6 @@
 """The advisor's SQL store: models, engines and migrations, and snapshot read/write helpers.
 
-``write_snapshot`` stores one :class:`rebalance_advisor.adapters.kafka_snapshot.Snapshot` in one transaction;
+``write_snapshot`` stores one :class:`rebalance_advisor.domain.snapshot_model.Snapshot` in one transaction;
 ``load_snapshot`` gives it back for planning; ``prune`` applies retention.
 """
 

@@ -7,10 +7,10 @@ from datetime import UTC, datetime, timedelta
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from rebalance_advisor.adapters.kafka_snapshot import (
+from rebalance_advisor.domain.snapshot_model import (
     CommittedOffset,
     Group,
-    Member,
+    GroupMemberSnapshot,
     PartitionOffsets,
     Snapshot,
     SnapshotError,
@@ -225,10 +225,10 @@ def load_snapshot(snapshot_id: int, url: str | None = None, groups: list[str] | 
         assignments: dict[tuple[str, str], list[tuple[str, int]]] = {}
         for a in rows(MemberAssignmentRow, "group_id", "member_id", "topic", "partition"):
             assignments.setdefault((a["group_id"], a["member_id"]), []).append((a["topic"], a["partition"]))
-        members: dict[str, list[Member]] = {}
+        members: dict[str, list[GroupMemberSnapshot]] = {}
         for m in rows(GroupMemberRow, "group_id", "position"):
             members.setdefault(m["group_id"], []).append(
-                Member(
+                GroupMemberSnapshot(
                     member_id=m["member_id"],
                     client_id=m["client_id"],
                     host=m["host"],

@@ -14,9 +14,9 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from rebalance_advisor.adapters.kafka_snapshot import Snapshot
 from rebalance_advisor.domain.decisions import FLAGGED_OUTCOMES, Thresholds
 from rebalance_advisor.domain.lag_rules import ResetPolicy, partition_lags
+from rebalance_advisor.domain.snapshot_model import Snapshot
 from rebalance_advisor.errors import AdvisorError
 from rebalance_advisor.store import db
 from rebalance_advisor.store.models import ConsumerGroupRow, SnapshotRow
