@@ -11,8 +11,10 @@ from __future__ import annotations
 import os
 from datetime import datetime, timedelta
 
-from airflow.sdk import Param, dag, get_current_context, task
+from airflow.sdk import dag, get_current_context, task
 from rebalance_advisor.adapters.airflow_connections import SNAPSHOT_ASSET
+from rebalance_advisor.dag_tasks.forms import dag_params
+from rebalance_advisor.domain.parameters import SnapshotParams
 
 SCHEDULE = os.environ.get("REBALANCE_ADVISOR_SNAPSHOT_SCHEDULE", "*/5 * * * *")
 
@@ -31,23 +33,7 @@ SCHEDULE = os.environ.get("REBALANCE_ADVISOR_SNAPSHOT_SCHEDULE", "*/5 * * * *")
         "max_retry_delay": timedelta(minutes=5),
         "execution_timeout": timedelta(minutes=10),
     },
-    params={
-        "kafka_conn_id": Param(
-            "kafka_default", type="string", minLength=1, description="Kafka provider connection"
-        ),
-        "db_conn_id": Param(
-            "rebalance_advisor_db", type="string", minLength=1, description="advisor DB connection"
-        ),
-        "groups": Param(None, type=["null", "string"], description="only groups fully matching this regex"),
-        "exclude_groups": Param(
-            None, type=["null", "string"], description="skip groups fully matching this regex"
-        ),
-        "read_committed": Param(False, type="boolean", description="also store read_committed end offsets"),
-        "retention_hours": Param(
-            168, type="number", minimum=0, description="prune older snapshots (0: keep all)"
-        ),
-        "timeout_s": Param(30, type="number", exclusiveMinimum=0, description="seconds per Kafka request"),
-    },
+    params=dag_params(SnapshotParams),
     doc_md=__doc__,
 )
 def kafka_offsets_snapshot() -> None:

@@ -13,11 +13,10 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from airflow.providers.standard.operators.hitl import HITLOperator
-from airflow.sdk import Param, dag, get_current_context, task
-
-#: literal copies (DAG parsing imports nothing of the package); a test checks them
-DECISIONS = ["ask", "approve", "reject"]
-HITL_OPTIONS = ["Approve", "Reject"]
+from airflow.sdk import dag, get_current_context, task
+from rebalance_advisor.dag_tasks.forms import dag_params
+from rebalance_advisor.dag_tasks.publishing_tasks import HITL_OPTIONS
+from rebalance_advisor.domain.parameters import ApprovalParams
 
 
 @dag(
@@ -27,23 +26,7 @@ HITL_OPTIONS = ["Approve", "Reject"]
     catchup=False,
     tags=["rebalance-advisor", "kafka", "publishing"],
     default_args={"retries": 3, "retry_delay": timedelta(seconds=30), "retry_exponential_backoff": True},
-    params={
-        "plan_id": Param(type="integer", minimum=1, description="the plan (see `rebalance-advisor plans`)"),
-        "decision": Param(
-            "ask",
-            type="string",
-            enum=DECISIONS,
-            description="ask: wait for a person's Approve/Reject in Airflow; approve/reject: decide now",
-        ),
-        "note": Param(
-            None, type=["null", "string"], maxLength=2000, description="stored with the transition"
-        ),
-        "publish": Param(True, type="boolean", description="publish right after approval"),
-        "kafka_conn_id": Param("kafka_default", type="string", minLength=1, description="Kafka connection"),
-        "db_conn_id": Param(
-            "rebalance_advisor_db", type="string", minLength=1, description="advisor DB connection"
-        ),
-    },
+    params=dag_params(ApprovalParams),
     doc_md=__doc__,
 )
 def kafka_plan_approval() -> None:
@@ -57,7 +40,7 @@ def kafka_plan_approval() -> None:
         task_id="ask_a_person",
         subject="Approve rebalance plan {{ params.plan_id }}?",
         body="Plan {{ params.plan_id }}: approve publishes its static assignments; reject discards it.",
-        options=HITL_OPTIONS,
+        options=list(HITL_OPTIONS),
         response_timeout=timedelta(days=7),
         retries=0,
     )

@@ -12,12 +12,11 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from airflow.sdk import Param, dag, get_current_context, task
-from rebalance_advisor.adapters.airflow_connections import DEFAULT_KAFKA_CONN_ID, SNAPSHOT_ASSET
+from airflow.sdk import dag, get_current_context, task
+from rebalance_advisor.adapters.airflow_connections import SNAPSHOT_ASSET
 from rebalance_advisor.adapters.spark_session import DEFAULT_CONF
-
-#: the assignor names (kept literal so parsing imports no NumPy; a test checks the registry)
-STRATEGIES = ["range", "roundrobin", "sticky", "lag_aware", "lag_aware_sticky"]
+from rebalance_advisor.dag_tasks.forms import dag_params
+from rebalance_advisor.domain.parameters import AdvisorParams
 
 
 def _spark_env(context) -> None:
@@ -39,92 +38,7 @@ def _spark_env(context) -> None:
         "retry_exponential_backoff": True,
         "execution_timeout": timedelta(minutes=30),
     },
-    params={
-        "snapshot": Param(
-            "latest",
-            type="string",
-            pattern="^(latest|[0-9]+)$",
-            description="snapshot id, or 'latest' (the triggering snapshot when scheduled)",
-        ),
-        "group_regex": Param(
-            None,
-            type=["null", "string"],
-            format="regex",
-            maxLength=1000,
-            description="only groups whose id fully matches this regex (empty: all)",
-        ),
-        "strategies": Param(
-            STRATEGIES,
-            type="array",
-            minItems=1,
-            uniqueItems=True,
-            items={"type": "string", "enum": STRATEGIES},
-            description="candidate strategies; ties prefer lag_aware, then lag_aware_sticky",
-        ),
-        "imbalance_threshold": Param(
-            1.25,
-            type="number",
-            minimum=1.0,
-            maximum=100.0,
-            description="flag a group when max / mean member lag >= this",
-        ),
-        "lag_floor": Param(
-            1000,
-            type="integer",
-            minimum=0,
-            maximum=10**15,
-            description="flag only groups whose total lag is at least this many messages",
-        ),
-        "min_improvement": Param(
-            0.10,
-            type="number",
-            minimum=0.0,
-            maximum=0.99,
-            description="recommend only if the max member lag drops by this fraction",
-        ),
-        "move_budget": Param(
-            None,
-            type=["null", "integer"],
-            minimum=0,
-            maximum=1_000_000,
-            description="most partitions a plan may move (empty: unlimited)",
-        ),
-        "cooldown_minutes": Param(
-            30,
-            type="number",
-            minimum=0,
-            maximum=10080,
-            description="no new recommendation for a group within this many minutes",
-        ),
-        "publish_mode": Param(
-            "recommend",
-            type="string",
-            enum=["recommend", "static"],
-            description="recommend: record plans; static: also approve and publish them",
-        ),
-        "dry_run": Param(False, type="boolean", description="plan and log, write nothing"),
-        "weight": Param(
-            "lag",
-            type="string",
-            enum=["lag", "drain_ms"],
-            description="partition weight: lag messages, or time to drain at the consume rate",
-        ),
-        "reset_policy": Param(
-            None,
-            type=["null", "string"],
-            maxLength=2000,
-            description="auto.offset.reset per group, e.g. 'orders-.*=earliest,latest'",
-        ),
-        "db_conn_id": Param(
-            "rebalance_advisor_db", type="string", minLength=1, description="advisor DB connection"
-        ),
-        "kafka_conn_id": Param(
-            DEFAULT_KAFKA_CONN_ID,
-            type="string",
-            minLength=1,
-            description="Kafka connection that publish mode static writes the assignments through",
-        ),
-    },  # fmt: skip
+    params=dag_params(AdvisorParams),
     doc_md=__doc__,
 )
 def kafka_rebalance_advisor() -> None:

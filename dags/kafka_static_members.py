@@ -10,10 +10,9 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from airflow.sdk import Param, dag, get_current_context, task
-
-ID_PATTERN = r"^\S(.*\S)?$"  # no leading/trailing whitespace
-TOPIC_PATTERN = r"^[A-Za-z0-9._-]{1,249}$"
+from airflow.sdk import dag, get_current_context, task
+from rebalance_advisor.dag_tasks.forms import dag_params
+from rebalance_advisor.domain.parameters import StaticMemberParams
 
 
 @dag(
@@ -22,29 +21,7 @@ TOPIC_PATTERN = r"^[A-Za-z0-9._-]{1,249}$"
     start_date=datetime(2025, 1, 1),
     catchup=False,
     tags=["rebalance-advisor", "kafka", "publishing"],
-    params={
-        "action": Param("add", type="string", enum=["add", "remove"], description="register or unregister"),
-        "group_id": Param(
-            type="string", minLength=1, maxLength=255, pattern=ID_PATTERN, description="consumer group id"
-        ),
-        "member_id": Param(
-            type="string",
-            minLength=1,
-            maxLength=255,
-            pattern=ID_PATTERN,
-            description="member id: what the consumer passes to AssignedConsumer",
-        ),
-        "topics": Param(
-            [],
-            type="array",
-            uniqueItems=True,
-            items={"type": "string", "pattern": TOPIC_PATTERN},
-            description="topics the member consumes (needed for add, ignored for remove)",
-        ),
-        "db_conn_id": Param(
-            "rebalance_advisor_db", type="string", minLength=1, description="advisor DB connection"
-        ),
-    },
+    params=dag_params(StaticMemberParams),
     doc_md=__doc__,
 )
 def kafka_static_members() -> None:

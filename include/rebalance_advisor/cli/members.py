@@ -9,6 +9,9 @@ DB_HELP = "SQLAlchemy URL (default: $REBALANCE_ADVISOR_DB_URL or the SQLite file
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
+    from rebalance_advisor.cli.options import add_options
+    from rebalance_advisor.domain.parameters import StaticMemberParams
+
     members = subparsers.add_parser(
         "members",
         help="register the consumer instances of manual-assign groups (the planner plans with them)",
@@ -16,9 +19,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     sub = members.add_subparsers(dest="members_command", metavar="ACTION", required=True)
     add = sub.add_parser("add", help="register one member (refused if it is registered already)")
-    add.add_argument("group", help="consumer group id")
-    add.add_argument("member", help="member id (what the consumer passes to AssignedConsumer)")
-    add.add_argument("topics", nargs="+", help="topics the member consumes")
+    add_options(add, StaticMemberParams, ("group_id", "member_id", "topics"))
     add.add_argument("--db", default=None, help=DB_HELP)
     add.set_defaults(func=_add)
     ls = sub.add_parser("list", help="list registered members")
@@ -27,8 +28,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     ls.add_argument("--db", default=None, help=DB_HELP)
     ls.set_defaults(func=_list)
     rm = sub.add_parser("remove", help="unregister one member (refused if it is not registered)")
-    rm.add_argument("group", help="consumer group id")
-    rm.add_argument("member", help="member id")
+    add_options(rm, StaticMemberParams, ("group_id", "member_id"))
     rm.add_argument("--db", default=None, help=DB_HELP)
     rm.set_defaults(func=_remove)
 

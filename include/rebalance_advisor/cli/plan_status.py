@@ -9,14 +9,10 @@ import sys
 DB_HELP = "SQLAlchemy URL (default: $REBALANCE_ADVISOR_DB_URL or the SQLite file)"
 
 
-def _plan_id(value: str) -> int:
-    number = int(value)
-    if number < 1:
-        raise argparse.ArgumentTypeError("a plan id is a positive integer")
-    return number
-
-
 def register(subparsers: argparse._SubParsersAction) -> None:
+    from rebalance_advisor.cli.options import add_options
+    from rebalance_advisor.domain.parameters import ApprovalParams
+
     status = subparsers.add_parser(
         "plan-status",
         help="approve, reject or publish a plan (recommended -> approved -> published)",
@@ -30,11 +26,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         ("show", "the plan's status and its recorded transitions"),
     ):
         p = sub.add_parser(action, help=text)
-        p.add_argument("plan_id", type=_plan_id, metavar="PLAN_ID")
+        add_options(p, ApprovalParams, ("plan_id",))
         p.add_argument("--db", default=None, help=DB_HELP)
         if action != "show":
             p.add_argument("--actor", default=None, help="who decides (default: the OS user)")
-            p.add_argument("--note", default=None, help="free text stored with the transition")
+            add_options(p, ApprovalParams, ("note",))
         if action in ("approve", "publish"):
             p.add_argument(
                 "--bootstrap-servers",

@@ -19,6 +19,9 @@ def _positive(text: str) -> float:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
+    from rebalance_advisor.cli.options import add_options
+    from rebalance_advisor.domain.parameters import SnapshotParams
+
     snap = subparsers.add_parser("snapshot", help="snapshot every consumer group's offsets into the database")
     snap.add_argument(
         "--bootstrap-servers",
@@ -29,21 +32,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     snap.add_argument(
         "--db", default=None, help="SQLAlchemy URL (default: $REBALANCE_ADVISOR_DB_URL or the SQLite file)"
     )
-    snap.add_argument(
-        "--groups", default=None, metavar="REGEX", help="only groups whose id fully matches REGEX"
-    )
-    snap.add_argument(
-        "--exclude-groups", default=None, metavar="REGEX", help="skip groups whose id fully matches REGEX"
-    )
-    snap.add_argument(
-        "--include-internal-topics", action="store_true", help="keep __consumer_offsets and friends"
-    )
-    snap.add_argument(
-        "--read-committed", action="store_true", help="also store read_committed end offsets (LSO)"
-    )
-    snap.add_argument(
-        "--timeout", type=_positive, default=30.0, help="seconds per Kafka request (default 30)"
-    )
+    add_options(snap, SnapshotParams)
     snap.set_defaults(func=_snapshot)
 
     lag = subparsers.add_parser(
@@ -68,9 +57,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     up.set_defaults(func=_db_upgrade)
     pr = dbsub.add_parser("prune", help="delete snapshots older than the retention (the newest is kept)")
     pr.add_argument("--db", default=None, help="SQLAlchemy URL")
-    pr.add_argument(
-        "--retention-hours", type=_positive, default=168.0, help="keep this many hours (default 168)"
-    )
+    retention = SnapshotParams.model_fields["retention_hours"].default
+    pr.add_argument("--retention-hours", type=_positive, default=retention,
+                    help=f"keep this many hours (default {retention:g})")  # fmt: skip
     pr.set_defaults(func=_db_prune)
 
 
@@ -78,12 +67,15 @@ def _snapshot(args: argparse.Namespace) -> int:
     from rebalance_advisor import store
     from rebalance_advisor.adapters import kafka_snapshot
     from rebalance_advisor.cli.demo import resolve_bootstrap
+    from rebalance_advisor.cli.options import params_from
+    from rebalance_advisor.domain.parameters import SnapshotParams
 
+    params = params_from(args, SnapshotParams)
     options = kafka_snapshot.SnapshotOptions(
-        groups=kafka_snapshot.GroupFilter.parse(args.groups, args.exclude_groups),
-        include_internal_topics=args.include_internal_topics,
-        read_committed=args.read_committed,
-        timeout_s=args.timeout,
+        groups=kafka_snapshot.GroupFilter.parse(params.groups, params.exclude_groups),
+        include_internal_topics=params.include_internal_topics,
+        read_committed=params.read_committed,
+        timeout_s=params.timeout_s,
     )
     config = kafka_snapshot.read_client_config(args.config) if args.config else {}
     bootstrap = args.bootstrap_servers or config.get("bootstrap.servers") or resolve_bootstrap(None)

@@ -74,17 +74,10 @@ def pick_snapshot(params: dict[str, Any], asset_events: list[dict[str, Any]]) ->
 
 
 def thresholds_from_params(params: dict[str, Any]):
-    from rebalance_advisor.domain.decisions import Thresholds
+    """The decision rules' knobs from the DAG's params (validated by the one parameter model)."""
+    from rebalance_advisor.domain.parameters import AdvisorParams
 
-    budget = params.get("move_budget")
-    return Thresholds(
-        imbalance_threshold=float(params["imbalance_threshold"]),
-        lag_floor=int(params["lag_floor"]),
-        min_improvement=float(params["min_improvement"]),
-        move_budget=None if budget is None else int(budget),
-        cooldown_minutes=float(params["cooldown_minutes"]),
-        strategies=tuple(params["strategies"]),
-    )
+    return AdvisorParams.parse(params).thresholds()
 
 
 def plan_snapshot(

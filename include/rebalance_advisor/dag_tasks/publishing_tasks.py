@@ -8,14 +8,15 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, get_args
 
+from rebalance_advisor.domain.parameters import ApprovalDecision
 from rebalance_advisor.errors import AdvisorError
 
 log = logging.getLogger(__name__)
 
 #: the approval DAG's ``decision`` param: decide now, or ask a person (Airflow's HITL approval)
-DECISIONS = ("ask", "approve", "reject")
+DECISIONS: tuple[str, ...] = get_args(ApprovalDecision)
 #: the options of the HITL task, and what each means
 HITL_OPTIONS = {"Approve": "approve", "Reject": "reject"}
 ASK_TASK = "ask_a_person"

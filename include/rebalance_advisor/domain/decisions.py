@@ -33,13 +33,12 @@ with fewer moves (its purpose) the moves tie-break already picks it.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 from rebalance_advisor.domain.advice import STANDING_STATUSES, CandidatePlan, StandingPlan
 from rebalance_advisor.domain.assignors import ASSIGNORS
-from rebalance_advisor.errors import AdvisorError
+from rebalance_advisor.domain.parameters import Thresholds
 
 #: tie order between strategies with equal max lag and moves (earlier wins); see module docstring.
 STRATEGY_PREFERENCE: tuple[str, ...] = ("lag_aware", "lag_aware_sticky", "sticky", "roundrobin", "range")
@@ -49,48 +48,8 @@ OUTCOMES = ("balanced", "recommended", "no_better_plan", "idle", "no_members", "
 #: outcomes of a group the flag rule caught (:func:`is_flagged`): the ones a run reports as flagged.
 FLAGGED_OUTCOMES = ("recommended", "no_better_plan")
 
-__all__ = ["STANDING_STATUSES", "CandidatePlan", "StandingPlan"]  # re-exported: callers import them here
-
-
-@dataclass(frozen=True)
-class Thresholds:
-    """The knobs of the decision rules (module docstring has the defaults and why)."""
-
-    imbalance_threshold: float = 1.25
-    lag_floor: int = 1000
-    min_improvement: float = 0.10
-    move_budget: int | None = None
-    cooldown_minutes: float = 30.0
-    strategies: tuple[str, ...] = DEFAULT_STRATEGIES
-
-    def __post_init__(self) -> None:
-        if not self.imbalance_threshold >= 1.0:
-            raise AdvisorError(f"imbalance threshold must be >= 1.0, got {self.imbalance_threshold}")
-        if self.lag_floor < 0:
-            raise AdvisorError(f"lag floor must be >= 0, got {self.lag_floor}")
-        if not 0.0 <= self.min_improvement < 1.0:
-            raise AdvisorError(f"min improvement must be in [0, 1), got {self.min_improvement}")
-        if self.move_budget is not None and self.move_budget < 0:
-            raise AdvisorError(f"move budget must be >= 0 or None, got {self.move_budget}")
-        if self.cooldown_minutes < 0:
-            raise AdvisorError(f"cool-down must be >= 0 minutes, got {self.cooldown_minutes}")
-        if not self.strategies:
-            raise AdvisorError("at least one strategy is needed")
-        for name in self.strategies:
-            if name not in ASSIGNORS:
-                raise AdvisorError(f"unknown strategy {name!r} (known: {', '.join(ASSIGNORS)})")
-
-    def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["strategies"] = list(self.strategies)
-        return data
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Thresholds:
-        known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
-        if "strategies" in known:
-            known["strategies"] = tuple(known["strategies"])
-        return cls(**known)
+# re-exported: callers import them here (Thresholds: the rule knobs of domain/parameters.py)
+__all__ = ["STANDING_STATUSES", "CandidatePlan", "StandingPlan", "Thresholds"]
 
 
 @dataclass(frozen=True)

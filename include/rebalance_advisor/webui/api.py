@@ -11,6 +11,7 @@ from typing import Annotated
 from fastapi import APIRouter, Body, Depends, Path, Query, Request
 from fastapi.concurrency import run_in_threadpool
 
+from rebalance_advisor.domain.parameters import ApprovalParams, field_bounds
 from rebalance_advisor.webui import plan_decisions as decisions
 from rebalance_advisor.webui import queries
 from rebalance_advisor.webui.auth import TriggerUser, require_read
@@ -48,6 +49,7 @@ def db_url(request: Request) -> str:
 
 
 DbUrl = Annotated[str, Depends(db_url)]
+PlanId = Annotated[int, Path(**field_bounds(ApprovalParams, "plan_id"))]
 
 
 def sort_groups(rows: list[dict], sort: GroupSort, order: SortOrder) -> list[dict]:
@@ -121,7 +123,7 @@ async def list_plans(
 @router.get(
     "/plans/{plan_id}", response_model=PlanDetail, responses=NOT_FOUND, summary="One plan and its moves"
 )
-async def get_plan(url: DbUrl, plan_id: Annotated[int, Path(ge=1)]) -> dict:
+async def get_plan(url: DbUrl, plan_id: PlanId) -> dict:
     return await run_in_threadpool(queries.plan_detail, url, plan_id)
 
 
@@ -140,7 +142,7 @@ DECISION_ERRORS = {
 async def approve_plan(
     url: DbUrl,
     user: TriggerUser,
-    plan_id: Annotated[int, Path(ge=1)],
+    plan_id: PlanId,
     body: Annotated[DecisionBody | None, Body()] = None,
 ) -> dict:
     note = body.note if body else None
@@ -153,7 +155,7 @@ async def approve_plan(
 async def reject_plan(
     url: DbUrl,
     user: TriggerUser,
-    plan_id: Annotated[int, Path(ge=1)],
+    plan_id: PlanId,
     body: Annotated[DecisionBody | None, Body()] = None,
 ) -> dict:
     note = body.note if body else None

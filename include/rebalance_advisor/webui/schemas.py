@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
+from copy import copy
 from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, create_model
 
-from rebalance_advisor.domain.assignors import ASSIGNORS
 from rebalance_advisor.domain.decisions import OUTCOMES
+from rebalance_advisor.domain.parameters import STRATEGY_NAMES, ApprovalParams, ParamModel
 from rebalance_advisor.store.plan_models import PLAN_STATUSES
 
 PlanStatus = StrEnum("PlanStatus", {s: s for s in PLAN_STATUSES})
 Outcome = StrEnum("Outcome", {s: s for s in OUTCOMES})
-Strategy = StrEnum("Strategy", {s: s for s in ASSIGNORS})  # the assignor registry's names
+Strategy = StrEnum("Strategy", {s: s for s in STRATEGY_NAMES})  # the assignor registry's names
 
 
 class GroupType(StrEnum):
@@ -187,8 +188,18 @@ class PlanDetail(BaseModel):
     transitions: list[Transition] = Field(description="status changes, oldest first")
 
 
-class DecisionBody(BaseModel):
-    note: str | None = Field(default=None, max_length=2000, description="why (kept in plan_transitions)")
+def request_model(name: str, model: type[ParamModel], fields: tuple[str, ...]) -> type[BaseModel]:
+    """A request body of some of a parameter model's fields: same types, defaults, bounds, descriptions."""
+    chosen = {}
+    for field_name in fields:
+        info = copy(model.model_fields[field_name])
+        info.json_schema_extra = None  # the model's surface marks are not part of the API
+        chosen[field_name] = (model.model_fields[field_name].annotation, info)
+    return create_model(name, **chosen)
+
+
+#: body of approve/reject: the approval model's note
+DecisionBody = request_model("DecisionBody", ApprovalParams, ("note",))
 
 
 class ErrorBody(BaseModel):

@@ -1,0 +1,69 @@
+"""The DAG trigger forms, generated from the parameter models (:mod:`rebalance_advisor.domain.parameters`).
+
+Imported by the DAG files at parse time: Airflow's ``Param`` and pydantic only.
+
+Two choices made for Airflow's form (docs/architecture.md, "Parameters"):
+- Number bounds go under ``allOf`` instead of top-level ``minimum``/``maximum``. The form's number
+  input clamps to a top-level bound when the field loses focus, so ``-1`` typed into a field with
+  minimum 1 silently became ``1``; under ``allOf`` the value is kept and Airflow's validation
+  refuses it with the reason (HTTP 400, no run created).
+- A list of known values gets ``examples`` (the form then shows a multi-select).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from airflow.sdk import Param
+
+from rebalance_advisor.domain.parameters import ParamModel
+
+BOUND_KEYWORDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
+
+
+def _merge_nullable(schema: dict[str, Any]) -> dict[str, Any]:
+    """pydantic's ``anyOf: [X, {type: null}]`` as ``X`` with ``type: [null, X.type]`` (what the form reads)."""
+    options = schema.pop("anyOf", None)
+    if not options:
+        return schema
+    other = [o for o in options if o.get("type") != "null"]
+    if len(other) != 1 or len(other) == len(options):
+        raise TypeError(f"unsupported parameter schema: {options}")
+    merged = {**other[0], **schema}
+    merged["type"] = ["null", other[0]["type"]]
+    return merged
+
+
+def form_schema(model: type[ParamModel], name: str) -> dict[str, Any]:
+    """The JSON schema of one field as the DAG's ``Param`` gets it (without its default)."""
+    schema = dict(model.model_json_schema()["properties"][name])
+    for key in ("title", "default"):
+        schema.pop(key, None)
+    section = schema.get("x-section")
+    schema = {k: v for k, v in schema.items() if not k.startswith("x-")}
+    schema = _merge_nullable(schema)
+    bounds = {k: schema.pop(k) for k in BOUND_KEYWORDS if k in schema}
+    if bounds:
+        schema["allOf"] = [bounds]
+        shown = ", ".join(f"{k} {v:g}" for k, v in bounds.items())
+        schema["description"] = f"{schema.get('description', '')} [{shown}]".strip()
+    if section:
+        schema["section"] = section
+    return schema
+
+
+def dag_params(model: type[ParamModel]) -> dict[str, Param]:
+    """Every field the DAG form shows, as ``Param`` with the model's default, type and bounds."""
+    params: dict[str, Param] = {}
+    for name, field in model.model_fields.items():
+        if not model.surface_of(name).get("dag", True):
+            continue
+        schema = form_schema(model, name)
+        description = schema.pop("description", None)
+        if field.is_required():
+            params[name] = Param(description=description, **schema)
+        else:
+            default = model.model_fields[name].default
+            params[name] = Param(list(default) if isinstance(default, tuple) else default,
+                                 description=description, **schema)  # fmt: skip
+    return params

@@ -1,0 +1,288 @@
+"""The one parameter model of each entry point: snapshot, advisor, approval, static members.
+
+Each field is declared once, here: name, type, default, bounds, description, and on which surfaces
+it appears. Everything else is generated from these models (docs/architecture.md, "Parameters"):
+
+- the Airflow ``Param`` of each DAG (:func:`rebalance_advisor.dag_tasks.forms.dag_params`),
+- the CLI options (:func:`rebalance_advisor.cli.options.add_options`),
+- the web API's request validation (:mod:`rebalance_advisor.webui.schemas`).
+
+Adding a parameter is one new field in one model below; ``tests/unit/test_parameters.py`` checks
+that the DAG form, the CLI and the API agree with the model for every field.
+
+This module is imported when the dag-processor parses a DAG file: stdlib and pydantic only.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal, get_args
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from rebalance_advisor.errors import AdvisorError
+
+#: the assignor registry's names (``domain.assignors.ASSIGNORS``; a test checks they agree). Kept
+#: literal so parsing a DAG file imports no NumPy. A new strategy adds its name here.
+StrategyName = Literal["range", "roundrobin", "sticky", "lag_aware", "lag_aware_sticky"]
+STRATEGY_NAMES: tuple[str, ...] = get_args(StrategyName)
+
+ApprovalDecision = Literal["ask", "approve", "reject"]
+MemberAction = Literal["add", "remove"]
+PublishMode = Literal["recommend", "static"]
+PartitionWeight = Literal["lag", "drain_ms"]
+
+#: ids without leading or trailing whitespace; topic names as Kafka allows them
+ID_PATTERN = r"^\S(.*\S)?$"
+TOPIC_PATTERN = r"^[A-Za-z0-9._-]{1,249}$"
+
+
+class ParameterError(AdvisorError, ValueError):
+    """Parameters outside their declared type or bounds (a user error: retrying cannot fix it)."""
+
+
+def describe_errors(error: ValidationError) -> str:
+    """One line naming each bad field and what is wrong with it."""
+    parts = []
+    for item in error.errors():
+        where = ".".join(str(p) for p in item.get("loc", ())) or "parameters"
+        parts.append(f"{where}: {item.get('msg')}")
+    return "invalid parameters: " + "; ".join(parts)
+
+
+def surface(
+    default: Any = ...,
+    *,
+    description: str,
+    cli: str | None = None,
+    dag: bool = True,
+    section: str | None = None,
+    form: dict[str, Any] | None = None,
+    **constraints: Any,
+) -> Any:
+    """A field with where it appears: ``cli`` is its flag (``--x``) or positional name, None for
+    none; ``dag`` whether the DAG form shows it; ``section`` the form's section; ``form`` extra
+    JSON-schema keywords for the form that pydantic does not derive (format, uniqueItems, examples)."""
+    extra: dict[str, Any] = dict(form or {})
+    extra["x-cli"] = cli
+    extra["x-dag"] = dag
+    if section:
+        extra["x-section"] = section
+    return Field(default, description=description, json_schema_extra=extra, **constraints)
+
+
+class ParamModel(BaseModel):
+    """Base of the parameter models: frozen; invalid values raise :class:`ParameterError`."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore", validate_default=True)
+
+    def __init__(self, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except ValidationError as error:
+            raise ParameterError(describe_errors(error)) from None
+
+    @classmethod
+    def parse(cls, data: dict[str, Any]) -> Any:
+        """Validate a mapping (DAG params, CLI namespace, request body); unknown keys are ignored."""
+        return cls(**dict(data))
+
+    @classmethod
+    def surface_of(cls, name: str) -> dict[str, Any]:
+        """The ``x-`` keys of a field (cli, dag, section)."""
+        extra = cls.model_fields[name].json_schema_extra or {}
+        return {k[2:]: v for k, v in extra.items() if k.startswith("x-")}  # type: ignore[union-attr]
+
+
+def compiled_regex(value: str | None) -> str | None:
+    """A regex parameter: empty means none; one that does not compile is refused."""
+    if value:
+        try:
+            re.compile(value)
+        except re.error as error:
+            raise ValueError(f"not a valid regular expression ({error})") from None
+    return value or None
+
+
+def unique_values(values: tuple[str, ...]) -> tuple[str, ...]:
+    """A list parameter that names each value at most once."""
+    if len(set(values)) != len(values):
+        raise ValueError("each value at most once")
+    return values
+
+
+RULES = "Decision rules"
+
+
+class Thresholds(ParamModel):
+    """The knobs of the decision rules (domain/decisions.py explains each default)."""
+
+    imbalance_threshold: float = surface(
+        1.25, ge=1.0, le=100.0, cli="--imbalance-threshold", section=RULES,
+        description="flag a group when max / mean member lag >= this",
+    )  # fmt: skip
+    lag_floor: int = surface(
+        1000, ge=0, le=10**15, cli="--lag-floor", section=RULES,
+        description="flag only groups whose total lag is at least this many messages",
+    )  # fmt: skip
+    min_improvement: float = surface(
+        0.10, ge=0.0, lt=1.0, cli="--min-improvement", section=RULES,
+        description="recommend only if the max member lag drops by this fraction (0 <= x < 1)",
+    )  # fmt: skip
+    move_budget: int | None = surface(
+        None, ge=0, le=1_000_000, cli="--move-budget", section=RULES,
+        description="most partitions a plan may move (empty: unlimited)",
+    )  # fmt: skip
+    cooldown_minutes: float = surface(
+        30.0, ge=0.0, le=10080.0, cli="--cooldown-minutes", section=RULES,
+        description="no new recommendation for a group within this many minutes",
+    )  # fmt: skip
+    strategies: tuple[StrategyName, ...] = surface(
+        STRATEGY_NAMES, min_length=1, cli="--strategies", section=RULES,
+        form={"uniqueItems": True, "examples": list(STRATEGY_NAMES)},
+        description="candidate strategies; ties prefer lag_aware, then lag_aware_sticky",
+    )  # fmt: skip
+
+    @field_validator("strategies")
+    @classmethod
+    def check_strategies(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        return unique_values(value)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready values of the rule fields only (what Spark executors and the runs row get)."""
+        return Thresholds.model_dump(self, mode="json", include=set(Thresholds.model_fields))
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Thresholds:
+        return Thresholds.parse(data)
+
+
+class AdvisorParams(Thresholds):
+    """``kafka_rebalance_advisor`` and ``rebalance-advisor advise``."""
+
+    snapshot: str = surface(
+        "latest", pattern=r"^(latest|[0-9]+)$", cli="--snapshot",
+        description="snapshot id, or 'latest' (the triggering snapshot when scheduled)",
+    )  # fmt: skip
+    group_regex: str | None = surface(
+        None, max_length=1000, cli="--groups", form={"format": "regex"},
+        description="only groups whose id fully matches this regex (empty: all)",
+    )  # fmt: skip
+    publish_mode: PublishMode = surface(
+        "recommend", description="recommend: record plans; static: also approve and publish them"
+    )
+    dry_run: bool = surface(False, cli="--dry-run", description="plan and log, write nothing")
+    weight: PartitionWeight = surface(
+        "lag", cli="--weight",
+        description="partition weight: lag messages, or time to drain at the consume rate",
+    )  # fmt: skip
+    reset_policy: str | None = surface(
+        None, max_length=2000, cli="--reset-policy",
+        description="auto.offset.reset per group, e.g. 'orders-.*=earliest,latest'",
+    )  # fmt: skip
+    db_conn_id: str = surface("rebalance_advisor_db", min_length=1, description="advisor DB connection")
+    kafka_conn_id: str = surface(
+        "kafka_default", min_length=1,
+        description="Kafka connection that publish mode static writes the assignments through",
+    )  # fmt: skip
+
+    @field_validator("group_regex")
+    @classmethod
+    def check_regex(cls, value: str | None) -> str | None:
+        return compiled_regex(value)
+
+    def thresholds(self) -> Thresholds:
+        """The decision-rule part."""
+        return Thresholds.parse(self.to_dict())
+
+
+class SnapshotParams(ParamModel):
+    """``kafka_offsets_snapshot`` and ``rebalance-advisor snapshot``."""
+
+    kafka_conn_id: str = surface("kafka_default", min_length=1, description="Kafka provider connection")
+    db_conn_id: str = surface("rebalance_advisor_db", min_length=1, description="advisor DB connection")
+    groups: str | None = surface(
+        None, max_length=1000, cli="--groups", form={"format": "regex"},
+        description="only groups fully matching this regex",
+    )  # fmt: skip
+    exclude_groups: str | None = surface(
+        None, max_length=1000, cli="--exclude-groups", form={"format": "regex"},
+        description="skip groups fully matching this regex",
+    )  # fmt: skip
+    include_internal_topics: bool = surface(
+        False, cli="--include-internal-topics", dag=False, description="keep __consumer_offsets and friends"
+    )
+    read_committed: bool = surface(
+        False, cli="--read-committed", description="also store read_committed end offsets (LSO)"
+    )
+    retention_hours: float = surface(
+        168.0, ge=0.0, le=87600.0, description="prune snapshots older than this many hours (0: keep all)"
+    )
+    timeout_s: float = surface(
+        30.0, gt=0.0, le=3600.0, cli="--timeout", description="seconds per Kafka request"
+    )
+
+    @field_validator("groups", "exclude_groups")
+    @classmethod
+    def check_regex(cls, value: str | None) -> str | None:
+        return compiled_regex(value)
+
+
+class ApprovalParams(ParamModel):
+    """``kafka_plan_approval``, ``rebalance-advisor plan-status`` and the API's approve/reject."""
+
+    plan_id: int = surface(ge=1, cli="plan_id", description="the plan (see `rebalance-advisor plans`)")
+    decision: ApprovalDecision = surface(
+        "ask", description="ask: wait for a person's Approve/Reject in Airflow; approve/reject: decide now"
+    )
+    note: str | None = surface(
+        None, max_length=2000, cli="--note", description="why (stored with the transition)"
+    )
+    publish: bool = surface(True, description="publish right after approval")
+    kafka_conn_id: str = surface("kafka_default", min_length=1, description="Kafka connection")
+    db_conn_id: str = surface("rebalance_advisor_db", min_length=1, description="advisor DB connection")
+
+
+Identifier = Annotated[str, Field(min_length=1, max_length=255, pattern=ID_PATTERN)]
+TopicName = Annotated[str, Field(pattern=TOPIC_PATTERN)]
+
+
+class StaticMemberParams(ParamModel):
+    """``kafka_static_members`` and ``rebalance-advisor members``."""
+
+    action: MemberAction = surface("add", description="register or unregister")
+    group_id: Identifier = surface(cli="group", description="consumer group id")
+    member_id: Identifier = surface(
+        cli="member", description="member id: what the consumer passes to AssignedConsumer"
+    )
+    topics: tuple[TopicName, ...] = surface(
+        (), cli="topics", form={"uniqueItems": True},
+        description="topics the member consumes (needed for add, ignored for remove)",
+    )  # fmt: skip
+    db_conn_id: str = surface("rebalance_advisor_db", min_length=1, description="advisor DB connection")
+
+    @field_validator("topics")
+    @classmethod
+    def check_topics(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        return unique_values(value)
+
+
+#: every entry point's model, by DAG id
+MODELS: dict[str, type[ParamModel]] = {
+    "kafka_offsets_snapshot": SnapshotParams,
+    "kafka_rebalance_advisor": AdvisorParams,
+    "kafka_plan_approval": ApprovalParams,
+    "kafka_static_members": StaticMemberParams,
+}
+
+
+def field_bounds(model: type[ParamModel], name: str) -> dict[str, Any]:
+    """A field's constraints as keyword arguments (``ge``, ``lt``, ``max_length``, ``pattern`` ...),
+    for generators whose API takes them so (FastAPI ``Path``/``Query``)."""
+    bounds: dict[str, Any] = {}
+    for item in model.model_fields[name].metadata:
+        for key in ("ge", "gt", "le", "lt", "min_length", "max_length", "pattern"):
+            value = getattr(item, key, None)
+            if value is not None:
+                bounds[key] = value
+    return bounds
