@@ -48,9 +48,10 @@ from typing import Any, Literal, Protocol
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from rebalance_advisor.domain.advice import GroupObservation, RecentMove, StandingPlan
 from rebalance_advisor.domain.assignors import ASSIGNORS, get_assignor
 from rebalance_advisor.domain.decisions import Thresholds
-from rebalance_advisor.domain.group_planning import plan_group
+from rebalance_advisor.domain.group_planning import advise_group
 from rebalance_advisor.domain.group_spec import GroupSpec, Member
 from rebalance_advisor.errors import AdvisorError
 
@@ -219,16 +220,6 @@ def parse_scenario(data: Any, **overrides: Any) -> Scenario:
 
 
 @dataclass(frozen=True)
-class Move:
-    """A partition handed from one member to another (``from_member`` None when it had no owner)."""
-
-    partition: int
-    from_member: str | None
-    to_member: str
-    at_s: float
-
-
-@dataclass(frozen=True)
 class Observation:
     """What the advisor would read from its snapshots at ``time_s`` (no true rates or capacities).
 
@@ -248,7 +239,7 @@ class Observation:
     consume_rate: np.ndarray  # float [P], NaN unknown
     capacity: np.ndarray  # float [M], NaN unknown
     capacity_source: tuple[str, ...]
-    recent_moves: tuple[Move, ...]
+    recent_moves: tuple[RecentMove, ...]  # moves from an owner within the flap window, oldest first
     snapshots_seen: int
 
 
@@ -311,53 +302,42 @@ class AssignorPlanner:
 
 @dataclass
 class CurrentRulePlanner:
-    """Today's advisor: ``plan_group`` (every strategy, lag weights, default thresholds, cool-down).
+    """Today's advisor: ``advise_group`` (every strategy, lag weights, default thresholds, cool-down).
 
-    A recommended plan is applied at once (auto-approve); it then stands for the cool-down.
+    A recommended plan is applied at once (auto-approve, publish); it then stands for the cool-down.
     """
 
     thresholds: Thresholds = field(default_factory=Thresholds)
     name: str = "current_rule"
-    _standing_at: float | None = None
-    _plans: int = 0
+    _standing: StandingPlan | None = None
 
     def plan(self, obs: Observation, truth: Truth) -> np.ndarray | None:
         if not obs.member_ids:
             return None
         spec = observed_spec(obs)
-        doc = {
-            "group_id": spec.group_id,
-            "members": [
-                {
-                    "member_id": m.member_id,
-                    "topics": list(m.topics),
-                    "owned": [list(tp) for tp in m.owned],
-                    "generation": 1,
-                }
-                for m in spec.members
-            ],
-            "partitions": [
-                {"topic": t, "partition": p, "lag": lag}
-                for (t, p), lag in zip(spec.partition_keys, spec.lag.tolist(), strict=True)
-            ],
-        }
-        if self._standing_at is not None:
-            created = EPOCH + timedelta(seconds=self._standing_at)
-            doc["standing"] = {
-                "plan_id": self._plans,
-                "status": "published",
-                "created_at": created.isoformat(),
-            }
-        result = plan_group(doc, self.thresholds, EPOCH + timedelta(seconds=obs.time_s))
-        plan = result.get("plan")
-        if result["outcome"] != "recommended" or not plan:
+        observation = GroupObservation(
+            spec.group_id,
+            spec,
+            int(spec.lag.sum()),
+            standing=self._standing,
+            recent_moves=obs.recent_moves,
+        )
+        now = EPOCH + timedelta(seconds=obs.time_s)
+        advice = advise_group(observation, self.thresholds, now)
+        if advice.outcome != "recommended" or advice.plan is None:
             return None
-        self._plans += 1
-        self._standing_at = obs.time_s
-        assignment: dict[str, list[tuple[str, int]]] = {m: [] for m in spec.member_ids}
-        for member_id, topic, number, _lag in plan["assignments"]:
-            assignment[member_id].append((topic, number))
-        return spec_owners_to_obs(spec, spec.owners_from_assignment(assignment), obs)
+        self._standing = StandingPlan((self._standing.plan_id + 1) if self._standing else 1, "published", now)
+        return owners_from_rows(advice.plan.assignments, spec, obs)
+
+
+def owners_from_rows(
+    rows: Sequence[tuple[str, str, int, int]], spec: GroupSpec, obs: Observation
+) -> np.ndarray:
+    """A plan's (member, topic, partition, lag) rows -> owners indexed like the observation."""
+    assignment: dict[str, list[tuple[str, int]]] = {m: [] for m in spec.member_ids}
+    for member_id, topic, number, _lag in rows:
+        assignment[member_id].append((topic, number))
+    return spec_owners_to_obs(spec, spec.owners_from_assignment(assignment), obs)
 
 
 @dataclass
@@ -615,7 +595,7 @@ def simulate(
     cap_est = np.full(num_m, np.nan)
     cap_src = ["unknown"] * num_m
     member_changed = np.zeros(num_m)  # last time its partition set changed
-    moves_log: deque[Move] = deque()
+    moves_log: deque[tuple[float, RecentMove]] = deque()
 
     def observe(t: float, truth_rate: np.ndarray) -> tuple[Observation, Truth, np.ndarray]:
         idx = np.flatnonzero(present)
@@ -633,7 +613,7 @@ def simulate(
         else:
             produce = np.full(num_p, np.nan)
             consume = np.full(num_p, np.nan)
-        while moves_log and moves_log[0].at_s < t - FLAP_WINDOW_S:
+        while moves_log and moves_log[0][0] < t - FLAP_WINDOW_S:
             moves_log.popleft()
         to_obs = np.full(num_m, -1, dtype=np.int32)
         to_obs[idx] = np.arange(len(idx), dtype=np.int32)
@@ -661,7 +641,7 @@ def simulate(
             consume_rate=consume,
             capacity=capacity,
             capacity_source=sources,
-            recent_moves=tuple(moves_log),
+            recent_moves=tuple(move for _, move in moves_log),
             snapshots_seen=snapshot_count[0],
         )
         return obs, Truth(truth_rate.copy(), lay.capacity[idx].copy()), idx
@@ -760,8 +740,14 @@ def simulate(
                     left_at[moved[had], src[had]] = t
                     pause_until[moved] = i + handover_steps
                     member_changed[np.unique(np.r_[src[had], dst])] = t
-                    for k, s, d in zip(moved.tolist(), src.tolist(), dst.tolist(), strict=True):
-                        moves_log.append(Move(k, lay.member_ids[s] if s >= 0 else None, lay.member_ids[d], t))
+                    at = EPOCH + timedelta(seconds=t)
+                    for k, s_m, d_m in zip(
+                        moved[had].tolist(), src[had].tolist(), dst[had].tolist(), strict=True
+                    ):
+                        move = RecentMove(
+                            lay.topic_of[k], int(lay.number[k]), lay.member_ids[s_m], lay.member_ids[d_m], at
+                        )
+                        moves_log.append((t, move))
                     out_moves[i] = moved.size
                     total_moves += moved.size
                 owner[(new_global != owner) & (new_global < 0)] = -1
