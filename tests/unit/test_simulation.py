@@ -1,0 +1,301 @@
+"""The what-if simulator: drain times computed by hand, conservation, fair sharing, observations,
+flaps, the oracle, and bad scenarios refused with the field named."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from rebalance_advisor.domain.simulation import (
+    Observation,
+    Truth,
+    fair_share,
+    parse_scenario,
+    simulate,
+)
+from rebalance_advisor.errors import AdvisorError
+
+#: the KAFKA-5337 worked example (seeds 000/002): two consumers, one topic, no production.
+WORKED = {
+    "topics": [{"name": "t0", "partitions": 3, "lags": [100_000, 60_000, 50_000]}],
+    "members": [{"id": "C0", "capacity": 1000}, {"id": "C1", "capacity": 1000}],
+    "hours": 0.1,
+}
+
+
+def test_worked_example_drain_under_range():
+    # range: C0 holds t0p0 + t0p1 (160,000), C1 holds t0p2 (50,000). A member reads 1,000 msg/s in
+    # total whatever it holds while it has backlog, so C0 drains in 160,000 / 1,000 = 160 s and C1
+    # in 50 s; the group is drained at max(160, 50) = 160 s. No production: processed = 210,000.
+    result = simulate(parse_scenario(WORKED, strategy="range"))
+    assert result.summary.time_to_drain_s == pytest.approx(160.0)
+    assert result.summary.moves == 0
+    assert result.summary.processed == pytest.approx(210_000)
+
+
+def test_worked_example_drain_under_the_current_rule():
+    # Start from range (C0: 160,000, C1: 50,000). At t = 0 the current rule sees imbalance
+    # 160,000 / 105,000 = 1.52 >= 1.25 and recommends the seed's lag-aware plan (C0: t0p0 = 100,000;
+    # C1: t0p1 + t0p2 = 110,000): one move, t0p1 to C1, which pauses it 5 s. C1 reads t0p2 alone
+    # meanwhile, so it is busy from 0 s on: 110,000 / 1,000 = 110 s; C0 needs 100 s. Drain: 110 s.
+    result = simulate(parse_scenario(WORKED, strategy="current_rule"))
+    assert result.summary.time_to_drain_s == pytest.approx(110.0)
+    assert result.summary.moves == 1
+    assert result.moves[0] == 1
+
+
+def test_worked_example_unequal_capacities_fair_share():
+    # lag_aware from the start and only one re-planning tick (interval > run): C0 (1,000 msg/s)
+    # holds t0p0 (100,000) -> 100 s. C1 (500 msg/s) holds t0p1 (60,000) and t0p2 (50,000) and
+    # splits 250/250 msg/s: t0p2 is empty after 50,000 / 250 = 200 s, t0p1 then has
+    # 60,000 - 50,000 = 10,000 left at 500 msg/s -> 20 s more. Drain: 220 s.
+    data = {
+        **WORKED,
+        "members": [{"id": "C0", "capacity": 1000}, {"id": "C1", "capacity": 500}],
+        "initial_strategy": "lag_aware",
+        "replan_interval_s": 3600,
+    }
+    result = simulate(parse_scenario(data, strategy="lag_aware"))
+    assert result.summary.time_to_drain_s == pytest.approx(220.0)
+    assert result.summary.moves == 0
+    # t0p2's last message is read at 200 s; all backlog was born at 0, so its time lag is the clock.
+    names = result.partition_names
+    at = {float(t): i for i, t in enumerate(result.sample_time_s)}
+    assert result.time_lag[at[180.0], names.index("t0-2")] == pytest.approx(180.0)
+    assert result.time_lag[at[210.0], names.index("t0-2")] == 0.0
+    assert result.time_lag[at[210.0], names.index("t0-1")] == pytest.approx(210.0)
+
+
+def test_fair_share_by_hand():
+    # member 0, budget 10: demands 1, 4, 20 -> level (10 - 1) / 2 = 4.5 >= 4, so 1 and 4 in full and
+    # 20 gets the remaining 5. Member 1, budget 9: demands 6, 6 -> 4.5 each. Member 2 fits: all.
+    demand = np.array([20.0, 1.0, 4.0, 6.0, 6.0, 3.0, 0.0])
+    owner = np.array([0, 0, 0, 1, 1, 2, -1])
+    got = fair_share(demand, owner, np.array([10.0, 9.0, 50.0]))
+    assert got.tolist() == [5.0, 1.0, 4.0, 4.5, 4.5, 3.0, 0.0]
+
+
+def test_production_without_drift_matches_the_rate_integral():
+    # 2 topics, 300 + 100 msg/s, no drift/swing: produced = 400 x 7,200 s = 2,880,000 exactly.
+    data = {
+        "topics": [
+            {"name": "a", "partitions": 4, "total_rate": 300, "zipf": 1.5},
+            {"name": "b", "partitions": 2, "total_rate": 100},
+        ],
+        "members": [{"id": "m0", "capacity": 250}, {"id": "m1", "capacity": 250}],
+        "hours": 2,
+        "strategy": "sticky",
+    }
+    s = simulate(parse_scenario(data)).summary
+    assert s.produced == pytest.approx(2_880_000, rel=1e-12)
+    assert s.starting_lag + s.produced == pytest.approx(s.processed + s.final_lag, rel=1e-12)
+
+
+def test_daily_swing_integral():
+    # rate 100 x (1 + 0.5 sin(2 pi t / 1 d)) over 6 h: integral = 100 (T + 0.5 D/(2 pi) (1 - cos(2 pi T/D)))
+    # with T = 21,600 s, D = 86,400 s: cos(pi/2) = 0 -> 100 (21,600 + 43,200/(2 pi)) = 2,847,549.
+    data = {
+        "topics": [{"name": "a", "partitions": 1, "total_rate": 100}],
+        "members": [{"id": "m0", "capacity": 1000}],
+        "daily_swing": 0.5,
+        "strategy": "range",
+    }
+    expected = 100 * (21_600 + 0.5 * 86_400 / (2 * math.pi))
+    assert simulate(parse_scenario(data)).summary.produced == pytest.approx(expected, rel=1e-3)
+
+
+SCENARIO_STRATEGIES = ("range", "sticky", "lag_aware", "lag_aware_sticky", "current_rule", "oracle")
+
+
+@st.composite
+def scenarios(draw):
+    num_topics = draw(st.integers(1, 3))
+    topics = [
+        {
+            "name": f"t{i}",
+            "partitions": draw(st.integers(1, 6)),
+            "total_rate": draw(st.floats(0, 500)),
+            "zipf": draw(st.sampled_from([0.0, 1.1, 1.5])),
+            "start_lag": draw(st.floats(0, 20_000)),
+        }
+        for i in range(num_topics)
+    ]
+    names = [t["name"] for t in topics]
+    members = []
+    for j in range(draw(st.integers(1, 4))):
+        subs = draw(st.one_of(st.none(), st.lists(st.sampled_from(names), min_size=1, unique=True)))
+        members.append({"id": f"m{j}", "capacity": draw(st.floats(1, 400)), "topics": subs})
+    events = []
+    if draw(st.booleans()):
+        events.append({"at_s": draw(st.floats(0, 900)), "kind": "member_leave", "member": "m0"})
+        events.append({"at_s": draw(st.floats(900, 1800)), "kind": "member_join", "member": "m0"})
+    if draw(st.booleans()):
+        events.append({"at_s": draw(st.floats(0, 1800)), "kind": "rate_jump", "factor": 3.0, "topic": "t0"})
+    return {
+        "topics": topics,
+        "members": members,
+        "events": events,
+        "drift_sigma": draw(st.sampled_from([0.0, 0.5])),
+        "daily_swing": draw(st.sampled_from([0.0, 0.3])),
+        "replan_interval_s": draw(st.sampled_from([60, 300])),
+        "handover_s": draw(st.sampled_from([0, 5, 30])),
+        "hours": 0.5,
+        "strategy": draw(st.sampled_from(SCENARIO_STRATEGIES)),
+        "seed": draw(st.integers(0, 1000)),
+    }
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(scenarios())
+def test_conservation_and_bounds(data):
+    result = simulate(parse_scenario(data))
+    s = result.summary
+    # produced = processed + lag (plus the starting lag), as totals and step by step
+    assert s.starting_lag + s.produced == pytest.approx(s.processed + s.final_lag, rel=1e-9, abs=1e-6)
+    running = s.starting_lag + np.cumsum(result.produced) - np.cumsum(result.processed)
+    np.testing.assert_allclose(result.total_lag, running, rtol=1e-9, atol=1e-6)
+    assert (result.final_lag >= 0).all() and (result.total_lag >= 0).all()
+    # nobody reads more than the whole group's capacity in a step
+    capacity = sum(m["capacity"] for m in data["members"]) * 5.0
+    assert (result.processed <= capacity * (1 + 1e-12)).all()
+    assert (result.time_lag >= 0).all()
+
+
+@dataclass
+class Recorder:
+    """A planner that changes nothing and keeps every observation (to check what the advisor sees)."""
+
+    name: str = "recorder"
+    seen: list[tuple[Observation, Truth]] = field(default_factory=list)
+
+    def plan(self, obs, truth):
+        self.seen.append((obs, truth))
+        return None
+
+
+def test_observation_rates_and_capacity_estimates():
+    # Both members are overloaded (inflow 500 and 300 msg/s > capacity 200), so every snapshot
+    # interval has backlog on every partition: the estimate is the true capacity. Rates come from
+    # log-end offsets over the window: 250, 250 and 300 msg/s (floors of offsets cost < 1/60 msg/s).
+    data = {
+        "topics": [{"name": "t", "partitions": 3, "rates": [250, 250, 300], "start_lag": 1000}],
+        "members": [{"id": "a", "capacity": 200}, {"id": "b", "capacity": 200}],
+        "hours": 0.2,
+    }
+    rec = Recorder()
+    simulate(parse_scenario(data), rec)
+    first, _ = rec.seen[0]
+    assert np.isnan(first.produce_rate).all() and np.isnan(first.capacity).all()
+    assert first.capacity_source == ("unknown", "unknown")
+    obs, truth = rec.seen[3]
+    np.testing.assert_allclose(obs.produce_rate, [250, 250, 300], atol=1 / 60)
+    np.testing.assert_allclose(obs.capacity, [200, 200], atol=1 / 60)
+    assert obs.capacity_source == ("estimated", "estimated")
+    assert truth.capacity.tolist() == [200.0, 200.0] and truth.produce_rate.tolist() == [250, 250, 300]
+    # the lag a snapshot shows: 1,000 + (inflow - capacity) x t per member, split by fair share
+    assert obs.lag.sum() == pytest.approx(3000 + (800 - 400) * obs.time_s, abs=3)
+
+
+def test_capacity_unknown_for_an_idle_member_uses_the_group_median():
+    # a keeps up (100 msg/s inflow, capacity 1,000): never backlogged, so never estimated; b is
+    # overloaded and estimated at 50. a then gets the group median of known capacities: 50.
+    data = {
+        "topics": [{"name": "t", "partitions": 2, "rates": [100, 80], "start_lag": 0}],
+        "members": [{"id": "a", "capacity": 1000}, {"id": "b", "capacity": 50}],
+        "hours": 0.1,
+    }
+    rec = Recorder()
+    simulate(parse_scenario(data), rec)
+    obs, _ = rec.seen[-1]
+    assert obs.capacity_source == ("group_median", "estimated")
+    np.testing.assert_allclose(obs.capacity, [50, 50], atol=1 / 60)
+
+
+@dataclass
+class Flipper:
+    """Moves partition 0 to the other member on every tick."""
+
+    name: str = "flipper"
+
+    def plan(self, obs, truth):
+        owner = obs.owner.copy()
+        owner[0] = 1 - owner[0]
+        return owner
+
+
+def test_moves_and_flaps_counted():
+    # 10 minutes, a tick every 60 s: 10 moves. The first (t = 0, a -> b) returns the partition to
+    # nobody who lost it; each later one hands it back to the member that lost it 60 s before: 9 flaps.
+    data = {
+        "topics": [{"name": "t", "partitions": 2, "rates": [10, 10]}],
+        "members": [{"id": "a", "capacity": 100}, {"id": "b", "capacity": 100}],
+        "hours": 10 / 60,
+    }
+    s = simulate(parse_scenario(data), Flipper()).summary
+    assert s.moves == 10 and s.flaps == 9
+    assert s.moves_per_hour == pytest.approx(60.0)
+
+
+def test_oracle_fixes_overload_with_capacities_two_apart():
+    # range puts t-0 (120 msg/s) and t-1 (60) on a (capacity 100): overloaded. The oracle evicts a's
+    # heaviest partition, t-0, and gives it to the member with most spare capacity: b (200 - 30).
+    # Then a: 60/100, b: 150/200 -> no overload at any step (the move is made before step 0).
+    data = {
+        "topics": [{"name": "t", "partitions": 3, "rates": [120, 60, 30]}],
+        "members": [{"id": "a", "capacity": 100}, {"id": "b", "capacity": 200}],
+        "hours": 0.5,
+        "strategy": "oracle",
+    }
+    result = simulate(parse_scenario(data))
+    assert result.summary.moves == 1 and result.summary.overloaded_share == 0.0
+    # range alone keeps a overloaded the whole time, and its lag grows at 180 - 100 = 80 msg/s
+    ranged = simulate(parse_scenario(data, strategy="range"))
+    assert ranged.summary.overloaded_share == 1.0
+    assert ranged.summary.final_lag == pytest.approx(80 * 1800)
+
+
+def test_member_leaving_orphans_its_partitions_until_the_next_tick():
+    # b leaves at 30 s; range re-plans only at 60 s, so b's partition t-1 (100 msg/s) is unread for
+    # 30 s -> 3,000 messages, and the step counts as overloaded (inflow with no owner).
+    data = {
+        "topics": [{"name": "t", "partitions": 2, "rates": [100, 100]}],
+        "members": [{"id": "a", "capacity": 1000}, {"id": "b", "capacity": 1000}],
+        "events": [{"at_s": 30, "kind": "member_leave", "member": "b"}],
+        "handover_s": 0,
+        "hours": 90 / 3600,
+        "strategy": "range",
+    }
+    result = simulate(parse_scenario(data))
+    at = {float(t): i for i, t in enumerate(result.time_s)}
+    assert result.total_lag[at[60.0]] == pytest.approx(3000)
+    assert result.overloaded_members[at[35.0]] == 1 and result.overloaded_members[at[65.0]] == 0
+    assert result.moves[at[65.0]] == 1  # made at the start of the step from 60 s to 65 s
+    assert result.total_lag[-1] == 0.0
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"members": [{"id": "a", "capacity": -1}]}, "members[0].capacity"),
+        ({"members": [{"id": "a", "capacity": float("nan")}]}, "members[0].capacity"),
+        ({"members": [{"id": "a", "capacity": float("inf")}]}, "members[0].capacity"),
+        ({"topics": [{"name": "t", "partitions": 2, "rates": [1, -5]}]}, "topics[0]"),
+        ({"topics": [{"name": "t", "partitions": 2, "total_rate": float("nan")}]}, "topics[0].total_rate"),
+        ({"topics": [{"name": "t", "partitions": 2, "total_rate": -3}]}, "topics[0].total_rate"),
+        ({"strategy": "fastest"}, "strategy"),
+        ({"colour": "red"}, "colour"),
+    ],
+)
+def test_bad_scenarios_name_the_field(change, field):
+    data = {
+        "topics": [{"name": "t", "partitions": 2, "total_rate": 10}],
+        "members": [{"id": "a", "capacity": 5}],
+    }
+    with pytest.raises(AdvisorError) as caught:
+        parse_scenario({**data, **change})
+    assert str(caught.value).startswith(f"scenario field {field}")
+    assert "\n" not in str(caught.value)
