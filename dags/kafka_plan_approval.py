@@ -4,8 +4,8 @@ Trigger with the plan id. ``decision``: ``approve`` or ``reject`` apply at once 
 user is recorded as the actor); ``ask`` parks the run at ``ask_a_person``, Airflow's
 human-in-the-loop approval, until someone answers Approve or Reject in the UI (that user is
 recorded). Approve publishes the plan as static assignments through the Kafka connection; if the
-broker is down the plan stays ``approved`` and the task's retry completes it. Task bodies:
-``rebalance_advisor.dag_tasks.publishing_tasks``.
+broker or the database is down the task's retry completes it (the plan stays ``approved``); an
+unknown plan or a refused transition fails at once. Task bodies: ``rebalance_advisor.dag_tasks.publishing_tasks``.
 """
 
 from __future__ import annotations
@@ -13,14 +13,14 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from airflow.providers.standard.operators.hitl import HITLOperator
-from airflow.sdk import dag, get_current_context, task
+from airflow.sdk import dag, task
+from rebalance_advisor.dag_tasks import publishing_tasks as tasks
+from rebalance_advisor.dag_tasks import schema_tasks
 from rebalance_advisor.dag_tasks.forms import dag_params
-from rebalance_advisor.dag_tasks.publishing_tasks import HITL_OPTIONS
 from rebalance_advisor.domain.parameters import ApprovalParams
 
 
 @dag(
-    dag_id="kafka_plan_approval",
     schedule=None,
     start_date=datetime(2025, 1, 1),
     catchup=False,
@@ -30,42 +30,30 @@ from rebalance_advisor.domain.parameters import ApprovalParams
     doc_md=__doc__,
 )
 def kafka_plan_approval() -> None:
-    @task.branch(retries=0)
-    def route() -> str:
-        from rebalance_advisor.dag_tasks.publishing_tasks import route as choose
+    @task
+    def upgrade_schema(params=None) -> str:
+        return schema_tasks.upgrade_schema(params)
 
-        return choose(get_current_context()["params"])
+    @task.branch(retries=0)
+    def route(params=None) -> str:
+        return tasks.route(params)
 
     ask = HITLOperator(
-        task_id="ask_a_person",
+        task_id=tasks.ASK_TASK,
         subject="Approve rebalance plan {{ params.plan_id }}?",
         body="Plan {{ params.plan_id }}: approve publishes its static assignments; reject discards it.",
-        options=list(HITL_OPTIONS),
+        options=list(tasks.HITL_OPTIONS),
         response_timeout=timedelta(days=7),
         retries=0,
     )
 
     @task(trigger_rule="none_failed_min_one_success")
-    def apply_decision() -> dict:
-        from airflow.sdk.exceptions import AirflowFailException
-        from rebalance_advisor.adapters.assignment_topic import KafkaUnavailable
-        from rebalance_advisor.dag_tasks.publishing_tasks import apply_decision as apply
-        from rebalance_advisor.errors import AdvisorError
-
-        context = get_current_context()
-        params = context["params"]
-        hitl = context["ti"].xcom_pull(task_ids="ask_a_person") if params["decision"] == "ask" else None
-        user = getattr(context["dag_run"], "triggering_user_name", None)
-        try:
-            return apply(params, context["run_id"], user, hitl)
-        except AdvisorError as error:
-            if isinstance(error, KafkaUnavailable):
-                raise  # retried: the plan stays approved and the retry publishes it
-            raise AirflowFailException(str(error)) from error  # unknown plan, refused transition
+    def apply_decision(params=None, run_id=None, dag_run=None, ti=None) -> dict:
+        hitl = ti.xcom_pull(task_ids=tasks.ASK_TASK) if params["decision"] == "ask" else None
+        return tasks.apply_decision(params, run_id, getattr(dag_run, "triggering_user_name", None), hitl)
 
     decided = apply_decision()
-    branch = route()
-    branch >> [ask, decided]
+    upgrade_schema() >> route() >> [ask, decided]
     ask >> decided
 
 

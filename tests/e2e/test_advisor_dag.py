@@ -87,16 +87,17 @@ def test_params_reject_bad_values_before_the_run(airflow_home) -> None:
 
 def test_static_publishing_uses_the_kafka_conn_id_param(monkeypatch: pytest.MonkeyPatch) -> None:
     """hand_to_publishing passes the form's Kafka connection to publishing (default kafka_default)."""
-    from rebalance_advisor.adapters import airflow_connections as airflow_support
-    from rebalance_advisor.dag_tasks import advisor_tasks as airflow_tasks
+    from rebalance_advisor.adapters import airflow_connections
+    from rebalance_advisor.dag_tasks import advisor_tasks
+    from rebalance_advisor.services import plan_lifecycle
 
     calls: list[dict] = []
-    monkeypatch.setattr(airflow_tasks, "publish_hook", lambda: lambda **kw: calls.append(kw) or {})
-    monkeypatch.setattr(airflow_support, "database_url", lambda conn_id: f"sqlite:///{conn_id}.db")
+    monkeypatch.setattr(plan_lifecycle, "auto_approve_and_publish", lambda **kw: calls.append(kw) or {})
+    monkeypatch.setattr(airflow_connections, "database_url", lambda conn_id: f"sqlite:///{conn_id}.db")
     result = {"recommended_plan_ids": [7], "flagged": ["g"], "dry_run": False}
     params = {"publish_mode": "static", "db_conn_id": "advisor"}
-    done = airflow_tasks.hand_to_publishing(result, {**params, "kafka_conn_id": "kafka_eu"}, "run-1")
-    airflow_tasks.hand_to_publishing(result, params, "run-2")
+    done = advisor_tasks.hand_to_publishing(result, {**params, "kafka_conn_id": "kafka_eu"}, "run-1")
+    advisor_tasks.hand_to_publishing(result, params, "run-2")
     assert done["published"] and [c.pop("kafka_conn_id") for c in calls] == ["kafka_eu", "kafka_default"]
     assert calls[0] == {"plan_ids": [7], "url": "sqlite:///advisor.db", "airflow_run_id": "run-1"}
 
@@ -111,18 +112,6 @@ def test_unknown_snapshot_fails_at_once_without_retries(airflow_home, connection
     ti = next(ti for ti in run.get_task_instances() if ti.task_id == "pick_snapshot")
     assert (ti.state, ti.try_number) == ("failed", 1)
     assert _task_states(run)["plan"] == "upstream_failed"
-
-
-def test_only_user_errors_skip_the_retries() -> None:
-    from rebalance_advisor.adapters.spark_planner import PlannerFailed
-    from rebalance_advisor.dag_tasks.advisor_tasks import is_permanent
-    from rebalance_advisor.errors import AdvisorError
-    from rebalance_advisor.store.db import DatabaseUnavailable
-
-    assert is_permanent(AdvisorError("snapshot 7 does not exist"))
-    assert not is_permanent(DatabaseUnavailable("database down"))
-    assert not is_permanent(PlannerFailed("executor lost"))
-    assert not is_permanent(RuntimeError("unexpected"))
 
 
 @pytest.mark.kafka

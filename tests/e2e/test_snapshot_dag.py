@@ -40,7 +40,8 @@ def test_dag_test_lands_one_snapshot_and_emits_the_asset(airflow_home, connectio
     from airflow.dag_processing.dagbag import DagBag
     from airflow.models.asset import AssetEvent, AssetModel
     from airflow.utils.session import create_session
-    from rebalance_advisor.adapters.airflow_connections import SNAPSHOT_ASSET_URI, database_url, run_snapshot
+    from rebalance_advisor.adapters.airflow_connections import SNAPSHOT_ASSET_URI, database_url
+    from rebalance_advisor.dag_tasks.snapshot_tasks import take_snapshot
 
     bag = DagBag(dag_folder=str(DAG_FILE))
     assert not bag.import_errors
@@ -65,7 +66,7 @@ def test_dag_test_lands_one_snapshot_and_emits_the_asset(airflow_home, connectio
 
     # A retry of the same run (same run id) replaces its snapshot instead of adding one.
     assert database_url() == f"sqlite:///{connections}"
-    again = run_snapshot(groups="kip-example", run_id=run.run_id)
+    again = take_snapshot({"groups": "kip-example"}, run.run_id)
     with engine.connect() as conn:
         rows = conn.execute(
             sa.text("select id, group_count from snapshots where airflow_run_id = :r"), {"r": run.run_id}

@@ -1,4 +1,4 @@
-"""What the DAGs share: the snapshot Asset, connection resolution, and the snapshot task body.
+"""What the DAGs share: the snapshot Asset and connection resolution.
 
 Airflow is imported lazily so the library works without it; ``SNAPSHOT_ASSET`` is created on first
 access. Connections:
@@ -11,7 +11,6 @@ access. Connections:
 
 from __future__ import annotations
 
-from datetime import timedelta
 from typing import Any
 
 from rebalance_advisor.errors import AdvisorError
@@ -86,42 +85,3 @@ def database_url(conn_id: str = DEFAULT_DB_CONN_ID) -> str:
             database=conn.schema or None,
         ).render_as_string(hide_password=False)
     return conn.get_uri()
-
-
-def run_snapshot(
-    kafka_conn_id: str = DEFAULT_KAFKA_CONN_ID,
-    db_conn_id: str = DEFAULT_DB_CONN_ID,
-    groups: str | None = None,
-    exclude_groups: str | None = None,
-    read_committed: bool = False,
-    retention_hours: float | None = 168.0,
-    timeout_s: float = 30.0,
-    run_id: str | None = None,
-) -> dict[str, Any]:
-    """The snapshot task: collect, store (replacing this run's earlier attempt), prune; a summary."""
-    from rebalance_advisor import store
-    from rebalance_advisor.adapters import kafka_snapshot as snapshot
-
-    config = kafka_client_config(kafka_conn_id)
-    url = database_url(db_conn_id)
-    store.upgrade(url)
-    options = snapshot.SnapshotOptions(
-        groups=snapshot.GroupFilter.parse(groups, exclude_groups),
-        read_committed=read_committed,
-        timeout_s=timeout_s,
-    )
-    taken = snapshot.collect(config["bootstrap.servers"], config, options)
-    snapshot_id = store.write_snapshot(taken, url, airflow_run_id=run_id)
-    pruned = store.prune(timedelta(hours=retention_hours), url) if retention_hours else 0
-    return {
-        "snapshot_id": snapshot_id,
-        "status": taken.status,
-        "groups": len(taken.groups),
-        "members": taken.member_count,
-        "partitions": len(taken.partitions),
-        "committed_offsets": len(taken.committed),
-        "errors": len(taken.errors),
-        "duration_s": round(taken.duration_s, 3),
-        "pruned": pruned,
-        "summary": taken.summary(),
-    }

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote, unquote
 
-from rebalance_advisor.errors import AdvisorError
+from rebalance_advisor.errors import AdvisorError, InfrastructureUnavailable
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +53,7 @@ _GROUP_KEYS = {
 TopicPartitionKey = tuple[str, int]
 
 
-class KafkaUnavailable(AdvisorError):
+class KafkaUnavailable(InfrastructureUnavailable):
     """The broker could not be reached or refused a request: retrying later may succeed."""
 
 

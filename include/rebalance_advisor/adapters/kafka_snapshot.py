@@ -38,7 +38,7 @@ from rebalance_advisor.domain.snapshot_model import (
     Snapshot,
     SnapshotError,
 )
-from rebalance_advisor.errors import AdvisorError
+from rebalance_advisor.errors import AdvisorError, InfrastructureUnavailable
 from rebalance_advisor.gcpause import gc_paused
 
 log = logging.getLogger(__name__)
@@ -71,7 +71,7 @@ _FATAL_CODE_NAMES = (
 )
 
 
-class SnapshotAborted(AdvisorError):
+class SnapshotAborted(InfrastructureUnavailable):
     """The cluster stopped answering (or never did): no snapshot was taken."""
 
 

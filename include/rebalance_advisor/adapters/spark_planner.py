@@ -26,7 +26,7 @@ from rebalance_advisor.domain.advice import GroupAdvice
 from rebalance_advisor.domain.decisions import FLAGGED_OUTCOMES, Thresholds
 from rebalance_advisor.domain.group_planning import plan_group
 from rebalance_advisor.domain.spec_documents import build_docs_from_tables, consume_rates
-from rebalance_advisor.errors import AdvisorError
+from rebalance_advisor.errors import InfrastructureUnavailable
 from rebalance_advisor.gcpause import gc_paused
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -38,7 +38,7 @@ RESULT_SCHEMA = "group_id string, result string"
 PlanFn = Callable[[dict[str, Any], Thresholds, datetime], GroupAdvice]
 
 
-class PlannerFailed(AdvisorError):
+class PlannerFailed(InfrastructureUnavailable):
     """Spark could not plan the snapshot; nothing was written."""
 
 
@@ -231,7 +231,6 @@ def _run_planner(
 
     started = time.perf_counter()
     started_at = now or datetime.now(UTC)
-    db.require_schema(url)
     snapshot_id = resolve_snapshot_id(snapshot, url)
     with db.connect(url) as conn:
         registry = store_plans.static_members(conn)

@@ -35,28 +35,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _advise(args: argparse.Namespace) -> int:
-    from rebalance_advisor.adapters.spark_planner import run_planner
     from rebalance_advisor.adapters.spark_session import spark_session
     from rebalance_advisor.cli.options import params_from
     from rebalance_advisor.domain.parameters import AdvisorParams
+    from rebalance_advisor.services.advise import advise
     from rebalance_advisor.services.outcome_report import format_outcomes, outcome_reasons
     from rebalance_advisor.store import db
 
     params = params_from(args, AdvisorParams)
-    db.require_schema(args.db)
+    db.require_schema(args.db)  # the one schema check, before Spark starts (fails fast)
     spark = spark_session(args.master, "rebalance-advisor-advise")
     try:
-        run = run_planner(
-            spark,
-            args.db,
-            params.snapshot,
-            params.thresholds(),
-            group_pattern=params.group_regex,
-            reset=params.reset_policy,
-            weight=params.weight,
-            created_by="cli",
-            dry_run=params.dry_run,
-        )
+        run = advise(spark, args.db, params.snapshot, params)
     finally:
         spark.stop()
     if args.format == "json":

@@ -69,19 +69,15 @@ def _snapshot(args: argparse.Namespace) -> int:
     from rebalance_advisor.cli.demo import resolve_bootstrap
     from rebalance_advisor.cli.options import params_from
     from rebalance_advisor.domain.parameters import SnapshotParams
+    from rebalance_advisor.services.snapshot_service import take_snapshot
 
     params = params_from(args, SnapshotParams)
-    options = kafka_snapshot.SnapshotOptions(
-        groups=kafka_snapshot.GroupFilter.parse(params.groups, params.exclude_groups),
-        include_internal_topics=params.include_internal_topics,
-        read_committed=params.read_committed,
-        timeout_s=params.timeout_s,
-    )
     config = kafka_snapshot.read_client_config(args.config) if args.config else {}
-    bootstrap = args.bootstrap_servers or config.get("bootstrap.servers") or resolve_bootstrap(None)
-    store.upgrade(args.db)  # fail on a bad DB before touching Kafka; a no-op when current
-    taken = kafka_snapshot.collect(bootstrap, config, options)
-    store.write_snapshot(taken, args.db)
+    config["bootstrap.servers"] = (
+        args.bootstrap_servers or config.get("bootstrap.servers") or resolve_bootstrap(None)
+    )
+    store.upgrade(args.db)  # a write: fail on a bad DB before touching Kafka; a no-op when current
+    taken = take_snapshot(params, config, args.db, prune=False).snapshot
     print(taken.summary())
     for error in taken.errors:
         where = " ".join(f"{k}={v}" for k, v in (("group", error.group_id), ("topic", error.topic)) if v)

@@ -1,7 +1,8 @@
 """Task bodies of the publishing DAGs (``kafka_static_members``, ``kafka_plan_approval``).
 
-The DAG files only wire these; Airflow itself is not imported here, so the logic (including how
-a human-in-the-loop answer becomes a decision) is testable without a running scheduler.
+The DAG files only wire these; each takes the run's params as an argument and runs under the one
+error policy (:mod:`.error_policy`). Airflow itself is not imported here, so the logic (including
+how a human-in-the-loop answer becomes a decision) is testable without a running scheduler.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any, get_args
 
+from rebalance_advisor.dag_tasks.error_policy import under_error_policy
 from rebalance_advisor.domain.parameters import ApprovalDecision
 from rebalance_advisor.errors import AdvisorError
 
@@ -23,21 +25,20 @@ ASK_TASK = "ask_a_person"
 APPLY_TASK = "apply_decision"
 
 
+@under_error_policy
 def members_action(params: Mapping[str, Any]) -> dict[str, Any]:
     """``kafka_static_members``: add or remove one registered member; returns what changed."""
     from rebalance_advisor.adapters.airflow_connections import database_url
+    from rebalance_advisor.domain.parameters import StaticMemberParams
     from rebalance_advisor.services import static_members as registry
-    from rebalance_advisor.store import db
 
-    url = database_url(params["db_conn_id"])
-    db.upgrade(url)
-    group, member, action = params["group_id"], params["member_id"], params["action"]
+    p = StaticMemberParams.parse(params)
+    url = database_url(p.db_conn_id)
+    group, member, action = p.group_id, p.member_id, p.action
     if action == "add":
-        done = registry.add(group, member, params.get("topics") or [], url)
-    elif action == "remove":
-        done = registry.remove(group, member, url)
+        done = registry.add(group, member, p.topics, url)
     else:
-        raise AdvisorError(f"unknown action {action!r}: add or remove")
+        done = registry.remove(group, member, url)
     members = [m.member_id for m in registry.list_members(group, url)]
     log.info("%s %s in group %s; registered now: %s", action, member, group, members)
     return {"action": action, **done.to_dict(), "registered": members}
@@ -63,6 +64,7 @@ def decision_of(
     return HITL_OPTIONS[chosen], who, note
 
 
+@under_error_policy
 def apply_decision(
     params: Mapping[str, Any],
     airflow_run_id: str,
@@ -75,11 +77,13 @@ def apply_decision(
     outage completes the publish; an already published one is a no-op.
     """
     from rebalance_advisor.adapters.airflow_connections import database_url, kafka_client_config
+    from rebalance_advisor.domain.parameters import ApprovalParams
     from rebalance_advisor.services import plan_lifecycle as lifecycle
 
-    url = database_url(params["db_conn_id"])
-    plan_id = int(params["plan_id"])
-    decision, who, note = decision_of(params, hitl)
+    p = ApprovalParams.parse(params)
+    url = database_url(p.db_conn_id)
+    plan_id = p.plan_id
+    decision, who, note = decision_of(p.model_dump(), hitl)
     actor = who or triggered_by or "airflow"
     status, group, _ = lifecycle.status_of(plan_id, url)
     if decision == "reject":
@@ -87,9 +91,9 @@ def apply_decision(
         return {"plan_id": plan_id, "group_id": group, "status": done.to_status, "actor": actor}
     if status == "recommended":
         lifecycle.approve(plan_id, actor, url, airflow_run_id=airflow_run_id, note=note)
-    if not params.get("publish", True):
+    if not p.publish:
         return {"plan_id": plan_id, "group_id": group, "status": "approved", "actor": actor}
     published = lifecycle.publish(
-        plan_id, kafka_client_config(params["kafka_conn_id"]), actor, url, airflow_run_id=airflow_run_id
+        plan_id, kafka_client_config(p.kafka_conn_id), actor, url, airflow_run_id=airflow_run_id
     )
     return {"status": "published", "actor": actor, **published.to_dict()}

@@ -15,13 +15,13 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.orm import Session
 
-from rebalance_advisor.errors import AdvisorError
+from rebalance_advisor.errors import AdvisorError, InfrastructureUnavailable
 from rebalance_advisor.settings import database_url
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
 
 
-class DatabaseUnavailable(AdvisorError):
+class DatabaseUnavailable(InfrastructureUnavailable):
     """The database could not be reached or failed mid-statement (transient: callers may retry)."""
 
 

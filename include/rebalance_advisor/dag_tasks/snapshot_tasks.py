@@ -1,0 +1,20 @@
+"""Task body of the ``kafka_offsets_snapshot`` DAG."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from rebalance_advisor.dag_tasks.error_policy import under_error_policy
+
+
+@under_error_policy
+def take_snapshot(params: Mapping[str, Any], run_id: str | None) -> dict[str, Any]:
+    """Collect, store (replacing this run's earlier attempt), prune; a JSON summary for XCom."""
+    from rebalance_advisor.adapters.airflow_connections import database_url, kafka_client_config
+    from rebalance_advisor.domain.parameters import SnapshotParams
+    from rebalance_advisor.services.snapshot_service import take_snapshot as take
+
+    p = SnapshotParams.parse(params)
+    config = kafka_client_config(p.kafka_conn_id)  # a missing connection fails here, at once
+    return take(p, config, database_url(p.db_conn_id), airflow_run_id=run_id).to_dict()

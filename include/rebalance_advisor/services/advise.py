@@ -1,0 +1,40 @@
+"""Use case "advise": plan every group of a stored snapshot and record plans and outcomes.
+
+Called by the advisor DAG's Spark task and by ``rebalance-advisor advise`` alike; both hand in
+their Spark session and the validated :class:`~rebalance_advisor.domain.parameters.AdvisorParams`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from rebalance_advisor.domain.parameters import AdvisorParams
+
+if TYPE_CHECKING:  # pragma: no cover
+    from rebalance_advisor.adapters.spark_planner import PlannerRun
+
+
+def advise(
+    spark: Any,
+    url: str | None,
+    snapshot: str | int,
+    params: AdvisorParams,
+    *,
+    airflow_run_id: str | None = None,
+) -> PlannerRun:
+    """Run the planner on ``snapshot`` with ``params``; a dry run writes nothing (and records no run id)."""
+    from rebalance_advisor.adapters.spark_planner import run_planner
+
+    return run_planner(
+        spark,
+        url,
+        snapshot,
+        params.thresholds(),
+        group_pattern=params.group_regex,
+        reset=params.reset_policy,
+        weight=params.weight,
+        airflow_run_id=None if params.dry_run else airflow_run_id,
+        created_by=airflow_run_id or "cli",
+        dry_run=params.dry_run,
+        publish_mode=params.publish_mode,
+    )

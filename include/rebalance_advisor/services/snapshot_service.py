@@ -1,0 +1,65 @@
+"""Use case "take a snapshot": collect every group's offsets, store them in one transaction, prune.
+
+Called by the snapshot DAG's task and by ``rebalance-advisor snapshot`` alike.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from rebalance_advisor.domain.parameters import SnapshotParams
+from rebalance_advisor.domain.snapshot_model import Snapshot
+
+
+@dataclass(frozen=True)
+class SnapshotTaken:
+    """What one snapshot pass did."""
+
+    snapshot_id: int
+    snapshot: Snapshot
+    pruned: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON summary the DAG task returns (XCom)."""
+        taken = self.snapshot
+        return {
+            "snapshot_id": self.snapshot_id,
+            "status": taken.status,
+            "groups": len(taken.groups),
+            "members": taken.member_count,
+            "partitions": len(taken.partitions),
+            "committed_offsets": len(taken.committed),
+            "errors": len(taken.errors),
+            "duration_s": round(taken.duration_s, 3),
+            "pruned": self.pruned,
+            "summary": taken.summary(),
+        }
+
+
+def take_snapshot(
+    params: SnapshotParams,
+    client_config: dict[str, Any],
+    url: str | None,
+    *,
+    airflow_run_id: str | None = None,
+    prune: bool = True,
+) -> SnapshotTaken:
+    """Collect and store one snapshot (a retry of the same Airflow run replaces its earlier one);
+    with ``prune``, drop snapshots older than ``params.retention_hours`` (0: keep all)."""
+    from rebalance_advisor.adapters import kafka_snapshot
+    from rebalance_advisor.store import snapshots
+
+    options = kafka_snapshot.SnapshotOptions(
+        groups=kafka_snapshot.GroupFilter.parse(params.groups, params.exclude_groups),
+        include_internal_topics=params.include_internal_topics,
+        read_committed=params.read_committed,
+        timeout_s=params.timeout_s,
+    )
+    taken = kafka_snapshot.collect(client_config["bootstrap.servers"], client_config, options)
+    snapshot_id = snapshots.write_snapshot(taken, url, airflow_run_id=airflow_run_id)
+    pruned = 0
+    if prune and params.retention_hours:
+        pruned = snapshots.prune(timedelta(hours=params.retention_hours), url)
+    return SnapshotTaken(snapshot_id, taken, pruned)
