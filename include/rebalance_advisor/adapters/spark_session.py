@@ -3,7 +3,7 @@
 Executors never rely on a shared disk or on the package being installed where they run: the
 driver zips the ``rebalance_advisor`` package (:func:`package_zip`) and adds it with
 ``addPyFile``, so ``import rebalance_advisor`` inside ``applyInPandas`` resolves to that zip.
-pyspark is imported lazily, Airflow only by :func:`spark_session_from_connection`.
+pyspark is imported lazily, Airflow only by :func:`connection_settings`.
 """
 
 from __future__ import annotations
@@ -199,20 +199,6 @@ def conf_from_extra(extra: Mapping[str, Any]) -> dict[str, str]:
             continue
         conf[_EXTRA_ALIASES.get(key, key)] = str(value)
     return conf
-
-
-def spark_session_from_connection(
-    conn_id: str = "spark_default",
-    app_name: str = "rebalance-advisor",
-    conf: Mapping[str, Any] | None = None,
-) -> SparkSession:
-    """A session on the master of Airflow connection ``conn_id`` (host[:port]; extra = Spark conf).
-
-    ``conf`` overrides the connection's extra. Imports Airflow only when called.
-    """
-    master, connection_conf = connection_settings(conn_id)
-    connection_conf.update(conf or {})
-    return spark_session(master, app_name, connection_conf)
 
 
 def connection_settings(conn_id: str = "spark_default") -> tuple[str, dict[str, str]]:

@@ -45,7 +45,7 @@ class DemoGroup:
     purpose: str = ""
 
     def expected_lag(self, topic: str, partition: int, reset: str = "latest") -> int:
-        """DESIGN.md's lag rule for this demo group (log-start is 0: nothing is deleted)."""
+        """The lag rule (docs/architecture.md, "Lag") for this demo group (log-start is 0: nothing is deleted)."""
         end = self.produced[topic][partition]
         committed = self.committed[topic][partition]
         if committed is None:

@@ -203,9 +203,6 @@ class GroupSpec:
         keys[:] = self.partition_keys
         return keys
 
-    def subscribes(self, member: int, topic: int) -> bool:
-        return bool(self.class_topics[self.member_class[member], topic])
-
     # ---- conversions --------------------------------------------------------------------
 
     def to_assignment(self, owners: np.ndarray) -> Assignment:

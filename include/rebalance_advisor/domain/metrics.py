@@ -90,10 +90,6 @@ def moves(spec: GroupSpec, assignment: Assignment | np.ndarray) -> int:
     return int(np.count_nonzero(owners[held] != spec.owner[held]))
 
 
-def member_lags(spec: GroupSpec, assignment: Assignment | np.ndarray) -> np.ndarray:
-    return member_sums(as_owners(spec, assignment), spec.lag, spec.num_members)
-
-
 def topic_count_spread(spec: GroupSpec, owners: np.ndarray) -> np.ndarray:
     """Per topic: max - min partitions of that topic over its subscribers."""
     num_members = spec.num_members

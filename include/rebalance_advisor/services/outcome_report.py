@@ -57,19 +57,6 @@ def _plain(value: Any) -> Any:
     return value.isoformat(timespec="seconds") if isinstance(value, datetime) else value
 
 
-PLAN_TABLE_COLUMNS = (
-    "id",
-    "group_id",
-    "strategy",
-    "status",
-    "max_lag_before",
-    "max_lag_after",
-    "moves",
-    "created_at",
-    "created_by",
-)
-
-
 def format_plans(plans: Sequence[dict[str, Any]], fmt: str = "table") -> str:
     """Plans as ``table`` (the key columns), ``json`` (every column) or ``csv`` (every column)."""
     plain = [{k: _plain(v) for k, v in p.items()} for p in plans]

@@ -25,9 +25,6 @@ from sqlalchemy.orm import Mapped, mapped_column
 from rebalance_advisor.store.models import Base
 
 PLAN_STATUSES = ("recommended", "approved", "published", "superseded", "rejected", "skipped")
-OUTCOMES = ("balanced", "recommended", "no_better_plan", "idle", "no_members", "error")
-#: outcomes of a flagged group (imbalance >= threshold and lag >= floor)
-FLAGGED_OUTCOMES = ("recommended", "no_better_plan")
 
 
 class AdvisorRun(Base):

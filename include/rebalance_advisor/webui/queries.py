@@ -2,13 +2,12 @@
 
 Plain dicts out (the API's pydantic models validate them), one short transaction per question.
 Snapshots are read through :func:`rebalance_advisor.store.snapshots.load_snapshot`; plan rows
-through the planner's ORM models. Lag "now" follows DESIGN.md's rule (see :func:`partition_lag`).
+through the planner's ORM models. Lag "now" follows the lag rule (docs/architecture.md, "Lag") (see :func:`partition_lag`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
@@ -357,7 +356,3 @@ def member_comparison(
         }
         for m in sorted(set(lag_now) | set(lag_plan))
     ]
-
-
-def as_iso(value: datetime | None) -> str | None:
-    return value.isoformat() if value else None
