@@ -13,7 +13,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import time
 import urllib.request
@@ -21,6 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from rebalance_advisor.devtools.local_kafka import free_port
 
 from tests.support.planned_demo import PlannedDb, copy_of, planned_demo_db  # noqa: F401
 
@@ -34,12 +34,6 @@ pytestmark = [
 
 REPO = Path(__file__).resolve().parents[2]
 CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _wait_http(url: str, timeout: float, proc: subprocess.Popen, log: Path) -> None:
@@ -64,7 +58,7 @@ def api_server(
 ):
     """``airflow api-server`` (1 worker) on a free port with the plugin, over a private DB copy."""
     db_url = copy_of(request, planned_demo_db, tmp_path)
-    port = _free_port()
+    port = free_port()
     passwords = tmp_path / "passwords.json"
     passwords.write_text(json.dumps({"admin": "admin-pass", "viewer": "viewer-pass"}))
     env = {

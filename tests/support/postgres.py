@@ -9,10 +9,11 @@ from __future__ import annotations
 import glob
 import os
 import shutil
-import socket
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+
+from rebalance_advisor.devtools.local_kafka import free_port
 
 
 def _bin_dir() -> Path:
@@ -29,12 +30,6 @@ def _bin_dir() -> Path:
 
 def _as_server_user(command: list[str]) -> list[str]:
     return ["runuser", "-u", "postgres", "--", *command] if os.geteuid() == 0 else command
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @dataclass
@@ -82,7 +77,7 @@ def start(base_dir: Path) -> Server:
         capture_output=True,
         timeout=120,
     )
-    port = _free_port()
+    port = free_port()
     options = f"-p {port} -c listen_addresses=127.0.0.1 -k {base_dir} -c fsync=off -c max_connections=200"
     subprocess.run(
         _as_server_user(

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -19,11 +18,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+from rebalance_advisor.devtools.local_kafka import free_port
 
 
 def spark_home() -> Path:
@@ -137,7 +132,7 @@ def start(work_dir: Path, cores: int = 1, memory: str = "1g", timeout: float = 9
     log_dir = work_dir / "logs"
     log_dir.mkdir(exist_ok=True)
     env = cluster_env()
-    port, web_port, worker_web_port = _free_port(), _free_port(), _free_port()
+    port, web_port, worker_web_port = free_port(), free_port(), free_port()
     master_url = f"spark://127.0.0.1:{port}"
     web_url = f"http://127.0.0.1:{web_port}"
     master = _spawn(

@@ -172,7 +172,8 @@ def _port_free(port: int) -> bool:
     return True
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 nothing listens on right now (the one helper; tests use it too)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
@@ -240,10 +241,10 @@ def start(
             f"port {port} on 127.0.0.1 is already taken; choose another with --port or omit it"
         )
     libs = fetch_jars()
-    port = port or _free_port()
-    controller_port = _free_port()
+    port = port or free_port()
+    controller_port = free_port()
     while controller_port == port:
-        controller_port = _free_port()
+        controller_port = free_port()
 
     if state_dir.exists():
         shutil.rmtree(state_dir)
