@@ -13,13 +13,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from rebalance_advisor.domain.parameters import SnapshotParams
 from rebalance_advisor.errors import AdvisorError
 
 SNAPSHOT_ASSET_NAME = "kafka_offsets_snapshot"
 #: ``x-`` schemes are the ones Airflow accepts as-is (no normaliser, no warning).
 SNAPSHOT_ASSET_URI = "x-rebalance-advisor://snapshots/kafka_offsets_snapshot"
-DEFAULT_KAFKA_CONN_ID = "kafka_default"
-DEFAULT_DB_CONN_ID = "rebalance_advisor_db"
+#: the connection ids' defaults, from the one parameter model
+DEFAULT_KAFKA_CONN_ID: str = SnapshotParams.model_fields["kafka_conn_id"].default
+DEFAULT_DB_CONN_ID: str = SnapshotParams.model_fields["db_conn_id"].default
 
 
 def snapshot_asset() -> Any:

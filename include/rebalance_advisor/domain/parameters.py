@@ -113,6 +113,14 @@ def unique_values(values: tuple[str, ...]) -> tuple[str, ...]:
 
 RULES = "Decision rules"
 
+#: the connection ids every DAG takes (one declaration, shared by the models)
+DbConnId = Annotated[
+    str, surface("rebalance_advisor_db", min_length=1, description="advisor DB connection (Airflow)")
+]
+KafkaConnId = Annotated[
+    str, surface("kafka_default", min_length=1, description="Kafka connection (Airflow provider 'kafka')")
+]
+
 
 class Thresholds(ParamModel):
     """The knobs of the decision rules (domain/decisions.py explains each default)."""
@@ -180,11 +188,8 @@ class AdvisorParams(Thresholds):
         None, max_length=2000, cli="--reset-policy",
         description="auto.offset.reset per group, e.g. 'orders-.*=earliest,latest'",
     )  # fmt: skip
-    db_conn_id: str = surface("rebalance_advisor_db", min_length=1, description="advisor DB connection")
-    kafka_conn_id: str = surface(
-        "kafka_default", min_length=1,
-        description="Kafka connection that publish mode static writes the assignments through",
-    )  # fmt: skip
+    db_conn_id: DbConnId
+    kafka_conn_id: KafkaConnId
 
     @field_validator("group_regex")
     @classmethod
@@ -199,8 +204,8 @@ class AdvisorParams(Thresholds):
 class SnapshotParams(ParamModel):
     """``kafka_offsets_snapshot`` and ``rebalance-advisor snapshot``."""
 
-    kafka_conn_id: str = surface("kafka_default", min_length=1, description="Kafka provider connection")
-    db_conn_id: str = surface("rebalance_advisor_db", min_length=1, description="advisor DB connection")
+    kafka_conn_id: KafkaConnId
+    db_conn_id: DbConnId
     groups: str | None = surface(
         None, max_length=1000, cli="--groups", form={"format": "regex"},
         description="only groups fully matching this regex",
@@ -239,8 +244,8 @@ class ApprovalParams(ParamModel):
         None, max_length=2000, cli="--note", description="why (stored with the transition)"
     )
     publish: bool = surface(True, description="publish right after approval")
-    kafka_conn_id: str = surface("kafka_default", min_length=1, description="Kafka connection")
-    db_conn_id: str = surface("rebalance_advisor_db", min_length=1, description="advisor DB connection")
+    kafka_conn_id: KafkaConnId
+    db_conn_id: DbConnId
 
 
 Identifier = Annotated[str, Field(min_length=1, max_length=255, pattern=ID_PATTERN)]
@@ -259,7 +264,7 @@ class StaticMemberParams(ParamModel):
         (), cli="topics", form={"uniqueItems": True},
         description="topics the member consumes (needed for add, ignored for remove)",
     )  # fmt: skip
-    db_conn_id: str = surface("rebalance_advisor_db", min_length=1, description="advisor DB connection")
+    db_conn_id: DbConnId
 
     @field_validator("topics")
     @classmethod
