@@ -81,7 +81,10 @@ def fit_labels(texts: Sequence[str], max_width: float, font_size: float = LABEL_
         clashes = {s for s in out if out.count(s) > 1}
         if not clashes:
             return out
-        out = [shorten(t, max_width, font_size, share) if s in clashes else s for t, s in zip(texts, out)]
+        out = [
+            shorten(t, max_width, font_size, share) if s in clashes else s
+            for t, s in zip(texts, out, strict=True)
+        ]
     seen: dict[str, int] = {}
     for i, s in enumerate(out):
         seen[s] = seen.get(s, 0) + 1
@@ -194,13 +197,14 @@ def member_lag_bars(
 ) -> Markup:
     """Horizontal grouped bars, one row per member: its lag now and (with a plan) under the plan.
 
-    Member ids are shortened to ``label_width`` px (full id on hover); rows grow with the member
-    count instead of squeezing labels together.
+    Member ids are shortened to fit ``label_width`` px (full id on hover; the column is narrower
+    when every id is short); rows grow with the member count instead of squeezing labels together.
     """
     series = [("now", now, NOW_COLOUR)] + ([("plan", planned, PLAN_COLOUR)] if planned is not None else [])
     right, top, bottom, bar_h, gap = 24, 36, 30, 11, 9
     band = bar_h * len(series) + gap
-    left = label_width
+    labels = fit_labels(list(members), label_width - 14)
+    left = min(label_width, max(64, 14 + max((text_width(t, LABEL_FONT) for t in labels), default=0)))
     plot_w = width - left - right
     height = top + band * max(len(members), 1) + bottom
     plot_bottom = top + band * max(len(members), 1)
@@ -214,9 +218,12 @@ def member_lag_bars(
     for i in range(5):
         value = peak * i / 4
         x = left + plot_w * i / 4
-        _el(svg, "line", {"class": "grid", "x1": x, "x2": x, "y1": top - 4, "y2": plot_bottom, "stroke": "#ddd"})
+        _el(
+            svg,
+            "line",
+            {"class": "grid", "x1": x, "x2": x, "y1": top - 4, "y2": plot_bottom, "stroke": "#ddd"},
+        )
         _text(svg, x, height - 10, _fmt(value), anchor="middle", css="axis")
-    labels = fit_labels(list(members), label_width - 14)
     for m, member in enumerate(members):
         y0 = top + band * m + gap / 2
         row = _el(svg, "g", {"class": "member", "data-member": member})
@@ -264,7 +271,11 @@ def imbalance_line(
     for i in range(5):
         value = low + (high - low) * i / 4
         y = ypos(value)
-        _el(svg, "line", {"class": "grid", "x1": left, "x2": width - right, "y1": y, "y2": y, "stroke": "#eee"})
+        _el(
+            svg,
+            "line",
+            {"class": "grid", "x1": left, "x2": width - right, "y1": y, "y2": y, "stroke": "#eee"},
+        )
         _text(svg, left - 6, y + 4, f"{value:.2f}", anchor="end", css="axis")
     ty = ypos(threshold)
     line = _el(svg, "line", {"class": "threshold", "x1": left, "x2": width - right, "y1": ty, "y2": ty,
@@ -314,7 +325,11 @@ def predicted_lag_lines(curves: Sequence[LagCurve], *, width: int = 720, height:
 
     for i in range(5):
         y = top + plot_h - plot_h * i / 4
-        _el(svg, "line", {"class": "grid", "x1": left, "x2": width - right, "y1": y, "y2": y, "stroke": "#eee"})
+        _el(
+            svg,
+            "line",
+            {"class": "grid", "x1": left, "x2": width - right, "y1": y, "y2": y, "stroke": "#eee"},
+        )
         _text(svg, left - 6, y + 4, _fmt(peak * i / 4), anchor="end", css="axis")
     ticks = [t_step * k for k in range(int(round(t_max / t_step)) + 1)]
     spacing = plot_w * t_step / t_max
