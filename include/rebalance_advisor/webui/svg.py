@@ -14,8 +14,10 @@ are estimated from the widest common fallback font (DejaVu Sans), so real text i
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from os.path import commonprefix
 from xml.etree import ElementTree as ET
 
 from markupsafe import Markup
@@ -73,24 +75,38 @@ def shorten(text: str, max_width: float, font_size: float = LABEL_FONT, tail_sha
     return _ELLIPSIS
 
 
+def window(text: str, start: int, max_width: float, font_size: float = LABEL_FONT) -> str:
+    """The widest slice of ``text`` from ``start`` that fits, with "…" where it was cut."""
+    lead = _ELLIPSIS if start > 0 else ""
+    for end in range(len(text), start, -1):
+        candidate = lead + text[start:end] + (_ELLIPSIS if end < len(text) else "")
+        if text_width(candidate, font_size) <= max_width:
+            return candidate
+    return _ELLIPSIS
+
+
 def fit_labels(texts: Sequence[str], max_width: float, font_size: float = LABEL_FONT) -> list[str]:
-    """Shortened labels that stay distinct: where two ids shorten alike, other head/tail splits are
-    tried, and as a last resort the position number replaces the head."""
+    """Shortened labels (:func:`shorten`) that stay distinct. Ids that shorten alike (the same
+    client id and UUID ends, numbered in the middle) show instead the stretch where they start
+    to differ; if even that clashes, a position number goes first."""
     out = [shorten(t, max_width, font_size) for t in texts]
-    for share in (0.8, 0.4, 0.95, 0.2):
-        clashes = {s for s in out if out.count(s) > 1}
-        if not clashes:
-            return out
-        out = [
-            shorten(t, max_width, font_size, share) if s in clashes else s
-            for t, s in zip(texts, out, strict=True)
-        ]
-    seen: dict[str, int] = {}
-    for i, s in enumerate(out):
-        seen[s] = seen.get(s, 0) + 1
-        if out.count(s) > 1:
-            prefix = f"{i + 1}: "
-            out[i] = prefix + shorten(texts[i], max_width - text_width(prefix, font_size), font_size, 0.95)
+    clashing: dict[str, list[int]] = {}
+    for i, label in enumerate(out):
+        clashing.setdefault(label, []).append(i)
+    for indexes in (ix for ix in clashing.values() if len(ix) > 1):
+        ids = [texts[i] for i in indexes]
+        common = len(commonprefix(ids))
+        start = max(0, common - 6)
+        for i in indexes:
+            out[i] = window(texts[i], start, max_width, font_size)
+    counts = Counter(out)
+    if len(counts) < len(out):
+        for i, label in enumerate(out):
+            if counts[label] > 1:
+                prefix = f"{i + 1}: "
+                out[i] = prefix + shorten(
+                    texts[i], max_width - text_width(prefix, font_size), font_size, 0.95
+                )
     return out
 
 
@@ -256,7 +272,10 @@ def imbalance_line(
     height: int = 220,
 ) -> Markup:
     """Imbalance (max / mean member lag) per snapshot, oldest first, with the flag threshold dashed."""
-    left, right, top, bottom = 48, 16, 24, 40
+    texts = [f"#{label}" for label, _ in points]
+    widest = max((text_width(t, AXIS_FONT) for t in texts), default=0)
+    # x labels are centred on their points: the margins make room for half the widest one
+    left, right, top, bottom = max(48, widest / 2 + 2), max(16, widest / 2 + 2), 24, 40
     plot_w, plot_h = width - left - right, height - top - bottom
     values = [v for _, v in points if v is not None]
     low = 1.0
@@ -291,8 +310,7 @@ def imbalance_line(
         dot = _el(svg, "circle", {"class": "point", "data-snapshot": label, "data-imbalance": f"{v:.4f}",
                                   "cx": x, "cy": y, "r": 4, "fill": LINE_COLOUR})  # fmt: skip
         _el(dot, "title", {}, f"snapshot #{label}: {v:.3f}")
-    texts = [f"#{label}" for label, _ in points]
-    shown = _thinned(len(points), step, max((text_width(t, AXIS_FONT) for t in texts), default=0))
+    shown = _thinned(len(points), step, widest)
     for i, text in enumerate(texts):
         if i in shown:
             _text(svg, left + step * i, height - 20, text, anchor="middle", css="axis x-label")
