@@ -2,26 +2,28 @@
 
 Flow a person would follow: open the advisor page, get sent to Airflow's login, sign in, see
 ``kip-example`` flagged with its imbalance, open it, read C0 and C1 before/after in the SVG chart,
-approve the plan through the confirmation dialog, and see the status change. The database is a
-private copy of the real planner output (tests/support/planned_demo). The server runs in its own
-process group and is stopped by that group; the screenshot stays in the test's temp dir.
+approve the plan through the confirmation dialog, and see the status change and the link to the
+approval DAG. Then the group with real, long consumer ids (``zipf-multi``, six dynamic members):
+its labels are shortened, carry the full id on hover, and no two chart labels overlap (boxes from
+``getBBox()``). The database is a private copy of the real planner output
+(tests/support/planned_demo). The server runs in its own process group and is stopped by that
+group; screenshots stay in the test's temp dir (the path is printed).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import time
 import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from rebalance_advisor.devtools.local_kafka import free_port
 
+from tests.support.browser import browser, chart_geometry, chart_text_boxes, needs_chromium, overlapping  # noqa: F401
 from tests.support.planned_demo import PlannedDb, copy_of, planned_demo_db  # noqa: F401
 
 pytestmark = [
@@ -33,7 +35,6 @@ pytestmark = [
 ]
 
 REPO = Path(__file__).resolve().parents[2]
-CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")
 
 
 def _wait_http(url: str, timeout: float, proc: subprocess.Popen, log: Path) -> None:
@@ -104,30 +105,9 @@ def api_server(
             pass
 
 
-@pytest.fixture
-def browser(tmp_path: Path) -> Iterator:
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                "--no-first-run", "--window-size=1280,1600", f"--user-data-dir={tmp_path / 'chrome'}"):  # fmt: skip
-        options.add_argument(arg)
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
-    driver.set_page_load_timeout(30)
-    try:
-        yield driver
-    finally:
-        driver.quit()
-
-
-@pytest.mark.skipif(
-    not (CHROMIUM and CHROMEDRIVER), reason="chromium/chromedriver missing: make test installs them"
-)
+@needs_chromium
 @pytest.mark.parametrize("planned_demo_db", ["sqlite"], indirect=True)
-def test_login_see_imbalance_and_approve_in_chromium(api_server, browser, tmp_path: Path) -> None:
+def test_login_see_imbalance_and_approve_in_chromium(api_server, browser, tmp_path: Path) -> None:  # noqa: F811
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions as ec
     from selenium.webdriver.support.ui import WebDriverWait
@@ -146,6 +126,11 @@ def test_login_see_imbalance_and_approve_in_chromium(api_server, browser, tmp_pa
     assert "flagged" in row.get_attribute("class")
     imbalance = row.find_element(By.CSS_SELECTOR, "td.imbalance")
     assert imbalance.text == "1.52" and "hot" in imbalance.get_attribute("class")
+    # the second run said no_better_plan while the first run's plan stands: the page says so
+    outcome = row.find_element(By.CSS_SELECTOR, "td.outcome").text
+    assert outcome.startswith("no_better_plan") and "still awaits a decision" in outcome
+    _timestamps_have_zone_and_whole_seconds(browser)
+    _screenshot(browser, tmp_path / "groups.png")
 
     row.find_element(By.LINK_TEXT, "kip-example").click()
     wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, "svg.member-lag")))
@@ -162,10 +147,15 @@ def test_login_see_imbalance_and_approve_in_chromium(api_server, browser, tmp_pa
     }
     labels = [t.text for t in browser.find_elements(By.CSS_SELECTOR, "svg.member-lag text.member-label")]
     assert labels == ["C0", "C1"]
+    assert "standing recommendation" in browser.find_element(By.ID, "standing-plan").text.lower()
+    assert browser.find_element(By.ID, "current-threshold").text == "current threshold 1.25"
+    assert "with imbalance threshold 1.25" in browser.find_element(By.ID, "plan-threshold").text
+    _no_label_overlaps(browser)
     assert "recommended" in browser.find_element(By.ID, "plan-status").text
     moves = browser.find_element(By.ID, "moves").text
     assert "C0" in moves and "C1" in moves
 
+    plan_id = browser.find_element(By.ID, "approve").get_attribute("data-plan")
     browser.find_element(By.ID, "approve").click()
     dialog = wait.until(ec.visibility_of_element_located((By.ID, "confirm")))
     assert "Approve plan" in dialog.text and "kip-example" in dialog.text
@@ -173,10 +163,29 @@ def test_login_see_imbalance_and_approve_in_chromium(api_server, browser, tmp_pa
     browser.find_element(By.ID, "confirm-yes").click()
     wait.until(ec.text_to_be_present_in_element((By.ID, "plan-status"), "approved"))
     assert not browser.find_elements(By.ID, "approve")
-    shot = tmp_path / "kip-example-approved.png"
-    browser.save_screenshot(str(shot))
-    assert shot.stat().st_size > 10_000
-    print(f"screenshots: {shot} and {tmp_path / 'confirm-dialog.png'}")
+    link = browser.find_element(By.ID, "trigger-link")  # to the approval DAG, whose Trigger opens the form
+    assert link.get_attribute("href") == f"{base}/dags/kafka_plan_approval"
+    assert link.get_attribute("target") == "_top"  # out of the iframe Airflow shows plugin pages in
+    assert f"plan_id {plan_id}" in browser.find_element(By.ID, "publish-note").text
+    _screenshot(browser, tmp_path / "kip-example-approved.png")
+
+    # long, real consumer ids: shortened labels, the full id on hover, nothing overlapping
+    browser.get(f"{base}/rebalance-advisor/groups/zipf-multi")
+    wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, "svg.member-lag")))
+    _screenshot(browser, tmp_path / "zipf-multi.png")
+    boxes = chart_text_boxes(browser)
+    members = [b for b in boxes if b.css == "member-label"]
+    assert len(members) == 6
+    for label in members:
+        full = label.tooltip
+        assert full and len(full) > 36, full  # client id + "-" + UUID: a real generated member id
+        head, ellipsis, tail = label.text.partition("…")
+        assert ellipsis and full.startswith(head) and full.endswith(tail) and len(tail) >= 6, label
+    assert len({m.text for m in members}) == 6
+    _no_label_overlaps(browser)
+    print(
+        f"screenshots in {tmp_path}: groups.png, confirm-dialog.png, kip-example-approved.png, zipf-multi.png"
+    )
 
     # the nav entry: Airflow's own plugin API lists the external view for the signed-in user
     token = browser.get_cookie("_token")["value"]
@@ -186,3 +195,33 @@ def test_login_see_imbalance_and_approve_in_chromium(api_server, browser, tmp_pa
     ours = next(p for p in plugins if p["name"] == "rebalance_advisor")
     assert ours["external_views"][0]["href"] == "/rebalance-advisor/"
     assert ours["fastapi_apps"][0]["url_prefix"] == "/rebalance-advisor"
+
+
+def _screenshot(driver, path: Path) -> None:
+    """The whole page: the window is grown to the document's height first."""
+    height = driver.execute_script("return document.documentElement.scrollHeight")
+    driver.set_window_size(1280, min(max(height + 200, 800), 6000))
+    driver.save_screenshot(str(path))
+    assert path.stat().st_size > 10_000
+
+
+def _no_label_overlaps(driver) -> None:
+    boxes = chart_text_boxes(driver)
+    assert boxes, "no chart text found"
+    assert overlapping(boxes) == []
+    for chart in chart_geometry(driver):
+        mine = [b for b in boxes if b.chart == chart["chart"]]
+        assert all(b.x >= -0.5 and b.x + b.w <= chart["width"] + 0.5 for b in mine), chart
+        if chart["bars_x"] is not None:  # member labels end left of the bars
+            assert all(b.x + b.w <= chart["bars_x"] for b in mine if b.css == "member-label"), chart
+
+
+def _timestamps_have_zone_and_whole_seconds(driver) -> None:
+    import re
+
+    from selenium.webdriver.common.by import By
+
+    stamps = [t.text for t in driver.find_elements(By.CSS_SELECTOR, "time.ts")]
+    assert stamps
+    for stamp in stamps:  # the browser's zone here (Airflow's default): UTC or its name, never microseconds
+        assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \S+", stamp), stamp

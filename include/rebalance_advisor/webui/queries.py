@@ -38,9 +38,13 @@ def latest_snapshot(conn: Connection) -> dict[str, Any] | None:
     return _row(found) if found else None
 
 
-def imbalance_threshold(conn: Connection) -> float:
-    """The newest advisor run's imbalance threshold (what flagged the groups), else the default."""
-    params = conn.execute(sa.select(AdvisorRun.params).order_by(AdvisorRun.id.desc()).limit(1)).scalar()
+def imbalance_threshold(conn: Connection, run_id: int | None = None) -> float:
+    """The imbalance threshold of advisor run ``run_id`` (default: the newest run, what flagged the
+    groups), else the default."""
+    query = sa.select(AdvisorRun.params).order_by(AdvisorRun.id.desc()).limit(1)
+    if run_id is not None:
+        query = query.where(AdvisorRun.id == run_id)
+    params = conn.execute(query).scalar()
     try:
         return float((params or {}).get("imbalance_threshold") or Thresholds().imbalance_threshold)
     except (TypeError, ValueError):
@@ -271,6 +275,7 @@ def plan_detail(url: str, plan_id: int) -> dict[str, Any]:
     with db.connect(url) as conn:
         policy = reset_policy(conn)
         published = published_assignments(conn).get(plan["group_id"])
+        run_threshold = imbalance_threshold(conn, plan["run_id"])  # the threshold its reason cites
     try:
         snapshot = load_snapshot(plan["snapshot_id"], url, groups=[plan["group_id"]])
         before = current_assignment(snapshot, plan["group_id"], policy)
@@ -299,6 +304,7 @@ def plan_detail(url: str, plan_id: int) -> dict[str, Any]:
         "assignments": assignments,
         "moves": moves,
         "transitions": transitions,
+        "run_threshold": run_threshold,
     }
 
 

@@ -1,0 +1,18 @@
+const dlg = document.getElementById("confirm");
+let pending = null;
+document.querySelectorAll("button[data-action]").forEach((b) => b.addEventListener("click", () => {
+  pending = b.dataset;
+  document.getElementById("confirm-text").textContent =
+    `${b.dataset.action === "approve" ? "Approve" : "Reject"} plan #${b.dataset.plan} for ${b.dataset.group}?`;
+  dlg.showModal();
+}));
+document.getElementById("confirm-no")?.addEventListener("click", () => dlg.close());
+document.getElementById("confirm-yes")?.addEventListener("click", async () => {
+  dlg.close();
+  const out = document.getElementById("decision-result");
+  const r = await fetch(`${BASE}/api/plans/${pending.plan}/${pending.action}`, {method: "POST",
+    credentials: "same-origin", headers: {"Content-Type": "application/json"}, body: "{}"});
+  const data = await r.json().catch(() => ({}));
+  if (r.ok) { location.reload(); }
+  else { out.className = "error"; out.textContent = `${r.status}: ${data.detail ?? r.statusText}`; }
+});

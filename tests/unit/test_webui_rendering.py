@@ -1,0 +1,144 @@
+"""The UI's rendering pieces without a server: SVG charts (escaped by construction, labels that
+fit), timestamps, and the rate-aware partial. Expected values are worked out by hand below."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta, timezone
+from html.parser import HTMLParser
+from xml.etree import ElementTree as ET
+
+import pytest
+from rebalance_advisor.webui import rendering, svg
+
+HOSTILE = ['"><script>alert(1)</script>', "<img src=x onerror=alert(2)>&amp;", "m' onmouseover='x"]
+UUID_IDS = [
+    f"orders-consumer-{i}-{uuid}"
+    for i, uuid in enumerate(
+        [
+            "5e016ee3-50c3-4572-9444-a3ccf20b930e",
+            "1efa86cf-e6d8-4990-9b65-9a1bb4393ef9",
+            "938047cc-78ab-4899-b0ed-f85571c9332c",
+            "43af0287-de27-4e30-a1c8-55cee455da64",
+        ]
+    )
+]
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+def _parse(markup: str) -> ET.Element:
+    """An independent reading of the chart: an XML parser (fails on anything not well-formed)."""
+    return ET.fromstring(str(markup))
+
+
+def test_member_chart_escapes_hostile_ids_by_construction() -> None:
+    chart = svg.member_lag_bars(HOSTILE, [3, 2, 1], [1, 2, 3])
+    root = _parse(chart)
+    assert {el.tag.removeprefix(SVG) for el in root.iter()} <= {"svg", "g", "rect", "line", "text", "title"}
+    assert "<script" not in chart and "<img" not in chart
+    bars = root.findall(f".//{SVG}rect[@data-series]")
+    assert [b.get("data-member") for b in bars] == [m for m in HOSTILE for _ in (0, 1)]
+    tips = [t.text for t in root.findall(f".//{SVG}text/{SVG}title")]
+    assert tips == HOSTILE  # the full id on hover
+
+
+def test_long_ids_are_shortened_distinct_and_keep_head_and_tail() -> None:
+    labels = svg.fit_labels(UUID_IDS, 160)
+    assert len(set(labels)) == len(UUID_IDS)
+    for full, short in zip(UUID_IDS, labels, strict=True):
+        head, _, tail = short.partition("…")
+        assert short != full and full.startswith(head) and full.endswith(tail) and len(tail) >= 6
+    assert svg.fit_labels(["C0", "C1"], 160) == ["C0", "C1"]
+    # ids that differ only in the middle still get distinct labels
+    middle = [f"consumer-shared-prefix-{i:02d}-and-a-long-shared-suffix-0000" for i in range(12)]
+    assert len(set(svg.fit_labels(middle, 120))) == 12
+
+
+def test_imbalance_axis_labels_are_thinned_to_fit() -> None:
+    points = [(str(1000 + i), 1.2 + i / 100) for i in range(40)]
+    root = _parse(svg.imbalance_line(points, 1.5, width=720))
+    labels = root.findall(f".//{SVG}text[@class='axis x-label']")
+    xs = [float(t.get("x")) for t in labels]
+    assert labels[-1].text == "#1039"  # the newest snapshot is always labelled
+    # "#1039" in DejaVu Sans 11 px: '#' 0.838 em + 4 digits x 0.636 em = 37.2 px
+    assert min(b - a for a, b in zip(xs, xs[1:], strict=False)) >= 37.2
+    assert len(labels) < 40
+
+
+def test_predicted_lag_chart_geometry_by_hand() -> None:
+    current = svg.LagCurve("current", "current assignment", ((0, 1000), (60, 1500), (120, 2000)))
+    plan = svg.LagCurve("plan", "under the plan", ((0, 1000), (60, 400), (100, 0)))
+    root = _parse(svg.predicted_lag_lines([current, plan], width=720, height=240))
+    lines = {p.get("data-series"): p.get("points").split() for p in root.findall(f".//{SVG}polyline")}
+    # plot: x 56..696 (720 - 24) over 0..120 s (ticks every 30 s); y 36..200 over 0..2000 messages
+    assert lines["current"] == ["56.0,118.0", "376.0,77.0", "696.0,36.0"]
+    assert lines["plan"] == ["56.0,118.0", "376.0,167.2", "589.3,200.0"]
+    ticks = [t.text for t in root.findall(f".//{SVG}text[@class='axis x-label']")]
+    assert ticks == ["0", "30 s", "60 s", "90 s", "2 min"]
+
+
+def test_timestamps_carry_their_zone_and_no_microseconds() -> None:
+    naive = datetime(2025, 1, 2, 3, 4, 5, 678901)  # SQLite: naive, stored as UTC
+    assert rendering.format_timestamp(naive) == "2025-01-02 03:04:05 UTC"
+    berlin = datetime(2025, 1, 2, 3, 4, 5, 999, tzinfo=timezone(timedelta(hours=2)))
+    assert rendering.format_timestamp(berlin) == "2025-01-02 01:04:05 UTC"
+    assert rendering.iso_timestamp("2025-06-30T23:59:59.5+00:00") == "2025-06-30T23:59:59+00:00"
+    assert rendering.format_timestamp(None) == "—"
+
+
+def test_key_range_column_only_when_a_row_has_one() -> None:
+    assert rendering.key_range({"key_hash_start": None, "key_hash_end": None}) is None
+    assert rendering.key_range({"key_hash_start": 0, "key_hash_end": 32767}) == (0, 32767)
+    assert rendering.key_range({"hash_lo": 5, "hash_hi": 9}) == (5, 9)
+
+
+class _Collector(HTMLParser):
+    """Tags, attributes and text as a browser's parser sees them."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.tags: list[str] = []
+        self.attrs: list[tuple[str, str | None]] = []
+        self.text: list[str] = []
+
+    def handle_starttag(self, tag, attrs) -> None:
+        self.tags.append(tag)
+        self.attrs.extend(attrs)
+
+    def handle_data(self, data) -> None:
+        self.text.append(data)
+
+
+def test_load_partial_shows_catch_up_overload_and_curves() -> None:
+    load = rendering.GroupLoad(
+        produce_rate=1500.0,
+        time_lag_s=42.0,
+        catch_up_now_s=None,
+        catch_up_plan_s=360.0,
+        members=(
+            rendering.MemberLoad(HOSTILE[0], capacity=1000.0, inflow=1200.0, overloaded=True),
+            rendering.MemberLoad("C1", capacity=1000.0, inflow=300.0, overloaded=False),
+        ),
+        curves=(
+            svg.LagCurve("current", "current assignment", ((0, 10), (600, 40))),
+            svg.LagCurve("plan", "under the plan", ((0, 10), (360, 0))),
+        ),
+    )
+    html = rendering.templates.env.get_template("load.html").render(
+        load=load, load_chart=svg.predicted_lag_lines(load.curves)
+    )
+    seen = _Collector()
+    seen.feed(html)
+    text = " ".join(" ".join(seen.text).split())
+    assert "never at these rates" in text and "360 s" in text and "1,500" in text
+    assert text.count("overloaded") == 1 and HOSTILE[0] in text
+    assert "script" not in seen.tags and seen.tags.count("polyline") == 2
+
+
+@pytest.mark.parametrize("name", ["groups.html", "group.html", "error.html", "plan.html", "load.html"])
+def test_every_template_autoescapes(name: str) -> None:
+    env = rendering.templates.env
+    assert env.autoescape is True or env.autoescape(name)
+
+
+def test_naive_means_utc_not_local() -> None:
+    assert rendering.as_utc(datetime(2025, 1, 1)) == datetime(2025, 1, 1, tzinfo=UTC)
