@@ -8,14 +8,17 @@ JSON (:meth:`GroupAdvice.to_json` / :meth:`GroupAdvice.from_json`, pydantic does
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import json
+import math
+from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from functools import cache
 from typing import Any
 
 from pydantic import TypeAdapter
 
-from rebalance_advisor.domain.group_spec import GroupSpec
+from rebalance_advisor.domain.group_spec import GroupSpec, RecentMove
+from rebalance_advisor.domain.load_model import LoadSummary, MemberLoad
 from rebalance_advisor.domain.metrics import GroupMetrics
 
 #: plan statuses that hold a group (its newest such plan is the group's "standing" plan).
@@ -29,17 +32,6 @@ class StandingPlan:
     plan_id: int
     status: str
     created_at: datetime
-
-
-@dataclass(frozen=True)
-class RecentMove:
-    """A partition that left ``from_member`` for ``to_member`` (the hysteresis window reads these)."""
-
-    topic: str
-    partition: int
-    from_member: str
-    to_member: str
-    at: datetime
 
 
 @dataclass(frozen=True, eq=False)
@@ -57,12 +49,21 @@ class GroupObservation:
 
 @dataclass(frozen=True)
 class CandidatePlan:
-    """One strategy's plan for a group, reduced to what the decision rules compare and store."""
+    """One strategy's plan for a group, reduced to what the decision rules compare and store.
+
+    ``moves`` counts handovers: partitions that get a new owner, unowned ones included. ``load`` is
+    the load model of the plan with the handover pause charged; ``moves_back`` the partitions it
+    hands back to an owner they left within the hysteresis window; ``empty_members`` the members it
+    leaves with nothing while a peer holds two or more.
+    """
 
     strategy: str
     max_lag: int
     moves: int
     imbalance: float = 0.0
+    load: LoadSummary = field(default_factory=lambda: LoadSummary(0, None, 0.0, None))
+    moves_back: int = 0
+    empty_members: int = 0
 
 
 @dataclass(frozen=True)
@@ -75,6 +76,7 @@ class ChosenPlan:
     metrics: GroupMetrics
     equivalent_strategies: tuple[str, ...] = ()
     assignments: tuple[tuple[str, str, int, int], ...] = ()
+    members: MemberLoad | None = None  # the load model per member (no pause charged)
 
 
 @dataclass(frozen=True)
@@ -87,6 +89,8 @@ class GroupAdvice:
     total_lag: int
     current: GroupMetrics | None = None
     unowned_lag: int = 0
+    current_load: LoadSummary | None = None
+    current_members: MemberLoad | None = None
     candidates: tuple[CandidatePlan, ...] = ()
     best: CandidatePlan | None = None  # the best candidate, stored or not
     plan: ChosenPlan | None = field(default=None)
@@ -130,20 +134,42 @@ class GroupAdvice:
             "after": self.plan.metrics.to_dict(),
             "weight": self.plan.weight,
             "candidates": [
-                {"strategy": c.strategy, "max_lag": c.max_lag, "moves": c.moves, "imbalance": c.imbalance}
+                {
+                    "strategy": c.strategy,
+                    "max_lag": c.max_lag,
+                    "moves": c.moves,
+                    "imbalance": c.imbalance,
+                    "load": _finite(asdict(c.load)),
+                    "moves_back": c.moves_back,
+                }
                 for c in self.candidates
             ],
             "equivalent_strategies": list(self.plan.equivalent_strategies),
+            "load_before": _finite(asdict(self.current_load)) if self.current_load else None,
+            "members_before": _finite(asdict(self.current_members)) if self.current_members else None,
+            "members_after": _finite(asdict(self.plan.members)) if self.plan.members else None,
         }
 
     # ---- JSON (the Spark boundary) -------------------------------------------------------
 
     def to_json(self) -> str:
-        return _adapter().dump_json(self).decode()
+        """JSON with ``Infinity`` for an infinite catch-up (Python's json reads it back)."""
+        return json.dumps(_adapter().dump_python(self))
 
     @classmethod
     def from_json(cls, text: str | bytes) -> GroupAdvice:
-        return _adapter().validate_json(text)
+        return _adapter().validate_python(json.loads(text))
+
+
+def _finite(value: Any) -> Any:
+    """``value`` with infinite floats as None (database JSON has no Infinity): None = never catches up."""
+    if isinstance(value, float):
+        return None if math.isinf(value) else value
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
 
 
 @cache

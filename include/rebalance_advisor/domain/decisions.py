@@ -1,55 +1,94 @@
-"""Decision rules: from a group's current metrics and its candidate plans to one outcome.
+"""Decision rules: from a group's current load and its candidate plans to one outcome.
 
-Pure functions, no I/O, so the same rules run inside Spark, in tests and in the CLI. Defaults
-(also in README "Decision rules"):
+Pure functions, no I/O, so the same rules run inside Spark, in the CLI and in the simulator. Each
+rule is one function here; :func:`decide` applies them in order. Defaults (README "Decision rules"):
 
-- ``imbalance_threshold`` 1.25: a group is *flagged* when max / mean member lag >= 1.25
-  **and** its total lag >= ``lag_floor`` (1,000 messages) — a few hundred messages spread
-  unevenly are noise, not load.
-- ``min_improvement`` 0.10: the best candidate is recommended only when it lowers the max member
-  lag by at least 10 % of the current max.
-- ``move_budget`` None (unlimited): candidates moving more partitions than the budget are not
-  considered (``lag_aware_sticky`` is also given the budget so it stops in time).
-- ``cooldown_minutes`` 30: while a group's last recommended/approved/published plan is younger
-  than this, a run adds no new recommendation; the candidate is kept as a ``skipped`` plan.
+The rule is in *time* when capacities are known (the load model, ``load_model``):
 
-Lag on partitions no member owns (a manual-assign group with no published plan yet, partitions
-its published plan does not cover, or members that hold nothing yet) flags the group whatever
-its imbalance, and any plan that assigns it counts as an improvement (the min-improvement rule
-compares owned lag only).
+- **idle** (:func:`is_idle`): total lag < ``lag_floor`` (1,000 messages, always messages), no
+  member overloaded and no inflow on partitions no member owns.
+- **flagged** (:func:`flag_reasons`): partitions no member owns have lag or inflow; a member owns
+  nothing while an eligible peer holds two or more; a member is overloaded (inflow ≥ capacity); the
+  predicted catch-up exceeds ``target_catch_up_s`` (300 s). Without capacities the time rule cannot
+  apply and the load w = inflow + backlog / horizon is compared instead: flagged when
+  max / mean member load ≥ ``imbalance_threshold`` (1.25) — with no rates either, w is lag / horizon
+  and this is the old lag-balance rule.
+- **move budget** (:func:`within_move_budget`): a candidate may hand over at most ``move_budget``
+  partitions (None: any), counting unowned ones that get an owner; the forced handovers (partitions
+  no one owns) never count against it.
+- **hysteresis** (:func:`held_by_hysteresis`): a candidate that moves a partition back to an owner
+  it left within ``hysteresis_window_s`` (1,800 s) is held back unless it removes an overload.
+- **improvement** (:func:`improvement_reason`): the plan assigns unowned partitions, feeds an empty
+  member or removes overload; or it cuts the predicted catch-up (with capacities) or the max member
+  load (without) by at least ``min_improvement`` (10 %).
+- **payback** (:func:`repaid`): with capacities, the plan's backlog area over ``horizon_s`` (900 s),
+  charged a pause of ``handover_cost_s`` (5 s) per handed-over partition, is below the current one.
+  Handing over unowned partitions and feeding empty members is never blocked by it.
+- ``cooldown_minutes`` (default 0, off): the old fixed silence after a standing plan, kept for runs
+  that ask for it; outcome ``held_by_cooldown``.
 
-Outcomes, checked in this order: ``error`` (the spec is invalid), ``no_members`` (no members and
-no registered static members), ``idle`` (total lag < floor, including 0), ``balanced`` (imbalance
-< threshold), then for flagged groups ``recommended`` or ``no_better_plan`` (improvement too
-small, nothing within the move budget, or cool-down).
+Outcomes: ``error``, ``no_members``, ``idle``, ``balanced``, then for flagged groups
+``recommended``, ``held_by_hysteresis`` (a better plan exists but moves partitions back),
+``not_repaid`` (its pause is not repaid within the horizon), ``held_by_cooldown``, or
+``no_better_plan`` (no candidate improves enough, or none fits the move budget).
 
-Best candidate: lowest max member lag; ties -> fewer moves; then :data:`STRATEGY_PREFERENCE`.
-On a full tie (same max lag, same moves) ``lag_aware`` wins over ``lag_aware_sticky``: the two
-then usually hold the very same assignment, and naming it after the published KAFKA-5337
-algorithm makes it reproducible by anyone; whenever ``lag_aware_sticky`` reaches the same max lag
-with fewer moves (its purpose) the moves tie-break already picks it.
+Best candidate (:func:`rank_key`): fewest overloaded members, then shortest predicted catch-up,
+then lowest max load, then fewest handovers, then :data:`STRATEGY_PREFERENCE`. On a full tie
+``lag_aware`` wins: naming it after the published KAFKA-5337 algorithm makes it reproducible.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 from rebalance_advisor.domain.advice import STANDING_STATUSES, CandidatePlan, StandingPlan
 from rebalance_advisor.domain.assignors import ASSIGNORS
+from rebalance_advisor.domain.load_model import LoadSummary
 from rebalance_advisor.domain.parameters import Thresholds
 
-#: tie order between strategies with equal max lag and moves (earlier wins); see module docstring.
-STRATEGY_PREFERENCE: tuple[str, ...] = ("lag_aware", "lag_aware_sticky", "sticky", "roundrobin", "range")
+#: tie order between strategies with equal numbers (earlier wins); see module docstring.
+STRATEGY_PREFERENCE: tuple[str, ...] = (
+    "lag_aware",
+    "lag_aware_sticky",
+    "rate_aware_sticky",
+    "rate_aware",
+    "sticky",
+    "roundrobin",
+    "range",
+)
 DEFAULT_STRATEGIES: tuple[str, ...] = tuple(ASSIGNORS)
 
-OUTCOMES = ("balanced", "recommended", "no_better_plan", "idle", "no_members", "error")
-#: outcomes of a group the flag rule caught (:func:`is_flagged`): the ones a run reports as flagged.
-FLAGGED_OUTCOMES = ("recommended", "no_better_plan")
+OUTCOMES = (
+    "balanced",
+    "recommended",
+    "no_better_plan",
+    "held_by_hysteresis",
+    "not_repaid",
+    "held_by_cooldown",
+    "idle",
+    "no_members",
+    "error",
+)
+#: outcomes of a group the flag rule caught (:func:`flag_reasons`): the ones a run reports as flagged.
+FLAGGED_OUTCOMES = ("recommended", "no_better_plan", "held_by_hysteresis", "not_repaid", "held_by_cooldown")
 
 # re-exported: callers import them here (Thresholds: the rule knobs of domain/parameters.py)
 __all__ = ["STANDING_STATUSES", "CandidatePlan", "StandingPlan", "Thresholds"]
+
+
+@dataclass(frozen=True)
+class GroupState:
+    """What the rules know about the group's current assignment."""
+
+    total_lag: int
+    load: LoadSummary
+    load_imbalance: float  # max / mean member load w (1.0 when there is none)
+    empty_members: int  # members owning nothing while an eligible peer holds two or more
+    capacities_known: bool
+    note: str = ""  # how unknown rates/capacities were filled (load_model.LoadInputs.note)
 
 
 @dataclass(frozen=True)
@@ -68,108 +107,213 @@ def as_utc(moment: datetime) -> datetime:
     return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
 
 
-def is_idle(total_lag: int, thresholds: Thresholds) -> bool:
-    """The idle rule: total lag under the floor (including none) is noise, not load."""
-    return total_lag < thresholds.lag_floor
+def seconds(value: float | None) -> str:
+    """A catch-up time for a reason line: '42 s', 'inf' (overloaded), 'unknown'."""
+    if value is None:
+        return "unknown"
+    return "inf" if math.isinf(value) else f"{value:,.0f} s"
 
 
-def is_flagged(imbalance: float, total_lag: int, unowned_lag: int, thresholds: Thresholds) -> bool:
-    """The flag rule: not idle, and lag no member owns or uneven (imbalance >= threshold)."""
-    return not is_idle(total_lag, thresholds) and (
-        unowned_lag > 0 or imbalance >= thresholds.imbalance_threshold
+# ---- the rules ----------------------------------------------------------------------------
+
+
+def is_idle(state: GroupState, thresholds: Thresholds) -> bool:
+    """The idle rule: little lag (messages), nobody overloaded, nothing flowing into unowned partitions."""
+    return (
+        state.total_lag < thresholds.lag_floor
+        and state.load.overloaded == 0
+        and state.load.unowned_inflow == 0
     )
 
 
-def within_move_budget(moves: int, move_budget: int | None) -> bool:
-    """The move-budget rule: a candidate may move at most ``move_budget`` partitions (None: any)."""
-    return move_budget is None or moves <= move_budget
+def flag_reasons(state: GroupState, thresholds: Thresholds) -> list[str]:
+    """The flag rule: why the group needs a plan (empty list: it does not), with the numbers."""
+    reasons = []
+    load = state.load
+    if load.unowned_backlog > 0 or load.unowned_inflow > 0:
+        reasons.append(
+            f"lag {load.unowned_backlog:,} and inflow {load.unowned_inflow:,.1f}/s on partitions no member owns"
+        )
+    if state.empty_members:
+        reasons.append(f"{state.empty_members} member(s) own nothing while a peer holds two or more")
+    if state.capacities_known:
+        if load.overloaded:
+            reasons.append(f"{load.overloaded} member(s) overloaded (inflow >= capacity)")
+        elif load.max_catch_up_s is not None and load.max_catch_up_s > thresholds.target_catch_up_s:
+            reasons.append(
+                f"predicted catch-up {seconds(load.max_catch_up_s)} > target {thresholds.target_catch_up_s:g} s"
+            )
+    elif state.load_imbalance >= thresholds.imbalance_threshold:
+        reasons.append(f"load imbalance {state.load_imbalance:.3f} >= {thresholds.imbalance_threshold}")
+    return reasons
+
+
+def is_flagged(state: GroupState, thresholds: Thresholds) -> bool:
+    """Flagged = not idle and some flag reason applies."""
+    return not is_idle(state, thresholds) and bool(flag_reasons(state, thresholds))
+
+
+def within_move_budget(handovers: int, forced: int, move_budget: int | None) -> bool:
+    """The move-budget rule: handovers beyond the forced ones (unowned partitions) within the budget."""
+    return move_budget is None or handovers - forced <= move_budget
+
+
+def held_by_hysteresis(candidate: CandidatePlan, current: LoadSummary) -> bool:
+    """The hysteresis rule: moving a partition back to an owner it recently left needs an overload removed."""
+    return candidate.moves_back > 0 and not candidate.load.overloaded < current.overloaded
+
+
+def _relative_drop(before: float | None, after: float | None) -> float:
+    if before is None or after is None or before <= 0:
+        return 0.0
+    if math.isinf(before):
+        return 1.0 if not math.isinf(after) else 0.0
+    return (before - after) / before
+
+
+def improvement_reason(candidate: CandidatePlan, state: GroupState, thresholds: Thresholds) -> str | None:
+    """The improvement rule: why ``candidate`` is worth it, or None (module docstring)."""
+    load, cur = candidate.load, state.load
+    if (
+        cur.unowned_backlog > 0 or cur.unowned_inflow > 0
+    ) and load.unowned_backlog + load.unowned_inflow == 0:
+        return "assigns every unowned partition"
+    if state.empty_members and candidate.empty_members < state.empty_members:
+        return f"gives partitions to {state.empty_members - candidate.empty_members} empty member(s)"
+    if load.overloaded < cur.overloaded:
+        return f"overloaded members {cur.overloaded} -> {load.overloaded}"
+    if state.capacities_known:
+        drop = _relative_drop(cur.max_catch_up_s, load.max_catch_up_s)
+        if drop >= thresholds.min_improvement and drop > 0:
+            return f"predicted catch-up {seconds(cur.max_catch_up_s)} -> {seconds(load.max_catch_up_s)} (-{drop:.1%})"
+        return None
+    drop = _relative_drop(cur.max_load, load.max_load)
+    if drop >= thresholds.min_improvement and drop > 0:
+        return f"max member load {cur.max_load:,.2f} -> {load.max_load:,.2f} msg/s (-{drop:.1%})"
+    return None
+
+
+def repaid(candidate: CandidatePlan, state: GroupState) -> bool:
+    """The payback rule: with the handover pause charged, less backlog over the horizon than now."""
+    if state.load.unowned_backlog > 0 or state.load.unowned_inflow > 0 or state.empty_members:
+        return True  # handing over orphans or feeding an empty member is never blocked
+    before, after = state.load.backlog_area, candidate.load.backlog_area
+    if before is None or after is None:
+        return True  # no capacities: the pause cannot be priced
+    return after < before
 
 
 def cooldown_until(
     standing: StandingPlan | None, now: datetime | None, thresholds: Thresholds
 ) -> datetime | None:
-    """The cool-down rule: until when ``standing`` holds the group at ``now`` (None: it does not)."""
+    """The optional cool-down rule: until when ``standing`` holds the group at ``now`` (None: it does not)."""
     if standing is None or now is None or thresholds.cooldown_minutes <= 0:
         return None
     until = as_utc(standing.created_at) + timedelta(minutes=thresholds.cooldown_minutes)
     return until if as_utc(now) < until else None
 
 
-def rank_key(candidate: CandidatePlan) -> tuple[int, int, int]:
-    """Sort key of the best-candidate rule: max lag, then moves, then strategy preference."""
+def rank_key(candidate: CandidatePlan) -> tuple:
+    """Sort key of the best-candidate rule (module docstring)."""
     try:
         preference = STRATEGY_PREFERENCE.index(candidate.strategy)
     except ValueError:
         preference = len(STRATEGY_PREFERENCE)
-    return (candidate.max_lag, candidate.moves, preference)
+    load = candidate.load
+    catch_up = math.inf if load.max_catch_up_s is None else load.max_catch_up_s
+    return (load.overloaded, catch_up, round(load.max_load, 9), candidate.moves, preference)
 
 
-def best_candidate(candidates: Sequence[CandidatePlan], move_budget: int | None) -> CandidatePlan | None:
-    """The best candidate within the move budget, or None when none fits."""
-    eligible = [c for c in candidates if within_move_budget(c.moves, move_budget)]
-    return min(eligible, key=rank_key, default=None)
+def best_candidate(candidates: Sequence[CandidatePlan]) -> CandidatePlan | None:
+    return min(candidates, key=rank_key, default=None)
 
 
-def improvement(before: int, after: int) -> float:
-    """Relative drop of the max member lag (0.0 when there was none)."""
-    return (before - after) / before if before > 0 else 0.0
-
-
-def improves_enough(before: int, after: int, unowned_lag: int, thresholds: Thresholds) -> bool:
-    """The improvement rule: max lag down by ``min_improvement``; assigning unowned lag always counts."""
-    return unowned_lag > 0 or improvement(before, after) >= thresholds.min_improvement
+# ---- the decision -------------------------------------------------------------------------
 
 
 def decide(
-    *,
-    total_lag: int,
-    max_lag_before: int,
-    imbalance_before: float,
+    state: GroupState,
     candidates: Sequence[CandidatePlan],
     thresholds: Thresholds,
-    unowned_lag: int = 0,
+    *,
+    forced_handovers: int = 0,
     standing: StandingPlan | None = None,
     now: datetime | None = None,
 ) -> Decision:
     """Apply the rules of the module docstring to a group that has members and a valid spec."""
-    if is_idle(total_lag, thresholds):
-        what = "no lag" if total_lag == 0 else f"total lag {total_lag:,} < floor {thresholds.lag_floor:,}"
-        return Decision("idle", what)
-    if unowned_lag > 0:
-        flagged = f"lag {unowned_lag:,} on partitions no member owns"
-    elif not is_flagged(imbalance_before, total_lag, unowned_lag, thresholds):
-        return Decision(
-            "balanced", f"imbalance {imbalance_before:.3f} < threshold {thresholds.imbalance_threshold}"
+    note = f" ({state.note})" if state.note else ""
+    if is_idle(state, thresholds):
+        what = (
+            "no lag"
+            if state.total_lag == 0
+            else f"total lag {state.total_lag:,} < floor {thresholds.lag_floor:,}"
         )
-    else:
-        flagged = f"imbalance {imbalance_before:.3f} >= {thresholds.imbalance_threshold}"
-    best = best_candidate(candidates, thresholds.move_budget)
-    if best is None:
+        return Decision("idle", what + note)
+    reasons = flag_reasons(state, thresholds)
+    if not reasons:
+        if state.capacities_known:
+            what = (
+                f"no member overloaded, predicted catch-up {seconds(state.load.max_catch_up_s)} "
+                f"<= target {thresholds.target_catch_up_s:g} s"
+            )
+        else:
+            what = f"load imbalance {state.load_imbalance:.3f} < threshold {thresholds.imbalance_threshold}"
+        return Decision("balanced", what + note)
+    flagged = "; ".join(reasons) + note
+    fitting = [c for c in candidates if within_move_budget(c.moves, forced_handovers, thresholds.move_budget)]
+    if not fitting:
         fewest = min(candidates, key=lambda c: (c.moves, rank_key(c)), default=None)
         detail = f"; fewest: {fewest.moves} by {fewest.strategy}" if fewest else ""
         return Decision(
             "no_better_plan",
             f"{flagged}, but no candidate within move budget {thresholds.move_budget}{detail}",
         )
-    gain = improvement(max_lag_before, best.max_lag)
-    if not improves_enough(max_lag_before, best.max_lag, unowned_lag, thresholds):
+    best_overall = best_candidate(fitting)
+    worth = {c.strategy: improvement_reason(c, state, thresholds) for c in fitting}
+    improving = [c for c in fitting if worth[c.strategy]]
+    if not improving:
+        b = best_overall
         return Decision(
             "no_better_plan",
-            f"{flagged}, but best ({best.strategy}) lowers max lag {max_lag_before:,} -> {best.max_lag:,} "
-            f"only {gain:.1%} < {thresholds.min_improvement:.0%}",
-            best=best,
+            f"{flagged}, but best ({b.strategy}) does not improve enough: catch-up "
+            f"{seconds(state.load.max_catch_up_s)} -> {seconds(b.load.max_catch_up_s)}, max load "
+            f"{state.load.max_load:,.2f} -> {b.load.max_load:,.2f} msg/s, overloaded {state.load.overloaded} -> "
+            f"{b.load.overloaded} (min improvement {thresholds.min_improvement:.0%})",
+            best=b,
         )
-    change = f"max lag {max_lag_before:,} -> {best.max_lag:,}, {best.moves} moves"
-    if unowned_lag == 0:
-        change = f"max lag {max_lag_before:,} -> {best.max_lag:,} (-{gain:.1%}), {best.moves} moves"
+    allowed = [c for c in improving if not held_by_hysteresis(c, state.load)]
+    paying = [c for c in allowed if repaid(c, state)]
+    if not paying:
+        b = best_candidate(improving)
+        if not allowed:
+            return Decision(
+                "held_by_hysteresis",
+                f"{flagged}; best ({b.strategy}: {worth[b.strategy]}) would move {b.moves_back} partition(s) back "
+                f"to an owner they left within {thresholds.hysteresis_window_s:g} s without removing an overload",
+                best=b,
+            )
+        b = best_candidate(allowed)
+        return Decision(
+            "not_repaid",
+            f"{flagged}; best ({b.strategy}: {worth[b.strategy]}) is not repaid within "
+            f"{thresholds.horizon_s:g} s: backlog area {state.load.backlog_area:,.0f} -> "
+            f"{b.load.backlog_area:,.0f} msg*s with {b.moves} handover(s) x {thresholds.handover_cost_s:g} s",
+            best=b,
+        )
+    chosen = best_candidate(paying)
+    change = f"{chosen.strategy}: {worth[chosen.strategy]}, {chosen.moves} handover(s)"
     until = cooldown_until(standing, now, thresholds)
-    if until is not None and standing is not None:
+    if (
+        until is not None
+        and standing is not None
+        and state.load.unowned_backlog + state.load.unowned_inflow == 0
+    ):
         return Decision(
-            "no_better_plan",
+            "held_by_cooldown",
             f"cool-down: plan {standing.plan_id} ({standing.status}) still stands until "
-            f"{until.isoformat(timespec='seconds')}; candidate {best.strategy} ({change}) kept as skipped",
-            chosen=best,
+            f"{until.isoformat(timespec='seconds')}; candidate {change} kept as skipped",
+            chosen=chosen,
             plan_status="skipped",
-            best=best,
+            best=chosen,
         )
-    return Decision("recommended", f"{flagged}; {best.strategy}: {change}", best, "recommended", best)
+    return Decision("recommended", f"{flagged}; {change}", chosen, "recommended", chosen)

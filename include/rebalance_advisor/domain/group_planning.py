@@ -28,11 +28,20 @@ from rebalance_advisor.domain.advice import (
     ChosenPlan,
     GroupAdvice,
     GroupObservation,
+    RecentMove,
     StandingPlan,
 )
 from rebalance_advisor.domain.assignors import get_assignor
-from rebalance_advisor.domain.decisions import Thresholds, cooldown_until, decide, is_flagged
-from rebalance_advisor.domain.group_spec import GroupSpec, parse_group_spec
+from rebalance_advisor.domain.decisions import (
+    GroupState,
+    Thresholds,
+    as_utc,
+    cooldown_until,
+    decide,
+    is_flagged,
+)
+from rebalance_advisor.domain.group_spec import GroupSpec, parse_group_spec, parse_recent_moves
+from rebalance_advisor.domain.load_model import LoadInputs, load_inputs, member_totals, summarize
 from rebalance_advisor.domain.metrics import GroupMetrics, compute_metrics, lower_bound_max_lag
 from rebalance_advisor.errors import AdvisorError
 
@@ -40,9 +49,13 @@ NO_MEMBERS = "no members and no registered static members"
 
 
 def strategy_options(strategy: str, thresholds: Thresholds) -> dict[str, Any]:
-    """Options a strategy gets from the run's thresholds (only lag_aware_sticky takes the budget)."""
+    """Options a strategy gets from the run's thresholds (budget and horizon where they apply)."""
     if strategy == "lag_aware_sticky":
         return {"move_budget": thresholds.move_budget}
+    if strategy == "rate_aware":
+        return {"horizon_s": thresholds.horizon_s}
+    if strategy == "rate_aware_sticky":
+        return {"move_budget": thresholds.move_budget, "horizon_s": thresholds.horizon_s}
     return {}
 
 
@@ -75,7 +88,12 @@ def observe_document(doc: dict[str, Any]) -> GroupObservation:
             standing_doc["status"],
             datetime.fromisoformat(standing_doc["created_at"]),
         )
-    common = {"weight": doc.get("weight", "lag"), "note": doc.get("note"), "standing": standing}
+    common = {
+        "weight": doc.get("weight", "lag"),
+        "note": doc.get("note"),
+        "standing": standing,
+        "recent_moves": parse_recent_moves(doc.get("recent_moves")),
+    }
     if not doc.get("members"):
         total_lag = int(sum(int(p.get("lag", 0)) for p in doc.get("partitions") or []))
         return GroupObservation(group_id, None, total_lag, **common)
@@ -94,6 +112,63 @@ def plan_group(doc: dict[str, Any], thresholds: Thresholds, now: datetime) -> Gr
     return advise_group(observation, thresholds, now)
 
 
+def empty_members(spec: GroupSpec, owners: np.ndarray) -> int:
+    """Members owning nothing while a peer holds two or more partitions of a topic they subscribe to."""
+    counts = np.bincount(owners[owners >= 0], minlength=spec.num_members)
+    empty = np.flatnonzero(counts == 0)
+    if not len(empty) or counts.max(initial=0) < 2:
+        return 0
+    if spec.identical_subscriptions:
+        return len(empty)
+    rich = (owners >= 0) & (counts[np.maximum(owners, 0)] >= 2)
+    topics = np.zeros(len(spec.topics), dtype=bool)
+    topics[spec.topic_index[rich]] = True
+    subscribed = spec.class_topics[spec.member_class[empty]]  # [E, T]
+    return int(np.count_nonzero((subscribed & topics[None, :]).any(axis=1)))
+
+
+def moves_back(
+    spec: GroupSpec, owners: np.ndarray, recent: tuple[RecentMove, ...], now: datetime, window_s: float
+) -> int:
+    """Partitions ``owners`` hands back to a member they left within ``window_s`` before ``now``."""
+    if not recent or window_s <= 0:
+        return 0
+    index = {m: i for i, m in enumerate(spec.member_ids)}
+    topic_pos = {t: i for i, t in enumerate(spec.topics)}
+    count = 0
+    seen: set[int] = set()
+    for move in recent:
+        age = (as_utc(now) - as_utc(move.at)).total_seconds()
+        left = index.get(move.from_member)
+        if age > window_s or left is None or move.topic not in topic_pos:
+            continue
+        lo, hi = spec.topic_start[topic_pos[move.topic]], spec.topic_start[topic_pos[move.topic] + 1]
+        k = lo + int(np.searchsorted(spec.partition[lo:hi], move.partition))
+        if k >= hi or spec.partition[k] != move.partition or k in seen:
+            continue
+        if owners[k] == left and spec.owner[k] != left:
+            seen.add(k)
+            count += 1
+    return count
+
+
+def group_state(spec: GroupSpec, inputs: LoadInputs, thresholds: Thresholds) -> tuple[GroupState, Any]:
+    """The rules' view of the current assignment, and its per-member load."""
+    summary, members = summarize(spec, spec.owner, inputs, thresholds.horizon_s)
+    inflow, backlog = member_totals(spec, spec.owner, inputs.rate)
+    load = inflow + backlog / thresholds.horizon_s
+    mean = float(load.mean()) if len(load) else 0.0
+    state = GroupState(
+        total_lag=int(spec.lag.sum()),
+        load=summary,
+        load_imbalance=float(load.max()) / mean if mean > 0 else 1.0,
+        empty_members=empty_members(spec, spec.owner),
+        capacities_known=inputs.capacity is not None,
+        note=inputs.note,
+    )
+    return state, members
+
+
 def advise_group(observation: GroupObservation, thresholds: Thresholds, now: datetime) -> GroupAdvice:
     """One group's outcome, numbers and (when a plan is stored) the chosen assignment."""
     group_id = observation.group_id
@@ -102,29 +177,36 @@ def advise_group(observation: GroupObservation, thresholds: Thresholds, now: dat
         return GroupAdvice(group_id, "no_members", observation.note or NO_MEMBERS, observation.total_lag)
     total_lag = int(spec.lag.sum())
     try:
+        inputs = load_inputs(spec)
+        state, current_members = group_state(spec, inputs, thresholds)
         bound = lower_bound_max_lag(spec)
         current = _rounded(compute_metrics(spec, spec.owner, bound))
         unowned_lag = int(spec.lag[spec.owner < 0].sum())
         # Idle and balanced groups need no candidates: skipping them is most of a quiet cluster's work.
-        flagged = is_flagged(current.imbalance, total_lag, unowned_lag, thresholds)
-        owners_by_strategy = candidate_owners(spec, thresholds) if flagged else {}
+        owners_by_strategy = candidate_owners(spec, thresholds) if is_flagged(state, thresholds) else {}
     except AdvisorError as error:
         return GroupAdvice(group_id, "error", f"invalid group spec: {error}", total_lag)
-    metrics_by_strategy = {
-        name: _rounded(compute_metrics(spec, o, bound)) for name, o in owners_by_strategy.items()
-    }
-    candidates = tuple(
-        CandidatePlan(name, m.max_member_lag, m.moves, m.imbalance) for name, m in metrics_by_strategy.items()
-    )
+    metrics_by_strategy: dict[str, GroupMetrics] = {}
+    candidates = []
+    for name, o in owners_by_strategy.items():
+        handovers = int(np.count_nonzero((o >= 0) & (o != spec.owner)))
+        m = dataclasses.replace(_rounded(compute_metrics(spec, o, bound)), moves=handovers)
+        metrics_by_strategy[name] = m
+        load, _ = summarize(spec, o, inputs, thresholds.horizon_s, thresholds.handover_cost_s)
+        candidates.append(
+            CandidatePlan(
+                name,
+                m.max_member_lag,
+                handovers,
+                m.imbalance,
+                load,
+                moves_back(spec, o, observation.recent_moves, now, thresholds.hysteresis_window_s),
+                empty_members(spec, o),
+            )
+        )
+    forced = int(np.count_nonzero(spec.assignable & ~spec.owner_valid))
     decision = decide(
-        total_lag=total_lag,
-        max_lag_before=current.max_member_lag,
-        imbalance_before=current.imbalance,
-        candidates=candidates,
-        thresholds=thresholds,
-        unowned_lag=unowned_lag,
-        standing=observation.standing,
-        now=now,
+        state, candidates, thresholds, forced_handovers=forced, standing=observation.standing, now=now
     )
     plan = None
     if decision.chosen is not None and decision.plan_status is not None:
@@ -150,6 +232,7 @@ def advise_group(observation: GroupObservation, thresholds: Thresholds, now: dat
                 for k, m in enumerate(owners.tolist())
                 if m >= 0
             ),
+            members=summarize(spec, owners, inputs, thresholds.horizon_s)[1],
         )
     return GroupAdvice(
         group_id=group_id,
@@ -158,7 +241,9 @@ def advise_group(observation: GroupObservation, thresholds: Thresholds, now: dat
         total_lag=total_lag,
         current=current,
         unowned_lag=unowned_lag,
-        candidates=candidates,
+        current_load=state.load,
+        current_members=current_members,
+        candidates=tuple(candidates),
         best=decision.best,
         plan=plan,
     )
@@ -171,14 +256,14 @@ def hold_back(
 
     The same cool-down rule :func:`decide` applies, re-checked when the run is written, against plans
     committed while it planned: the recommendation becomes a ``skipped`` plan with outcome
-    ``no_better_plan``, which is what the rules would have decided had they seen that plan.
+    ``held_by_cooldown``, which is what the rules would have decided had they seen that plan.
     """
     until = cooldown_until(standing, now, thresholds)
     if until is None or advice.plan is None or advice.plan.status != "recommended":
         return advice
     return dataclasses.replace(
         advice,
-        outcome="no_better_plan",
+        outcome="held_by_cooldown",
         reason=(
             f"cool-down: plan {standing.plan_id} ({standing.status}), written by a concurrent run, still "
             f"stands until {until.isoformat(timespec='seconds')}; candidate {advice.plan.strategy} kept as "

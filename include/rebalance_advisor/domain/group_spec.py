@@ -13,8 +13,10 @@ Partition *index* ``k`` (0 .. P-1) is the position in those sorted arrays; assig
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from functools import cached_property
 from typing import Any
 
@@ -39,6 +41,18 @@ class Member:
     topics: tuple[str, ...] = ()
     owned: tuple[tuple[str, int], ...] = ()
     generation: int | None = None
+    capacity: float | None = None  # messages/s it can process; None = unknown
+
+
+@dataclass(frozen=True)
+class RecentMove:
+    """A partition that left ``from_member`` for ``to_member`` at ``at`` (the hysteresis rule reads these)."""
+
+    topic: str
+    partition: int
+    from_member: str
+    to_member: str
+    at: datetime
 
 
 @dataclass(frozen=True)
@@ -90,6 +104,8 @@ class GroupSpec:
     class_topics: np.ndarray = field(repr=False)  # bool [K, T]: class k subscribes topic t
     owner: np.ndarray = field(repr=False)  # int32 [P]
     owner_valid: np.ndarray = field(repr=False)  # bool [P]
+    #: produce rate per partition (messages/s), NaN where unknown; None when no rate is known at all
+    produce_rate: np.ndarray | None = field(default=None, repr=False)  # float64 [P]
 
     # ---- construction -------------------------------------------------------------------
 
@@ -103,8 +119,12 @@ class GroupSpec:
         topic: Sequence[str] | None = None,
         partition: Sequence[int] | np.ndarray | None = None,
         lag: Sequence[int] | np.ndarray | None = None,
+        produce_rate: Sequence[float | None] | np.ndarray | None = None,
     ) -> GroupSpec:
-        """Validate and build. Partitions come either as PartitionLag objects or as three columns."""
+        """Validate and build. Partitions come either as PartitionLag objects or as three columns.
+
+        ``produce_rate`` (optional, with the columns) is messages/s per partition, None/NaN = unknown.
+        """
         members = member_order(members)
         if not members:
             raise AdvisorError(f"group {group_id!r}: no members")
@@ -116,7 +136,27 @@ class GroupSpec:
             lag = [p.lag for p in plist]
         if topic is None or partition is None or lag is None:
             raise AdvisorError(f"group {group_id!r}: partitions missing")
-        topics, topic_index, part_arr, lag_arr = _sorted_partitions(topic, partition, lag)
+        topics, topic_index, part_arr, lag_arr, order = _sorted_partitions(topic, partition, lag)
+        rate_arr = None
+        if produce_rate is not None:
+            raw = np.asarray([np.nan if r is None else r for r in produce_rate], dtype=np.float64)
+            if raw.shape != order.shape:
+                raise AdvisorError("produce_rate column differs in length from the partitions")
+            rate_arr = raw[order]
+            bad = ~np.isnan(rate_arr) & ~(np.isfinite(rate_arr) & (rate_arr >= 0))
+            if bad.any():
+                k = int(np.flatnonzero(bad)[0])
+                raise AdvisorError(
+                    f"partition {topics[topic_index[k]]}-{part_arr[k]}: produce_rate must be a finite number "
+                    f">= 0 (messages/s), got {rate_arr[k]!r}"
+                )
+            if np.isnan(rate_arr).all():
+                rate_arr = None
+        for m in members:
+            if m.capacity is not None and not (math.isfinite(m.capacity) and m.capacity > 0):
+                raise AdvisorError(
+                    f"member {m.member_id!r}: capacity must be a finite number > 0 (messages/s), got {m.capacity!r}"
+                )
         num_topics = len(topics)
         topic_start = np.searchsorted(topic_index, np.arange(num_topics + 1)).astype(np.int64)
         topic_pos = {t: i for i, t in enumerate(topics)}
@@ -133,6 +173,7 @@ class GroupSpec:
             class_topics,
             owner,
             owner_valid,
+            *([] if rate_arr is None else [rate_arr]),
         ):
             arr.setflags(write=False)
         return cls(
@@ -147,6 +188,7 @@ class GroupSpec:
             class_topics=class_topics,
             owner=owner,
             owner_valid=owner_valid,
+            produce_rate=rate_arr,
         )
 
     # ---- derived views (cached; the spec itself never changes) --------------------------
@@ -202,6 +244,17 @@ class GroupSpec:
         keys = np.empty(self.num_partitions, dtype=object)
         keys[:] = self.partition_keys
         return keys
+
+    @cached_property
+    def capacity(self) -> np.ndarray | None:
+        """Capacity per member (messages/s), NaN where unknown; None when no member's is known."""
+        if all(m.capacity is None for m in self.members):
+            return None
+        caps = np.array(
+            [np.nan if m.capacity is None else m.capacity for m in self.members], dtype=np.float64
+        )
+        caps.setflags(write=False)
+        return caps
 
     # ---- conversions --------------------------------------------------------------------
 
@@ -268,8 +321,8 @@ def _check_unique_members(members: tuple[Member, ...]) -> None:
 
 def _sorted_partitions(
     topic: Sequence[str], partition: Sequence[int] | np.ndarray, lag: Sequence[int] | np.ndarray
-) -> tuple[tuple[str, ...], np.ndarray, np.ndarray, np.ndarray]:
-    """Columns -> (sorted topic names, topic index, partition, lag) sorted by (topic, partition)."""
+) -> tuple[tuple[str, ...], np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Columns -> (sorted topic names, topic index, partition, lag, the sort order) by (topic, partition)."""
     topic_list = list(topic)
     topics = tuple(sorted(dict.fromkeys(topic_list)))
     pos = {t: i for i, t in enumerate(topics)}
@@ -296,7 +349,7 @@ def _sorted_partitions(
     if dup.any():
         k = int(np.flatnonzero(dup)[0])
         raise AdvisorError(f"partition {topics[topic_index[k]]}-{part_arr[k]} listed twice")
-    return topics, topic_index, part_arr, lag_arr
+    return topics, topic_index, part_arr, lag_arr, order
 
 
 def _subscription_classes(
@@ -424,9 +477,10 @@ def _resolve_owners(
 
 #: The keys the documented JSON shape allows, per object; any other key is refused (a misspelt
 #: optional key such as ``"owend"`` would otherwise be silently ignored).
-GROUP_KEYS = ("group_id", "members", "partitions")
-MEMBER_KEYS = ("member_id", "group_instance_id", "topics", "owned", "generation")
-PARTITION_KEYS = ("topic", "partition", "lag")
+GROUP_KEYS = ("group_id", "members", "partitions", "recent_moves")
+MEMBER_KEYS = ("member_id", "group_instance_id", "topics", "owned", "generation", "capacity")
+PARTITION_KEYS = ("topic", "partition", "lag", "produce_rate")
+RECENT_MOVE_KEYS = ("topic", "partition", "from", "to", "at")
 
 
 def _check_keys(obj: dict, allowed: tuple[str, ...], where: str) -> None:
@@ -457,6 +511,7 @@ def parse_group_spec(data: Any) -> GroupSpec:
     topics: list[str] = []
     parts: list[int] = []
     lags: list[int] = []
+    rates: list[float | None] = []
     for j, p in enumerate(raw_parts):
         if not isinstance(p, dict):
             raise AdvisorError(f"partitions[{j}] must be an object with topic, partition, lag")
@@ -472,15 +527,62 @@ def parse_group_spec(data: Any) -> GroupSpec:
             raise AdvisorError(f"partition {topic}-{number}: lag must be an integer >= 0, got {lag!r}")
         if lag >= 2**63:
             raise AdvisorError(f"partition {topic}-{number}: lag {lag} is too large")
+        rate = p.get("produce_rate")
+        if rate is not None and not _is_rate(rate):
+            raise AdvisorError(
+                f"partition {topic}-{number}: produce_rate must be a finite number >= 0 (messages/s) or null, "
+                f"got {rate!r}"
+            )
         topics.append(topic)
         parts.append(number)
         lags.append(lag)
+        rates.append(rate)
     return GroupSpec.build(
         group_id,
         members,
         topic=topics,
         partition=np.asarray(parts, dtype=np.int64),
         lag=np.asarray(lags, dtype=np.int64),
+        produce_rate=rates if any(r is not None for r in rates) else None,
+    )
+
+
+def parse_recent_moves(data: Any) -> tuple[RecentMove, ...]:
+    """The optional ``recent_moves`` list of the plan JSON: [{topic, partition, from, to, at}, ...].
+
+    ``from``/``to`` are member ids (``to`` may be null for a partition left unowned), ``at`` an ISO
+    8601 time (UTC when it has no zone). The hysteresis rule reads them (``decisions``).
+    """
+    if data is None:
+        return ()
+    if not isinstance(data, list):
+        raise AdvisorError("recent_moves must be a list of {topic, partition, from, to, at} objects")
+    moves = []
+    for j, move in enumerate(data):
+        if not isinstance(move, dict):
+            raise AdvisorError(f"recent_moves[{j}] must be an object with topic, partition, from, to, at")
+        _check_keys(move, RECENT_MOVE_KEYS, f"recent_moves[{j}]")
+        topic, number, source, target, at = (move.get(k) for k in RECENT_MOVE_KEYS)
+        if not isinstance(topic, str) or not topic or not _is_int(number) or number < 0:
+            raise AdvisorError(f"recent_moves[{j}]: topic must be a name and partition an integer >= 0")
+        if not isinstance(source, str) or not source or (target is not None and not isinstance(target, str)):
+            raise AdvisorError(f"recent_moves[{j}]: from must be a member id, to a member id or null")
+        try:
+            when = datetime.fromisoformat(at) if isinstance(at, str) else None
+        except ValueError:
+            when = None
+        if when is None:
+            raise AdvisorError(f"recent_moves[{j}]: at must be an ISO 8601 time, got {at!r}")
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=UTC)
+        moves.append(RecentMove(topic, number, source, target or "", when))
+    return tuple(moves)
+
+
+def _is_rate(value: Any) -> bool:
+    """A finite number >= 0 (JSON's NaN/Infinity extensions and booleans are not)."""
+    return (
+        isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) and value >= 0
     )
 
 
@@ -522,10 +624,16 @@ def _parse_member(i: int, m: Any) -> Member:
     generation = m.get("generation")
     if generation is not None and not _is_int(generation):
         raise AdvisorError(f"member {member_id!r}: generation must be an integer or null")
+    capacity = m.get("capacity")
+    if capacity is not None and not (_is_rate(capacity) and capacity > 0):
+        raise AdvisorError(
+            f"member {member_id!r}: capacity must be a finite number > 0 (messages/s) or null, got {capacity!r}"
+        )
     return Member(
         member_id=member_id,
         group_instance_id=instance,
         topics=tuple(topics),
         owned=tuple(owned),
         generation=generation,
+        capacity=None if capacity is None else float(capacity),
     )

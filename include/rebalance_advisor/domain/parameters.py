@@ -24,7 +24,9 @@ from rebalance_advisor.errors import AdvisorError
 
 #: the assignor registry's names (``domain.assignors.ASSIGNORS``; a test checks they agree). Kept
 #: literal so parsing a DAG file imports no NumPy. A new strategy adds its name here.
-StrategyName = Literal["range", "roundrobin", "sticky", "lag_aware", "lag_aware_sticky"]
+StrategyName = Literal[
+    "range", "roundrobin", "sticky", "lag_aware", "lag_aware_sticky", "rate_aware", "rate_aware_sticky"
+]
 STRATEGY_NAMES: tuple[str, ...] = get_args(StrategyName)
 
 ApprovalDecision = Literal["ask", "approve", "reject"]
@@ -127,28 +129,45 @@ class Thresholds(ParamModel):
 
     imbalance_threshold: float = surface(
         1.25, ge=1.0, le=100.0, cli="--imbalance-threshold", section=RULES,
-        description="flag a group when max / mean member lag >= this",
+        description="without capacities: flag a group when max / mean member load >= this",
     )  # fmt: skip
     lag_floor: int = surface(
         1000, ge=0, le=10**15, cli="--lag-floor", section=RULES,
-        description="flag only groups whose total lag is at least this many messages",
+        description="a group with less total lag (messages), nobody overloaded, is idle",
     )  # fmt: skip
     min_improvement: float = surface(
         0.10, ge=0.0, lt=1.0, cli="--min-improvement", section=RULES,
-        description="recommend only if the max member lag drops by this fraction (0 <= x < 1)",
+        description="recommend only if predicted catch-up (or max load) drops by this fraction (0 <= x < 1)",
     )  # fmt: skip
     move_budget: int | None = surface(
         None, ge=0, le=1_000_000, cli="--move-budget", section=RULES,
-        description="most partitions a plan may move (empty: unlimited)",
+        description="most partitions a plan may hand over beyond unowned ones (empty: unlimited)",
     )  # fmt: skip
     cooldown_minutes: float = surface(
-        30.0, ge=0.0, le=10080.0, cli="--cooldown-minutes", section=RULES,
-        description="no new recommendation for a group within this many minutes",
+        0.0, ge=0.0, le=10080.0, cli="--cooldown-minutes", section=RULES,
+        description="optional fixed silence after a standing plan (0: off; hysteresis prevents flapping)",
     )  # fmt: skip
     strategies: tuple[StrategyName, ...] = surface(
         STRATEGY_NAMES, min_length=1, cli="--strategies", section=RULES,
         form={"uniqueItems": True, "examples": list(STRATEGY_NAMES)},
         description="candidate strategies; ties prefer lag_aware, then lag_aware_sticky",
+    )  # fmt: skip
+    target_catch_up_s: float = surface(
+        300.0, ge=0.0, le=10**7, cli="--target-catch-up", section=RULES,
+        description="flag a group whose predicted catch-up exceeds this many seconds",
+    )  # fmt: skip
+    horizon_s: float = surface(
+        900.0, gt=0.0, le=10**7, cli="--horizon", section=RULES,
+        description="seconds over which a plan's handover pause must be repaid (and lag is weighed)",
+    )  # fmt: skip
+    handover_cost_s: float = surface(
+        5.0, ge=0.0, le=86400.0, cli="--handover-cost", section=RULES,
+        description="seconds a moved partition pauses while it changes owner",
+    )  # fmt: skip
+    hysteresis_window_s: float = surface(
+        1800.0, ge=0.0, le=10**7, cli="--hysteresis-window", section=RULES,
+        description="a partition does not move back to an owner it left within this many seconds "
+        "unless that removes an overload",
     )  # fmt: skip
 
     @field_validator("strategies")

@@ -16,7 +16,15 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from rebalance_advisor.domain.assignors import lag_aware, lag_aware_sticky, range_assignor, roundrobin, sticky
+from rebalance_advisor.domain.assignors import (
+    lag_aware,
+    lag_aware_sticky,
+    range_assignor,
+    rate_aware,
+    rate_aware_sticky,
+    roundrobin,
+    sticky,
+)
 from rebalance_advisor.domain.group_spec import Assignment, GroupSpec
 from rebalance_advisor.errors import AdvisorError
 
@@ -62,7 +70,11 @@ def _wrap(module: ModuleType) -> ModuleAssignor:
 
 #: name -> assignor, in the order the CLI lists them.
 ASSIGNORS: dict[str, ModuleAssignor] = {
-    a.name: a for a in map(_wrap, (range_assignor, roundrobin, sticky, lag_aware, lag_aware_sticky))
+    a.name: a
+    for a in map(
+        _wrap,
+        (range_assignor, roundrobin, sticky, lag_aware, lag_aware_sticky, rate_aware, rate_aware_sticky),
+    )
 }
 
 

@@ -1,0 +1,91 @@
+"""``rate_aware`` (ours): balance each member's load under the load model, not its lag of the moment.
+
+A partition weighs w = produce rate + lag / horizon (messages/s: the throughput it needs to be
+caught up within the horizon) plus a small per-partition overhead (0.1 % of the mean weight, so
+equal or zero weights still spread by count). Partitions go, heaviest first (ties: lower index), to
+the subscribed member whose utilisation (load + w) / capacity would be lowest (ties: member order;
+capacity 1 when unknown). That is greedy bin packing (LPT) on utilisation, which minimises, in
+order, the members with load above capacity and the max catch-up time at the horizon: a member
+with utilisation u ≤ 1 has Λ < μ and T ≤ horizon. It keeps nothing of the current assignment
+(``rate_aware_sticky`` does); rates and capacities come from the spec (see ``load_model``).
+
+Cost: the heaviest min(P, 64·C) partitions are placed one by one (one NumPy argmin over the members
+each); with one shared subscription the light tail is dealt in rounds of C, the round's heaviest to
+the least-utilised member, which is LPT's choice up to ties within a round.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from rebalance_advisor.domain.assignors._options import optional_amount
+from rebalance_advisor.domain.group_spec import GroupSpec
+from rebalance_advisor.domain.load_model import load_inputs
+
+NAME = "rate_aware"
+OPTIONS = {"horizon_s": optional_amount("horizon_s")}
+
+DEFAULT_HORIZON_S = 900.0
+EXACT_PER_MEMBER = 64
+OVERHEAD = 1e-3
+
+
+def partition_weights(spec: GroupSpec, horizon_s: float | None) -> tuple[np.ndarray, np.ndarray]:
+    """(weight per partition incl. overhead, capacity per member: 1.0 where unknown)."""
+    inputs = load_inputs(spec)
+    horizon = horizon_s if horizon_s else DEFAULT_HORIZON_S
+    w = inputs.rate + spec.lag.astype(np.float64) / horizon
+    w = w + max(float(w.mean()) if len(w) else 0.0, 1e-9) * OVERHEAD
+    caps = (
+        np.ones(spec.num_members)
+        if inputs.capacity is None
+        else np.asarray(inputs.capacity, dtype=np.float64)
+    )
+    return w, caps
+
+
+def eligibility(spec: GroupSpec) -> np.ndarray:
+    """bool [T, M]: may member m hold partitions of topic t."""
+    return spec.class_topics[spec.member_class].T
+
+
+def place(
+    spec: GroupSpec,
+    out: np.ndarray,
+    parts: np.ndarray,
+    weights: np.ndarray,
+    caps: np.ndarray,
+    load: np.ndarray,
+) -> None:
+    """LPT: give ``parts`` (any order) to eligible members, updating ``out`` and ``load`` in place."""
+    if not len(parts):
+        return
+    order = parts[np.lexsort((parts, -weights[parts]))]
+    members = spec.num_members
+    elig = None if spec.identical_subscriptions else eligibility(spec)
+    exact = len(order) if elig is not None else min(len(order), EXACT_PER_MEMBER * members)
+    topic_of = spec.topic_index
+    inv_caps = 1.0 / caps
+    for k in order[:exact].tolist():
+        w = weights[k]
+        score = (load + w) * inv_caps
+        if elig is not None:
+            score = np.where(elig[topic_of[k]], score, np.inf)
+        m = int(np.argmin(score))
+        if not np.isfinite(score[m]):
+            continue  # no subscriber: stays unassigned
+        out[k] = m
+        load[m] += w
+    tail = order[exact:]
+    for r0 in range(0, len(tail), members):
+        batch = tail[r0 : r0 + members]
+        pick = np.argsort(load * inv_caps, kind="stable")[: len(batch)]
+        out[batch] = pick
+        load[pick] += weights[batch]
+
+
+def owners(spec: GroupSpec, horizon_s: float | None = None) -> np.ndarray:
+    out = np.full(spec.num_partitions, -1, dtype=np.int32)
+    weights, caps = partition_weights(spec, horizon_s)
+    place(spec, out, np.flatnonzero(spec.assignable), weights, caps, np.zeros(spec.num_members))
+    return out

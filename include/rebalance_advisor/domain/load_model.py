@@ -1,0 +1,197 @@
+"""The load model: what an assignment does to each member's lag over time (DESIGN.md "The load model").
+
+For an assignment, member m has inflow Λ = Σ produce rates of its partitions (messages/s), backlog
+B = Σ lags (messages) and capacity μ (messages/s). It is *overloaded* when Λ ≥ μ (its lag grows
+without bound); otherwise its predicted catch-up time is T = B / (μ − Λ) seconds. The group's
+predicted catch-up is the max over members. Partitions no member owns form a pseudo-member with
+μ = 0: their lag grows at their produce rate, so any of them with lag or inflow makes the group's
+catch-up infinite.
+
+Unknowns (documented choices):
+- produce rate unknown for some partitions: they get the group's median known rate; unknown for
+  all (a first snapshot): every rate is 0, so the model plans on backlog alone (:attr:`LoadInputs.note`).
+- capacity unknown for some members: they get the group's median known capacity; unknown for all:
+  capacities are *unknown* — no overload or catch-up time can be predicted, and the model only
+  compares member load w = Λ + B / horizon ("equal capacities"): the throughput a member needs to
+  be caught up within the horizon.
+
+Pure NumPy over arrays indexed like :class:`~rebalance_advisor.domain.group_spec.GroupSpec`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from rebalance_advisor.domain.group_spec import GroupSpec
+
+
+@dataclass(frozen=True, eq=False)
+class LoadInputs:
+    """A spec's rates and capacities with unknowns filled (module docstring); read-only arrays."""
+
+    rate: np.ndarray  # float64 [P], messages/s
+    capacity: np.ndarray | None  # float64 [M], messages/s; None = unknown for every member
+    rates_known: bool  # False: no rate known, the model plans on backlog alone
+    note: str  # how unknowns were filled, "" when everything was known
+
+
+def load_inputs(spec: GroupSpec) -> LoadInputs:
+    """Rates and capacities of ``spec`` with unknowns filled as the module docstring says."""
+    notes = []
+    raw = spec.produce_rate
+    if raw is None:
+        rate = np.zeros(spec.num_partitions)
+        rates_known = False
+        if spec.num_partitions:
+            notes.append("no produce rates known yet: planned on backlog alone")
+    else:
+        unknown = np.isnan(raw)
+        rate = raw.copy()
+        if unknown.any():
+            rate[unknown] = float(np.median(raw[~unknown]))
+            notes.append(f"produce rate unknown for {int(unknown.sum())} partition(s): group median used")
+        rates_known = True
+    caps = spec.capacity
+    if caps is not None:
+        unknown = np.isnan(caps)
+        if unknown.any():
+            caps = caps.copy()
+            caps[unknown] = float(np.median(caps[~unknown]))
+            notes.append(f"capacity unknown for {int(unknown.sum())} member(s): group median used")
+    for arr in (rate, caps):
+        if arr is not None:
+            arr.setflags(write=False)
+    return LoadInputs(rate, caps, rates_known, "; ".join(notes))
+
+
+def catch_up_time(backlog: np.ndarray, inflow: np.ndarray, capacity: np.ndarray) -> np.ndarray:
+    """T = B / (μ − Λ) per member in seconds; ∞ when overloaded (Λ ≥ μ); 0 for no backlog."""
+    backlog = np.asarray(backlog, dtype=np.float64)
+    headroom = np.asarray(capacity, dtype=np.float64) - np.asarray(inflow, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = np.where(headroom > 0, backlog / np.where(headroom > 0, headroom, 1.0), np.inf)
+    return t
+
+
+def backlog_area(
+    backlog: np.ndarray, inflow: np.ndarray, capacity: np.ndarray, horizon_s: float
+) -> np.ndarray:
+    """∫₀ᴴ B(t) dt per member (message-seconds), B(t) = max(B + (Λ − μ) t, 0) (the fluid lag curve)."""
+    b = np.asarray(backlog, dtype=np.float64)
+    slope = np.asarray(inflow, dtype=np.float64) - np.asarray(capacity, dtype=np.float64)
+    h = float(horizon_s)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t_zero = np.where(slope < 0, b / np.where(slope < 0, -slope, 1.0), np.inf)
+    t_end = np.minimum(t_zero, h)
+    return b * t_end + slope * t_end * t_end / 2.0
+
+
+def lag_curves(
+    backlog: np.ndarray, inflow: np.ndarray, capacity: np.ndarray, times_s: np.ndarray
+) -> np.ndarray:
+    """Predicted lag B(t) = max(B + (Λ − μ) t, 0) per member (rows) at each time (columns)."""
+    b = np.asarray(backlog, dtype=np.float64)[:, None]
+    slope = (np.asarray(inflow, dtype=np.float64) - np.asarray(capacity, dtype=np.float64))[:, None]
+    return np.maximum(b + slope * np.asarray(times_s, dtype=np.float64)[None, :], 0.0)
+
+
+@dataclass(frozen=True)
+class LoadSummary:
+    """What the decision rules compare about one assignment under the load model.
+
+    ``max_catch_up_s`` and ``backlog_area`` are None when capacities are unknown; ``max_catch_up_s``
+    is ``inf`` when a member is overloaded or partitions no one owns have lag or inflow.
+    ``max_load`` is the max member load w = Λ + B / horizon (messages/s), divided by μ when known.
+    """
+
+    overloaded: int
+    max_catch_up_s: float | None
+    max_load: float
+    backlog_area: float | None
+    unowned_backlog: int = 0
+    unowned_inflow: float = 0.0
+
+
+@dataclass(frozen=True)
+class MemberLoad:
+    """Per member (member order) inflow, backlog, capacity and predicted catch-up (∞ = overloaded)."""
+
+    member_ids: tuple[str, ...]
+    inflow: tuple[float, ...]
+    backlog: tuple[int, ...]
+    capacity: tuple[float, ...] | None
+    catch_up_s: tuple[float, ...] | None
+
+
+def member_totals(spec: GroupSpec, owners: np.ndarray, rate: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(inflow, backlog) per member for ``owners`` (-1 = unowned, not counted)."""
+    held = owners >= 0
+    who = owners[held]
+    inflow = np.bincount(who, weights=rate[held], minlength=spec.num_members)
+    backlog = np.bincount(who, weights=spec.lag[held].astype(np.float64), minlength=spec.num_members)
+    return inflow, np.rint(backlog).astype(np.int64)
+
+
+def summarize(
+    spec: GroupSpec,
+    owners: np.ndarray,
+    inputs: LoadInputs,
+    horizon_s: float,
+    pause_s: float = 0.0,
+) -> tuple[LoadSummary, MemberLoad]:
+    """The load model of ``owners``; ``pause_s`` > 0 charges a handover pause to moved partitions.
+
+    A moved partition (one whose owner changes, or an unowned one that gets an owner) is not
+    consumed for ``pause_s`` seconds while its producers go on, so its new owner starts with
+    ``rate × pause_s`` more backlog — a slight overcharge (the member's other partitions are served
+    meanwhile), so a plan is recommended only when it pays even so.
+    """
+    inflow, backlog = member_totals(spec, owners, inputs.rate)
+    backlog_f = backlog.astype(np.float64)
+    if pause_s > 0:
+        moved = (owners >= 0) & (owners != spec.owner)
+        extra = np.bincount(owners[moved], weights=inputs.rate[moved] * pause_s, minlength=spec.num_members)
+        backlog_f = backlog_f + extra
+    unowned = (owners < 0) & spec.assignable
+    unowned_backlog = int(spec.lag[unowned].sum())
+    unowned_inflow = float(inputs.rate[unowned].sum())
+    load = inflow + backlog_f / horizon_s
+    caps = inputs.capacity
+    if caps is None:
+        summary = LoadSummary(
+            overloaded=0,
+            max_catch_up_s=None,
+            max_load=float(load.max()) if len(load) else 0.0,
+            backlog_area=None,
+            unowned_backlog=unowned_backlog,
+            unowned_inflow=unowned_inflow,
+        )
+        return summary, MemberLoad(
+            spec.member_ids, tuple(inflow.tolist()), tuple(backlog.tolist()), None, None
+        )
+    t = catch_up_time(backlog_f, inflow, caps)
+    overloaded = int(np.count_nonzero(inflow >= caps))
+    max_t = float(t.max()) if len(t) else 0.0
+    if unowned_backlog > 0 or unowned_inflow > 0:
+        max_t = math.inf
+    area = float(backlog_area(backlog_f, inflow, caps, horizon_s).sum())
+    area += unowned_backlog * horizon_s + unowned_inflow * horizon_s * horizon_s / 2.0
+    summary = LoadSummary(
+        overloaded=overloaded,
+        max_catch_up_s=max_t,
+        max_load=float((load / caps).max()) if len(load) else 0.0,
+        backlog_area=area,
+        unowned_backlog=unowned_backlog,
+        unowned_inflow=unowned_inflow,
+    )
+    member = MemberLoad(
+        spec.member_ids,
+        tuple(inflow.tolist()),
+        tuple(backlog.tolist()),
+        tuple(caps.tolist()),
+        tuple(t.tolist()),
+    )
+    return summary, member
