@@ -92,17 +92,73 @@ BAD = [
     ),
     (
         {**WORKED, "strategy": "range"},
-        "group 'g': unknown key 'strategy' (allowed: group_id, members, partitions)",
+        "group 'g': unknown key 'strategy' (allowed: group_id, members, partitions, recent_moves)",
     ),
     (
         {**WORKED, "members": [{"member_id": "a", "topics": ["t0"], "owend": [["t0", 0]]}]},
-        "member 'a': unknown key 'owend' (allowed: member_id, group_instance_id, topics, owned, generation)",
+        "member 'a': unknown key 'owend' (allowed: member_id, group_instance_id, topics, owned, generation, "
+        "capacity)",
     ),
     (
         {**WORKED, "partitions": [{"topic": "t0", "partition": 0, "lag": 1, "leader": 3}]},
-        "partitions[0]: unknown key 'leader' (allowed: topic, partition, lag)",
+        "partitions[0]: unknown key 'leader' (allowed: topic, partition, lag, produce_rate)",
     ),
 ]
+
+
+def _rated(rate=1.0, capacity=10.0, moves=None):
+    data = {
+        "group_id": "g",
+        "members": [{"member_id": "a", "topics": ["t0"], "capacity": capacity}],
+        "partitions": [{"topic": "t0", "partition": 0, "lag": 1, "produce_rate": rate}],
+    }
+    if moves is not None:
+        data["recent_moves"] = moves
+    return data
+
+
+BAD += [
+    (_rated(rate=-1), "partition t0-0: produce_rate must be a finite number >= 0"),
+    (_rated(rate=float("nan")), "partition t0-0: produce_rate must be a finite number >= 0"),
+    (_rated(rate=float("inf")), "partition t0-0: produce_rate must be a finite number >= 0"),
+    (_rated(rate="fast"), "partition t0-0: produce_rate must be a finite number >= 0"),
+    (_rated(capacity=0), "member 'a': capacity must be a finite number > 0"),
+    (_rated(capacity=float("-inf")), "member 'a': capacity must be a finite number > 0"),
+    (_rated(capacity=float("nan")), "member 'a': capacity must be a finite number > 0"),
+    (
+        _rated(moves=[{"topic": "t0", "partition": 0, "from": "a", "to": "b", "at": "yesterday"}]),
+        "recent_moves[0]: at must be an ISO 8601 time",
+    ),  # fmt: skip
+]
+
+
+def test_plan_with_rates_and_capacities(tmp_path, capsys):
+    # C0 holds both 1,000/s partitions (2,000 >= capacity 1,500: overloaded); C1 holds 10/s ones.
+    data = {
+        "group_id": "g",
+        "members": [
+            {"member_id": "C0", "topics": ["t"], "owned": [["t", 0], ["t", 1]], "capacity": 1500},
+            {"member_id": "C1", "topics": ["t"], "owned": [["t", 2], ["t", 3]], "capacity": 1500},
+        ],
+        "partitions": [
+            {"topic": "t", "partition": p, "lag": lag, "produce_rate": rate}
+            for p, (lag, rate) in enumerate([(0, 1000), (0, 1000), (4_900, 10), (0, 10)])
+        ],
+    }
+    assert main(["plan", "--input", write(tmp_path, data), "--strategy", "rate_aware"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    # weights rate + lag/900: 1,000, 1,000, 10 + 4,900/900 = 15.4, 10 -> LPT: t-0 C0, t-1 C1, t-2 C0 (tie:
+    # member order), t-3 C1
+    assert out["assignment"] == {"C0": [["t", 0], ["t", 2]], "C1": [["t", 1], ["t", 3]]}
+    before, after = out["load"]["before"], out["load"]["after"]
+    assert before["overloaded"] == 1 and before["max_catch_up_s"] is None  # never: overloaded
+    assert before["members"]["inflow"] == [2000.0, 20.0]
+    # after: C0 1,010/s with 4,900 backlog: T = 4,900 / (1,500 - 1,010) = 10 s; C1 1,010/s, no backlog
+    assert after["overloaded"] == 0 and after["members"]["inflow"] == [1010.0, 1010.0]
+    assert after["max_catch_up_s"] == pytest.approx(10.0)
+    assert (
+        out["advice"]["outcome"] == "recommended" and "overloaded members 1 -> 0" in out["advice"]["reason"]
+    )
 
 
 @pytest.mark.parametrize(("data", "message"), BAD)

@@ -26,11 +26,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from datetime import UTC, datetime
 from typing import Any
 
 from rebalance_advisor.errors import AdvisorError
 
-STRATEGY_HELP = "range, roundrobin, sticky, lag_aware, lag_aware_sticky"
+STRATEGY_HELP = "range, roundrobin, sticky, lag_aware, lag_aware_sticky, rate_aware, rate_aware_sticky"
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -48,7 +49,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="KEY=VALUE",
         help="strategy option, repeatable: lag_scope=group|topic (lag_aware); "
         "move_budget=N|unlimited, min_gain=X|auto (lag_aware_sticky; its moves stay within "
-        "max(move_budget, the moves sticky itself must make for balance or changed subscriptions))",
+        "max(move_budget, the moves sticky itself must make for balance or changed subscriptions)); "
+        "horizon_s=S (rate_aware, rate_aware_sticky), move_budget=N, min_gain=F (rate_aware_sticky)",
     )
     parser.add_argument("--format", choices=("json", "table"), default="json", help="output format")
     parser.set_defaults(func=run)
@@ -85,24 +87,53 @@ def _parse_options(pairs: list[str]) -> dict[str, str]:
     return options
 
 
-def build_plan(data: Any, strategy: str, options: dict[str, Any]) -> dict[str, Any]:
-    """The plan JSON document for one group: pure, so tests and other callers can use it directly."""
+def build_plan(
+    data: Any, strategy: str, options: dict[str, Any], now: datetime | None = None
+) -> dict[str, Any]:
+    """The plan JSON document for one group: pure given ``now``, so tests and other callers can use it.
+
+    ``load`` is the load model of the current assignment and of this plan (per member inflow,
+    backlog, capacity, predicted catch-up; null catch-up = never, the member is overloaded);
+    ``advice`` is what the advisor's decision rule (default parameters) says about the group, from
+    the same function the planner runs (``group_planning.advise_group``).
+    """
+    from dataclasses import asdict
+
+    from rebalance_advisor.domain.advice import finite
     from rebalance_advisor.domain.assignors import get_assignor
+    from rebalance_advisor.domain.decisions import Thresholds
+    from rebalance_advisor.domain.group_planning import advise_group, observe_document
     from rebalance_advisor.domain.group_spec import parse_group_spec
+    from rebalance_advisor.domain.load_model import load_inputs, summarize
     from rebalance_advisor.domain.metrics import compute_metrics
 
     assignor = get_assignor(strategy)
-    spec = parse_group_spec(data)
+    spec = parse_group_spec(data)  # the whole format, every key checked
+    observation = observe_document(data)  # and the recent moves
     owners = assignor.owners(spec, **options)
     assignment = spec.to_assignment(owners)
     metrics = compute_metrics(spec, owners).to_dict()
     for key in ("imbalance", "lag_cv", "gap"):
         metrics[key] = round(metrics[key], 6)
+    thresholds = Thresholds()
+    inputs = load_inputs(spec)
+    before = summarize(spec, spec.owner, inputs, thresholds.horizon_s)
+    after = summarize(spec, owners, inputs, thresholds.horizon_s)
+    advice = advise_group(observation, thresholds, now or datetime.now(UTC))
     return {
         "group_id": spec.group_id,
         "strategy": assignor.name,
         "assignment": {member: [[t, p] for t, p in parts] for member, parts in assignment.items()},
         "metrics": metrics,
+        "load": finite(
+            {
+                "rates_known": inputs.rates_known,
+                "note": inputs.note,
+                "before": asdict(before[0]) | {"members": asdict(before[1])},
+                "after": asdict(after[0]) | {"members": asdict(after[1])},
+            }
+        ),
+        "advice": {"outcome": advice.outcome, "reason": advice.reason, "best_strategy": advice.best_strategy},
     }
 
 

@@ -139,15 +139,15 @@ class GroupAdvice:
                     "max_lag": c.max_lag,
                     "moves": c.moves,
                     "imbalance": c.imbalance,
-                    "load": _finite(asdict(c.load)),
+                    "load": finite(asdict(c.load)),
                     "moves_back": c.moves_back,
                 }
                 for c in self.candidates
             ],
             "equivalent_strategies": list(self.plan.equivalent_strategies),
-            "load_before": _finite(asdict(self.current_load)) if self.current_load else None,
-            "members_before": _finite(asdict(self.current_members)) if self.current_members else None,
-            "members_after": _finite(asdict(self.plan.members)) if self.plan.members else None,
+            "load_before": finite(asdict(self.current_load)) if self.current_load else None,
+            "members_before": finite(asdict(self.current_members)) if self.current_members else None,
+            "members_after": finite(asdict(self.plan.members)) if self.plan.members else None,
         }
 
     # ---- JSON (the Spark boundary) -------------------------------------------------------
@@ -161,14 +161,14 @@ class GroupAdvice:
         return _adapter().validate_python(json.loads(text))
 
 
-def _finite(value: Any) -> Any:
+def finite(value: Any) -> Any:
     """``value`` with infinite floats as None (database JSON has no Infinity): None = never catches up."""
     if isinstance(value, float):
         return None if math.isinf(value) else value
     if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
+        return {k: finite(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [_finite(v) for v in value]
+        return [finite(v) for v in value]
     return value
 
 

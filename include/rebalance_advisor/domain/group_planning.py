@@ -79,6 +79,8 @@ def _rounded(metrics: GroupMetrics) -> GroupMetrics:
 
 def observe_document(doc: dict[str, Any]) -> GroupObservation:
     """A spec document -> the observation; an invalid spec raises AdvisorError."""
+    if not isinstance(doc, dict):
+        raise AdvisorError("input must be a JSON object with group_id, members and partitions")
     group_id = str(doc.get("group_id"))
     standing_doc = doc.get("standing")
     standing = None
