@@ -79,19 +79,22 @@ def test_outcomes_plans_views_and_cooldown(spark, db_url):  # noqa: F811
             ("kip-example", "recommended")
         ]
 
-    # Register the manual-assign consumers, take a new snapshot, plan again inside the cool-down.
+    # Register the manual-assign consumers, take a new snapshot, plan again inside a cool-down the run
+    # asks for (off by default since issue 13: hysteresis instead of a fixed silence).
     registry.add("manual-assign", "worker-a", ["manual-topic"], db_url)
     registry.add("manual-assign", "worker-b", ["manual-topic"], db_url)
     _store(db_url, groups)
-    second = run_planner(spark, db_url, "latest", created_by="test")
+    thirty = Thresholds(cooldown_minutes=30)
+    second = run_planner(spark, db_url, "latest", thirty, created_by="test")
     outcomes = {o["group_id"]: o for o in store_plans.run_outcomes(second.run_id, db_url)}
-    assert outcomes["kip-example"]["outcome"] == "no_better_plan"
+    assert outcomes["kip-example"]["outcome"] == "held_by_cooldown"
     assert outcomes["kip-example"]["reason"].startswith(f"cool-down: plan {plan_id} (recommended)")
     assert outcomes["manual-assign"]["outcome"] == "recommended"
     manual = store_plans.plan_assignment_map(outcomes["manual-assign"]["plan_id"], db_url)
-    # Count-balanced (2 each): 30,000 + the smallest 1,500 is the best max lag any such plan has.
-    assert manual == {"worker-a": [("manual-topic", 0), ("manual-topic", 3)],
-                      "worker-b": [("manual-topic", 1), ("manual-topic", 2)]}  # fmt: skip
+    # rate_aware (no count constraint), heaviest first to the least loaded: 30,000 alone on worker-a,
+    # 2,000 + 2,000 + 1,500 = 5,500 on worker-b: max 30,000 beats the best count-balanced 31,500.
+    assert manual == {"worker-a": [("manual-topic", 0)],
+                      "worker-b": [("manual-topic", 1), ("manual-topic", 2), ("manual-topic", 3)]}  # fmt: skip
     statuses = [(p["group_id"], p["status"]) for p in store_plans.list_plans(db_url, group="kip-example")]
     assert statuses == [("kip-example", "skipped"), ("kip-example", "recommended")]
     # The skipped candidate is not the latest plan; the first recommendation still stands.
@@ -101,7 +104,7 @@ def test_outcomes_plans_views_and_cooldown(spark, db_url):  # noqa: F811
         ).all() == [(plan_id,)]
 
     # After the cool-down a new recommendation supersedes the old one.
-    third = run_planner(spark, db_url, "latest", now=datetime.now(UTC) + timedelta(minutes=31))
+    third = run_planner(spark, db_url, "latest", thirty, now=datetime.now(UTC) + timedelta(minutes=31))
     new_id = next(o["plan_id"] for o in third.outcomes if o["group_id"] == "kip-example")
     assert next(o for o in third.outcomes if o["group_id"] == "kip-example")["outcome"] == "recommended"
     assert store_plans.get_plan(plan_id, db_url)["status"] == "superseded"
@@ -127,14 +130,14 @@ def test_manual_assign_group_is_measured_against_its_published_plan(spark, db_ur
     published = store_plans.get_plan(plan_id, db_url)
     assert published["status"] == "published"
 
-    # A newer snapshot with the same lags, planned after the cool-down: the plan consumers run is
-    # already the best count-balanced one, so no new recommendation.
+    # A newer snapshot with the same lags, planned later: the plan consumers run is already the best
+    # (30,000 alone on one member, 5,500 on the other), so no new recommendation.
     _store(db_url, {"manual-assign": MANUAL})
     later = datetime.now(UTC) + timedelta(minutes=31)
     (second,) = run_planner(spark, db_url, "latest", now=later).outcomes
     assert second["outcome"] == "no_better_plan", second["reason"]
-    assert second["max_lag_before"] == published["max_lag_after"] == 31_500
-    assert (second["max_lag_after"], second["moves"], second["plan_id"]) == (31_500, 0, None)
+    assert second["max_lag_before"] == published["max_lag_after"] == 30_000
+    assert (second["max_lag_after"], second["moves"], second["plan_id"]) == (30_000, 0, None)
     assert [(p["id"], p["status"]) for p in store_plans.list_plans(db_url, group="manual-assign")] == [
         (plan_id, "published")
     ]
@@ -144,7 +147,7 @@ def test_manual_assign_group_is_measured_against_its_published_plan(spark, db_ur
     (third,) = run_planner(spark, db_url, "latest", now=later).outcomes
     assert third["outcome"] == "recommended"
     before = store_plans.get_plan(third["plan_id"], db_url)["metrics"]["before"]
-    assert (before["member_lag"], before["unowned_lag"]) == ({"worker-a": 31_500}, 4_000)
+    assert (before["member_lag"], before["unowned_lag"]) == ({"worker-a": 30_000}, 5_500)  # 2,000+2,000+1,500
     assert store_plans.plan_assignment_map(third["plan_id"], db_url) == {
         "worker-a": [("manual-topic", p) for p in range(4)]
     }

@@ -101,6 +101,8 @@ def test_lower_bound_below_every_plan(data):
     spec = parse_group_spec(data)
     bound = lower_bound_max_lag(spec)
     for name, assignor in ASSIGNORS.items():  # range too: it is count-balanced per topic
+        if name.startswith("rate_aware"):
+            continue  # not count-balanced (by design: a hot partition may sit alone), the bound's premise
         m = compute_metrics(spec, assignor.owners(spec), lower_bound=bound)
         assert bound <= m.max_member_lag, name
         assert m.gap >= 0, name
