@@ -199,9 +199,14 @@ def test_cli_switches_and_help_name_the_defaults(capsys) -> None:
     with pytest.raises(SystemExit):
         build_parser().parse_args(["advise", "--help"])
     text = " ".join(capsys.readouterr().out.split())
-    for name in ("imbalance_threshold", "lag_floor", "min_improvement", "cooldown_minutes"):
+    for name in ("imbalance_threshold", "lag_floor", "min_improvement", "cooldown_minutes", "target_catch_up_s",
+                 "horizon_s", "handover_cost_s", "hysteresis_window_s"):  # fmt: skip
         assert f"(default {P.AdvisorParams.model_fields[name].default:g})" in text
-    assert "(default range,roundrobin,sticky,lag_aware,lag_aware_sticky)" in text
+    # argparse may wrap inside the long default: compare without any whitespace
+    assert (
+        "(defaultrange,roundrobin,sticky,lag_aware,lag_aware_sticky,rate_aware,rate_aware_sticky)"
+        in "".join(text.split())
+    )
     args = build_parser().parse_args(["advise", "--move-budget", "unlimited", "--dry-run"])
     assert (args.move_budget, args.dry_run) == (None, True)
     assert isinstance(build_parser().parse_args(["advise"]), argparse.Namespace)
