@@ -12,7 +12,8 @@ Same seed = same produce rates, drift and events for every strategy.
 
 Capacities: total capacity = ``headroom`` (1.2 unless the scenario says otherwise) x the peak mean
 produce rate (the daily swing's top), split equally or x2 apart; each member's capacity is at least
-1.5 x the hottest partition's peak base rate, so a feasible assignment exists (without it no planner
+1.1 x the hottest partition's peak rate (base x swing top x exp(3.5 x the drift's stationary
+spread of log-rates)), so a feasible assignment exists (without it no planner
 can avoid overload and the comparison says nothing). The table shows the resulting headroom.
 
 Per strategy and scenario: means over seeds of the overloaded share of time, p99 time lag (over
@@ -70,7 +71,9 @@ def _capacities(
     peak = (sum(t["total_rate"] for t in topics) + extra_rate) * (1 + DRIFT["daily_swing"])
     hottest = max(t["total_rate"] * _zipf_top_share(t["partitions"], t.get("zipf", 0.0)) for t in topics)
     hottest = max(hottest, hottest_rate)
-    hottest *= (1 + DRIFT["daily_swing"]) * 1.5
+    # the drift's stationary spread of log-rates is sigma sqrt(reversion / 2); allow 3.5 of it
+    spread = DRIFT["drift_sigma"] * (DRIFT["drift_reversion_hours"] / 2) ** 0.5
+    hottest *= (1 + DRIFT["daily_swing"]) * float(np.exp(3.5 * spread)) * 1.1
     weights = np.array(
         [1.0 if (two_apart and i < members // 2) else (2.0 if two_apart else 1.0) for i in range(members)]
     )
@@ -90,7 +93,7 @@ def scenario_defs() -> dict[str, dict]:
     """The scenarios (without seed/hours/strategy); each dict is a simulator scenario + notes."""
     defs: dict[str, dict] = {}
 
-    topics = [{"name": f"t{j}", "partitions": 6, "total_rate": 1500.0, "zipf": 1.1} for j in range(4)]
+    topics = [{"name": f"t{j}", "partitions": 6, "total_rate": 750.0, "zipf": 1.1} for j in range(8)]
     caps, room = _capacities(topics, 6)
     defs["small-z1.1"] = dict(
         topics=topics,
@@ -98,10 +101,10 @@ def scenario_defs() -> dict[str, dict]:
         replan_interval_s=60,
         handover_s=5,
         _headroom=room,
-        _note="6 members, 4x6 partitions, Zipf 1.1, equal capacities, re-plan 60 s, handover 5 s",
+        _note="6 members, 8x6 partitions, Zipf 1.1, equal capacities, re-plan 60 s, handover 5 s",
     )
 
-    topics = [{"name": f"t{j}", "partitions": 8, "total_rate": 1000.0, "zipf": 1.5} for j in range(8)]
+    topics = [{"name": f"t{j:02d}", "partitions": 8, "total_rate": 500.0, "zipf": 1.5} for j in range(16)]
     caps, room = _capacities(topics, 8, two_apart=True)
     defs["cap2x-z1.5"] = dict(
         topics=topics,
@@ -109,7 +112,7 @@ def scenario_defs() -> dict[str, dict]:
         replan_interval_s=300,
         handover_s=30,
         _headroom=room,
-        _note="8 members with capacities x2 apart, 8x8 partitions, Zipf 1.5, re-plan 300 s, handover 30 s",
+        _note="8 members with capacities x2 apart, 16x8 partitions, Zipf 1.5, re-plan 300 s, handover 30 s",
     )
 
     topics = [{"name": f"a{j}", "partitions": 10, "total_rate": 1250.0, "zipf": 1.1} for j in range(4)]
@@ -135,9 +138,9 @@ def scenario_defs() -> dict[str, dict]:
     )
 
     topics = [{"name": f"a{j}", "partitions": 10, "total_rate": 1000.0, "zipf": 1.1} for j in range(5)]
-    topics.append({"name": "c", "partitions": 8, "total_rate": 800.0})
-    # c x3 at 1 h (100 -> 300 msg/s per partition), c-2 x2 more at 3 h (600 msg/s), c /3 at 4 h
-    caps, room = _capacities(topics, 10, extra_rate=1600.0 + 300.0, hottest_rate=600.0)
+    topics.append({"name": "c", "partitions": 16, "total_rate": 800.0})
+    # c x3 at 1 h (50 -> 150 msg/s per partition), c-2 x2 more at 3 h (300 msg/s), c /3 at 4 h
+    caps, room = _capacities(topics, 10, extra_rate=1600.0 + 150.0, hottest_rate=300.0)
     defs["rate-jump"] = dict(
         topics=topics,
         members=_members(caps),
@@ -149,11 +152,11 @@ def scenario_defs() -> dict[str, dict]:
         replan_interval_s=60,
         handover_s=5,
         _headroom=room,
-        _note="10 members, 5x10 partitions Zipf 1.1 + topic c (8 equal partitions) x3 at 1 h, c-2 x2 more "
+        _note="10 members, 5x10 partitions Zipf 1.1 + topic c (16 equal partitions) x3 at 1 h, c-2 x2 more "
         "at 3 h, c back /3 at 4 h; headroom over the jumped peak; re-plan 60 s, handover 5 s",
     )
 
-    topics = [{"name": f"t{j:03d}", "partitions": 8, "total_rate": 2000.0, "zipf": 1.1} for j in range(250)]
+    topics = [{"name": f"t{j:03d}", "partitions": 8, "total_rate": 1250.0, "zipf": 1.1} for j in range(400)]
     caps, room = _capacities(topics, 500)
     defs["large-500"] = dict(
         topics=topics,
@@ -162,10 +165,10 @@ def scenario_defs() -> dict[str, dict]:
         handover_s=5,
         initial_strategy="roundrobin",
         _headroom=room,
-        _note="500 members, 250x8 partitions, Zipf 1.1, starts from roundrobin, re-plan 300 s, handover 5 s",
+        _note="500 members, 400x8 partitions, Zipf 1.1, starts from roundrobin, re-plan 300 s, handover 5 s",
     )
 
-    topics = [{"name": f"t{j:02d}", "partitions": 10, "total_rate": 1000.0, "zipf": 1.5} for j in range(50)]
+    topics = [{"name": f"t{j:03d}", "partitions": 10, "total_rate": 500.0, "zipf": 1.5} for j in range(100)]
     caps, room = _capacities(topics, 50, two_apart=True)
     defs["medium-50-cap2x"] = dict(
         topics=topics,
@@ -173,7 +176,7 @@ def scenario_defs() -> dict[str, dict]:
         replan_interval_s=60,
         handover_s=30,
         _headroom=room,
-        _note="50 members with capacities x2 apart, 50x10 partitions, Zipf 1.5, re-plan 60 s, handover 30 s",
+        _note="50 members with capacities x2 apart, 100x10 partitions, Zipf 1.5, re-plan 60 s, handover 30 s",
     )
 
     topics = [
