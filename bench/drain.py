@@ -243,7 +243,7 @@ def targets(per_strategy: dict[str, dict]) -> list[dict]:
     out = []
     for label, key, limit in checks:
         if mine is None or oracle is None:
-            out.append({"target": label, "status": "NOT RUN", "value": None, "limit": None})
+            out.append({"target": label, "key": key, "status": "NOT RUN", "value": None, "limit": None})
             continue
         bound = limit(oracle)
         out.append(
@@ -337,7 +337,12 @@ def main(argv: list[str] | None = None) -> int:
     lines = []
     for name, r in report.items():
         for t in r["targets"]:
-            shown = "" if t["value"] is None else f" ({t['value']:.3g} vs limit {t['limit']:.3g})"
+            oracle = r["strategies"].get("oracle", {}).get(t["key"])
+            shown = (
+                ""
+                if t["value"] is None
+                else f" ({t['value']:.3g} vs limit {t['limit']:.3g}; oracle {oracle:.3g})"
+            )
             lines.append(f"{t['status']:8} {name}: {t['target']}{shown}")
     print("\n".join(lines))
     document = {
