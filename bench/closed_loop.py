@@ -226,33 +226,30 @@ def lag_sampler(
 
 
 def advisor_loop(ctx: dict, stop: threading.Event, log: list) -> None:
-    """snapshot -> advise (Spark local[1]) -> auto-approve -> publish static, every interval."""
-    from rebalance_advisor.adapters import kafka_snapshot
-    from rebalance_advisor.adapters.spark_planner import run_planner
+    """The advisor's own use cases, every interval: take_snapshot -> advise (Spark local[1], the
+    advisor's default thresholds) -> auto_approve_and_publish (publish mode static)."""
     from rebalance_advisor.adapters.spark_session import spark_session
+    from rebalance_advisor.domain.parameters import AdvisorParams, SnapshotParams
+    from rebalance_advisor.services.advise import advise
     from rebalance_advisor.services.plan_lifecycle import auto_approve_and_publish
-    from rebalance_advisor.store.snapshots import write_snapshot
+    from rebalance_advisor.services.snapshot_service import take_snapshot
 
+    kafka = {"bootstrap.servers": ctx["bootstrap"]}
+    snapshot_params = SnapshotParams(groups=ctx["group"], retention_hours=0)
+    advisor_params = AdvisorParams(group_regex=ctx["group"], publish_mode="static")
     spark = spark_session("local[1]", app_name="closed-loop-advisor")
-    options = kafka_snapshot.SnapshotOptions(groups=kafka_snapshot.GroupFilter.parse(ctx["group"], None))
     try:
         while True:
             started = time.time()
             try:
-                taken = kafka_snapshot.collect(ctx["bootstrap"], {}, options)
-                snapshot_id = write_snapshot(taken, ctx["db"])
-                run = run_planner(
-                    spark, ctx["db"], snapshot_id, group_pattern=ctx["group"], created_by="closed_loop"
-                )
-                plan_ids = run.recommended_plan_ids
-                published = auto_approve_and_publish(
-                    plan_ids, ctx["db"], kafka_config={"bootstrap.servers": ctx["bootstrap"]}
-                )
-                outcomes = [(o["outcome"], o["reason"][:160]) for o in run.outcomes]
+                taken = take_snapshot(snapshot_params, kafka, ctx["db"], prune=False)
+                run = advise(spark, ctx["db"], taken.snapshot_id, advisor_params)
+                published = auto_approve_and_publish(run.recommended_plan_ids, ctx["db"], kafka_config=kafka)
+                outcomes = [(o["outcome"], o["reason"][:200]) for o in run.outcomes]
                 log.append(
                     {
                         "t": started,
-                        "snapshot": snapshot_id,
+                        "snapshot": taken.snapshot_id,
                         "outcomes": outcomes,
                         "published": published["published"],
                     }
