@@ -24,6 +24,7 @@ COMMAND_MODULES = [
     "rebalance_advisor.cli.advise",
     "rebalance_advisor.cli.members",
     "rebalance_advisor.cli.plan_status",
+    "rebalance_advisor.cli.simulate",
 ]
 
 

@@ -344,10 +344,17 @@ def owners_from_rows(
 class OraclePlanner:
     """Reference that knows the true rates and capacities: sticky greedy bin packing.
 
-    Weight of a partition w = true rate + lag / horizon. Nothing moves while every member's
-    weight sum stays below its capacity and every partition has an owner. Otherwise members over
-    capacity give up their heaviest partitions until they fit, and those (and the unowned ones)
-    go, heaviest first, to the subscribed member with the most spare capacity.
+    Weight of a partition w = true rate + lag / horizon; a member's load is the sum over what it
+    owns; its fill target is the group's utilisation (sum w / sum capacity) plus half the remaining
+    headroom, at most 95 % of its capacity. Nothing moves while every partition has an owner and
+    every load stays below the midpoint between the fill target and the capacity (drift between
+    two runs must not tip a member over). Otherwise unowned partitions go, heaviest first, to the
+    subscribed member with the most room under its target; then each member above its target,
+    fullest first, hands partitions to the subscribed member with the most room: the lightest
+    partition that alone brings it under its target and fits there, else its lightest partition
+    that fits somewhere, else (one level of ejection chain) its lightest partition after the peer
+    with most room moved its own lightest partitions to third members, until it is under target
+    or nothing fits.
     """
 
     horizon_s: float = ORACLE_HORIZON_S
@@ -362,26 +369,87 @@ class OraclePlanner:
         eligible = _eligibility(obs)  # [P, M] bool
         owner[(owner >= 0) & ~eligible[np.arange(len(owner)), np.maximum(owner, 0)]] = -1
         cap = truth.capacity
-        load = np.bincount(owner[owner >= 0], weights=weight[owner >= 0], minlength=num_members)
+        held = owner >= 0
+        load = np.bincount(owner[held], weights=weight[held], minlength=num_members)
         assignable = eligible.any(axis=1)
-        over = load > cap
-        if not over.any() and not ((owner < 0) & assignable).any():
+        utilisation = float(weight[assignable].sum() / cap.sum())
+        fill = min(0.95, utilisation + (1.0 - utilisation) / 2)
+        target = cap * fill
+        orphans = np.flatnonzero((owner < 0) & assignable)
+        if not (load > cap * (1.0 + fill) / 2).any() and not orphans.size:
             return None
-        free: list[int] = np.flatnonzero((owner < 0) & assignable).tolist()
-        for m in np.flatnonzero(over).tolist():
-            mine = np.flatnonzero(owner == m)
-            for k in mine[np.argsort(-weight[mine], kind="stable")].tolist():
-                if load[m] <= cap[m]:
-                    break
-                owner[k] = -1
-                load[m] -= weight[k]
-                free.append(k)
-        for k in sorted(free, key=lambda k: -weight[k]):
-            spare = np.where(eligible[k], cap - load, -np.inf)
-            m = int(np.argmax(spare))
+        for k in orphans[np.argsort(-weight[orphans], kind="stable")].tolist():
+            m = int(np.argmax(np.where(eligible[k], target - load, -np.inf)))
             owner[k] = m
             load[m] += weight[k]
+        for m in np.argsort(-(load / target), kind="stable").tolist():
+            if load[m] <= target[m]:
+                break
+            while load[m] > target[m]:
+                mine = np.flatnonzero(owner == m)
+                if mine.size <= 1:
+                    break
+                room = np.where(eligible[mine], target - load, -np.inf)
+                room[:, m] = -np.inf
+                dest = np.argmax(room, axis=1)
+                fits = room[np.arange(mine.size), dest] >= weight[mine]
+                if not fits.any():
+                    # one level of ejection chain: clear room for m's lightest partition on the
+                    # peer with most room by moving that peer's lightest partitions elsewhere
+                    k = int(mine[np.argmin(weight[mine])])
+                    if not self._make_room(
+                        k, int(dest[np.argmin(weight[mine])]), m, owner, load, target, weight, eligible
+                    ):
+                        break
+                    continue
+                order = np.argsort(weight[mine], kind="stable")
+                order = order[fits[order]]
+                enough = order[weight[mine][order] >= load[m] - target[m]]
+                pick = int(enough[0]) if enough.size else int(order[0])
+                k, to = int(mine[pick]), int(dest[pick])
+                owner[k] = to
+                load[m] -= weight[k]
+                load[to] += weight[k]
         return owner
+
+    @staticmethod
+    def _make_room(
+        k: int,
+        to: int,
+        source: int,
+        owner: np.ndarray,
+        load: np.ndarray,
+        target: np.ndarray,
+        weight: np.ndarray,
+        eligible: np.ndarray,
+    ) -> bool:
+        """Move ``to``'s lightest partitions to third members until ``k`` fits on ``to``; then move ``k``."""
+        if load[to] - weight[owner == to].sum() + weight[k] > target[to]:
+            return False  # even empty, ``to`` could not take k
+        moved: list[tuple[int, int]] = []
+        theirs = np.flatnonzero(owner == to)
+        for j in theirs[np.argsort(weight[theirs], kind="stable")].tolist():
+            if target[to] - load[to] >= weight[k]:
+                break
+            room = np.where(eligible[j], target - load, -np.inf)
+            room[[to, source]] = -np.inf
+            dest = int(np.argmax(room))
+            if room[dest] < weight[j]:
+                continue
+            owner[j] = dest
+            load[to] -= weight[j]
+            load[dest] += weight[j]
+            moved.append((j, dest))
+        if target[to] - load[to] < weight[k]:
+            for j, dest in moved:  # undo: no room was made
+                owner[j] = to
+                load[to] += weight[j]
+                load[dest] -= weight[j]
+            return False
+        load[owner[k]] -= weight[k]
+        owner[k] = to
+        load[to] += weight[k]
+        return True
 
 
 def _eligibility(obs: Observation) -> np.ndarray:

@@ -1,0 +1,540 @@
+"""Closed-loop benchmark on a real broker (issue 13, item 9): Kafka's assignor vs the advisor loop.
+
+    python bench/closed_loop.py                       # both runs, 3 min warm-up + 10 min measured each
+    python bench/closed_loop.py --minutes 2 --warmup 1 --runs B   # a short look at run B
+    nohup python bench/closed_loop.py > bench/results/closed_loop.log 2>&1 &   # unattended
+
+One producer process writes Zipf(1.1) rates with drift (log-rate random walk, reverting) on
+``--partitions`` (24) partitions of a fresh topic per run, ``--rate`` (600) msg/s in total. Four
+consumer processes process records at fixed capacities (a simulated processing time per record)
+that are 1:1.5:2:2.5 apart and total ``--capacity-factor`` (1.3) x the produce rate.
+
+- Run A: the consumers ``subscribe()`` with librdkafka's default assignor (range, roundrobin) and
+  auto-commit every second.
+- Run B: the same consumers as ``AssignedConsumer`` (the client helper; manual assign, registered
+  static members) and, every ``--interval`` (45) s, the advisor loop: snapshot -> advise (the Spark
+  planner, local[1]; its default thresholds: rate-aware rule when main has it) -> auto-approve ->
+  publish static assignments. Consumers commit every second.
+
+Measured after the warm-up, each run: time lag of every processed record (processing time minus the
+record's CreateTime, i.e. how far behind its consumer was when it got to it) -> p50 / p99 overall
+and per 30 s window; every 5 s the group's lag per partition (log end - committed, AdminClient) ->
+max member lag over time (members' owned partitions as they report them); a member is *overloaded*
+in a sample when its lag grew by more than 1 s of its capacity over the previous 30 s; moves =
+partitions that changed owner between reports. Target: run B's p99 time lag <= 1/10 of run A's.
+
+Everything runs in its own process group and is stopped on exit (also on SIGTERM/SIGHUP); a broker
+is started here unless ``--bootstrap`` names one. Writes bench/results/closed_loop.json and a PNG
+of both runs; records ``uptime`` load averages (the machine is shared).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import random
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "include"))
+
+RESULTS = Path(__file__).resolve().parent / "results"
+REPORT_EVERY_S = 5.0
+WINDOW_S = 30.0
+CAPACITY_SHARES = (1.0, 1.5, 2.0, 2.5)
+
+
+# ---- child processes --------------------------------------------------------------------------
+
+
+def zipf_rates(partitions: int, total: float, exponent: float, seed: int) -> list[float]:
+    """Base rate per partition: Zipf over ranks, ranks shuffled by the seed."""
+    weights = [1.0 / (k + 1) ** exponent for k in range(partitions)]
+    scale = total / sum(weights)
+    order = list(range(partitions))
+    random.Random(seed).shuffle(order)
+    return [weights[order[p]] * scale for p in range(partitions)]
+
+
+def run_producer(cfg: dict) -> None:
+    """Produce at drifting Zipf rates until terminated."""
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": cfg["bootstrap"], "linger.ms": 5, "acks": 1})
+    base = zipf_rates(cfg["partitions"], cfg["rate"], cfg["zipf"], cfg["seed"])
+    rng = random.Random(cfg["seed"] + 1)
+    drift = [0.0] * len(base)
+    theta, sigma = 1.0 / cfg["reversion_s"], cfg["sigma_per_sqrt_hour"] / math.sqrt(3600.0)
+    due = [0.0] * len(base)
+    payload = b"x" * 100
+    last = time.time()
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    while not stop.is_set():
+        time.sleep(0.02)
+        now = time.time()
+        dt, last = now - last, now
+        for p, rate in enumerate(base):
+            drift[p] += -theta * drift[p] * dt + sigma * math.sqrt(dt) * rng.gauss(0.0, 1.0)
+            due[p] += rate * math.exp(drift[p]) * dt
+            n = int(due[p])
+            due[p] -= n
+            for _ in range(n):
+                try:
+                    producer.produce(cfg["topic"], payload, partition=p)
+                except BufferError:
+                    producer.poll(0.05)
+                    producer.produce(cfg["topic"], payload, partition=p)
+        producer.poll(0)
+    producer.flush(10)
+
+
+def run_consumer(cfg: dict) -> None:
+    """Consume at a fixed capacity; every 5 s append a report line (owned, latencies) to a file."""
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    config = {
+        "bootstrap.servers": cfg["bootstrap"],
+        "group.id": cfg["group"],
+        "client.id": cfg["member"],
+        "auto.offset.reset": "earliest",
+        "session.timeout.ms": 10000,
+        "heartbeat.interval.ms": 1000,
+        "queued.max.messages.kbytes": 1024,
+    }
+    if cfg["mode"] == "subscribe":
+        from confluent_kafka import Consumer
+
+        consumer = Consumer({**config, "enable.auto.commit": True, "auto.commit.interval.ms": 1000})
+        consumer.subscribe([cfg["topic"]])
+
+        def owned() -> list[int]:
+            return sorted(tp.partition for tp in consumer.assignment())
+
+        def commit() -> None:
+            return None
+
+        def close() -> None:
+            consumer.close()
+    else:
+        from rebalance_advisor.client import AssignedConsumer
+
+        consumer = AssignedConsumer(config, cfg["group"], cfg["member"], takeover_timeout=30.0)
+
+        def owned() -> list[int]:
+            return sorted(tp[1] for tp in consumer.owned)
+
+        def commit() -> None:
+            consumer.commit()
+
+        def close() -> None:
+            consumer.close()
+
+    per_record = 1.0 / cfg["capacity"]
+    busy_until = time.time()
+    latencies: list[float] = []
+    processed = 0
+    next_report = next_commit = time.time()
+    with open(cfg["report"], "a", encoding="utf-8") as out:
+        while not stop.is_set():
+            msg = consumer.poll(0.1)
+            now = time.time()
+            if msg is not None and not msg.error():
+                kind, stamp = msg.timestamp()
+                if kind != 0:
+                    latencies.append(round(now - stamp / 1000.0, 3))
+                processed += 1
+                busy_until = max(busy_until, now) + per_record
+                if busy_until - now > 0.02:  # sleep in slices: the simulated processing time
+                    time.sleep(busy_until - now)
+            if now >= next_commit:
+                commit()
+                next_commit = now + 1.0
+            if now >= next_report:
+                line = {
+                    "t": now,
+                    "member": cfg["member"],
+                    "owned": owned(),
+                    "processed": processed,
+                    "lat": latencies,
+                }
+                out.write(json.dumps(line) + "\n")
+                out.flush()
+                latencies, processed = [], 0
+                next_report = now + REPORT_EVERY_S
+    close()
+
+
+# ---- the orchestrator --------------------------------------------------------------------------
+
+
+class Children:
+    """Child processes in their own process groups, all stopped on exit."""
+
+    def __init__(self) -> None:
+        self.procs: list[subprocess.Popen] = []
+
+    def start(self, role: str, cfg: dict, log: Path) -> subprocess.Popen:
+        cmd = [sys.executable, str(Path(__file__).resolve()), f"_{role}", json.dumps(cfg)]
+        proc = subprocess.Popen(cmd, stdout=log.open("ab"), stderr=subprocess.STDOUT, start_new_session=True)
+        self.procs.append(proc)
+        return proc
+
+    def stop_all(self, grace: float = 15.0) -> None:
+        for proc in self.procs:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGTERM)
+        deadline = time.time() + grace
+        for proc in self.procs:
+            try:
+                proc.wait(max(0.1, deadline - time.time()))
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+        self.procs.clear()
+
+
+def lag_sampler(
+    bootstrap: str, group: str, topic: str, partitions: int, stop: threading.Event, out: list
+) -> None:
+    """Every 5 s: log end - committed per partition (what a snapshot shows)."""
+    from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+    from confluent_kafka.admin import AdminClient, OffsetSpec
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    tps = [TopicPartition(topic, p) for p in range(partitions)]
+    while not stop.wait(REPORT_EVERY_S):
+        try:
+            ends = admin.list_offsets({tp: OffsetSpec.latest() for tp in tps}, request_timeout=10)
+            end = {tp.partition: f.result().offset for tp, f in ends.items()}
+            got = admin.list_consumer_group_offsets(
+                [ConsumerGroupTopicPartitions(group, tps)], request_timeout=10
+            )
+            committed = {tp.partition: tp.offset for tp in got[group].result().topic_partitions}
+        except Exception as error:  # a slow broker: skip this sample, say so
+            print(f"  lag sample skipped: {error}", flush=True)
+            continue
+        lag = {p: max(end[p] - committed[p], 0) if committed.get(p, -1) >= 0 else end[p] for p in end}
+        out.append({"t": time.time(), "lag": lag})
+
+
+def advisor_loop(ctx: dict, stop: threading.Event, log: list) -> None:
+    """The advisor's own use cases, every interval: take_snapshot -> advise (Spark local[1], the
+    advisor's default thresholds) -> auto_approve_and_publish (publish mode static)."""
+    from rebalance_advisor.adapters.spark_session import spark_session
+    from rebalance_advisor.domain.parameters import AdvisorParams, SnapshotParams
+    from rebalance_advisor.services.advise import advise
+    from rebalance_advisor.services.plan_lifecycle import auto_approve_and_publish
+    from rebalance_advisor.services.snapshot_service import take_snapshot
+
+    kafka = {"bootstrap.servers": ctx["bootstrap"]}
+    snapshot_params = SnapshotParams(groups=ctx["group"], retention_hours=0)
+    advisor_params = AdvisorParams(group_regex=ctx["group"], publish_mode="static")
+    spark = spark_session("local[1]", app_name="closed-loop-advisor")
+    try:
+        while True:
+            started = time.time()
+            try:
+                taken = take_snapshot(snapshot_params, kafka, ctx["db"], prune=False)
+                run = advise(spark, ctx["db"], taken.snapshot_id, advisor_params)
+                published = auto_approve_and_publish(run.recommended_plan_ids, ctx["db"], kafka_config=kafka)
+                outcomes = [(o["outcome"], o["reason"][:200]) for o in run.outcomes]
+                log.append(
+                    {
+                        "t": started,
+                        "snapshot": taken.snapshot_id,
+                        "outcomes": outcomes,
+                        "published": published["published"],
+                    }
+                )
+                print(
+                    f"  advisor {time.strftime('%H:%M:%S')}: {outcomes} published {published['published']}",
+                    flush=True,
+                )
+            except Exception as error:  # keep the loop alive; the report lists failures
+                log.append({"t": started, "error": f"{type(error).__name__}: {error}"[:300]})
+                print(f"  advisor step failed: {type(error).__name__}: {error}", flush=True)
+            if stop.wait(max(1.0, ctx["interval"] - (time.time() - started))):
+                break
+    finally:
+        spark.stop()
+
+
+def percentile(values: list[float], q: float) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    k = min(len(ordered) - 1, max(0, math.ceil(q / 100.0 * len(ordered)) - 1))
+    return ordered[k]
+
+
+def analyse(
+    reports: list[dict], samples: list[dict], capacities: dict[str, float], t0: float, t1: float
+) -> dict:
+    """The run's numbers over [t0, t1] (see module docstring)."""
+    latencies = [x for r in reports if t0 <= r["t"] <= t1 for x in r["lat"]]
+    windows = []
+    t = t0
+    while t < t1:
+        w = [x for r in reports if t <= r["t"] < t + WINDOW_S for x in r["lat"]]
+        windows.append({"t": t - t0, "p50": percentile(w, 50), "p99": percentile(w, 99), "records": len(w)})
+        t += WINDOW_S
+    # ownership over time: each member's latest report at or before a sample
+    by_member: dict[str, list[dict]] = {}
+    for r in sorted(reports, key=lambda r: r["t"]):
+        by_member.setdefault(r["member"], []).append(r)
+
+    def owned_at(member: str, when: float) -> list[int]:
+        last = [r for r in by_member.get(member, []) if r["t"] <= when]
+        return last[-1]["owned"] if last else []
+
+    series, member_lag_hist = [], []
+    for s in samples:
+        if not t0 <= s["t"] <= t1:
+            continue
+        lags = {m: sum(s["lag"].get(p, 0) for p in owned_at(m, s["t"])) for m in capacities}
+        series.append(
+            {"t": s["t"] - t0, "max_member_lag": max(lags.values()), "total_lag": sum(s["lag"].values())}
+        )
+        member_lag_hist.append((s["t"], lags))
+    overloaded = 0
+    for i, (when, lags) in enumerate(member_lag_hist):
+        before = [x for x in member_lag_hist[:i] if x[0] <= when - WINDOW_S]
+        if not before:
+            continue
+        old = before[-1][1]
+        if any(lags[m] - old[m] > capacities[m] for m in capacities):
+            overloaded += 1
+            series[i]["overloaded"] = True
+    measured = sum(1 for s in series if s["t"] >= WINDOW_S)
+    moves = 0
+    for _member, rs in by_member.items():
+        inside = [r for r in rs if t0 <= r["t"] <= t1]
+        for a, b in zip(inside, inside[1:], strict=False):
+            moves += len(set(b["owned"]) - set(a["owned"]))
+    return {
+        "records": len(latencies),
+        "p50_time_lag_s": percentile(latencies, 50),
+        "p99_time_lag_s": percentile(latencies, 99),
+        "max_time_lag_s": max(latencies) if latencies else None,
+        "avg_max_member_lag": sum(s["max_member_lag"] for s in series) / len(series) if series else None,
+        "peak_max_member_lag": max((s["max_member_lag"] for s in series), default=None),
+        "overloaded_share": overloaded / measured if measured else None,
+        "moves_gained": moves,
+        "windows": windows,
+        "series": series,
+    }
+
+
+def run_once(name: str, args: argparse.Namespace, bootstrap: str, work: Path, children: Children) -> dict:
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    topic, group = f"closed-loop-{name.lower()}-{int(time.time())}", f"closed-loop-{name.lower()}"
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, args.partitions, 1)])[topic].result(30)
+    total_capacity = args.rate * args.capacity_factor
+    shares = [CAPACITY_SHARES[i % len(CAPACITY_SHARES)] for i in range(args.consumers)]
+    capacities = {f"c{i}": total_capacity * s / sum(shares) for i, s in enumerate(shares)}
+    ctx = {"bootstrap": bootstrap, "group": group, "topic": topic, "interval": args.interval}
+    advisor_log: list[dict] = []
+    stop = threading.Event()
+    threads: list[threading.Thread] = []
+    if name == "B":
+        from rebalance_advisor.adapters import assignment_topic as at
+        from rebalance_advisor.services import static_members
+        from rebalance_advisor.store import db
+
+        ctx["db"] = f"sqlite:///{work / f'advisor-{topic}.db'}"
+        db.upgrade(ctx["db"])
+        at.ensure_topic({"bootstrap.servers": bootstrap})
+        for member in capacities:
+            static_members.add(group, member, [topic], ctx["db"])
+    report = work / f"reports-{topic}.jsonl"
+    log = work / f"children-{topic}.log"
+    mode = "subscribe" if name == "A" else "assigned"
+    for member, capacity in capacities.items():
+        cfg = {"bootstrap": bootstrap, "group": group, "topic": topic, "member": member, "capacity": capacity}
+        children.start("consumer", cfg | {"mode": mode, "report": str(report)}, log)
+    if name == "B":
+        threads.append(threading.Thread(target=advisor_loop, args=(ctx, stop, advisor_log), daemon=True))
+    samples: list[dict] = []
+    threads.append(
+        threading.Thread(
+            target=lag_sampler, args=(bootstrap, group, topic, args.partitions, stop, samples), daemon=True
+        )
+    )
+    for thread in threads:
+        thread.start()
+    time.sleep(5)  # consumers up before traffic
+    producer_cfg = {
+        "bootstrap": bootstrap,
+        "topic": topic,
+        "partitions": args.partitions,
+        "rate": args.rate,
+        "zipf": 1.1,
+        "seed": args.seed,
+        "sigma_per_sqrt_hour": 0.6,
+        "reversion_s": 1800.0,
+    }
+    children.start("producer", producer_cfg, log)
+    started = time.time()
+    t0, t1 = started + args.warmup * 60, started + (args.warmup + args.minutes) * 60
+    load = [os.getloadavg()]
+    print(
+        f"run {name}: topic {topic}, capacities {[round(c) for c in capacities.values()]} msg/s", flush=True
+    )
+    while time.time() < t1:
+        time.sleep(min(30.0, max(0.1, t1 - time.time())))
+        load.append(os.getloadavg())
+        print(f"  run {name}: {time.time() - started:5.0f} s, load {load[-1][0]:.1f}", flush=True)
+    stop.set()
+    children.stop_all()
+    for thread in threads:
+        thread.join(60)
+    reports = [json.loads(line) for line in report.read_text().splitlines() if line.strip()]
+    result = analyse(reports, samples, capacities, t0, t1)
+    result |= {
+        "run": name,
+        "topic": topic,
+        "capacities": capacities,
+        "produce_rate": args.rate,
+        "load_1min": [round(x[0], 2) for x in load],
+        "advisor": advisor_log,
+    }
+    return result
+
+
+def plot(results: list[dict], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(2, 1, figsize=(10, 7), sharex=True)
+    for r in results:
+        w = [x for x in r["windows"] if x["p99"] is not None]
+        axes[0].plot([x["t"] / 60 for x in w], [x["p99"] for x in w], label=f"run {r['run']} p99")
+        axes[0].plot(
+            [x["t"] / 60 for x in w], [x["p50"] for x in w], linestyle=":", label=f"run {r['run']} p50"
+        )
+        axes[1].plot(
+            [s["t"] / 60 for s in r["series"]],
+            [s["max_member_lag"] for s in r["series"]],
+            label=f"run {r['run']}",
+        )
+    axes[0].set_ylabel("time lag of processed records (s)")
+    axes[0].set_yscale("symlog", linthresh=1.0)
+    axes[1].set_ylabel("max member lag (messages)")
+    axes[1].set_xlabel("minutes after warm-up")
+    for ax in axes:
+        ax.legend(fontsize="small")
+    axes[0].set_title("closed loop: A = subscribe() (Kafka's assignor), B = advisor loop + AssignedConsumer")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--minutes", type=float, default=10.0, help="measured minutes per run (default 10)")
+    parser.add_argument("--warmup", type=float, default=3.0, help="warm-up minutes per run (default 3)")
+    parser.add_argument("--interval", type=float, default=45.0, help="advisor loop interval, s (default 45)")
+    parser.add_argument("--partitions", type=int, default=24)
+    parser.add_argument("--rate", type=float, default=600.0, help="total produce rate, msg/s (default 600)")
+    parser.add_argument("--consumers", type=int, default=4)
+    parser.add_argument("--capacity-factor", type=float, default=1.3)
+    parser.add_argument("--runs", default="A,B")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--bootstrap", help="use this broker instead of starting one")
+    parser.add_argument("--output", default=str(RESULTS / "closed_loop.json"))
+    parser.add_argument("--plot", default=str(RESULTS / "closed_loop.png"))
+    args = parser.parse_args(argv)
+    if args.partitions < 24 or args.consumers < 4 or args.minutes <= 0 or args.interval <= 0:
+        parser.error("need --partitions >= 24, --consumers >= 4, --minutes > 0, --interval > 0")
+    children = Children()
+    work = Path(tempfile.mkdtemp(prefix="closed-loop-"))
+    broker_dir = None
+    results: list[dict] = []
+
+    def on_signal(signum, _frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGHUP, on_signal)
+    uptime_start = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+    try:
+        bootstrap = args.bootstrap
+        if not bootstrap:
+            from rebalance_advisor.devtools import local_kafka
+
+            broker_dir = work / "kafka"
+            bootstrap = local_kafka.start(broker_dir, heap="-Xmx512m").bootstrap_servers
+            print(f"broker {bootstrap} ({broker_dir})", flush=True)
+        for name in args.runs.split(","):
+            results.append(run_once(name.strip().upper(), args, bootstrap, work, children))
+            r = results[-1]
+            print(
+                f"run {r['run']}: p50 {r['p50_time_lag_s']} s, p99 {r['p99_time_lag_s']} s, peak max member lag "
+                f"{r['peak_max_member_lag']}, overloaded {r['overloaded_share']}, moves {r['moves_gained']}",
+                flush=True,
+            )
+    except KeyboardInterrupt as stopped:
+        print(f"stopped: {stopped}", flush=True)
+    finally:
+        children.stop_all()
+        if broker_dir is not None:
+            from rebalance_advisor.devtools import local_kafka
+
+            local_kafka.stop(broker_dir)
+    by_run = {r["run"]: r for r in results}
+    target = None
+    if (
+        "A" in by_run
+        and "B" in by_run
+        and by_run["A"]["p99_time_lag_s"]
+        and by_run["B"]["p99_time_lag_s"] is not None
+    ):
+        ratio = by_run["B"]["p99_time_lag_s"] / by_run["A"]["p99_time_lag_s"]
+        target = {
+            "target": "run B p99 time lag <= 1/10 of run A's",
+            "ratio": ratio,
+            "status": "PASS" if ratio <= 0.1 else "FAIL",
+        }
+    document = {
+        "args": vars(args),
+        "uptime_start": uptime_start,
+        "uptime_end": subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip(),
+        "runs": results,
+        "target": target,
+    }
+    out = Path(args.output)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(document, indent=1))
+    print("\nrun  records  p50 s  p99 s  max s  avg max lag  peak max lag  overloaded  moves")
+    for r in results:
+        print(
+            f"{r['run']:3}  {r['records']:7}  {r['p50_time_lag_s']}  {r['p99_time_lag_s']}  {r['max_time_lag_s']}  "
+            f"{r['avg_max_member_lag']}  {r['peak_max_member_lag']}  {r['overloaded_share']}  {r['moves_gained']}"
+        )
+    if target:
+        print(f"{target['status']}  {target['target']} (ratio {target['ratio']:.3f})")
+    else:
+        print("NOT RUN  run B p99 time lag <= 1/10 of run A's")
+    if results:
+        plot(results, Path(args.plot))
+        print(f"wrote {out} and {args.plot}")
+    return 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 3 and sys.argv[1] in ("_producer", "_consumer"):
+        (run_producer if sys.argv[1] == "_producer" else run_consumer)(json.loads(sys.argv[2]))
+        sys.exit(0)
+    sys.exit(main())

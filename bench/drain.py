@@ -1,0 +1,369 @@
+"""Drain benchmark (issue 13): strategies side by side in the what-if simulator, over hours.
+
+    python bench/drain.py                 # 7 scenarios x 5 seeds x 6 simulated hours
+    python bench/drain.py --quick         # 3 small scenarios x 2 seeds x 2 hours
+    python bench/drain.py --scenarios small-z1.1,cap2x-z1.5 --seeds 3 --hours 1
+
+Each scenario is run per seed under every strategy: Kafka's ``range`` and ``sticky``, ``lag_aware``
+and ``lag_aware_sticky`` re-run every interval, the advisor's current rule (``advise_group`` with
+default thresholds and its cool-down, plans auto-approved), ``rate_aware`` with its decision rule
+(when the simulator knows it), and the oracle (true rates and capacities, sticky greedy packing).
+Same seed = same produce rates, drift and events for every strategy.
+
+Capacities: total capacity = ``headroom`` (1.2 unless the scenario says otherwise) x the peak mean
+produce rate (the daily swing's top), split equally or x2 apart; each member's capacity is at least
+1.1 x the hottest partition's peak rate (base x swing top x exp(3.5 x the drift's stationary
+spread of log-rates)), so a feasible assignment exists (without it no planner
+can avoid overload and the comparison says nothing). The table shows the resulting headroom.
+
+Per strategy and scenario: means over seeds of the overloaded share of time, p99 time lag (over
+30 s samples of every partition), moves per hour, flaps per run (moves back within 30 min), and
+average / peak max member lag. Targets for ``rate_aware`` per scenario: overloaded <= 5 %, p99 time
+lag <= 30 s, moves/h <= 2 x the oracle's and flaps <= 2 x the oracle's (the oracle's value counted
+as at least 1 move/h and 1 flap per run, so a target of exactly 0 is never demanded). Prints tables
+and PASS / FAIL / NOT RUN lines; writes bench/results/drain.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS"):
+    os.environ[_var] = "1"  # before NumPy loads: one core, no hidden thread pools
+
+import numpy as np  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "include"))
+
+from rebalance_advisor.domain import simulation  # noqa: E402
+from rebalance_advisor.domain.simulation import parse_scenario, simulate  # noqa: E402
+
+RESULTS = Path(__file__).resolve().parent / "results" / "drain.json"
+STRATEGIES = ("range", "sticky", "lag_aware", "lag_aware_sticky", "current_rule", "rate_aware", "oracle")
+TARGET_STRATEGY = "rate_aware"
+DRIFT = {"drift_sigma": 0.2, "drift_reversion_hours": 2.0, "daily_swing": 0.2}
+
+
+def _zipf_top_share(partitions: int, s: float) -> float:
+    """Share of a topic's rate on its hottest partition under Zipf(s)."""
+    return 1.0 / float((1.0 / np.arange(1, partitions + 1, dtype=float) ** s).sum())
+
+
+def _capacities(
+    topics: list[dict],
+    members: int,
+    *,
+    headroom: float = 1.2,
+    two_apart: bool = False,
+    extra_rate: float = 0.0,
+    hottest_rate: float = 0.0,
+) -> tuple[list[float], float]:
+    """Member capacities (see module docstring) and the resulting headroom over the peak rate.
+
+    ``extra_rate``: what rate-jump events add to the total at their peak; ``hottest_rate``: the
+    hottest partition they create, if hotter than any Zipf one.
+    """
+    peak = (sum(t["total_rate"] for t in topics) + extra_rate) * (1 + DRIFT["daily_swing"])
+    hottest = max(t["total_rate"] * _zipf_top_share(t["partitions"], t.get("zipf", 0.0)) for t in topics)
+    hottest = max(hottest, hottest_rate)
+    # the drift's stationary spread of log-rates is sigma sqrt(reversion / 2); allow 3.5 of it
+    spread = DRIFT["drift_sigma"] * (DRIFT["drift_reversion_hours"] / 2) ** 0.5
+    hottest *= (1 + DRIFT["daily_swing"]) * float(np.exp(3.5 * spread)) * 1.1
+    weights = np.array(
+        [1.0 if (two_apart and i < members // 2) else (2.0 if two_apart else 1.0) for i in range(members)]
+    )
+    caps = headroom * peak * weights / weights.sum()
+    caps = np.maximum(caps, hottest)
+    return [round(float(c), 3) for c in caps], float(caps.sum() / peak)
+
+
+def _members(caps: list[float], subs=None) -> list[dict]:
+    return [
+        {"id": f"m{i:03d}", "capacity": c, **({"topics": subs(i)} if subs else {})}
+        for i, c in enumerate(caps)
+    ]
+
+
+def scenario_defs() -> dict[str, dict]:
+    """The scenarios (without seed/hours/strategy); each dict is a simulator scenario + notes."""
+    defs: dict[str, dict] = {}
+
+    topics = [{"name": f"t{j}", "partitions": 6, "total_rate": 750.0, "zipf": 1.1} for j in range(8)]
+    caps, room = _capacities(topics, 6)
+    defs["small-z1.1"] = dict(
+        topics=topics,
+        members=_members(caps),
+        replan_interval_s=60,
+        handover_s=5,
+        _headroom=room,
+        _note="6 members, 8x6 partitions, Zipf 1.1, equal capacities, re-plan 60 s, handover 5 s",
+    )
+
+    topics = [{"name": f"t{j:02d}", "partitions": 8, "total_rate": 500.0, "zipf": 1.5} for j in range(16)]
+    caps, room = _capacities(topics, 8, two_apart=True)
+    defs["cap2x-z1.5"] = dict(
+        topics=topics,
+        members=_members(caps),
+        replan_interval_s=300,
+        handover_s=30,
+        _headroom=room,
+        _note="8 members with capacities x2 apart, 16x8 partitions, Zipf 1.5, re-plan 300 s, handover 30 s",
+    )
+
+    topics = [{"name": f"a{j}", "partitions": 10, "total_rate": 1250.0, "zipf": 1.1} for j in range(4)]
+    topics += [{"name": f"b{j}", "partitions": 10, "total_rate": 1250.0, "zipf": 1.1} for j in range(4)]
+    topics += [{"name": f"c{j}", "partitions": 8, "total_rate": 1000.0, "zipf": 1.1} for j in range(2)]
+    caps, room = _capacities(topics, 12, headroom=1.3)
+    side_a = ["a0", "a1", "a2", "a3", "c0", "c1"]
+    side_b = ["b0", "b1", "b2", "b3", "c0", "c1"]
+    defs["mixed-leave-return"] = dict(
+        topics=topics,
+        members=_members(caps, subs=lambda i: side_a if i < 6 else side_b),
+        events=[
+            {"at_s": 5400, "kind": "member_leave", "member": "m002"},
+            {"at_s": 9000, "kind": "member_join", "member": "m002"},
+            {"at_s": 14400, "kind": "member_leave", "member": "m008"},
+            {"at_s": 16200, "kind": "member_join", "member": "m008"},
+        ],
+        replan_interval_s=60,
+        handover_s=30,
+        _headroom=room,
+        _note="12 members, mixed subscriptions (a*+c* / b*+c*), m002 away 1.5-2.5 h, m008 away 4-4.5 h, "
+        "headroom 1.3 (1.2 of 11 members), re-plan 60 s, handover 30 s",
+    )
+
+    topics = [{"name": f"a{j}", "partitions": 10, "total_rate": 1000.0, "zipf": 1.1} for j in range(5)]
+    topics.append({"name": "c", "partitions": 16, "total_rate": 800.0})
+    # c x3 at 1 h (50 -> 150 msg/s per partition), c-2 x2 more at 3 h (300 msg/s), c /3 at 4 h
+    caps, room = _capacities(topics, 10, extra_rate=1600.0 + 150.0, hottest_rate=300.0)
+    defs["rate-jump"] = dict(
+        topics=topics,
+        members=_members(caps),
+        events=[
+            {"at_s": 3600, "kind": "rate_jump", "factor": 3.0, "topic": "c"},
+            {"at_s": 10800, "kind": "rate_jump", "factor": 2.0, "topic": "c", "partition": 2},
+            {"at_s": 14400, "kind": "rate_jump", "factor": 1 / 3, "topic": "c"},
+        ],
+        replan_interval_s=60,
+        handover_s=5,
+        _headroom=room,
+        _note="10 members, 5x10 partitions Zipf 1.1 + topic c (16 equal partitions) x3 at 1 h, c-2 x2 more "
+        "at 3 h, c back /3 at 4 h; headroom over the jumped peak; re-plan 60 s, handover 5 s",
+    )
+
+    topics = [{"name": f"t{j:03d}", "partitions": 8, "total_rate": 1250.0, "zipf": 1.1} for j in range(400)]
+    caps, room = _capacities(topics, 500)
+    defs["large-500"] = dict(
+        topics=topics,
+        members=_members(caps),
+        replan_interval_s=300,
+        handover_s=5,
+        initial_strategy="roundrobin",
+        _headroom=room,
+        _note="500 members, 400x8 partitions, Zipf 1.1, starts from roundrobin, re-plan 300 s, handover 5 s",
+    )
+
+    topics = [{"name": f"t{j:03d}", "partitions": 10, "total_rate": 500.0, "zipf": 1.5} for j in range(100)]
+    caps, room = _capacities(topics, 50, two_apart=True)
+    defs["medium-50-cap2x"] = dict(
+        topics=topics,
+        members=_members(caps),
+        replan_interval_s=60,
+        handover_s=30,
+        _headroom=room,
+        _note="50 members with capacities x2 apart, 100x10 partitions, Zipf 1.5, re-plan 60 s, handover 30 s",
+    )
+
+    topics = [
+        {"name": f"t{j}", "partitions": 8, "total_rate": 700.0, "zipf": 1.5, "start_lag": 50_000.0}
+        for j in range(6)
+    ]
+    caps, room = _capacities(topics, 6)
+    defs["backlog-drain"] = dict(
+        topics=topics,
+        members=_members(caps),
+        replan_interval_s=300,
+        handover_s=30,
+        backlog_age_s=600,
+        _headroom=room,
+        _note="6 members, 6x8 partitions, Zipf 1.5, 50,000 lag on every partition at start, re-plan 300 s, handover 30 s",
+    )
+    for d in defs.values():
+        d.update({k: v for k, v in DRIFT.items()})
+    return defs
+
+
+QUICK = ("small-z1.1", "cap2x-z1.5", "mixed-leave-return")
+MEASURES = (
+    "overloaded_share",
+    "p99_time_lag_s",
+    "moves_per_hour",
+    "flaps",
+    "avg_max_member_lag",
+    "peak_max_member_lag",
+)
+
+
+def run_one(defn: dict, name: str, strategy: str, seed: int, hours: float) -> dict:
+    data = {k: v for k, v in defn.items() if not k.startswith("_")}
+    scenario = parse_scenario({**data, "name": name}, strategy=strategy, seed=seed, hours=hours)
+    started = time.process_time()
+    summary = simulate(scenario, keep_time_lag=False).summary
+    return {
+        "scenario": name,
+        "strategy": strategy,
+        "seed": seed,
+        "cpu_s": round(time.process_time() - started, 2),
+    } | summary.to_dict()
+
+
+def aggregate(runs: list[dict]) -> dict:
+    return {m: float(np.mean([r[m] for r in runs])) for m in MEASURES} | {
+        "p99_time_lag_s_max": float(max(r["p99_time_lag_s"] for r in runs)),
+        "overloaded_share_max": float(max(r["overloaded_share"] for r in runs)),
+        "seeds": len(runs),
+        "cpu_s": float(sum(r["cpu_s"] for r in runs)),
+    }
+
+
+def targets(per_strategy: dict[str, dict]) -> list[dict]:
+    """PASS / FAIL / NOT RUN of each rate_aware target for one scenario."""
+    mine, oracle = per_strategy.get(TARGET_STRATEGY), per_strategy.get("oracle")
+    checks = [
+        ("overloaded share <= 5 %", "overloaded_share", lambda o: 0.05),
+        ("p99 time lag <= 30 s", "p99_time_lag_s", lambda o: 30.0),
+        ("moves/h <= 2x oracle", "moves_per_hour", lambda o: 2 * max(o["moves_per_hour"], 1.0)),
+        ("flaps <= 2x oracle", "flaps", lambda o: 2 * max(o["flaps"], 1.0)),
+    ]
+    out = []
+    for label, key, limit in checks:
+        if mine is None or oracle is None:
+            out.append({"target": label, "key": key, "status": "NOT RUN", "value": None, "limit": None})
+            continue
+        bound = limit(oracle)
+        out.append(
+            {
+                "target": label,
+                "status": "PASS" if mine[key] <= bound else "FAIL",
+                "value": mine[key],
+                "limit": bound,
+            }
+        )
+    return out
+
+
+def table(rows: list[list[str]]) -> str:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return "\n".join(
+        "  ".join(
+            c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True))
+        )
+        for r in rows
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="3 small scenarios, 2 seeds, 2 hours")
+    parser.add_argument("--scenarios", help="comma-separated scenario names (default: all, or the quick set)")
+    parser.add_argument("--strategies", help="comma-separated strategies (default: all the simulator knows)")
+    parser.add_argument("--seeds", type=int, help="seeds per scenario (default 5, quick 2)")
+    parser.add_argument("--hours", type=float, help="simulated hours (default 6, quick 2)")
+    parser.add_argument("--output", default=str(RESULTS), help="JSON results file")
+    args = parser.parse_args(argv)
+    defs = scenario_defs()
+    names = args.scenarios.split(",") if args.scenarios else list(QUICK if args.quick else defs)
+    unknown = [n for n in names if n not in defs]
+    if unknown:
+        parser.error(f"unknown scenario {unknown[0]!r} (known: {', '.join(defs)})")
+    seeds = args.seeds or (2 if args.quick else 5)
+    hours = args.hours or (2.0 if args.quick else 6.0)
+    wanted = args.strategies.split(",") if args.strategies else list(STRATEGIES)
+    known = set(simulation.SIM_STRATEGIES)
+    strategies = [s for s in wanted if s in known]
+    not_run = [s for s in wanted if s not in known]
+    started = time.time()
+    load_start = os.getloadavg()[0]
+    runs: list[dict] = []
+    report: dict[str, dict] = {}
+    for name in names:
+        defn = defs[name]
+        per: dict[str, dict] = {}
+        for strategy in strategies:
+            mine = [run_one(defn, name, strategy, seed, hours) for seed in range(seeds)]
+            runs.extend(mine)
+            per[strategy] = aggregate(mine)
+        report[name] = {
+            "note": defn["_note"],
+            "headroom": round(defn["_headroom"], 3),
+            "strategies": per,
+            "targets": targets(per),
+        }
+        print(f"\n== {name}: {defn['_note']}; headroom {defn['_headroom']:.2f}; {seeds} seeds x {hours:g} h")
+        rows = [
+            [
+                "strategy",
+                "overloaded",
+                "p99 time lag s",
+                "moves/h",
+                "flaps/run",
+                "avg max lag",
+                "peak max lag",
+                "cpu s",
+            ]
+        ]
+        for strategy, a in per.items():
+            rows.append(
+                [
+                    strategy,
+                    f"{a['overloaded_share']:.1%}",
+                    f"{a['p99_time_lag_s']:,.1f}",
+                    f"{a['moves_per_hour']:,.1f}",
+                    f"{a['flaps']:,.1f}",
+                    f"{a['avg_max_member_lag']:,.0f}",
+                    f"{a['peak_max_member_lag']:,.0f}",
+                    f"{a['cpu_s']:.1f}",
+                ]
+            )
+        for strategy in not_run:
+            rows.append([strategy, "NOT RUN", "", "", "", "", "", ""])
+        print(table(rows), flush=True)
+    print(f"\n== targets for {TARGET_STRATEGY} (means over seeds)")
+    lines = []
+    for name, r in report.items():
+        for t in r["targets"]:
+            oracle = r["strategies"].get("oracle", {}).get(t["key"])
+            shown = (
+                ""
+                if t["value"] is None
+                else f" ({t['value']:.3g} vs limit {t['limit']:.3g}; oracle {oracle:.3g})"
+            )
+            lines.append(f"{t['status']:8} {name}: {t['target']}{shown}")
+    print("\n".join(lines))
+    document = {
+        "hours": hours,
+        "seeds": seeds,
+        "strategies": strategies,
+        "not_run": not_run,
+        "wall_s": round(time.time() - started, 1),
+        "load_1min_start": round(load_start, 2),
+        "load_1min_end": round(os.getloadavg()[0], 2),
+        "scenarios": report,
+        "runs": runs,
+    }
+    out = Path(args.output)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(document, indent=1))
+    print(
+        f"\nwall {document['wall_s']} s, load {load_start:.1f} -> {document['load_1min_end']:.1f}; wrote {out}"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
