@@ -219,15 +219,26 @@ def _reap(pid: int) -> None:
         os.waitpid(pid, os.WNOHANG)
 
 
-def stop_groups(pgids: set[int], grace: float = STOP_GRACE_S) -> set[int]:
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")[:120]
+    except OSError:
+        return "?"
+
+
+def stop_groups(pgids: set[int], grace: float = STOP_GRACE_S, echo=None) -> set[int]:
     """SIGTERM the process groups at once, SIGKILL what is left after ``grace`` s; those that ran.
 
     At once, not one by one: the scheduler waits for its running tasks, which sit in groups of
-    their own, so stopping Airflow before them only waits out the grace period.
+    their own, so stopping Airflow before them only waits out the grace period. ``echo`` is told
+    which processes ignored SIGTERM.
     """
     running = {g for g in pgids if group_pids(g)}
     for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 10.0)):
         alive = {g for g in running if group_pids(g)}
+        if sig == signal.SIGKILL and alive and echo:
+            stuck = [f"{pid} {_cmdline(pid)}" for g in alive for pid in group_pids(g)]
+            echo(f"still running {grace:.0f} s after SIGTERM, killed: " + "; ".join(stuck))
         for pgid in alive:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(pgid, sig)
@@ -346,10 +357,11 @@ def _check_ports_free(ports: StackPorts, broker_running: bool) -> None:
 class AirflowApi:
     """A small client of Airflow's public REST API (``/api/v2``) with a JWT from ``/auth/token``."""
 
-    def __init__(self, base_url: str, user: str, password: str, timeout: float = 30.0) -> None:
+    def __init__(self, base_url: str, user: str, password: str, timeout: float = 60.0) -> None:
         import httpx
 
         self.base_url = base_url.rstrip("/")
+        self.timeout = timeout
         self._user, self._password = user, password
         self._http = httpx.Client(base_url=self.base_url, timeout=timeout)
         self._token: str | None = None
@@ -368,9 +380,23 @@ class AirflowApi:
         return self._token
 
     def request(self, method: str, path: str, **kwargs: Any):
-        """One call under ``/api/v2``; the raw response (callers check the status they expect)."""
+        """One call under ``/api/v2``; the raw response (callers check the status they expect).
+
+        Reads are retried after a timeout or a refused connection: on a loaded small machine the API
+        server's one worker can stall, and its monitor then restarts it.
+        """
+        import httpx
+
         headers = {"Authorization": f"Bearer {self.token()}"}
-        return self._http.request(method, f"/api/v2{path}", headers=headers, **kwargs)
+        attempts = 3 if method == "GET" else 1
+        for attempt in range(1, attempts + 1):
+            try:
+                return self._http.request(method, f"/api/v2{path}", headers=headers, **kwargs)
+            except httpx.TransportError as error:  # a timeout, or the worker restarting
+                if attempt == attempts:
+                    raise StackError(f"{method} /api/v2{path}: no answer ({error})") from None
+                time.sleep(2.0)
+        raise AssertionError("unreachable")
 
     def json(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
         response = self.request(method, path, **kwargs)
@@ -544,7 +570,7 @@ def _stop_all(components, paths: StackPaths, broker_started: bool, echo) -> bool
     broker = local_kafka.status(paths.kafka_dir) if broker_started else None
     spared = {broker.pid} if broker else set()  # stopped by its own tool, which also clears its state
     names = {c.pid: c.name for c in components}
-    stopped = stop_groups(({c.pid for c in components} | _marked_groups(paths)) - spared)
+    stopped = stop_groups(({c.pid for c in components} | _marked_groups(paths)) - spared, echo=echo)
     for pgid in sorted(stopped):
         echo(f"stopped {names.get(pgid, 'left-over process group')} ({pgid})")
     if broker_started and local_kafka.stop(paths.kafka_dir):
@@ -583,7 +609,7 @@ def status() -> StackStatus:
     if state is None:
         return StackStatus(None, False, (), (), broker.bootstrap_servers if broker else None)
     running = _running(state)
-    report = health(state.url)
+    report = health(state.url, timeout=15.0)  # a loaded machine's API can be slow, not down
     return StackStatus(
         state.url,
         report is not None,
