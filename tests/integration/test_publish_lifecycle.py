@@ -334,7 +334,7 @@ def test_db_prune_drops_old_advisor_history_but_keeps_standing_plans(
     lifecycle.reject(newest_old, "alice", url)
     old_plans = [superseded, superseded + 1, rejected, approved, newest_old]
     with db.connect(url) as conn:
-        run_of = dict(conn.execute(sa.select(Plan.id, Plan.run_id)))
+        run_of = {plan: run for plan, run in conn.execute(sa.select(Plan.id, Plan.run_id))}
         long_ago = datetime.now(UTC) - timedelta(days=40)
         conn.execute(
             sa.update(AdvisorRun)
