@@ -8,7 +8,7 @@ export PATH := $(abspath $(BIN)):$(PATH)
 export PYSPARK_PYTHON := $(abspath $(BIN))/python
 export PYSPARK_DRIVER_PYTHON := $(abspath $(BIN))/python
 
-.PHONY: setup demo test lint format kafka-jars system-deps bench clean
+.PHONY: setup demo airflow test lint format kafka-jars system-deps bench clean
 
 setup: system-deps $(STAMP) kafka-jars
 
@@ -27,6 +27,11 @@ system-deps:
 
 demo: setup
 	$(BIN)/rebalance-advisor demo
+
+# A real Airflow 3 (standalone) with the DAGs, the UI plugin, a local broker and the demo load, in
+# the background; `rebalance-advisor dev airflow stop` ends it all.
+airflow: setup
+	$(BIN)/rebalance-advisor dev airflow start
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

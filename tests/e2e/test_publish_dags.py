@@ -156,6 +156,14 @@ def test_plan_approval_dag(airflow_home, connections: str, kafka_bootstrap: str)
     assert dag.test(run_conf={"plan_id": 987654, "decision": "reject"}).state == "failed"
     assert time.monotonic() - started < 30
 
+    # a dynamic (subscribe()) group's plan is advice only: refused at once, nothing published
+    dynamic_group = f"dynamic-{uuid.uuid4().hex[:8]}"
+    dynamic = record_plan(url, dynamic_group, ["c0", "c1"], [5000, 100, 100, 100])
+    run = dag.test(run_conf={"plan_id": dynamic, "decision": "approve"})
+    assert run.state == "failed" and _states(run)["apply_decision"] == "failed"
+    assert get_plan(dynamic, url)["status"] == "recommended"
+    assert read_topic({"bootstrap.servers": kafka_bootstrap}, DEFAULT_TOPIC).group(dynamic_group) == {}
+
 
 def _skewed_group(bootstrap: str, topic: str, group: str, counts: list[int]) -> None:
     """Produce ``counts[p]`` records to partition p and commit offset 0 for the group (memberless)."""

@@ -78,13 +78,14 @@ def writable_api(
     """Like ``api`` on a private copy of the database (for approve/reject)."""
     url = copy_of(request, planned_demo_db, tmp_path)
     with _client(url) as client:
-        yield _Caller(client, auth)
+        yield _Caller(client, auth, url)
 
 
 class _Caller:
-    def __init__(self, client, tokens: dict[str, str]) -> None:
+    def __init__(self, client, tokens: dict[str, str], url: str | None = None) -> None:
         self.client = client
         self.tokens = tokens
+        self.url = url
 
     def _headers(self, user: str | None) -> dict[str, str]:
         return {"Authorization": f"Bearer {self.tokens[user]}"} if user else {}
@@ -154,9 +155,9 @@ def test_group_detail_now_plans_and_history(api: _Caller, planned_demo_db: Plann
     assert [p["snapshot_id"] for p in g["imbalance_history"]] == list(planned_demo_db.snapshot_ids)
     assert all(p["imbalance"] == pytest.approx(160 / 105, rel=1e-4) for p in g["imbalance_history"])
     statuses = [p["status"] for p in g["plans"]]
-    # the second run kept the first plan (cool-down): one recommended, the newer one skipped
-    assert statuses == ["skipped", "recommended"], statuses
-    assert g["plans"][1]["max_lag_after"] == 110_000  # KAFKA-5337: C0 gets 100k, C1 60k+50k
+    # the second run kept the first plan (cool-down) and stored no plan of its own, only its outcome
+    assert statuses == ["recommended"], statuses
+    assert g["plans"][0]["max_lag_after"] == 110_000  # KAFKA-5337: C0 gets 100k, C1 60k+50k
 
 
 def test_plan_detail_has_assignment_diff_and_member_lag(api: _Caller) -> None:
@@ -311,7 +312,17 @@ def test_viewer_reads_but_cannot_approve(writable_api: _Caller) -> None:
 
 
 def test_approve_then_409_and_transition_recorded(writable_api: _Caller) -> None:
+    from rebalance_advisor.services import static_members as registry
+
     plan_id = _kip_plan_id(writable_api)
+    # kip-example's consumers subscribe(): its plan is advice only until the group is manual-assign
+    refused = writable_api.post(f"/api/plans/{plan_id}/approve", user="operator")
+    assert refused.status_code == 409, refused.text
+    assert "dynamic (subscribe()) group" in refused.json()["detail"]
+    assert "advice only" in refused.json()["detail"] and "manual-assign" in refused.json()["detail"]
+    assert writable_api.get(f"/api/plans/{plan_id}").json()["plan"]["status"] == "recommended"
+    registry.add("kip-example", "C0", ["t0"], writable_api.url)
+    registry.add("kip-example", "C1", ["t0"], writable_api.url)
     r = writable_api.post(f"/api/plans/{plan_id}/approve", user="operator", json={"note": "looks right"})
     assert r.status_code == 200, r.text
     assert r.json()["status"] == "approved"
@@ -328,14 +339,13 @@ def test_approve_then_409_and_transition_recorded(writable_api: _Caller) -> None
     assert "'approved'" in again.json()["detail"] and "recommended" in again.json()["detail"]
 
 
-def test_reject_and_skipped_plan_conflict(writable_api: _Caller) -> None:
+def test_reject_then_approve_conflict(writable_api: _Caller) -> None:
     plans = writable_api.get("/api/plans", params={"group": "kip-example"}).json()["items"]
-    skipped = next(p for p in plans if p["status"] == "skipped")
-    r = writable_api.post(f"/api/plans/{skipped['id']}/approve")
-    assert r.status_code == 409 and "'skipped'" in r.json()["detail"]
     recommended = next(p for p in plans if p["status"] == "recommended")
     r = writable_api.post(f"/api/plans/{recommended['id']}/reject")
     assert r.status_code == 200 and r.json()["status"] == "rejected"
+    r = writable_api.post(f"/api/plans/{recommended['id']}/approve")
+    assert r.status_code == 409 and "'rejected' is final" in r.json()["detail"]
     listed = {g["group_id"]: g for g in writable_api.get("/api/groups").json()["groups"]}
     assert listed["kip-example"]["latest_plan_status"] == "rejected"
 

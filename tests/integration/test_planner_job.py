@@ -95,9 +95,10 @@ def test_outcomes_plans_views_and_cooldown(spark, db_url):  # noqa: F811
     # 2,000 + 2,000 + 1,500 = 5,500 on worker-b: max 30,000 beats the best count-balanced 31,500.
     assert manual == {"worker-a": [("manual-topic", 0)],
                       "worker-b": [("manual-topic", 1), ("manual-topic", 2), ("manual-topic", 3)]}  # fmt: skip
-    statuses = [(p["group_id"], p["status"]) for p in store_plans.list_plans(db_url, group="kip-example")]
-    assert statuses == [("kip-example", "skipped"), ("kip-example", "recommended")]
-    # The skipped candidate is not the latest plan; the first recommendation still stands.
+    statuses = [(p["id"], p["status"]) for p in store_plans.list_plans(db_url, group="kip-example")]
+    assert statuses == [(plan_id, "recommended")]  # the held-back candidate keeps only its outcome row
+    assert outcomes["kip-example"]["plan_id"] is None
+    # The first recommendation still stands.
     with db.connect(db_url) as conn:
         assert conn.execute(
             sa.text("SELECT id FROM latest_plan_per_group WHERE group_id='kip-example'")

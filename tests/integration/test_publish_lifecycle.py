@@ -40,6 +40,13 @@ def _statuses(url: str, *plan_ids: int) -> list[str]:
     return [get_plan(i, url)["status"] for i in plan_ids]
 
 
+def _manual_assign(url: str, *groups: str) -> None:
+    """Register w0 and w1 as the consumers of manual-assign ``groups`` (only those plans publish)."""
+    for group in groups:
+        for member in ("w0", "w1"):
+            registry.add(group, member, ["data"], url)
+
+
 def _closed_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -47,6 +54,7 @@ def _closed_port() -> int:
 
 
 def test_transitions_legal_illegal_and_recorded(url: str) -> None:
+    _manual_assign(url, "g", "h")
     first = record_plan(url, "g", ["w0", "w1"], SKEWED)
     done = lifecycle.approve(first, "alice", url, airflow_run_id="manual__1", note="ok")
     assert (done.from_status, done.to_status, done.group_id) == ("recommended", "approved", "g")
@@ -90,6 +98,7 @@ def test_unknown_plan_and_superseded_plan_are_refused(url: str, kafka_bootstrap:
 
 
 def test_two_approvers_race_one_wins(url: str) -> None:
+    _manual_assign(url, "g")
     plan_id = record_plan(url, "g", ["w0", "w1"], SKEWED)
     barrier = threading.Barrier(2)
     outcomes: list[str] = []
@@ -132,8 +141,7 @@ def test_db_prune_keeps_plans_and_runs_of_pruned_snapshots(
     group = {"topics": {"data": [(9_000, 0), (500, 0)]}}
     old = store.write_snapshot(make_snapshot({"g": group}, datetime.now(UTC) - timedelta(days=30)), url)
     store.write_snapshot(make_snapshot({"g": group}), url)
-    registry.add("g", "w0", ["data"], url)
-    registry.add("g", "w1", ["data"], url)
+    _manual_assign(url, "g", "h")
     published, approved, superseded = [
         record_plan(url, group_id, ["w0", "w1"], SKEWED, snapshot_id=old) for group_id in ("g", "h", "k")
     ]
@@ -249,6 +257,7 @@ def test_cli_plan_status(
     sqlite_url: str, kafka_bootstrap: str, topic: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     db.upgrade(sqlite_url)
+    _manual_assign(sqlite_url, "g")
     plan_id = str(record_plan(sqlite_url, "g", ["w0", "w1"], SKEWED))
     base = ["--db", sqlite_url]
     kafka = ["--bootstrap-servers", kafka_bootstrap, "--topic", topic]
@@ -265,3 +274,94 @@ def test_cli_plan_status(
     assert "approved -> published  by carol" in out
     assert main(["plan-status", "reject", "999", *base]) == 1
     assert "plan 999 does not exist" in capsys.readouterr().err
+
+
+@pytest.mark.kafka
+def test_dynamic_group_plan_is_advice_only(
+    sqlite_url: str, kafka_bootstrap: str, topic: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A subscribe() group's plan is neither approved nor published, by the service or the CLI,
+    until the group is registered as manual-assign; nothing reaches the topic before that."""
+    from rebalance_advisor.store.plan_models import Plan
+
+    url = sqlite_url
+    db.upgrade(url)
+    config = {"bootstrap.servers": kafka_bootstrap}
+    plan_id = record_plan(url, "dyn", ["w0", "w1"], SKEWED)
+    with pytest.raises(lifecycle.AdviceOnly, match=r"group 'dyn', a dynamic \(subscribe\(\)\) group"):
+        lifecycle.approve(plan_id, "alice", url)
+    base = ["--db", url, "--bootstrap-servers", kafka_bootstrap, "--topic", topic]
+    assert main(["plan-status", "approve", str(plan_id), "--publish", *base]) == 1
+    err = capsys.readouterr().err
+    assert "advice only" in err and "manual-assign" in err and len(err.strip().splitlines()) == 1
+    assert _statuses(url, plan_id) == ["recommended"]
+
+    # approved before this rule existed (or unregistered since): publishing still refuses, before Kafka
+    with db.connect(url) as conn:
+        conn.execute(sa.update(Plan).where(Plan.id == plan_id).values(status="approved"))
+    with pytest.raises(lifecycle.AdviceOnly, match="advice only"):
+        lifecycle.publish(plan_id, config, "alice", url, topic=topic)
+    assert main(["plan-status", "publish", str(plan_id), *base]) == 1
+    assert "advice only" in capsys.readouterr().err
+    assert _statuses(url, plan_id) == ["approved"]
+    assert read_topic(config, topic, timeout=10).group("dyn") == {}
+
+    _manual_assign(url, "dyn")  # now the operator says these consumers assign() what we publish
+    assert main(["plan-status", "publish", str(plan_id), *base]) == 0
+    assert _statuses(url, plan_id) == ["published"]
+    assert set(read_topic(config, topic, timeout=10).group("dyn")) == {"w0", "w1"}
+
+
+def test_db_prune_drops_old_advisor_history_but_keeps_standing_plans(
+    url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Plan retention: runs older than the retention go with their outcomes and their superseded,
+    rejected plans (assignments and transitions too); a standing plan keeps itself and its run;
+    the newest run always stays."""
+    from datetime import UTC, datetime, timedelta
+
+    from rebalance_advisor.store.plan_models import AdvisorRun, GroupOutcome, Plan, PlanAssignment
+
+    _manual_assign(url, "a")
+    superseded = record_plan(url, "s", ["w0", "w1"], SKEWED)
+    record_plan(url, "s", ["w0", "w1"], OTHER)  # supersedes the first: standing, in an old run
+    rejected = record_plan(url, "r", ["w0", "w1"], SKEWED)
+    lifecycle.reject(rejected, "alice", url)
+    approved = record_plan(url, "a", ["w0", "w1"], SKEWED)
+    lifecycle.approve(approved, "alice", url)
+    recent = record_plan(url, "n", ["w0", "w1"], SKEWED)
+    newest_old = record_plan(url, "z", ["w0", "w1"], SKEWED)
+    lifecycle.reject(newest_old, "alice", url)
+    old_plans = [superseded, superseded + 1, rejected, approved, newest_old]
+    with db.connect(url) as conn:
+        run_of = {plan: run for plan, run in conn.execute(sa.select(Plan.id, Plan.run_id))}
+        long_ago = datetime.now(UTC) - timedelta(days=40)
+        conn.execute(
+            sa.update(AdvisorRun)
+            .where(AdvisorRun.id.in_([run_of[p] for p in old_plans]))
+            .values(started_at=long_ago)
+        )
+    assert main(["db", "prune", "--db", url, "--plan-retention-hours", "720"]) == 0
+    out = capsys.readouterr().out
+    # by hand: superseded + rejected go (newest_old's run is the newest run: kept, rejected or not);
+    # outcomes of the 3 old runs not kept as newest; runs of superseded and rejected go
+    assert "pruned 2 plan(s), 4 outcome(s) and 2 advisor run(s) older than 720 h" in out, out
+    assert get_plan(superseded, url) is None and get_plan(rejected, url) is None
+    assert _statuses(url, superseded + 1, approved, recent, newest_old) == [
+        "recommended", "approved", "recommended", "rejected",
+    ]  # fmt: skip
+    with db.connect(url) as conn:
+        assert (
+            conn.execute(
+                sa.select(sa.func.count()).where(PlanAssignment.plan_id.in_([superseded, rejected]))
+            ).scalar_one()
+            == 0
+        )
+        assert conn.execute(sa.select(sa.func.count()).select_from(PlanTransition).where(
+            PlanTransition.plan_id.in_([superseded, rejected]))).scalar_one() == 0  # fmt: skip
+        runs_left = set(conn.execute(sa.select(AdvisorRun.id)).scalars())
+        assert runs_left == {run_of[p] for p in (superseded + 1, approved, recent, newest_old)}
+        outcome_runs = set(conn.execute(sa.select(GroupOutcome.run_id)).scalars())
+        assert outcome_runs == {run_of[recent], run_of[newest_old]}
+    assert main(["db", "prune", "--db", url, "--plan-retention-hours", "720"]) == 0
+    assert "pruned 0 plan(s), 0 outcome(s) and 0 advisor run(s)" in capsys.readouterr().out

@@ -9,8 +9,11 @@ pyspark is imported lazily, Airflow only by :func:`connection_settings`.
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
+import re
 import sys
+import threading
 import zipfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -48,6 +51,15 @@ _SUBMIT_ONLY_EXTRA = {"deploy-mode", "spark-binary", "spark-home", "principal", 
 _EXTRA_ALIASES = {"queue": "spark.yarn.queue", "namespace": "spark.kubernetes.namespace"}
 
 _ZIP_TIMESTAMP = (1980, 1, 1, 0, 0, 0)
+
+#: a log4j line at ERROR or FATAL ("26/11/22 19:21:56 ERROR Executor: ..."), or a Python/Java failure
+_ERROR_LINE = re.compile(
+    r"\b(ERROR|FATAL|SEVERE)\b|^Traceback |^Exception in thread |^\S+(Error|Exception)\b"
+)
+#: continuation of a stack trace: indented frames, "Caused by", "... 12 more"
+_CONTINUATION = re.compile(r"^(\s+\S|Caused by:|\s*\.\.\. \d+ more)")
+_jvm_stderr_routed = False
+_route_lock = threading.Lock()
 
 
 def package_dir() -> Path:
@@ -212,3 +224,50 @@ def connection_settings(conn_id: str = "spark_default") -> tuple[str, dict[str, 
     return master_from_connection(connection.host, connection.port), conf_from_extra(
         connection.extra_dejson or {}
     )
+
+
+def jvm_line_level(line: str, previous: int = logging.INFO) -> int:
+    """The log level of one line a Spark JVM wrote to stderr.
+
+    ERROR/FATAL lines, exceptions and their stack traces stay errors; everything else Spark prints
+    (its log4j profile notice, WARN lines about the hostname or native Hadoop, the JDK's incubator
+    module warning) is start-up chatter and becomes INFO.
+    """
+    if _ERROR_LINE.search(line):
+        return logging.ERROR
+    if previous == logging.ERROR and _CONTINUATION.match(line):
+        return logging.ERROR
+    return logging.INFO
+
+
+def route_jvm_stderr(logger_name: str = "rebalance_advisor.spark.jvm") -> bool:
+    """Send what a Spark JVM started from this process writes to stderr through a logger.
+
+    Why: under Airflow a task's stderr is logged at ERROR, so Spark's harmless chatter showed as red
+    ``[error]`` lines in every plan task. The JVM inherits file descriptor 2; this points fd 2 at a
+    pipe whose lines a daemon thread logs at :func:`jvm_line_level`. Only for a process that
+    logs through handlers not writing to fd 2 (an Airflow task, whose logs go over their own
+    channel). Once per process; False when already routed.
+    """
+    global _jvm_stderr_routed
+    with _route_lock:
+        if _jvm_stderr_routed:
+            return False
+        _jvm_stderr_routed = True
+        sys.stderr.flush()
+        read_end, write_end = os.pipe()
+        os.dup2(write_end, 2)
+        os.close(write_end)
+    logger = logging.getLogger(logger_name)
+
+    def pump() -> None:
+        level = logging.INFO
+        with os.fdopen(read_end, "r", encoding="utf-8", errors="replace") as lines:
+            for line in lines:
+                text = line.rstrip()
+                if text:
+                    level = jvm_line_level(text, level)
+                    logger.log(level, "%s", text)
+
+    threading.Thread(target=pump, name="spark-jvm-stderr", daemon=True).start()
+    return True

@@ -1,10 +1,11 @@
-"""``rebalance-advisor dev kafka ...``: the local broker for the demo and the tests."""
+"""``rebalance-advisor dev kafka|airflow ...``: the local broker, and a local Airflow with the project's DAGs."""
 
 from __future__ import annotations
 
 import argparse
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 
@@ -46,6 +47,32 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     groups.add_argument("--bootstrap-server", default=None, help="default: the local broker")
     groups.add_argument("tool_args", nargs=argparse.REMAINDER, help="arguments passed to the tool")
     groups.set_defaults(func=_consumer_groups)
+    _register_airflow(dev_sub)
+
+
+def _register_airflow(dev_sub: argparse._SubParsersAction) -> None:
+    from rebalance_advisor.devtools import airflow_stack as stack
+
+    airflow = dev_sub.add_parser(
+        "airflow",
+        help="start, stop, status of a local Airflow 3 with the project's DAGs, a broker and the demo load",
+    )
+    airflow_sub = airflow.add_subparsers(dest="airflow_command", metavar="ACTION", required=True)
+    start = airflow_sub.add_parser(
+        "start", help="bring it all up in the background; prints the URL and login"
+    )
+    start.add_argument("--port", type=int, default=stack.DEFAULT_API_PORT, help="Airflow UI/API port")
+    start.add_argument("--host", default="127.0.0.1", help="address the UI/API binds to (default 127.0.0.1)")
+    start.add_argument("--kafka-port", type=int, default=stack.DEFAULT_KAFKA_PORT, help="local broker port")
+    start.add_argument("--worker-log-port", type=int, default=stack.DEFAULT_WORKER_LOG_PORT,
+                       help="log server port of the task workers")  # fmt: skip
+    start.add_argument("--trigger-log-port", type=int, default=stack.DEFAULT_TRIGGER_LOG_PORT,
+                       help="log server port of the triggerer")  # fmt: skip
+    start.add_argument("--no-demo-load", action="store_true", help="do not load the demo workload")
+    start.add_argument("--timeout", type=float, default=stack.START_TIMEOUT_S, help="seconds to wait")
+    start.set_defaults(func=_airflow_start)
+    airflow_sub.add_parser("stop", help="stop everything start started").set_defaults(func=_airflow_stop)
+    airflow_sub.add_parser("status", help="what runs now").set_defaults(func=_airflow_status)
 
 
 def _fetch(args: argparse.Namespace) -> int:
@@ -95,3 +122,59 @@ def _consumer_groups(args: argparse.Namespace) -> int:
     return subprocess.run(
         localkafka.consumer_groups_command(bootstrap, *tool_args), stdout=sys.stdout
     ).returncode
+
+
+def _airflow_start(args: argparse.Namespace) -> int:
+    from rebalance_advisor.devtools import airflow_stack as stack
+
+    ports = stack.StackPorts(args.port, args.kafka_port, args.worker_log_port, args.trigger_log_port)
+    for name, port in vars(ports).items():
+        if not 0 < port < 65536:
+            raise stack.StackError(f"the {name} port must be between 1 and 65535, got {port}")
+    report = stack.start(
+        ports,
+        host=args.host,
+        timeout=args.timeout,
+        workload=not args.no_demo_load,
+        echo=lambda text: print(text, flush=True),
+    )
+    print(f"""
+Airflow is running: {report.url}  (UI after {report.ui_ready_s:.1f} s, DAGs unpaused after {report.dags_unpaused_s:.1f} s)
+  login:       {report.user} / {report.password}  (from {report.password_file})
+  kafka:       {report.bootstrap_servers}  (connection kafka_default)
+  plan db:     {report.db_url}  (connection rebalance_advisor_db; the CLI's default)
+  AIRFLOW_HOME {report.airflow_home}""")  # fmt: skip
+    print("  the snapshot DAG runs now, then on its schedule; each snapshot triggers the advisor DAG")
+    print("stop it with: rebalance-advisor dev airflow stop")
+    return 0
+
+
+def _airflow_stop(args: argparse.Namespace) -> int:
+    from rebalance_advisor.devtools import airflow_stack as stack
+
+    began = time.monotonic()
+    stopped = stack.stop(echo=lambda text: print(text, flush=True))
+    print(f"stopped in {time.monotonic() - began:.1f} s" if stopped else "nothing was running")
+    return 0
+
+
+def _airflow_status(args: argparse.Namespace) -> int:
+    from rebalance_advisor.devtools import airflow_stack as stack
+
+    now = stack.status()
+    if now.url is None:
+        print(
+            "the local Airflow stack is not running"
+            + (f"; a broker runs at {now.broker}" if now.broker else "")
+        )
+        return 3
+    print(f"Airflow {now.url}: API {'answers' if now.api_healthy else 'does not answer'}")
+    for name, part in (now.health or {}).items():
+        if isinstance(part, dict) and "status" in part:
+            print(f"  {name}: {part['status']}")
+    for name in now.running:
+        print(f"  running: {name}")
+    for name in now.stopped:
+        print(f"  NOT running: {name}")
+    print(f"  kafka: {now.broker or 'NOT running'}")
+    return 0 if now.running and not now.stopped and now.api_healthy else 3

@@ -55,11 +55,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     up = dbsub.add_parser("upgrade", help="create or migrate the tables (Alembic, idempotent)")
     up.add_argument("--db", default=None, help="SQLAlchemy URL")
     up.set_defaults(func=_db_upgrade)
-    pr = dbsub.add_parser("prune", help="delete snapshots older than the retention (the newest is kept)")
+    pr = dbsub.add_parser("prune", help="delete snapshots and advisor history older than the retention")
     pr.add_argument("--db", default=None, help="SQLAlchemy URL")
     retention = SnapshotParams.model_fields["retention_hours"].default
     pr.add_argument("--retention-hours", type=_positive, default=retention,
                     help=f"keep this many hours (default {retention:g})")  # fmt: skip
+    plan_retention = SnapshotParams.model_fields["plan_retention_hours"].default
+    pr.add_argument("--plan-retention-hours", type=_positive, default=plan_retention,
+                    help=f"keep advisor runs and their plans this many hours (default {plan_retention:g}); "
+                    "standing plans (recommended, approved, published) and the newest run always stay")  # fmt: skip
     pr.set_defaults(func=_db_prune)
 
 
@@ -128,6 +132,11 @@ def _db_prune(args: argparse.Namespace) -> int:
     from rebalance_advisor import store
 
     store.db.require_schema(args.db)
+    from rebalance_advisor.store.plans import prune_plans
+
     deleted = store.prune(timedelta(hours=args.retention_hours), args.db)
     print(f"pruned {deleted} snapshot(s) older than {args.retention_hours:g} h")
+    pruned = prune_plans(timedelta(hours=args.plan_retention_hours), args.db)
+    print(f"pruned {pruned.plans} plan(s), {pruned.outcomes} outcome(s) and {pruned.runs} advisor run(s) "
+          f"older than {args.plan_retention_hours:g} h (standing plans kept)")  # fmt: skip
     return 0

@@ -30,6 +30,9 @@ def _params(params: Mapping[str, Any]):
 
 def prepare_spark_env(context: Any = None) -> None:
     """Executors start ``PYSPARK_PYTHON``; default it to this interpreter before the session exists."""
+    from rebalance_advisor.adapters.spark_session import route_jvm_stderr
+
+    route_jvm_stderr()  # the JVM's start-up chatter as INFO, not as red stderr lines
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     bin_dir = os.path.dirname(sys.executable)
     if bin_dir not in os.environ.get("PATH", "").split(os.pathsep):

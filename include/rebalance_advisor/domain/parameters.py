@@ -242,6 +242,11 @@ class SnapshotParams(ParamModel):
     retention_hours: float = surface(
         168.0, ge=0.0, le=87600.0, description="prune snapshots older than this many hours (0: keep all)"
     )
+    plan_retention_hours: float = surface(
+        720.0, ge=0.0, le=87600.0,
+        description="prune advisor runs older than this many hours, with their outcomes and their "
+        "superseded or rejected plans; standing plans and the newest run stay (0: keep all)",
+    )  # fmt: skip
     timeout_s: float = surface(
         30.0, gt=0.0, le=3600.0, cli="--timeout", description="seconds per Kafka request"
     )

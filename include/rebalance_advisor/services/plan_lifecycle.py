@@ -7,6 +7,11 @@ Every status change writes a ``plan_transitions`` row (actor, Airflow run, time,
 same transaction, under a row lock (``SELECT ... FOR UPDATE`` on PostgreSQL) and a conditional
 ``UPDATE ... WHERE status = <the status read>``, so of two concurrent approvers exactly one wins.
 
+Only plans of manual-assign groups (registered static members) may become ``approved`` or
+``published`` (:func:`require_manual_assign`, checked in :func:`transition` and before
+:func:`publish` writes to Kafka): a dynamic (``subscribe()``) group's plan is advice only, whichever
+entry point asks (the approval DAG, ``plan-status``, the web API).
+
 Publishing (:func:`publish`) writes to Kafka first (``publisher.publish_assignments``, one Kafka
 transaction) and only then, in one DB transaction, stores the epoch, marks the plan ``published``
 and the group's older standing plans ``superseded``. If the broker is down nothing changes (the
@@ -56,6 +61,31 @@ class UnknownPlan(AdvisorError):
 
 class IllegalTransition(AdvisorError):
     """The plan's status does not allow the requested change (the message says what does)."""
+
+
+class AdviceOnly(IllegalTransition):
+    """The plan is of a dynamic (``subscribe()``) group: advice only, never approved or published."""
+
+
+#: the statuses that lead to static assignments on the topic: only manual-assign groups reach them
+PUBLISHING_STATUSES = ("approved", "published")
+
+
+def require_manual_assign(conn: Connection, plan_id: int, group_id: str) -> None:
+    """Refuse to approve or publish a plan of a group that has no registered static members.
+
+    Why: the consumers of a dynamic group take their partitions from Kafka's group assignor and
+    never read the assignment topic, so static assignments for them would be a second, conflicting
+    truth. Such plans are advice only until the group is registered as manual-assign.
+    """
+    if registry.member_ids(conn, group_id):
+        return
+    raise AdviceOnly(
+        f"plan {plan_id} is for group {group_id!r}, a dynamic (subscribe()) group: its consumers take "
+        "their partitions from Kafka's group assignor, so the plan is advice only and is not approved "
+        "or published as static assignments; to publish it, register the group's consumers as "
+        "manual-assign first (`rebalance-advisor members add` or the kafka_static_members DAG)"
+    )
 
 
 @dataclass(frozen=True)
@@ -141,6 +171,8 @@ def transition(
     status, group_id = _locked(conn, plan_id)
     if to_status not in allowed_from(status) or (expect is not None and status not in set(expect)):
         raise _refusal(plan_id, status, to_status)
+    if to_status in PUBLISHING_STATUSES:
+        require_manual_assign(conn, plan_id, group_id)
     done = conn.execute(
         sa.update(Plan)
         .where(Plan.id == plan_id, Plan.status == status)
@@ -248,6 +280,7 @@ def publish(
         raise _refusal(plan_id, status, "published")
     assignments = plan_assignment_map(plan_id, url)
     with db.connect(url) as conn:
+        require_manual_assign(conn, plan_id, group_id)  # before anything reaches Kafka
         previous, after_epoch = _publish_inputs(conn, plan_id, group_id)
     result = publish_assignments(
         kafka_config,

@@ -47,7 +47,8 @@ def take_snapshot(
     prune: bool = True,
 ) -> SnapshotTaken:
     """Collect and store one snapshot (a retry of the same Airflow run replaces its earlier one);
-    with ``prune``, drop snapshots older than ``params.retention_hours`` (0: keep all)."""
+    with ``prune``, drop snapshots older than ``params.retention_hours`` and advisor history older
+    than ``params.plan_retention_hours`` (0: keep all)."""
     from rebalance_advisor.adapters import kafka_snapshot
     from rebalance_advisor.store import snapshots
 
@@ -62,4 +63,8 @@ def take_snapshot(
     pruned = 0
     if prune and params.retention_hours:
         pruned = snapshots.prune(timedelta(hours=params.retention_hours), url)
+    if prune and params.plan_retention_hours:  # plan history: its own, longer retention
+        from rebalance_advisor.store.plans import prune_plans
+
+        prune_plans(timedelta(hours=params.plan_retention_hours), url)
     return SnapshotTaken(snapshot_id, taken, pruned)

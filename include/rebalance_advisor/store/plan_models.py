@@ -2,8 +2,9 @@
 
 - ``advisor_runs``: one planner run over one snapshot; ``airflow_run_id`` unique when set, so
   re-running the same Airflow run replaces its rows instead of adding a second set.
-- ``plans``: the chosen candidate of a group (status ``recommended``, or ``skipped`` inside the
-  cool-down); metrics before/after as columns for SQL, in full (per-member lag) in ``metrics``.
+- ``plans``: the chosen candidate of a group (status ``recommended``); a candidate held back by
+  the cool-down is not stored, its outcome row keeps the decision and the reason (``skipped`` rows
+  remain only from older versions); metrics before/after as columns for SQL, in full in ``metrics``.
 - ``plan_assignments``: one row per (plan, member, topic, partition), the partition's lag and an
   optional key-hash range (for key-range plans).
 - ``group_outcomes``: exactly one row per group per run, with the reason and the numbers.

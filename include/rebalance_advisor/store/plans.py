@@ -2,7 +2,8 @@
 queries the CLI, the DAG summary and the UI share.
 
 A run is written by :func:`write_run` in one transaction: the run row, every plan with its
-assignments and first transition (``None -> recommended``/``skipped``), one outcome per group,
+assignments and first transition (``None -> recommended``), one outcome per group (a candidate
+held back by the cool-down keeps only its outcome row: decision, reason, numbers),
 and ``recommended -> superseded`` for the group's older recommended plans. Re-writing the same
 Airflow run id first deletes that run's rows (explicitly: SQLite does not cascade by default).
 
@@ -16,7 +17,8 @@ standing plans committed meanwhile (:func:`_apply_concurrent_cooldown`).
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from datetime import UTC, datetime
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import sqlalchemy as sa
@@ -182,7 +184,9 @@ def write_run(
     results = _apply_concurrent_cooldown(
         conn, run_id, results, started_at, float(params.get("cooldown_minutes") or 0)
     )
-    planned = [r for r in results if r.plan is not None]
+    # A held-back candidate (cool-down) keeps only its outcome row (decision, reason, numbers):
+    # a full plan per flagged group per run grew the table by ~860 rows a day on the demo alone.
+    planned = [r for r in results if r.plan is not None and r.plan.status != "skipped"]
     plan_rows = []
     for r in planned:
         plan = r.plan
@@ -408,3 +412,44 @@ def advisor_runs(url: str | None = None, limit: int = 20) -> list[dict[str, Any]
     with db.connect(url) as conn:
         rows = conn.execute(sa.select(AdvisorRun.__table__).order_by(AdvisorRun.id.desc()).limit(limit))
         return [dict(r) for r in rows.mappings()]
+
+
+# ---- retention (``db prune``, the snapshot DAG) -------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PrunedPlans:
+    """What :func:`prune_plans` deleted."""
+
+    runs: int
+    plans: int
+    outcomes: int
+
+
+def prune_plans(retention: timedelta, url: str | None = None, now: datetime | None = None) -> PrunedPlans:
+    """Delete advisor runs started before ``now - retention`` with their outcomes and their plans.
+
+    Standing plans (recommended, approved, published) stay, and so does the run that made them;
+    the newest run is always kept (the UI's "latest outcome"). A plan's assignments and
+    transitions go with it, in one transaction, under the plan write lock.
+    """
+    cutoff = (now or datetime.now(UTC)) - retention
+    with db.connect(url) as conn:
+        _lock_plan_writes(conn)
+        newest = conn.execute(sa.select(sa.func.max(AdvisorRun.id))).scalar_one_or_none()
+        if newest is None:
+            return PrunedPlans(0, 0, 0)
+        old_runs = sa.select(AdvisorRun.id).where(AdvisorRun.started_at < cutoff, AdvisorRun.id != newest)
+        old_plans = sa.select(Plan.id).where(Plan.run_id.in_(old_runs), Plan.status.not_in(STANDING_STATUSES))
+        conn.execute(sa.delete(PlanTransition).where(PlanTransition.plan_id.in_(old_plans)))
+        conn.execute(sa.delete(PlanAssignment).where(PlanAssignment.plan_id.in_(old_plans)))
+        conn.execute(  # the FK says SET NULL, but SQLite enforces no foreign keys by default
+            sa.update(GroupOutcome).where(GroupOutcome.plan_id.in_(old_plans)).values(plan_id=None)
+        )
+        plans = conn.execute(sa.delete(Plan).where(Plan.id.in_(old_plans))).rowcount
+        outcomes = conn.execute(sa.delete(GroupOutcome).where(GroupOutcome.run_id.in_(old_runs))).rowcount
+        kept = sa.select(Plan.run_id).where(Plan.run_id.is_not(None))
+        runs = conn.execute(
+            sa.delete(AdvisorRun).where(AdvisorRun.id.in_(old_runs), AdvisorRun.id.not_in(kept))
+        ).rowcount
+    return PrunedPlans(runs, plans, outcomes)

@@ -1,0 +1,655 @@
+"""``rebalance-advisor dev airflow start|stop|status``: a real Airflow 3 with the project's DAGs, one command.
+
+What ``start`` brings up, each part in its own process group, all state under
+``$REBALANCE_ADVISOR_HOME`` (default ``~/.rebalance-advisor``):
+
+- the local Kafka broker (``kafka/``) on a fixed port (:data:`DEFAULT_KAFKA_PORT`), so the
+  ``kafka_default`` connection stays right across restarts; an already running local broker is
+  reused and left running by ``stop``;
+- the demo workload (topics, skewed lag, live consumers) in the background;
+- ``airflow standalone`` (api-server, scheduler, dag-processor, triggerer; LocalExecutor) with
+  ``AIRFLOW_HOME=airflow/``, the repository's ``dags/`` and ``plugins/``, example DAGs off,
+  parallelism sized for the machine, and the three connections as ``AIRFLOW_CONN_*``: Kafka on the
+  broker, Spark ``local[*]``, the plan database the CLI uses;
+
+then it unpauses the project's DAGs (once the demo load is in place: the snapshot DAG's cron
+timetable runs at once on unpause, and each snapshot's Asset triggers the advisor) and prints the
+URL and the login.
+``stop`` ends every process group it recorded (SIGTERM, then SIGKILL), then any process that still
+carries the stack's environment marker (:data:`MARKER_ENV`: Spark JVMs and task processes inherit
+it), so nothing is left behind. ``standalone`` is used rather than four hand-started components:
+it is the verified path, migrates the metadata DB and writes the admin password itself.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rebalance_advisor import settings
+from rebalance_advisor.adapters.airflow_connections import DEFAULT_DB_CONN_ID, DEFAULT_KAFKA_CONN_ID
+from rebalance_advisor.devtools import local_kafka
+from rebalance_advisor.errors import AdvisorError
+
+DEFAULT_API_PORT = 8080
+DEFAULT_KAFKA_PORT = 19092
+#: Airflow's own defaults for the log servers of the LocalExecutor workers and the triggerer
+DEFAULT_WORKER_LOG_PORT = 8793
+DEFAULT_TRIGGER_LOG_PORT = 8794
+SPARK_CONN_ID = "spark_default"
+#: the DAGs ``start`` unpauses (every DAG file in dags/)
+PROJECT_DAGS = (
+    "kafka_offsets_snapshot",
+    "kafka_rebalance_advisor",
+    "kafka_plan_approval",
+    "kafka_static_members",
+)
+SNAPSHOT_DAG = "kafka_offsets_snapshot"
+#: every process the stack starts carries this variable (value: the stack's home), so ``stop`` and
+#: the tests can find what a process group escaped (a task's Spark JVM, the demo's consumers)
+MARKER_ENV = "REBALANCE_ADVISOR_STACK"
+START_TIMEOUT_S = 300.0
+STOP_GRACE_S = 30.0
+PASSWORD_FILE = "simple_auth_manager_passwords.json.generated"
+ADMIN_USER = "admin"
+REPO_DIR = settings.INCLUDE_DIR.parent
+
+
+class StackError(AdvisorError):
+    """The local Airflow stack could not be started, reached or stopped (the message says why)."""
+
+
+@dataclass(frozen=True)
+class StackPorts:
+    """The TCP ports the stack listens on (127.0.0.1 unless ``host`` says otherwise)."""
+
+    api: int = DEFAULT_API_PORT
+    kafka: int = DEFAULT_KAFKA_PORT
+    worker_log: int = DEFAULT_WORKER_LOG_PORT
+    trigger_log: int = DEFAULT_TRIGGER_LOG_PORT
+
+
+@dataclass(frozen=True)
+class StackPaths:
+    """Where the stack keeps its state: all under the advisor home, nothing in the repository."""
+
+    home: Path
+
+    @property
+    def airflow_home(self) -> Path:
+        return self.home / "airflow"
+
+    @property
+    def kafka_dir(self) -> Path:
+        return self.home / "kafka"
+
+    @property
+    def state_file(self) -> Path:
+        return self.home / "airflow-stack.json"
+
+    @property
+    def airflow_log(self) -> Path:
+        return self.airflow_home / "standalone.log"
+
+    @property
+    def workload_log(self) -> Path:
+        return self.home / "demo-workload.log"
+
+    @property
+    def workload_ready(self) -> Path:
+        return self.home / "demo-workload.ready"
+
+    @property
+    def password_file(self) -> Path:
+        return self.airflow_home / PASSWORD_FILE
+
+    @classmethod
+    def current(cls) -> StackPaths:
+        return cls(settings.home_dir().resolve())
+
+
+@dataclass(frozen=True)
+class Component:
+    """One started process group (its leader's pid is the group id)."""
+
+    name: str
+    pid: int
+    log: str
+
+
+@dataclass(frozen=True)
+class StackState:
+    """What ``start`` recorded for ``stop`` and ``status`` (``airflow-stack.json``)."""
+
+    url: str
+    ports: StackPorts
+    bootstrap_servers: str
+    db_url: str
+    broker_started: bool
+    components: tuple[Component, ...] = field(default_factory=tuple)
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=2)
+
+    @classmethod
+    def from_json(cls, text: str) -> StackState:
+        data = json.loads(text)
+        return cls(
+            url=data["url"],
+            ports=StackPorts(**data["ports"]),
+            bootstrap_servers=data["bootstrap_servers"],
+            db_url=data["db_url"],
+            broker_started=bool(data["broker_started"]),
+            components=tuple(Component(**c) for c in data["components"]),
+        )
+
+
+@dataclass(frozen=True)
+class StartReport:
+    """What ``start`` did and how long each step took (seconds from the start of ``start``)."""
+
+    url: str
+    user: str
+    password: str | None
+    password_file: Path
+    bootstrap_servers: str
+    db_url: str
+    airflow_home: Path
+    ui_ready_s: float
+    dags_unpaused_s: float
+
+
+# ---- processes ---------------------------------------------------------------------------------
+
+
+def _proc_stat(pid: int) -> tuple[str, int] | None:
+    """(state, process group) of ``pid`` from /proc, None when it is gone."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = text[text.rindex(")") + 2 :].split()  # the command name may hold spaces and ')'
+    return fields[0], int(fields[2])
+
+
+def _all_pids() -> Iterator[int]:
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            yield int(entry.name)
+
+
+def group_pids(pgid: int) -> list[int]:
+    """Live (non-zombie) processes of process group ``pgid``."""
+    found = []
+    for pid in _all_pids():
+        stat = _proc_stat(pid)
+        if stat and stat[1] == pgid and stat[0] != "Z":
+            found.append(pid)
+    return found
+
+
+def marked_pids(home: Path) -> list[int]:
+    """Live processes whose environment carries this stack's marker (readable ones: our own user)."""
+    needle = f"{MARKER_ENV}={home}".encode() + b"\0"
+    found = []
+    for pid in _all_pids():
+        if pid == os.getpid():
+            continue
+        try:
+            environ = Path(f"/proc/{pid}/environ").read_bytes()
+        except OSError:
+            continue
+        stat = _proc_stat(pid)
+        if needle in environ and stat and stat[0] != "Z":
+            found.append(pid)
+    return found
+
+
+def _reap(pid: int) -> None:
+    with contextlib.suppress(ChildProcessError, OSError):
+        os.waitpid(pid, os.WNOHANG)
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")[:120]
+    except OSError:
+        return "?"
+
+
+def stop_groups(pgids: set[int], grace: float = STOP_GRACE_S, echo=None) -> set[int]:
+    """SIGTERM the process groups at once, SIGKILL what is left after ``grace`` s; those that ran.
+
+    At once, not one by one: the scheduler waits for its running tasks, which sit in groups of
+    their own, so stopping Airflow before them only waits out the grace period. ``echo`` is told
+    which processes ignored SIGTERM.
+    """
+    running = {g for g in pgids if group_pids(g)}
+    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 10.0)):
+        alive = {g for g in running if group_pids(g)}
+        if sig == signal.SIGKILL and alive and echo:
+            stuck = [f"{pid} {_cmdline(pid)}" for g in alive for pid in group_pids(g)]
+            echo(f"still running {grace:.0f} s after SIGTERM, killed: " + "; ".join(stuck))
+        for pgid in alive:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pgid, sig)
+        deadline = time.monotonic() + wait
+        while alive and time.monotonic() < deadline:
+            time.sleep(0.2)
+            for pgid in alive:
+                _reap(pgid)
+            alive = {g for g in alive if group_pids(g)}
+        if not alive:
+            break
+    return running
+
+
+def _spawn(name: str, command: list[str], env: Mapping[str, str], log: Path, cwd: Path) -> Component:
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("ab") as out:
+        process = subprocess.Popen(
+            command,
+            env=dict(env),
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # its own process group: stopped as one
+        )
+    return Component(name, process.pid, str(log))
+
+
+def _log_tail(path: Path | str, lines: int = 30) -> str:
+    path = Path(path)
+    if not path.exists():
+        return f"(no log at {path})"
+    return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+
+
+# ---- configuration -----------------------------------------------------------------------------
+
+
+def parallelism(cpus: int | None = None) -> int:
+    """Task slots for the LocalExecutor: two per core, at least 2, at most Airflow's default 32.
+
+    Why: the default 32 starts 32 worker processes, which on 2 cores starves the scheduler.
+    """
+    cpus = cpus or len(os.sched_getaffinity(0))
+    return max(2, min(32, 2 * cpus))
+
+
+def connection_values(bootstrap_servers: str, db_url: str) -> dict[str, dict[str, Any]]:
+    """The three connections of the local stack, by connection id (the ids the DAGs default to)."""
+    return {
+        DEFAULT_KAFKA_CONN_ID: {"conn_type": "kafka", "extra": {"bootstrap.servers": bootstrap_servers}},
+        SPARK_CONN_ID: {"conn_type": "spark", "host": "local[*]"},
+        DEFAULT_DB_CONN_ID: {"conn_type": "generic", "extra": {"sqlalchemy_url": db_url}},
+    }
+
+
+def airflow_env(
+    paths: StackPaths, ports: StackPorts, bootstrap_servers: str, db_url: str, host: str = "127.0.0.1"
+) -> dict[str, str]:
+    """The environment of ``airflow standalone``: its settings and connections as variables.
+
+    Environment variables rather than ``airflow.cfg`` edits or connection rows: they win over any
+    config file, need no running Airflow to set, and the next ``start`` sets them afresh.
+    """
+    bin_dir = str(Path(sys.executable).parent)
+    env = {key: value for key, value in os.environ.items() if not key.startswith("AIRFLOW_CONN_")}
+    base_url = f"http://{host}:{ports.api}"
+    env.update(
+        {
+            "AIRFLOW_HOME": str(paths.airflow_home),
+            "AIRFLOW__CORE__DAGS_FOLDER": str(REPO_DIR / "dags"),
+            "AIRFLOW__CORE__PLUGINS_FOLDER": str(REPO_DIR / "plugins"),
+            "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+            "AIRFLOW__CORE__PARALLELISM": str(parallelism()),
+            "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
+            "AIRFLOW__API__HOST": host,
+            "AIRFLOW__API__PORT": str(ports.api),
+            "AIRFLOW__API__BASE_URL": base_url,
+            "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"{base_url}/execution/",
+            "AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT": str(ports.worker_log),
+            "AIRFLOW__LOGGING__TRIGGER_LOG_SERVER_PORT": str(ports.trigger_log),
+            "REBALANCE_ADVISOR_HOME": str(paths.home),
+            "PYSPARK_PYTHON": sys.executable,
+            "PYSPARK_DRIVER_PYTHON": sys.executable,
+            "PATH": bin_dir + os.pathsep + os.environ.get("PATH", ""),
+            MARKER_ENV: str(paths.home),
+        }
+    )
+    for conn_id, value in connection_values(bootstrap_servers, db_url).items():
+        env[f"AIRFLOW_CONN_{conn_id.upper()}"] = json.dumps(value)
+    return env
+
+
+def _check_ports_free(ports: StackPorts, broker_running: bool) -> None:
+    wanted = {
+        "api": ports.api,
+        "worker log server": ports.worker_log,
+        "trigger log server": ports.trigger_log,
+    }
+    if not broker_running:
+        wanted["kafka"] = ports.kafka
+    if len(set(wanted.values())) != len(wanted):
+        raise StackError(f"the stack's ports must differ, got {wanted}")
+    taken = [f"{name} {port}" for name, port in wanted.items() if not local_kafka._port_free(port)]
+    if taken:
+        raise StackError(
+            f"port(s) already taken on this machine: {', '.join(taken)}; stop what uses them or pick others "
+            "(--port, --kafka-port, --worker-log-port, --trigger-log-port)"
+        )
+
+
+# ---- the REST API ------------------------------------------------------------------------------
+
+
+class AirflowApi:
+    """A small client of Airflow's public REST API (``/api/v2``) with a JWT from ``/auth/token``."""
+
+    def __init__(self, base_url: str, user: str, password: str, timeout: float = 60.0) -> None:
+        import httpx
+
+        self.base_url = base_url.rstrip("/")
+        self.timeout = timeout
+        self._user, self._password = user, password
+        self._http = httpx.Client(base_url=self.base_url, timeout=timeout)
+        self._token: str | None = None
+
+    def close(self) -> None:
+        self._http.close()
+
+    def token(self) -> str:
+        if self._token is None:
+            response = self._http.post(
+                "/auth/token", json={"username": self._user, "password": self._password}
+            )
+            if response.status_code not in (200, 201):
+                raise StackError(f"Airflow refused the login of {self._user!r}: HTTP {response.status_code}")
+            self._token = response.json()["access_token"]
+        return self._token
+
+    def request(self, method: str, path: str, **kwargs: Any):
+        """One call under ``/api/v2``; the raw response (callers check the status they expect).
+
+        Reads are retried after a timeout or a refused connection: on a loaded small machine the API
+        server's one worker can stall, and its monitor then restarts it.
+        """
+        import httpx
+
+        headers = {"Authorization": f"Bearer {self.token()}"}
+        attempts = 3 if method == "GET" else 1
+        for attempt in range(1, attempts + 1):
+            try:
+                return self._http.request(method, f"/api/v2{path}", headers=headers, **kwargs)
+            except httpx.TransportError as error:  # a timeout, or the worker restarting
+                if attempt == attempts:
+                    raise StackError(f"{method} /api/v2{path}: no answer ({error})") from None
+                time.sleep(2.0)
+        raise AssertionError("unreachable")
+
+    def json(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
+        response = self.request(method, path, **kwargs)
+        if response.status_code >= 400:
+            raise StackError(f"{method} /api/v2{path}: HTTP {response.status_code}: {response.text[:300]}")
+        return response.json()
+
+    def trigger(self, dag_id: str, conf: Mapping[str, Any] | None = None):
+        """POST a DAG run (logical date now); the raw response (400 when the conf breaks the params)."""
+        return self.request(
+            "POST", f"/dags/{dag_id}/dagRuns", json={"logical_date": None, "conf": dict(conf or {})}
+        )
+
+    def runs(self, dag_id: str) -> list[dict[str, Any]]:
+        return self.json("GET", f"/dags/{dag_id}/dagRuns", params={"limit": 100})["dag_runs"]
+
+    def wait_for_run(self, dag_id: str, run_id: str, timeout: float) -> dict[str, Any]:
+        """Poll one run until it ends; its final JSON (state ``success`` or ``failed``)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            run = self.json("GET", f"/dags/{dag_id}/dagRuns/{run_id}")
+            if run["state"] in ("success", "failed"):
+                return run
+            if time.monotonic() > deadline:
+                raise StackError(f"run {run_id} of {dag_id} is still {run['state']} after {timeout:.0f} s")
+            time.sleep(2.0)
+
+
+def health(base_url: str, timeout: float = 5.0) -> dict[str, Any] | None:
+    """``/api/v2/monitor/health`` (no login needed), None when the API does not answer."""
+    import httpx
+
+    try:
+        response = httpx.get(f"{base_url}/api/v2/monitor/health", timeout=timeout)
+    except httpx.HTTPError:
+        return None
+    return response.json() if response.status_code == 200 else None
+
+
+def admin_password(paths: StackPaths) -> str | None:
+    """The SimpleAuthManager admin password Airflow generated, None until it exists."""
+    try:
+        return json.loads(paths.password_file.read_text()).get(ADMIN_USER)
+    except (OSError, ValueError):
+        return None
+
+
+def api_client(paths: StackPaths | None = None) -> AirflowApi:
+    """A REST client for the running stack, logged in as the admin user."""
+    paths = paths or StackPaths.current()
+    state = read_state(paths)
+    password = admin_password(paths)
+    if state is None or password is None:
+        raise StackError(
+            "no local Airflow stack is running: start it with `rebalance-advisor dev airflow start`"
+        )
+    return AirflowApi(state.url, ADMIN_USER, password)
+
+
+# ---- start / stop / status ---------------------------------------------------------------------
+
+
+def read_state(paths: StackPaths) -> StackState | None:
+    try:
+        return StackState.from_json(paths.state_file.read_text())
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _running(state: StackState) -> list[Component]:
+    return [c for c in state.components if group_pids(c.pid)]
+
+
+def _wait(what: str, ready, timeout: float, components: list[Component], interval: float = 1.0):
+    """Poll ``ready()`` until it returns a truthy value; fail early when a component died."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = ready()
+        if value:
+            return value
+        for component in components:
+            if not group_pids(component.pid):
+                raise StackError(f"{component.name} exited while waiting for {what}; its log ends:\n"
+                                 f"{_log_tail(component.log)}")  # fmt: skip
+        if time.monotonic() > deadline:
+            raise StackError(f"{what} did not happen within {timeout:.0f} s")
+        time.sleep(interval)
+
+
+def start(
+    ports: StackPorts | None = None,
+    host: str = "127.0.0.1",
+    timeout: float = START_TIMEOUT_S,
+    workload: bool = True,
+    echo=print,
+) -> StartReport:
+    """Bring the stack up (see the module docstring); on failure stop what was started and raise."""
+    began = time.monotonic()
+    paths = StackPaths.current()
+    ports = ports or StackPorts()
+    state = read_state(paths)
+    if state is not None and _running(state):
+        raise StackError(
+            f"the local Airflow stack is already running at {state.url} (state in {paths.state_file}); "
+            "stop it first with `rebalance-advisor dev airflow stop`"
+        )
+    paths.home.mkdir(parents=True, exist_ok=True)
+    broker = local_kafka.status(paths.kafka_dir)
+    _check_ports_free(ports, broker is not None)
+    db_url = settings.database_url()
+    os.environ[MARKER_ENV] = str(paths.home)  # the broker JVM and the workload inherit the marker
+    components: list[Component] = []
+    broker_started = broker is None
+    try:
+        if broker is None:
+            echo(f"starting the local Kafka broker on 127.0.0.1:{ports.kafka} ...")
+            broker = local_kafka.start(paths.kafka_dir, port=ports.kafka)
+        else:
+            echo(f"reusing the local Kafka broker at {broker.bootstrap_servers} (left running by stop)")
+        bootstrap = broker.bootstrap_servers
+        env = airflow_env(paths, ports, bootstrap, db_url, host)
+        url = env["AIRFLOW__API__BASE_URL"]
+        if workload:
+            paths.workload_ready.unlink(missing_ok=True)
+            command = [sys.executable, "-m", "rebalance_advisor.devtools.airflow_stack", "workload", bootstrap,
+                       str(paths.workload_ready), "fresh" if broker_started else "reset"]  # fmt: skip
+            components.append(_spawn("demo-workload", command, env, paths.workload_log, paths.home))
+        paths.airflow_home.mkdir(parents=True, exist_ok=True)
+        airflow = str(Path(sys.executable).parent / "airflow")
+        components.append(
+            _spawn("airflow", [airflow, "standalone"], env, paths.airflow_log, paths.airflow_home)
+        )
+        state = StackState(url, ports, bootstrap, db_url, broker_started, tuple(components))
+        paths.state_file.write_text(state.to_json())
+        echo(f"starting Airflow (log: {paths.airflow_log}) ...")
+
+        _wait("the Airflow API to answer", lambda: health(url), timeout, components)
+        password = _wait("the admin password file", lambda: admin_password(paths), 60, components)
+        ui_ready = time.monotonic() - began
+        echo(f"Airflow answers at {url} after {ui_ready:.1f} s")
+        api = AirflowApi(url, ADMIN_USER, password)
+        try:
+            _wait("the project's DAGs to be parsed", lambda: _dags_listed(api), timeout, components, 2.0)
+            if workload:
+                _wait("the demo workload", paths.workload_ready.exists, timeout, components)
+            for dag_id in PROJECT_DAGS:
+                api.json("PATCH", f"/dags/{dag_id}", json={"is_paused": False})
+            unpaused = time.monotonic() - began
+        finally:
+            api.close()
+    except BaseException:
+        _stop_all(components, paths, broker_started, echo=lambda *_: None)
+        paths.state_file.unlink(missing_ok=True)
+        raise
+    return StartReport(url, ADMIN_USER, password, paths.password_file, bootstrap, db_url, paths.airflow_home,
+                       round(ui_ready, 1), round(unpaused, 1))  # fmt: skip
+
+
+def _dags_listed(api: AirflowApi) -> bool:
+    listed = {d["dag_id"] for d in api.json("GET", "/dags", params={"limit": 100})["dags"]}
+    return set(PROJECT_DAGS) <= listed
+
+
+def _marked_groups(paths: StackPaths) -> set[int]:
+    """Process groups of the processes carrying the stack's marker (tasks and their Spark JVMs
+    run in groups of their own; the demo consumers in a session of their own)."""
+    return {stat[1] for pid in marked_pids(paths.home) if (stat := _proc_stat(pid))}
+
+
+def _stop_all(components, paths: StackPaths, broker_started: bool, echo) -> bool:
+    broker = local_kafka.status(paths.kafka_dir) if broker_started else None
+    spared = {broker.pid} if broker else set()  # stopped by its own tool, which also clears its state
+    names = {c.pid: c.name for c in components}
+    stopped = stop_groups(({c.pid for c in components} | _marked_groups(paths)) - spared, echo=echo)
+    for pgid in sorted(stopped):
+        echo(f"stopped {names.get(pgid, 'left-over process group')} ({pgid})")
+    if broker_started and local_kafka.stop(paths.kafka_dir):
+        echo("stopped the local Kafka broker")
+        stopped.add(-1)
+    late = stop_groups(_marked_groups(paths), grace=10.0)  # anything started while we stopped
+    return bool(stopped or late)
+
+
+def stop(echo=print) -> bool:
+    """Stop everything ``start`` started; True if anything was running."""
+    paths = StackPaths.current()
+    state = read_state(paths)
+    components = state.components if state else ()
+    stopped = _stop_all(components, paths, state.broker_started if state else False, echo)
+    paths.state_file.unlink(missing_ok=True)
+    paths.workload_ready.unlink(missing_ok=True)
+    return stopped
+
+
+@dataclass(frozen=True)
+class StackStatus:
+    url: str | None
+    api_healthy: bool
+    running: tuple[str, ...]
+    stopped: tuple[str, ...]
+    broker: str | None
+    health: dict[str, Any] | None = None
+
+
+def status() -> StackStatus:
+    """Which parts of the stack run now."""
+    paths = StackPaths.current()
+    state = read_state(paths)
+    broker = local_kafka.status(paths.kafka_dir)
+    if state is None:
+        return StackStatus(None, False, (), (), broker.bootstrap_servers if broker else None)
+    running = _running(state)
+    report = health(state.url, timeout=15.0)  # a loaded machine's API can be slow, not down
+    return StackStatus(
+        state.url,
+        report is not None,
+        tuple(c.name for c in running),
+        tuple(c.name for c in state.components if c not in running),
+        broker.bootstrap_servers if broker else None,
+        report,
+    )
+
+
+# ---- the background demo workload ----------------------------------------------------------------
+
+
+def run_workload(bootstrap_servers: str, ready_file: Path, reset: bool) -> int:
+    """Load the demo workload and keep its consumers alive until SIGTERM/SIGINT (then stop them).
+
+    ``reset`` deletes an earlier load first (a reused broker); a fresh broker has nothing to delete.
+    """
+    from rebalance_advisor.devtools import demo_workload
+
+    def _exit(signum: int, _frame: Any) -> None:
+        raise SystemExit(0)
+
+    signal.signal(signal.SIGTERM, _exit)
+    with demo_workload.demo_workload(bootstrap_servers, reset=reset) as groups:
+        print(f"demo workload on {bootstrap_servers}: {', '.join(g.group_id for g in groups)}", flush=True)
+        ready_file.write_text(str(os.getpid()))
+        try:
+            while True:
+                time.sleep(3600)
+        finally:
+            ready_file.unlink(missing_ok=True)
+    return 0
+
+
+if (
+    __name__ == "__main__"
+):  # python -m rebalance_advisor.devtools.airflow_stack workload BOOTSTRAP READY fresh|reset
+    if len(sys.argv) != 5 or sys.argv[1] != "workload" or sys.argv[4] not in ("fresh", "reset"):
+        sys.exit(
+            "usage: python -m rebalance_advisor.devtools.airflow_stack workload BOOTSTRAP READY_FILE fresh|reset"
+        )
+    sys.exit(run_workload(sys.argv[2], Path(sys.argv[3]), reset=sys.argv[4] == "reset"))

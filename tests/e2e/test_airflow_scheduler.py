@@ -1,0 +1,204 @@
+"""The real scheduler: ``rebalance-advisor dev airflow start``, runs through Airflow's own REST API, ``stop``.
+
+One Airflow (``airflow standalone``, LocalExecutor), a local broker and the demo workload, started
+by the CLI into a temporary ``REBALANCE_ADVISOR_HOME`` on free ports. The snapshot DAG runs on its
+schedule (a cron timetable without catchup runs once on unpause); its Asset event must start the
+advisor by itself; the advisor is then triggered through ``/api/v2`` with a valid conf and with
+bad ones (HTTP 400, no run created); the plan table is read back; ``stop`` must leave no process
+of the stack behind (by process group and by the stack's environment marker in /proc).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+# about 3-4 minutes on an idle 2-core machine; the limit leaves room for a machine shared with other work
+pytestmark = [
+    pytest.mark.airflow_scheduler,
+    pytest.mark.kafka,
+    pytest.mark.spark,
+    pytest.mark.slow,
+    pytest.mark.timeout(1500),
+]
+
+CLI = [sys.executable, "-m", "rebalance_advisor.cli"]
+ADVISOR = "kafka_rebalance_advisor"
+SNAPSHOT = "kafka_offsets_snapshot"
+
+
+def _free_ports(count: int) -> list[int]:
+    sockets = [socket.socket() for _ in range(count)]
+    try:
+        for s in sockets:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
+
+
+def _stack_env(home: Path) -> dict[str, str]:
+    from rebalance_advisor import settings
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "KAFKA_BOOTSTRAP"))}
+    env.pop("REBALANCE_ADVISOR_DB_URL", None)
+    env["REBALANCE_ADVISOR_CACHE"] = str(settings.cache_dir())  # the jars are there already
+    env["REBALANCE_ADVISOR_HOME"] = str(home)
+    return env
+
+
+def _wait_for(what: str, find, timeout: float, interval: float = 2.0):
+    deadline = time.monotonic() + timeout
+    while (found := find()) is None:
+        assert time.monotonic() < deadline, f"{what} did not happen within {timeout:.0f} s"
+        time.sleep(interval)
+    return found
+
+
+def _status_up(env: dict[str, str]) -> str | None:
+    done = subprocess.run([*CLI, "dev", "airflow", "status"], env=env, capture_output=True, text=True)
+    assert done.returncode in (0, 3), done.stderr
+    return done.stdout if done.returncode == 0 else None
+
+
+def _finished(api, dag_id: str, run_type: str):
+    runs = [r for r in api.runs(dag_id) if r["run_type"] == run_type]
+    done = [r for r in runs if r["state"] in ("success", "failed")]
+    return done[0] if done else None
+
+
+@pytest.fixture
+def home():
+    """A home of its own, not under pytest's basetemp (other sessions on this machine rotate it
+    away); kept with its logs when the test fails."""
+    path = Path(tempfile.mkdtemp(prefix="ra-airflow-stack-")).resolve()
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def test_the_stack_under_the_real_scheduler(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from rebalance_advisor.devtools import airflow_stack as stack
+    from rebalance_advisor.store.plan_models import AdvisorRun, GroupOutcome, Plan
+
+    env = _stack_env(home)
+    for key in [k for k in os.environ if k.startswith("AIRFLOW")]:
+        monkeypatch.delenv(key)
+    monkeypatch.setenv("REBALANCE_ADVISOR_HOME", str(home))
+    api_port, kafka_port, worker_log, trigger_log = _free_ports(4)
+    start = [*CLI, "dev", "airflow", "start", "--port", str(api_port), "--kafka-port", str(kafka_port),
+             "--worker-log-port", str(worker_log), "--trigger-log-port", str(trigger_log)]  # fmt: skip
+    began = time.monotonic()
+    started = subprocess.run(start, env=env, capture_output=True, text=True, timeout=900)
+    timings = {"start_s": round(time.monotonic() - began, 1)}
+    state = stack.read_state(stack.StackPaths(home))
+    try:
+        assert started.returncode == 0, started.stdout + started.stderr
+        assert f"http://127.0.0.1:{api_port}" in started.stdout
+        password = stack.admin_password(stack.StackPaths(home))
+        assert password and f"admin / {password}" in started.stdout
+        assert state is not None and state.bootstrap_servers == f"127.0.0.1:{kafka_port}"
+        assert state.db_url == f"sqlite:///{home / 'advisor.db'}"  # the CLI's default database
+        # status: everything up (on a loaded machine the API server may be restarting its worker: retry)
+        status = _wait_for("status to report the stack up", lambda: _status_up(env), 120, interval=5.0)
+        assert "running: airflow" in status and "running: demo-workload" in status, status
+
+        api = stack.AirflowApi(state.url, "admin", password)
+        # no trigger: the snapshot DAG's schedule fires on unpause, its Asset starts the advisor
+        snap = _wait_for("a scheduled snapshot run", lambda: _finished(api, SNAPSHOT, "scheduled"), 600)
+        assert snap["state"] == "success", snap
+        timings["first_snapshot_done_s"] = round(time.monotonic() - began, 1)
+        auto = _wait_for(
+            "an Asset-triggered advisor run", lambda: _finished(api, ADVISOR, "asset_triggered"), 300
+        )
+        assert auto["state"] == "success", auto
+        timings["first_advisor_done_s"] = round(time.monotonic() - began, 1)
+
+        # bad confs: refused before a run exists
+        before = {r["dag_run_id"] for r in api.runs(ADVISOR)}
+        for bad in (
+            {"strategies": ["no_such_strategy"]},
+            {"snapshot": "newest"},
+            {"imbalance_threshold": 0.5},
+        ):
+            refused = api.trigger(ADVISOR, bad)
+            assert refused.status_code == 400, (bad, refused.status_code, refused.text)
+            assert next(iter(bad)) in refused.json()["detail"]
+        assert {r["dag_run_id"] for r in api.runs(ADVISOR)} == before
+
+        manual = api.trigger(ADVISOR, {"snapshot": str(_snapshot_of(state.db_url)), "strategies": ["range"]})
+        assert manual.status_code == 200, manual.text
+        manual_run = api.wait_for_run(ADVISOR, manual.json()["dag_run_id"], timeout=900)
+        assert manual_run["state"] == "success", manual_run
+        assert manual_run["conf"]["strategies"] == ["range"]
+        api.close()
+
+        engine = sa.create_engine(state.db_url)
+        with engine.connect() as conn:
+            runs = {r.airflow_run_id: r for r in conn.execute(sa.select(AdvisorRun))}
+            assert {auto["dag_run_id"], manual_run["dag_run_id"]} <= set(runs)
+            first = runs[auto["dag_run_id"]].id
+            outcomes = {
+                o.group_id: o
+                for o in conn.execute(sa.select(GroupOutcome).where(GroupOutcome.run_id == first))
+            }
+            # KAFKA-5337's worked example: range gives C0 100,000 + 60,000; moving partition 1 leaves 110,000
+            kip = outcomes["kip-example"]
+            assert (kip.outcome, kip.max_lag_before, kip.max_lag_after, kip.moves) == (
+                "recommended",
+                160_000,
+                110_000,
+                1,
+            )
+            assert (
+                outcomes["idle-group"].outcome == "idle" and outcomes["balanced-group"].outcome == "balanced"
+            )
+            plan = conn.execute(sa.select(Plan).where(Plan.id == kip.plan_id)).one()
+            assert (plan.status, plan.group_id, plan.created_by) == (
+                "recommended",
+                "kip-example",
+                auto["dag_run_id"],
+            )
+            # the manual run only had range, the strategy that made the skew: no better plan, no new plan row
+            second = runs[manual_run["dag_run_id"]].id
+            kip_again = conn.execute(
+                sa.select(GroupOutcome).where(
+                    GroupOutcome.run_id == second, GroupOutcome.group_id == "kip-example"
+                )
+            ).one()
+            assert kip_again.plan_id is None and kip_again.outcome != "recommended"
+            assert conn.execute(sa.select(sa.func.count()).where(Plan.status == "skipped")).scalar_one() == 0
+        engine.dispose()
+    except BaseException:
+        log = home / "airflow" / "standalone.log"
+        if log.exists():
+            print("standalone.log ends:\n" + "\n".join(log.read_text(errors="replace").splitlines()[-60:]))
+        raise
+    finally:
+        began_stop = time.monotonic()
+        stopped = subprocess.run(
+            [*CLI, "dev", "airflow", "stop"], env=env, capture_output=True, text=True, timeout=120
+        )
+        timings["stop_s"] = round(time.monotonic() - began_stop, 1)
+        print(f"timings: {timings}; load: {os.getloadavg()}\nstop said:\n{stopped.stdout}{stopped.stderr}")
+    assert stopped.returncode == 0, stopped.stdout + stopped.stderr
+    assert stack.marked_pids(home) == []
+    assert state is not None and all(stack.group_pids(c.pid) == [] for c in state.components)
+    assert not stack.StackPaths(home).state_file.exists()
+
+
+def _snapshot_of(db_url: str) -> int:
+    from rebalance_advisor.store.snapshots import latest_snapshot_id
+
+    snapshot_id = latest_snapshot_id(db_url)
+    assert snapshot_id is not None
+    return snapshot_id
