@@ -119,7 +119,7 @@ def test_groups_show_demo_imbalance_and_outcomes(api: _Caller, planned_demo_db: 
     assert kip["max_member_lag"] == 160_000
     assert kip["imbalance"] == pytest.approx(160_000 / 105_000, rel=1e-4)
     # the second run found the first run's plan still standing (cool-down), so it recommended nothing new
-    assert kip["flagged"] is True and kip["outcome"] == "no_better_plan" and "cool-down" in kip["reason"]
+    assert kip["flagged"] is True and kip["outcome"] == "held_by_cooldown" and "cool-down" in kip["reason"]
     assert kip["latest_plan_status"] == "recommended" and kip["members"] == 2
     assert groups["idle-group"]["outcome"] == "idle" and groups["idle-group"]["flagged"] is False
     assert groups["balanced-group"]["outcome"] == "balanced"

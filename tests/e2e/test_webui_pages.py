@@ -74,6 +74,7 @@ def _assert_inert(html: str, shown: tuple[str, ...]) -> _Page:
 def hostile_db(tmp_path_factory: pytest.TempPathFactory, airflow_home: Path) -> str:
     import sqlalchemy as sa
     from rebalance_advisor.adapters.spark_planner import run_planner
+    from rebalance_advisor.domain.decisions import Thresholds
     from rebalance_advisor.store import db
     from rebalance_advisor.store.plan_models import GroupOutcome, Plan
     from rebalance_advisor.store.snapshots import write_snapshot
@@ -88,7 +89,7 @@ def hostile_db(tmp_path_factory: pytest.TempPathFactory, airflow_home: Path) -> 
     }
     for _ in range(2):  # the second run keeps the first plan (cool-down): a standing recommendation
         sid = write_snapshot(make_snapshot({GROUP: group}), url)
-        run = run_planner(live_spark(), url, sid, created_by="hostile-test")
+        run = run_planner(live_spark(), url, sid, Thresholds(cooldown_minutes=30), created_by="hostile-test")
         assert GROUP in run.flagged
     with db.connect(url) as conn:
         conn.execute(sa.update(GroupOutcome).values(reason=REASON))

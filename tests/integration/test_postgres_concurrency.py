@@ -49,6 +49,7 @@ def _advise(url: str, snapshot_id: int, airflow_run_id: str, barrier_dir: str, n
     """Child process: one advisor run (own Spark, real planner); result or traceback to ``out``."""
     from rebalance_advisor.adapters.spark_planner import run_planner
     from rebalance_advisor.adapters.spark_session import spark_session
+    from rebalance_advisor.domain.decisions import Thresholds
 
     try:
         spark = spark_session("local[1]", f"rebalance-advisor-{name}", {"spark.sql.shuffle.partitions": "2"})
@@ -57,6 +58,7 @@ def _advise(url: str, snapshot_id: int, airflow_run_id: str, barrier_dir: str, n
                 spark,
                 url,
                 snapshot_id,
+                Thresholds(cooldown_minutes=30),  # the cool-down is what this test is about (off by default)
                 airflow_run_id=airflow_run_id,
                 created_by=name,
                 plan_fn=_barrier_plan_fn(barrier_dir, name, 2),
@@ -218,7 +220,7 @@ def test_two_runs_at_once_record_everything_and_one_recommendation(
             url,
             f"SELECT outcome, plan_id, reason FROM group_outcomes WHERE run_id = {loser_run} AND group_id = '{group}'",
         )
-        assert (outcome, plan_id) == ("no_better_plan", None), group
+        assert (outcome, plan_id) == ("held_by_cooldown", None), group
         assert reason.startswith(f"cool-down: plan {winner['plan_id']} (recommended)"), reason
 
 

@@ -28,6 +28,7 @@ def build(url: str, bootstrap: str, snapshots: int = 2) -> tuple[tuple[int, ...]
     """Snapshot the broker and run the planner ``snapshots`` times into ``url``."""
     from rebalance_advisor.adapters.kafka_snapshot import collect
     from rebalance_advisor.adapters.spark_planner import run_planner
+    from rebalance_advisor.domain.decisions import Thresholds
     from rebalance_advisor.store import db
     from rebalance_advisor.store.snapshots import write_snapshot
 
@@ -37,7 +38,9 @@ def build(url: str, bootstrap: str, snapshots: int = 2) -> tuple[tuple[int, ...]
     snap_ids, run_ids = [], []
     for _ in range(snapshots):
         snap_ids.append(write_snapshot(collect(bootstrap), url))
-        run_ids.append(run_planner(live_spark(), url, snap_ids[-1], created_by="ui-tests").run_id)
+        # a cool-down (off by default since issue 13) keeps the first run's plan standing
+        thresholds = Thresholds(cooldown_minutes=30)
+        run_ids.append(run_planner(live_spark(), url, snap_ids[-1], thresholds, created_by="ui-tests").run_id)
     return tuple(snap_ids), tuple(run_ids)
 
 
