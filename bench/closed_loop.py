@@ -225,7 +225,7 @@ def lag_sampler(
         out.append({"t": time.time(), "lag": lag})
 
 
-def advisor_loop(ctx: dict, stop: threading.Event, log: list) -> None:
+def advisor_loop(ctx: dict, stop: threading.Event, log: list, first: threading.Event) -> None:
     """The advisor's own use cases, every interval: take_snapshot -> advise (Spark local[1], the
     advisor's default thresholds) -> auto_approve_and_publish (publish mode static)."""
     from rebalance_advisor.adapters.spark_session import spark_session
@@ -261,6 +261,7 @@ def advisor_loop(ctx: dict, stop: threading.Event, log: list) -> None:
             except Exception as error:  # keep the loop alive; the report lists failures
                 log.append({"t": started, "error": f"{type(error).__name__}: {error}"[:300]})
                 print(f"  advisor step failed: {type(error).__name__}: {error}", flush=True)
+            first.set()
             if stop.wait(max(1.0, ctx["interval"] - (time.time() - started))):
                 break
     finally:
@@ -356,14 +357,39 @@ def run_once(name: str, args: argparse.Namespace, bootstrap: str, work: Path, ch
         at.ensure_topic({"bootstrap.servers": bootstrap})
         for member in capacities:
             static_members.add(group, member, [topic], ctx["db"])
+        # The group's offsets start at the beginning (as run A's auto.offset.reset=earliest): a
+        # manual-assign group with no commit at all is not in a snapshot, so it would never be planned.
+        from confluent_kafka import Consumer, KafkaException, TopicPartition
+
+        starter = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+        try:
+            for attempt in range(30):  # a fresh broker answers NOT_COORDINATOR for a while
+                try:
+                    starter.commit(
+                        offsets=[TopicPartition(topic, p, 0) for p in range(args.partitions)],
+                        asynchronous=False,
+                    )
+                    break
+                except KafkaException:
+                    if attempt == 29:
+                        raise
+                    time.sleep(1.0)
+        finally:
+            starter.close()
+    if name == "B":
+        # Spark starts (slowly on a busy machine) and plans the group once before traffic starts
+        first = threading.Event()
+        advisor = threading.Thread(target=advisor_loop, args=(ctx, stop, advisor_log, first), daemon=True)
+        advisor.start()
+        if not first.wait(900):
+            stop.set()
+            raise RuntimeError("the advisor loop's first step did not finish within 15 minutes")
     report = work / f"reports-{topic}.jsonl"
     log = work / f"children-{topic}.log"
     mode = "subscribe" if name == "A" else "assigned"
     for member, capacity in capacities.items():
         cfg = {"bootstrap": bootstrap, "group": group, "topic": topic, "member": member, "capacity": capacity}
         children.start("consumer", cfg | {"mode": mode, "report": str(report)}, log)
-    if name == "B":
-        threads.append(threading.Thread(target=advisor_loop, args=(ctx, stop, advisor_log), daemon=True))
     samples: list[dict] = []
     threads.append(
         threading.Thread(
@@ -398,6 +424,8 @@ def run_once(name: str, args: argparse.Namespace, bootstrap: str, work: Path, ch
     children.stop_all()
     for thread in threads:
         thread.join(60)
+    if name == "B":
+        advisor.join(300)
     reports = [json.loads(line) for line in report.read_text().splitlines() if line.strip()]
     result = analyse(reports, samples, capacities, t0, t1)
     result |= {
@@ -469,6 +497,7 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGHUP, on_signal)
     uptime_start = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+    failed = None
     try:
         bootstrap = args.bootstrap
         if not bootstrap:
@@ -487,6 +516,9 @@ def main(argv: list[str] | None = None) -> int:
             )
     except KeyboardInterrupt as stopped:
         print(f"stopped: {stopped}", flush=True)
+    except Exception as error:  # report what finished, then fail
+        print(f"failed: {type(error).__name__}: {error}", flush=True)
+        failed = f"{type(error).__name__}: {error}"
     finally:
         children.stop_all()
         if broker_dir is not None:
@@ -513,6 +545,7 @@ def main(argv: list[str] | None = None) -> int:
         "uptime_end": subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip(),
         "runs": results,
         "target": target,
+        "failed": failed,
     }
     out = Path(args.output)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -530,7 +563,7 @@ def main(argv: list[str] | None = None) -> int:
     if results:
         plot(results, Path(args.plot))
         print(f"wrote {out} and {args.plot}")
-    return 0
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
