@@ -200,9 +200,9 @@ def test_observation_rates_and_capacity_estimates():
     assert obs.lag.sum() == pytest.approx(3000 + (800 - 400) * obs.time_s, abs=3)
 
 
-def test_capacity_unknown_for_an_idle_member_uses_the_group_median():
-    # a keeps up (100 msg/s inflow, capacity 1,000): never backlogged, so never estimated; b is
-    # overloaded and estimated at 50. a then gets the group median of known capacities: 50.
+def test_capacity_unknown_for_an_idle_member_is_left_unknown():
+    # a keeps up (100 msg/s inflow, capacity 1,000): never backlogged, so never estimated (NaN: the
+    # load model takes the group median); b is overloaded and estimated at its capacity, 50.
     data = {
         "topics": [{"name": "t", "partitions": 2, "rates": [100, 80], "start_lag": 0}],
         "members": [{"id": "a", "capacity": 1000}, {"id": "b", "capacity": 50}],
@@ -211,8 +211,8 @@ def test_capacity_unknown_for_an_idle_member_uses_the_group_median():
     rec = Recorder()
     simulate(parse_scenario(data), rec)
     obs, _ = rec.seen[-1]
-    assert obs.capacity_source == ("group_median", "estimated")
-    np.testing.assert_allclose(obs.capacity, [50, 50], atol=1 / 60)
+    assert obs.capacity_source == ("unknown", "estimated")
+    assert np.isnan(obs.capacity[0]) and obs.capacity[1] == pytest.approx(50, abs=1 / 60)
 
 
 @dataclass

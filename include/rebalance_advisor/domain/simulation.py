@@ -41,7 +41,7 @@ from __future__ import annotations
 import math
 from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, Protocol
 
@@ -55,10 +55,16 @@ from rebalance_advisor.domain.group_planning import advise_group
 from rebalance_advisor.domain.group_spec import GroupSpec, Member
 from rebalance_advisor.errors import AdvisorError
 
-#: planners the simulator knows besides the plain assignors (see :func:`make_planner`).
-RULE_PLANNERS: tuple[str, ...] = ("current_rule", "oracle")
+#: planners the simulator knows besides the plain assignors (see :func:`make_planner`); a name here
+#: wins over an assignor of the same name (``rate_aware`` is the advisor's rule, not the bare assignor).
+RULE_PLANNERS: tuple[str, ...] = ("current_rule", "rate_aware", "oracle")
 #: every strategy name a scenario or ``simulate --strategy`` accepts.
-SIM_STRATEGIES: tuple[str, ...] = (*ASSIGNORS, *RULE_PLANNERS)
+SIM_STRATEGIES: tuple[str, ...] = (*dict.fromkeys((*ASSIGNORS, *RULE_PLANNERS)),)
+#: the advisor's rule before issue 13: lag-only candidates, a 30-minute cool-down, no hysteresis.
+LAG_STRATEGIES: tuple[str, ...] = ("range", "roundrobin", "sticky", "lag_aware", "lag_aware_sticky")
+CURRENT_RULE = Thresholds(cooldown_minutes=30.0, strategies=LAG_STRATEGIES, hysteresis_window_s=0.0)
+#: the rate-aware advisor: its strategies under the rule in time (other knobs at their defaults).
+RATE_AWARE_STRATEGIES: tuple[str, ...] = ("rate_aware", "rate_aware_sticky")
 #: a partition moved back to a member that lost it within this window counts as a flap.
 FLAP_WINDOW_S = 1800.0
 #: the oracle balances rate + backlog / horizon (seconds) against the true capacity.
@@ -237,7 +243,7 @@ class Observation:
     owner: np.ndarray  # int32 [P]
     produce_rate: np.ndarray  # float [P], NaN unknown
     consume_rate: np.ndarray  # float [P], NaN unknown
-    capacity: np.ndarray  # float [M], NaN unknown
+    capacity: np.ndarray  # float [M], NaN unknown (the load model then takes the group median)
     capacity_source: tuple[str, ...]
     recent_moves: tuple[RecentMove, ...]  # moves from an owner within the flap window, oldest first
     snapshots_seen: int
@@ -262,19 +268,34 @@ class Planner(Protocol):
 # ---- planners -------------------------------------------------------------------------------
 
 
-def observed_spec(obs: Observation, group_id: str = "sim") -> GroupSpec:
-    """The observation as the GroupSpec an assignor takes (lags as weights, owners as owned)."""
+def observed_spec(obs: Observation, group_id: str = "sim", *, with_load: bool = True) -> GroupSpec:
+    """The observation as the GroupSpec an assignor takes: lags, owners as owned and, with
+    ``with_load``, the estimated produce rates and capacities (unknown ones left for the load
+    model to fill)."""
     owned: list[list[tuple[str, int]]] = [[] for _ in obs.member_ids]
     numbers = obs.partition_number.tolist()
     for k, m in enumerate(obs.owner.tolist()):
         if m >= 0:
             owned[m].append((obs.partition_topic[k], numbers[k]))
+    capacity = obs.capacity.tolist() if with_load else [math.nan] * len(obs.member_ids)
     members = [
-        Member(member_id=mid, topics=topics, owned=tuple(owned[i]), generation=1)
+        Member(
+            member_id=mid,
+            topics=topics,
+            owned=tuple(owned[i]),
+            generation=1,
+            capacity=None if math.isnan(capacity[i]) else capacity[i],
+        )
         for i, (mid, topics) in enumerate(zip(obs.member_ids, obs.member_topics, strict=True))
     ]
+    known_rates = with_load and not np.isnan(obs.produce_rate).all()
     return GroupSpec.build(
-        group_id, members, topic=obs.partition_topic, partition=obs.partition_number, lag=obs.lag
+        group_id,
+        members,
+        topic=obs.partition_topic,
+        partition=obs.partition_number,
+        lag=obs.lag,
+        produce_rate=obs.produce_rate if known_rates else None,
     )
 
 
@@ -301,20 +322,23 @@ class AssignorPlanner:
 
 
 @dataclass
-class CurrentRulePlanner:
-    """Today's advisor: ``advise_group`` (every strategy, lag weights, default thresholds, cool-down).
+class AdvisorPlanner:
+    """The advisor's one pure function, ``advise_group``, under ``thresholds``.
 
-    A recommended plan is applied at once (auto-approve, publish); it then stands for the cool-down.
+    A recommended plan is applied at once (auto-approve, publish static); it then is the standing
+    plan (for a cool-down, when the thresholds have one). ``with_load`` feeds the estimated rates
+    and capacities; without them the rule sees lags only.
     """
 
-    thresholds: Thresholds = field(default_factory=Thresholds)
-    name: str = "current_rule"
+    name: str
+    thresholds: Thresholds
+    with_load: bool = True
     _standing: StandingPlan | None = None
 
     def plan(self, obs: Observation, truth: Truth) -> np.ndarray | None:
         if not obs.member_ids:
             return None
-        spec = observed_spec(obs)
+        spec = observed_spec(obs, with_load=self.with_load)
         observation = GroupObservation(
             spec.group_id,
             spec,
@@ -472,7 +496,10 @@ def make_planner(name: str, scenario: Scenario) -> Planner:
     if name in EXTRA_PLANNERS:
         return EXTRA_PLANNERS[name](scenario)
     if name == "current_rule":
-        return CurrentRulePlanner()
+        return AdvisorPlanner(name, CURRENT_RULE, with_load=False)
+    if name == "rate_aware":
+        rule = Thresholds(strategies=RATE_AWARE_STRATEGIES, handover_cost_s=scenario.handover_s)
+        return AdvisorPlanner(name, rule)
     if name == "oracle":
         return OraclePlanner()
     if name in ASSIGNORS:
@@ -689,14 +716,9 @@ def simulate(
         if sc.capacities_known:
             capacity = lay.capacity[idx]
             sources = ("given",) * len(idx)
-        else:
+        else:  # unknown ones stay NaN: the load model fills them (group median)
             capacity = cap_est[idx].copy()
-            known = capacity[~np.isnan(capacity)]
             sources = tuple(cap_src[m] if not np.isnan(cap_est[m]) else "unknown" for m in idx)
-            if known.size:
-                median = float(np.median(known))
-                sources = tuple("group_median" if s == "unknown" else s for s in sources)
-                capacity = np.where(np.isnan(capacity), median, capacity)
         obs = Observation(
             time_s=t,
             member_ids=tuple(lay.member_ids[m] for m in idx),
