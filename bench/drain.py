@@ -249,6 +249,7 @@ def targets(per_strategy: dict[str, dict]) -> list[dict]:
         out.append(
             {
                 "target": label,
+                "key": key,
                 "status": "PASS" if mine[key] <= bound else "FAIL",
                 "value": mine[key],
                 "limit": bound,
