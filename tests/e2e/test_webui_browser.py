@@ -126,7 +126,7 @@ def test_login_see_imbalance_and_approve_in_chromium(api_server, browser, tmp_pa
     assert "flagged" in row.get_attribute("class")
     imbalance = row.find_element(By.CSS_SELECTOR, "td.imbalance")
     assert imbalance.text == "1.52" and "hot" in imbalance.get_attribute("class")
-    # the second run said no_better_plan while the first run's plan stands: the page says so
+    # the second run was held by the cool-down while the first run's plan stands: the page says so
     outcome = row.find_element(By.CSS_SELECTOR, "td.outcome").text
     assert outcome.startswith("held_by_cooldown") and "still awaits a decision" in outcome
     _timestamps_have_zone_and_whole_seconds(browser)

@@ -108,28 +108,54 @@ class _Collector(HTMLParser):
         self.text.append(data)
 
 
+#: a plan's stored load model (the metrics JSON's shape), numbers chosen to work out by hand:
+#: now C0 has 6,000 behind at 100 in / 150 out (120 s), C1 1,000 at 50 / 150 (10 s), and a third
+#: member (hostile id) gets 30 in with capacity 20: overloaded, its catch-up stored as null (never).
+#: The plan gives C0 and C1 3,500 each at 75 in (46.7 s) and the hostile member nothing.
+METRICS = {
+    "members_before": {"member_ids": ["C0", "C1", HOSTILE[0]], "inflow": [100.0, 50.0, 30.0],
+                       "backlog": [6000, 1000, 0], "capacity": [150.0, 150.0, 20.0],
+                       "catch_up_s": [120.0, 10.0, None]},
+    "members_after": {"member_ids": ["C0", "C1", HOSTILE[0]], "inflow": [75.0, 75.0, 30.0],
+                      "backlog": [3500, 3500, 0], "capacity": [150.0, 150.0, 40.0],
+                      "catch_up_s": [140 / 3, 140 / 3, 0.0]},
+    "load_before": {"max_catch_up_s": None, "overloaded": 1},
+    "candidates": [{"strategy": "range", "load": {"max_catch_up_s": 1.0}},
+                   {"strategy": "rate_aware", "load": {"max_catch_up_s": 140 / 3}}],
+}  # fmt: skip
+
+
+def test_group_load_from_a_plans_metrics() -> None:
+    load = rendering.group_load({"strategy": "rate_aware"}, METRICS, horizon_s=600)
+    assert load is not None and load.capacities_known
+    assert load.produce_rate == 180.0
+    assert (load.catch_up_now_s, load.catch_up_plan_s) == (None, pytest.approx(46.667, abs=1e-3))
+    assert [(m.label, m.overloaded) for m in load.members] == [
+        ("C0", False),
+        ("C1", False),
+        (HOSTILE[0], True),
+    ]
+    current, plan = load.curves
+    # one never catches up, so the curves span the horizon: 61 points, 10 s apart
+    assert len(current.points) == 61 and current.points[-1][0] == 600
+    # t = 10 s: C0 6,000 - 50 x 10, C1 1,000 - 100 x 10 = 0, third 0 + (30 - 20) x 10
+    assert current.points[1] == (10.0, 5500.0 + 0 + 100)
+    # t = 20 s under the plan: 3,500 - 75 x 20 twice, the third member keeps up
+    assert plan.points[2] == (20.0, 4000.0)
+    assert (
+        rendering.group_load({"strategy": "x"}, {"before": {}}, 600) is None
+    )  # a plan from before the model
+
+
 def test_load_partial_shows_catch_up_overload_and_curves() -> None:
-    load = rendering.GroupLoad(
-        produce_rate=1500.0,
-        time_lag_s=42.0,
-        catch_up_now_s=None,
-        catch_up_plan_s=360.0,
-        members=(
-            rendering.MemberLoad(HOSTILE[0], capacity=1000.0, inflow=1200.0, overloaded=True),
-            rendering.MemberLoad("C1", capacity=1000.0, inflow=300.0, overloaded=False),
-        ),
-        curves=(
-            svg.LagCurve("current", "current assignment", ((0, 10), (600, 40))),
-            svg.LagCurve("plan", "under the plan", ((0, 10), (360, 0))),
-        ),
-    )
+    load = rendering.group_load({"strategy": "rate_aware"}, METRICS, horizon_s=600)
     html = rendering.templates.env.get_template("load.html").render(
         load=load, load_chart=svg.predicted_lag_lines(load.curves)
     )
     seen = _Collector()
     seen.feed(html)
     text = " ".join(" ".join(seen.text).split())
-    assert "never at these rates" in text and "360 s" in text and "1,500" in text
+    assert "never at these rates" in text and "47 s" in text and "180" in text
     assert text.count("overloaded") == 1 and HOSTILE[0] in text
     assert "script" not in seen.tags and seen.tags.count("polyline") == 2
 

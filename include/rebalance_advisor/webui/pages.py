@@ -14,9 +14,10 @@ from fastapi import APIRouter, Path, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse
 
+from rebalance_advisor.domain.parameters import Thresholds
 from rebalance_advisor.webui import queries, svg
 from rebalance_advisor.webui.auth import PageUser, approval_dag_id, can_trigger
-from rebalance_advisor.webui.rendering import GroupLoad, GroupRow, chosen_plan, key_range, templates
+from rebalance_advisor.webui.rendering import GroupRow, chosen_plan, group_load, key_range, templates
 
 router = APIRouter(include_in_schema=False)
 
@@ -101,7 +102,7 @@ async def group_page(
     outcome = group["outcome"] or {}
     imbalance = outcome.get("imbalance_before")
     plan = detail["plan"] if detail else None
-    load: GroupLoad | None = None  # issue 13: from the snapshot's rates and the plan's prediction
+    load = group_load(plan, detail["metrics"], Thresholds().horizon_s) if detail else None
     return render(
         request,
         "group.html",

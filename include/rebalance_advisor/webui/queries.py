@@ -305,6 +305,7 @@ def plan_detail(url: str, plan_id: int) -> dict[str, Any]:
         "moves": moves,
         "transitions": transitions,
         "run_threshold": run_threshold,
+        "metrics": plan.get("metrics"),  # the load model the page pictures (not in the API's model)
     }
 
 

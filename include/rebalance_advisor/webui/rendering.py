@@ -10,9 +10,11 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote
 
+import numpy as np
 from fastapi.templating import Jinja2Templates
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
+from rebalance_advisor.domain.load_model import lag_curves
 from rebalance_advisor.webui import svg
 
 
@@ -108,22 +110,77 @@ def key_range(row: dict[str, Any]) -> tuple[int, int] | None:
 
 
 @dataclass(frozen=True)
-class MemberLoad:
-    """One member's capacity and load (issue 13's rate-aware advice)."""
+class MemberLoadRow:
+    """One member's inflow and capacity under the current assignment (issue 13's load model)."""
 
     label: str
-    capacity: float | None  # messages/s it can consume
-    inflow: float | None  # messages/s produced to its partitions
-    overloaded: bool
+    inflow: float  # messages/s produced to its partitions
+    capacity: float | None  # messages/s it can consume (None: unknown)
+    overloaded: bool  # inflow >= capacity: it never catches up
 
 
 @dataclass(frozen=True)
-class GroupLoad:
-    """Rate-aware numbers of one group: filled once snapshots carry rates and plans predictions."""
+class GroupLoadView:
+    """Rate-aware numbers of one group, from the pictured plan's stored load model."""
 
-    produce_rate: float | None  # messages/s into the group's partitions
-    time_lag_s: float | None  # how far behind the group is, in seconds
-    catch_up_now_s: float | None  # predicted catch-up time, current assignment (None: never)
+    produce_rate: float  # messages/s into the group's assigned partitions
+    time_lag_s: float | None  # how far behind the group is in seconds (needs snapshot rates: not stored yet)
+    capacities_known: bool
+    catch_up_now_s: float | None  # predicted catch-up, current assignment (None: never, if capacities known)
     catch_up_plan_s: float | None  # ... under the plan
-    members: tuple[MemberLoad, ...]
-    curves: tuple[svg.LagCurve, ...]  # predicted lag over time, current vs plan
+    members: tuple[MemberLoadRow, ...]
+    curves: tuple[svg.LagCurve, ...]  # predicted total lag over time, current vs plan
+
+
+def _total_lag_curve(members: dict[str, Any], times: np.ndarray) -> tuple[tuple[float, float], ...]:
+    lag = lag_curves(
+        np.array(members["backlog"]), np.array(members["inflow"]), np.array(members["capacity"]), times
+    )
+    return tuple(zip(times.tolist(), lag.sum(axis=0).tolist(), strict=True))
+
+
+def group_load(
+    plan: dict[str, Any], metrics: dict[str, Any] | None, horizon_s: float
+) -> GroupLoadView | None:
+    """The view of a plan's ``metrics`` JSON (``members_before/after``, ``load_before``, the chosen
+    candidate's ``load``); None for plans stored before the load model or without measured rates.
+
+    The curves are the load model's fluid lag B(t) = max(B + (Λ − μ) t, 0) summed over members
+    (:func:`rebalance_advisor.domain.load_model.lag_curves`), drawn until both have caught up
+    (a quarter more) or over ``horizon_s`` when one never does.
+    """
+    metrics = metrics or {}
+    before, after = metrics.get("members_before"), metrics.get("members_after")
+    if not before or not any(before["inflow"]):
+        return None
+    known = before.get("capacity") is not None
+    chosen = next((c for c in metrics.get("candidates") or () if c["strategy"] == plan["strategy"]), {})
+    now_s = (metrics.get("load_before") or {}).get("max_catch_up_s")
+    plan_s = (chosen.get("load") or {}).get("max_catch_up_s")
+    rows = tuple(
+        MemberLoadRow(
+            label=member,
+            inflow=float(before["inflow"][i]),
+            capacity=float(before["capacity"][i]) if known else None,
+            overloaded=known and before["catch_up_s"][i] is None,  # stored inf (never) as null
+        )
+        for i, member in enumerate(before["member_ids"])
+    )
+    curves: tuple[svg.LagCurve, ...] = ()
+    if known and after and after.get("capacity") is not None:
+        ends = [s for s in (now_s, plan_s) if s is not None]
+        span = max(ends) * 1.25 if len(ends) == 2 and max(ends) > 0 else horizon_s
+        times = np.linspace(0.0, span, 61)
+        curves = (
+            svg.LagCurve("current", "current assignment", _total_lag_curve(before, times)),
+            svg.LagCurve("plan", "under the plan", _total_lag_curve(after, times)),
+        )
+    return GroupLoadView(
+        produce_rate=float(sum(before["inflow"])),
+        time_lag_s=None,
+        capacities_known=known,
+        catch_up_now_s=now_s if known else None,
+        catch_up_plan_s=plan_s if known else None,
+        members=rows,
+        curves=curves,
+    )
