@@ -121,3 +121,29 @@ def select_in_range(records: Sequence[R], lo: int, hi: int) -> list[R]:
     if len(keep) == len(records):
         return list(records)
     return [records[i] for i in keep]
+
+
+def range_cover_problem(ranges: Sequence[tuple[int, int]]) -> str | None:
+    """Why half-open ``[lo, hi)`` ranges of one partition do not tile ``[0, HASH_SPACE)`` exactly, or None.
+
+    The one rule for a split partition's ranges, used by the assignor, by hand-written plans and
+    by the helper reading assignment records: integers, each non-empty, no overlap, no gap.
+    """
+    if not ranges:
+        return "no ranges"
+    for lo, hi in ranges:
+        if not all(isinstance(v, int) and not isinstance(v, bool) for v in (lo, hi)):
+            return f"range [{lo!r}, {hi!r}) is not two integers"
+        if not 0 <= lo < hi <= HASH_SPACE:
+            return f"range [{lo}, {hi}) is empty or outside [0, {HASH_SPACE})"
+    ordered = sorted(ranges)
+    if ordered[0][0] != 0:
+        return f"gap: hashes [0, {ordered[0][0]}) are in no range"
+    for (lo1, hi1), (lo2, hi2) in zip(ordered, ordered[1:], strict=False):
+        if lo2 < hi1:
+            return f"overlap: ranges [{lo1}, {hi1}) and [{lo2}, {hi2})"
+        if lo2 > hi1:
+            return f"gap: hashes [{hi1}, {lo2}) are in no range"
+    if ordered[-1][1] != HASH_SPACE:
+        return f"gap: hashes [{ordered[-1][1]}, {HASH_SPACE}) are in no range"
+    return None
