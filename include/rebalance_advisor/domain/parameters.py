@@ -288,6 +288,11 @@ class StaticMemberParams(ParamModel):
         (), cli="topics", form={"uniqueItems": True},
         description="topics the member consumes (needed for add, ignored for remove)",
     )  # fmt: skip
+    share_keys: bool = surface(
+        False, cli="--share-keys",
+        description="add: the member may take key ranges of a split partition (key_range; "
+        "the run and the topic must allow it too)",
+    )  # fmt: skip
     db_conn_id: DbConnId
 
     @field_validator("topics")
