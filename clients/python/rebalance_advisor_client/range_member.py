@@ -110,12 +110,21 @@ class RangeMember:
         )
         self.consumer.assign([TopicPartition(topic, partition, self.position)])
 
-    def poll(self, max_records: int = 1000, timeout: float = 0.5) -> list[Any]:
-        """The next batch of records of this range not yet processed by anyone, in offset order."""
+    def poll(
+        self, max_records: int = 1000, timeout: float = 0.5, until_offset: int | None = None
+    ) -> list[Any]:
+        """The next batch of records of this range not yet processed by anyone, in offset order
+        (none at or past ``until_offset``: the position then stops there)."""
         msgs = [m for m in self.consumer.consume(max_records, timeout) if m.error() is None]
         if not msgs:
             return []
-        self.position = msgs[-1].offset() + 1
+        last = msgs[-1].offset() + 1
+        if until_offset is not None and last > until_offset:
+            msgs = [m for m in msgs if m.offset() < until_offset]
+            last = until_offset
+        self.position = max(self.position, last)
+        if not msgs:
+            return []
         hashes = positive_hashes([m.key() for m in msgs])
         offsets = np.fromiter((m.offset() for m in msgs), dtype=np.int64, count=len(msgs))
         mine = (hashes >= self.lo) & (hashes < self.hi)
@@ -140,7 +149,7 @@ class RangeMember:
     ) -> None:
         """Poll, hand batches to ``handle``, commit after each; stop at ``until_offset`` or when told."""
         while not should_stop() and (until_offset is None or self.position < until_offset):
-            batch = self.poll()
+            batch = self.poll(until_offset=until_offset)
             if batch:
                 handle(batch)
             self.commit()
