@@ -136,6 +136,21 @@ def test_nothing_splits_unless_all_three_levels_allow():
     ).ranges
 
 
+def test_policy_from_the_run_parameters():
+    from rebalance_advisor.domain.parameters import AdvisorParams, ParameterError, Thresholds
+
+    t = Thresholds(key_sharing=True, key_sharing_topics="orders-.*")
+    policy = KeySharingPolicy.from_run(t, ["m1"])
+    assert policy.refusal("orders-in", "m1") is None
+    assert "not allow-listed" in policy.refusal("billing", "m1")
+    assert "opted in" in policy.refusal("orders-in", "m2")
+    assert "not enabled" in KeySharingPolicy.from_run(Thresholds(), ["m1"]).refusal("orders-in", "m1")
+    assert "key_range" not in Thresholds().strategies  # a candidate only when named
+    assert AdvisorParams(strategies=("key_range",)).strategies == ("key_range",)
+    with pytest.raises(ParameterError, match="key_sharing_topics"):
+        Thresholds.parse({"key_sharing_topics": "("})
+
+
 def test_without_sharing_key_range_equals_lag_aware_and_is_not_a_default_candidate():
     rng = random.Random(9)
     for _ in range(20):

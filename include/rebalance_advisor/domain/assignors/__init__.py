@@ -27,6 +27,7 @@ from rebalance_advisor.domain.assignors import (
     sticky,
 )
 from rebalance_advisor.domain.group_spec import Assignment, GroupSpec
+from rebalance_advisor.domain.parameters import OPT_IN_STRATEGY_NAMES
 from rebalance_advisor.errors import AdvisorError
 
 
@@ -87,9 +88,8 @@ ASSIGNORS: dict[str, ModuleAssignor] = {
     )
 }
 
-#: strategies that change how members consume (key_range: members filter records by key hash),
-#: so they run only when asked for by name, never as a default candidate.
-OPT_IN_STRATEGIES: tuple[str, ...] = (key_range.NAME,)
+#: strategies that run only when asked for by name, never as a default candidate
+OPT_IN_STRATEGIES: tuple[str, ...] = OPT_IN_STRATEGY_NAMES
 
 
 def get_assignor(name: str) -> ModuleAssignor:

@@ -48,6 +48,7 @@ from rebalance_advisor_client.key_hash import HASH_SPACE, positive_hashes, range
 
 from rebalance_advisor.domain.assignors import lag_aware
 from rebalance_advisor.domain.group_spec import GroupSpec
+from rebalance_advisor.domain.parameters import Thresholds
 from rebalance_advisor.errors import AdvisorError
 
 NAME = "key_range"
@@ -57,9 +58,10 @@ NAME = "key_range"
 class KeySharingPolicy:
     """The run- and topic-level opt-in, plus the members whose registry entry opted in.
 
-    The run level belongs in the run parameters (domain/parameters.py once it exists); the topic
-    level is ``topics`` (exact names) or ``topic_pattern`` (a regular expression matched against
-    the whole name); ``members`` are the member ids flagged ``--share-keys`` in the registry.
+    The run level is the advisor parameter ``key_sharing``; the topic level is ``topics`` (exact
+    names) or ``topic_pattern`` (a regular expression matched against the whole name; the
+    parameter ``key_sharing_topics``); ``members`` are the member ids flagged ``--share-keys`` in
+    the registry. :meth:`from_run` builds it from the run's parameters.
     """
 
     allowed: bool = False
@@ -76,6 +78,15 @@ class KeySharingPolicy:
                 raise AdvisorError(
                     f"key-sharing topic pattern {self.topic_pattern!r} is not a regular expression: {error}"
                 ) from None
+
+    @classmethod
+    def from_run(cls, thresholds: Thresholds, members: Iterable[str]) -> KeySharingPolicy:
+        """The run's parameters (``key_sharing``, ``key_sharing_topics``) plus the registry's flagged members."""
+        return cls(
+            allowed=thresholds.key_sharing,
+            topic_pattern=thresholds.key_sharing_topics,
+            members=frozenset(members),
+        )
 
     def topic_allowed(self, topic: str) -> bool:
         return topic in self.topics or (
