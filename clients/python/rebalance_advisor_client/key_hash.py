@@ -43,56 +43,71 @@ _R = np.uint32(24)
 _SIGN_OFF = np.uint32(0x7FFFFFFF)
 
 
-def _pack(keys: Sequence[bytes | None]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Keys -> (lengths int64 [N], null mask [N], words uint32 [W, N]).
+def _pack(keys: Sequence[bytes | None]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
+    """Keys -> (lengths int64 [N], null mask [N], words uint32 [W, N], row order or None).
 
     Row ``j`` of ``words`` holds bytes 4j..4j+3 of every key (zero past a key's end), so each
-    block step reads one contiguous row.
+    block step reads one contiguous row. When lengths differ, the columns are the keys sorted by
+    length, longest first (``order``; lengths and nulls stay in input order): a block step then
+    touches only a prefix, the keys that still have a block there.
     """
     n = len(keys)
     lengths = np.fromiter((-1 if k is None else len(k) for k in keys), dtype=np.int64, count=n)
     nulls = lengths < 0
     lengths[nulls] = 0
     width = int(lengths.max()) // 4 + 1 if n else 1  # full blocks of the longest key + its tail word
-    data = np.frombuffer(b"".join(k for k in keys if k), dtype=np.uint8)
     padded = np.zeros((n, width * 4), dtype=np.uint8)
+    order = None
     if n and (lengths == lengths[0]).all():
+        data = np.frombuffer(b"".join(k for k in keys if k), dtype=np.uint8)
         padded[:, : lengths[0]] = data.reshape(n, int(lengths[0]))
-    else:
+    elif n:
+        order = np.argsort(-lengths, kind="stable")
+        data = np.frombuffer(b"".join([keys[i] or b"" for i in order.tolist()]), dtype=np.uint8)
         # row-major boolean assignment fills each row's first len(key) bytes in key order
-        padded[np.arange(width * 4)[None, :] < lengths[:, None]] = data
+        padded[np.arange(width * 4)[None, :] < lengths[order][:, None]] = data
     words = np.ascontiguousarray(padded.view("<u4").T, dtype=np.uint32)
-    return lengths, nulls, words
+    return lengths, nulls, words, order
 
 
 def murmur2_batch(keys: Sequence[bytes | None]) -> np.ndarray:
     """``Utils.murmur2`` of every key as Java's signed ``int`` (int32 [N]); None hashes as b''."""
-    return _murmur2(*_pack(keys)[::2])
+    lengths, _, words, order = _pack(keys)
+    return _murmur2(lengths, words, order)
 
 
-def _murmur2(lengths: np.ndarray, words: np.ndarray) -> np.ndarray:
-    blocks = lengths >> 2
-    h = _SEED ^ lengths.astype(np.uint32)
-    for j in range(int(blocks.max()) if len(lengths) else 0):
-        k = words[j] * _M
+def _murmur2(lengths: np.ndarray, words: np.ndarray, order: np.ndarray | None) -> np.ndarray:
+    n = len(lengths)
+    sorted_lengths = lengths if order is None else lengths[order]
+    blocks = sorted_lengths >> 2
+    h = _SEED ^ sorted_lengths.astype(np.uint32)
+    # keys with more than j blocks: a prefix (blocks descend), its length from one search
+    active = np.searchsorted(-blocks, -np.arange(int(blocks.max()) if n else 0), side="left")
+    for j, count in enumerate(active.tolist()):
+        k = words[j, :count] * _M
         k ^= k >> _R
         k *= _M
-        mixed = (h * _M) ^ k
-        np.copyto(h, mixed, where=blocks > j)
-    tail_len = lengths & 3
+        head = h[:count]  # a view: updated in place
+        head *= _M
+        head ^= k
+    tail_len = sorted_lengths & 3
     if tail_len.any():
-        tail = words[blocks, np.arange(len(lengths))]
+        tail = words[blocks, np.arange(n)]
         np.copyto(h, (h ^ tail) * _M, where=tail_len > 0)
     h ^= h >> np.uint32(13)
     h *= _M
     h ^= h >> np.uint32(15)
+    if order is not None:
+        out = np.empty_like(h)
+        out[order] = h
+        h = out
     return h.view(np.int32)
 
 
 def positive_hashes(keys: Sequence[bytes | None]) -> np.ndarray:
     """``toPositive(murmur2(key))`` per key (int64 [N], 0 .. HASH_SPACE - 1); a null key -> NULL_KEY_HASH."""
-    lengths, nulls, words = _pack(keys)
-    h = (_murmur2(lengths, words).view(np.uint32) & _SIGN_OFF).astype(np.int64)
+    lengths, nulls, words, order = _pack(keys)
+    h = (_murmur2(lengths, words, order).view(np.uint32) & _SIGN_OFF).astype(np.int64)
     h[nulls] = NULL_KEY_HASH
     return h
 

@@ -98,6 +98,8 @@ class RangeMember:
         self.position = start if start >= 0 else 0
         #: records of this range skipped because an earlier owner had processed them
         self.skipped = 0
+        # below this offset some hash of the range may be done already; at or above, none is
+        self._done_below = int(self.progress.offsets.max())
         self.consumer = Consumer(
             {
                 "bootstrap.servers": bootstrap,
@@ -115,22 +117,30 @@ class RangeMember:
     ) -> list[Any]:
         """The next batch of records of this range not yet processed by anyone, in offset order
         (none at or past ``until_offset``: the position then stops there)."""
-        msgs = [m for m in self.consumer.consume(max_records, timeout) if m.error() is None]
+        msgs = self.consumer.consume(max_records, timeout)
         if not msgs:
             return []
+        if any(m.error() is not None for m in msgs):
+            msgs = [m for m in msgs if m.error() is None]
+            if not msgs:
+                return []
         last = msgs[-1].offset() + 1
         if until_offset is not None and last > until_offset:
             msgs = [m for m in msgs if m.offset() < until_offset]
             last = until_offset
+        first = msgs[0].offset() if msgs else last
         self.position = max(self.position, last)
         if not msgs:
             return []
         hashes = positive_hashes([m.key() for m in msgs])
-        offsets = np.fromiter((m.offset() for m in msgs), dtype=np.int64, count=len(msgs))
-        mine = (hashes >= self.lo) & (hashes < self.hi)
-        keep = mine & ~self.progress.already_done(hashes, offsets)
-        self.skipped += int(np.count_nonzero(mine)) - int(np.count_nonzero(keep))
-        return [msgs[i] for i in np.flatnonzero(keep).tolist()]
+        keep = (hashes >= self.lo) & (hashes < self.hi)
+        if first < self._done_below:  # an earlier owner may have processed some of these
+            offsets = np.fromiter((m.offset() for m in msgs), dtype=np.int64, count=len(msgs))
+            fresh = keep & ~self.progress.already_done(hashes, offsets)
+            self.skipped += int(np.count_nonzero(keep)) - int(np.count_nonzero(fresh))
+            keep = fresh
+        picked = np.flatnonzero(keep).tolist()
+        return msgs if len(picked) == len(msgs) else [msgs[i] for i in picked]
 
     def commit(self) -> None:
         """Commit the position: every record of this range below it is processed."""
