@@ -19,7 +19,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     sub = members.add_subparsers(dest="members_command", metavar="ACTION", required=True)
     add = sub.add_parser("add", help="register one member (refused if it is registered already)")
-    add_options(add, StaticMemberParams, ("group_id", "member_id", "topics"))
+    add_options(add, StaticMemberParams, ("group_id", "member_id", "topics", "share_keys"))
     add.add_argument("--db", default=None, help=DB_HELP)
     add.set_defaults(func=_add)
     ls = sub.add_parser("list", help="list registered members")
@@ -38,8 +38,11 @@ def _add(args: argparse.Namespace) -> int:
     from rebalance_advisor.store import db
 
     db.upgrade(args.db)
-    member = registry.add(args.group, args.member, args.topics, args.db)
-    print(f"registered {member.member_id} in group {member.group_id} (topics: {', '.join(member.topics)})")
+    member = registry.add(args.group, args.member, args.topics, args.db, share_keys=args.share_keys)
+    sharing = ", shares keys" if member.share_keys else ""
+    print(
+        f"registered {member.member_id} in group {member.group_id} (topics: {', '.join(member.topics)}{sharing})"
+    )
     return 0
 
 
@@ -52,9 +55,15 @@ def _list(args: argparse.Namespace) -> int:
     if args.format == "json":
         print(json.dumps([m.to_dict() for m in rows]))
         return 0
-    header = ("GROUP", "MEMBER", "TOPICS", "REGISTERED")
+    header = ("GROUP", "MEMBER", "TOPICS", "SHARE_KEYS", "REGISTERED")
     table = [header] + [
-        (m.group_id, m.member_id, ",".join(m.topics), m.created_at.strftime("%Y-%m-%d %H:%M:%S"))
+        (
+            m.group_id,
+            m.member_id,
+            ",".join(m.topics),
+            "yes" if m.share_keys else "no",
+            m.created_at.strftime("%Y-%m-%d %H:%M:%S"),
+        )
         for m in rows
     ]
     widths = [max(len(r[i]) for r in table) for i in range(len(header))]

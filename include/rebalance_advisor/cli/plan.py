@@ -31,7 +31,10 @@ from typing import Any
 
 from rebalance_advisor.errors import AdvisorError
 
-STRATEGY_HELP = "range, roundrobin, sticky, lag_aware, lag_aware_sticky, rate_aware, rate_aware_sticky"
+STRATEGY_HELP = (
+    "range, roundrobin, sticky, lag_aware, lag_aware_sticky, rate_aware, rate_aware_sticky, "
+    "key_range (JSON: see domain/key_range_documents.py)"
+)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -107,6 +110,14 @@ def build_plan(
     from rebalance_advisor.domain.load_model import load_inputs, summarize
     from rebalance_advisor.domain.metrics import compute_metrics
 
+    if strategy == "key_range":  # its inputs are in the JSON (domain/key_range_documents.py)
+        from rebalance_advisor.domain.key_range_documents import build_key_range_plan
+
+        if options:
+            raise AdvisorError(
+                "key_range takes no --option: put key_sharing, key_samples and capacity in the JSON"
+            )
+        return build_key_range_plan(data)
     assignor = get_assignor(strategy)
     spec = parse_group_spec(data)  # the whole format, every key checked
     observation = observe_document(data)  # and the recent moves
@@ -169,7 +180,11 @@ def format_table(plan: dict[str, Any]) -> str:
 
 def run(args: argparse.Namespace) -> int:
     plan = build_plan(_read_input(args.input), args.strategy, _parse_options(args.option))
-    if args.format == "table":
+    if args.format == "table" and plan["strategy"] == "key_range":
+        from rebalance_advisor.cli.key_range_plan import format_key_range_table
+
+        print(format_key_range_table(plan))
+    elif args.format == "table":
         print(format_table(plan))
     else:
         print(json.dumps(plan))

@@ -36,7 +36,7 @@ def members_action(params: Mapping[str, Any]) -> dict[str, Any]:
     url = database_url(p.db_conn_id)
     group, member, action = p.group_id, p.member_id, p.action
     if action == "add":
-        done = registry.add(group, member, p.topics, url)
+        done = registry.add(group, member, p.topics, url, share_keys=p.share_keys)
     else:
         done = registry.remove(group, member, url)
     members = [m.member_id for m in registry.list_members(group, url)]

@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 from rebalance_advisor.domain.advice import STANDING_STATUSES, CandidatePlan, StandingPlan
-from rebalance_advisor.domain.assignors import ASSIGNORS
+from rebalance_advisor.domain.assignors import ASSIGNORS, OPT_IN_STRATEGIES
 from rebalance_advisor.domain.load_model import LoadSummary
 from rebalance_advisor.domain.parameters import Thresholds
 
@@ -59,7 +59,7 @@ STRATEGY_PREFERENCE: tuple[str, ...] = (
     "roundrobin",
     "range",
 )
-DEFAULT_STRATEGIES: tuple[str, ...] = tuple(ASSIGNORS)
+DEFAULT_STRATEGIES: tuple[str, ...] = tuple(n for n in ASSIGNORS if n not in OPT_IN_STRATEGIES)
 
 OUTCOMES = (
     "balanced",

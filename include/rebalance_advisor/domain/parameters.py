@@ -25,9 +25,20 @@ from rebalance_advisor.errors import AdvisorError
 #: the assignor registry's names (``domain.assignors.ASSIGNORS``; a test checks they agree). Kept
 #: literal so parsing a DAG file imports no NumPy. A new strategy adds its name here.
 StrategyName = Literal[
-    "range", "roundrobin", "sticky", "lag_aware", "lag_aware_sticky", "rate_aware", "rate_aware_sticky"
+    "range",
+    "roundrobin",
+    "sticky",
+    "lag_aware",
+    "lag_aware_sticky",
+    "rate_aware",
+    "rate_aware_sticky",
+    "key_range",
 ]
 STRATEGY_NAMES: tuple[str, ...] = get_args(StrategyName)
+#: strategies that change how members consume (key_range: members filter records by key hash):
+#: candidates only when named, never by default
+OPT_IN_STRATEGY_NAMES: tuple[str, ...] = ("key_range",)
+DEFAULT_STRATEGY_NAMES: tuple[str, ...] = tuple(s for s in STRATEGY_NAMES if s not in OPT_IN_STRATEGY_NAMES)
 
 ApprovalDecision = Literal["ask", "approve", "reject"]
 MemberAction = Literal["add", "remove"]
@@ -148,9 +159,19 @@ class Thresholds(ParamModel):
         description="optional fixed silence after a standing plan (0: off; hysteresis prevents flapping)",
     )  # fmt: skip
     strategies: tuple[StrategyName, ...] = surface(
-        STRATEGY_NAMES, min_length=1, cli="--strategies", section=RULES,
+        DEFAULT_STRATEGY_NAMES, min_length=1, cli="--strategies", section=RULES,
         form={"uniqueItems": True, "examples": list(STRATEGY_NAMES)},
-        description="candidate strategies; ties prefer lag_aware, then lag_aware_sticky",
+        description="candidate strategies; ties prefer lag_aware, then lag_aware_sticky "
+        "(key_range only when named)",
+    )  # fmt: skip
+    key_sharing: bool = surface(
+        False, cli="--key-sharing", section=RULES,
+        description="run-level opt-in: key_range may split partitions into key ranges "
+        "(the topic and the members must opt in too)",
+    )  # fmt: skip
+    key_sharing_topics: str | None = surface(
+        None, max_length=1000, cli="--key-sharing-topics", section=RULES, form={"format": "regex"},
+        description="topic-level opt-in: only topics whose name fully matches this regex are split (empty: none)",
     )  # fmt: skip
     target_catch_up_s: float = surface(
         300.0, ge=0.0, le=10**7, cli="--target-catch-up", section=RULES,
@@ -174,6 +195,11 @@ class Thresholds(ParamModel):
     @classmethod
     def check_strategies(cls, value: tuple[str, ...]) -> tuple[str, ...]:
         return unique_values(value)
+
+    @field_validator("key_sharing_topics")
+    @classmethod
+    def check_key_sharing_topics(cls, value: str | None) -> str | None:
+        return compiled_regex(value)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready values of the rule fields only (what Spark executors and the runs row get)."""
@@ -287,6 +313,11 @@ class StaticMemberParams(ParamModel):
     topics: tuple[TopicName, ...] = surface(
         (), cli="topics", form={"uniqueItems": True},
         description="topics the member consumes (needed for add, ignored for remove)",
+    )  # fmt: skip
+    share_keys: bool = surface(
+        False, cli="--share-keys",
+        description="add: the member may take key ranges of a split partition (key_range; "
+        "the run and the topic must allow it too)",
     )  # fmt: skip
     db_conn_id: DbConnId
 

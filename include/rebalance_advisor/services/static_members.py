@@ -33,6 +33,7 @@ class RegisteredMember:
     member_id: str
     topics: tuple[str, ...]
     created_at: datetime
+    share_keys: bool = False  # takes key ranges of split partitions (issue 15)
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -66,7 +67,9 @@ def _check_topics(topics: Iterable[str]) -> list[str]:
 
 
 def _member(row: Any) -> RegisteredMember:
-    return RegisteredMember(row.group_id, row.member_id, tuple(row.topics or ()), db_time(row.created_at))
+    return RegisteredMember(
+        row.group_id, row.member_id, tuple(row.topics or ()), db_time(row.created_at), bool(row.share_keys)
+    )
 
 
 def db_time(moment: datetime) -> datetime:
@@ -74,11 +77,16 @@ def db_time(moment: datetime) -> datetime:
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
-def add(group_id: str, member_id: str, topics: Iterable[str], url: str | None = None) -> RegisteredMember:
-    """Register one consumer instance; refused when it is registered already."""
+def add(
+    group_id: str, member_id: str, topics: Iterable[str], url: str | None = None, share_keys: bool = False
+) -> RegisteredMember:
+    """Register one consumer instance; refused when it is registered already.
+
+    ``share_keys``: the member opts in to taking key ranges of split partitions (key_range).
+    """
     group_id, member_id = _check_id("group id", group_id), _check_id("member id", member_id)
     topic_list = _check_topics(topics)
-    member = RegisteredMember(group_id, member_id, tuple(topic_list), datetime.now(UTC))
+    member = RegisteredMember(group_id, member_id, tuple(topic_list), datetime.now(UTC), share_keys)
     duplicate = AdvisorError(
         f"member {member_id!r} of group {group_id!r} is already registered; "
         "remove it first to change its topics"
@@ -94,7 +102,11 @@ def add(group_id: str, member_id: str, topics: Iterable[str], url: str | None = 
                 raise duplicate
             conn.execute(
                 sa.insert(StaticMemberRow).values(
-                    group_id=group_id, member_id=member_id, topics=topic_list, created_at=member.created_at
+                    group_id=group_id,
+                    member_id=member_id,
+                    topics=topic_list,
+                    created_at=member.created_at,
+                    share_keys=share_keys,
                 )
             )
     except sa.exc.IntegrityError as error:  # a concurrent add of the same member won
@@ -141,3 +153,13 @@ def remove(group_id: str, member_id: str, url: str | None = None) -> RegisteredM
             )
         )
     return _member(row)
+
+
+def key_sharing_members(conn: sa.engine.Connection, group_id: str) -> frozenset[str]:
+    """Member ids of one group that opted in to key-range sharing (``members add --share-keys``)."""
+    rows = conn.execute(
+        sa.select(StaticMemberRow.member_id).where(
+            StaticMemberRow.group_id == group_id, StaticMemberRow.share_keys.is_(True)
+        )
+    )
+    return frozenset(rows.scalars())

@@ -139,6 +139,8 @@ class StaticMemberRow(Base):
     member_id: Mapped[str] = mapped_column(sa.String(255), primary_key=True)
     topics: Mapped[list[str]] = mapped_column(sa.JSON)
     created_at: Mapped[datetime] = mapped_column(sa.DateTime(timezone=True))
+    #: opted in to key-range sharing (issue 15; migration 0003_share_keys)
+    share_keys: Mapped[bool] = mapped_column(sa.Boolean, server_default=sa.false(), default=False)
 
 
 #: Child tables of ``snapshots``, in delete order.

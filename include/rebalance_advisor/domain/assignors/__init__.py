@@ -17,6 +17,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from rebalance_advisor.domain.assignors import (
+    key_range,
     lag_aware,
     lag_aware_sticky,
     range_assignor,
@@ -26,6 +27,7 @@ from rebalance_advisor.domain.assignors import (
     sticky,
 )
 from rebalance_advisor.domain.group_spec import Assignment, GroupSpec
+from rebalance_advisor.domain.parameters import OPT_IN_STRATEGY_NAMES
 from rebalance_advisor.errors import AdvisorError
 
 
@@ -73,9 +75,21 @@ ASSIGNORS: dict[str, ModuleAssignor] = {
     a.name: a
     for a in map(
         _wrap,
-        (range_assignor, roundrobin, sticky, lag_aware, lag_aware_sticky, rate_aware, rate_aware_sticky),
+        (
+            range_assignor,
+            roundrobin,
+            sticky,
+            lag_aware,
+            lag_aware_sticky,
+            rate_aware,
+            rate_aware_sticky,
+            key_range,
+        ),
     )
 }
+
+#: strategies that run only when asked for by name, never as a default candidate
+OPT_IN_STRATEGIES: tuple[str, ...] = OPT_IN_STRATEGY_NAMES
 
 
 def get_assignor(name: str) -> ModuleAssignor:
@@ -86,4 +100,4 @@ def get_assignor(name: str) -> ModuleAssignor:
         raise AdvisorError(f"unknown strategy {name!r} (known: {', '.join(ASSIGNORS)})") from None
 
 
-__all__ = ["ASSIGNORS", "Assignor", "ModuleAssignor", "get_assignor"]
+__all__ = ["ASSIGNORS", "OPT_IN_STRATEGIES", "Assignor", "ModuleAssignor", "get_assignor"]

@@ -1,0 +1,165 @@
+"""A consumer of one key range of one partition (or of the whole partition), with exact progress.
+
+This is the range path of the client helper in its smallest form: it reads its start from the
+committed offsets of the parent group and of every derived range group of the partition
+(:mod:`key_ranges`), fetches the partition, hands the application only the records whose key
+hash is in its range and that no earlier owner processed, and commits its position under its own
+derived group (the parent group for a whole partition).
+
+It does not follow published epochs and does not fence: whoever runs it must stop the previous
+owners of the partition's hashes before starting it (the handover). Folding it into the
+epoch-following, fenced ``AssignedConsumer`` is the next step (issue 15, item 4).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient
+
+from rebalance_advisor_client.key_hash import HASH_SPACE, positive_hashes
+from rebalance_advisor_client.key_ranges import (
+    HashProgress,
+    parse_range_group,
+    range_group,
+)
+
+_RETRIABLE = {
+    KafkaError.NOT_COORDINATOR,
+    KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+    KafkaError.COORDINATOR_NOT_AVAILABLE,
+    KafkaError._TIMED_OUT,
+}
+
+
+def _committed(bootstrap: str, group: str, topic: str, partition: int, timeout: float) -> int | None:
+    """The group's committed offset of one partition, or None.
+
+    Read with a consumer of that group (``committed()``), not with the AdminClient's
+    ``list_consumer_group_offsets``, which can crash the process for a group the coordinator does
+    not know (confluent-kafka-python issue #1982, seen here with 2.16.1).
+    """
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+    deadline = time.monotonic() + timeout
+    try:
+        while True:
+            try:
+                (tp,) = consumer.committed([TopicPartition(topic, partition)], timeout=timeout)
+                break
+            except KafkaException as error:  # a coordinator still loading or moving: ask again
+                if error.args[0].code() not in _RETRIABLE or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+    finally:
+        consumer.close()
+    return tp.offset if tp.error is None and tp.offset >= 0 else None
+
+
+def read_progress(
+    bootstrap: str, parent: str, topic: str, partition: int, timeout: float = 30.0
+) -> HashProgress:
+    """Committed progress of a partition over the hash space: the parent group's and each derived group's."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    listed = admin.list_consumer_groups(request_timeout=timeout).result(timeout)
+    ranges: dict[tuple[int, int], int] = {}
+    for g in listed.valid:
+        parsed = parse_range_group(g.group_id)
+        if parsed is None or parsed[0] != parent:
+            continue
+        offset = _committed(bootstrap, g.group_id, topic, partition, timeout)
+        if offset is not None:
+            ranges[parsed[1], parsed[2]] = offset
+    return HashProgress.from_commits(_committed(bootstrap, parent, topic, partition, timeout), ranges)
+
+
+class RangeMember:
+    """Consume ``[lo, hi)`` of one partition of ``parent``'s topic; ``lo, hi = 0, HASH_SPACE`` and
+    ``whole=True`` for a whole-partition owner (commits under the parent group)."""
+
+    def __init__(
+        self,
+        bootstrap: str,
+        parent: str,
+        topic: str,
+        partition: int,
+        lo: int = 0,
+        hi: int = HASH_SPACE,
+        whole: bool = False,
+        config: dict[str, Any] | None = None,
+    ) -> None:
+        self.topic, self.partition, self.lo, self.hi = topic, partition, lo, hi
+        self.group = parent if whole else range_group(parent, lo, hi)
+        self.progress = read_progress(bootstrap, parent, topic, partition)
+        start = self.progress.start(lo, hi)
+        self.position = start if start >= 0 else 0
+        #: records of this range skipped because an earlier owner had processed them
+        self.skipped = 0
+        # below this offset some hash of the range may be done already; at or above, none is
+        self._done_below = int(self.progress.offsets.max())
+        self.consumer = Consumer(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": self.group,
+                "enable.auto.commit": False,
+                "enable.auto.offset.store": False,
+                "auto.offset.reset": "earliest",
+                **(config or {}),
+            }
+        )
+        self.consumer.assign([TopicPartition(topic, partition, self.position)])
+
+    def poll(
+        self, max_records: int = 1000, timeout: float = 0.5, until_offset: int | None = None
+    ) -> list[Any]:
+        """The next batch of records of this range not yet processed by anyone, in offset order
+        (none at or past ``until_offset``: the position then stops there)."""
+        msgs = self.consumer.consume(max_records, timeout)
+        if not msgs:
+            return []
+        if any(m.error() is not None for m in msgs):
+            msgs = [m for m in msgs if m.error() is None]
+            if not msgs:
+                return []
+        last = msgs[-1].offset() + 1
+        if until_offset is not None and last > until_offset:
+            msgs = [m for m in msgs if m.offset() < until_offset]
+            last = until_offset
+        first = msgs[0].offset() if msgs else last
+        self.position = max(self.position, last)
+        if not msgs:
+            return []
+        hashes = positive_hashes([m.key() for m in msgs])
+        keep = (hashes >= self.lo) & (hashes < self.hi)
+        if first < self._done_below:  # an earlier owner may have processed some of these
+            offsets = np.fromiter((m.offset() for m in msgs), dtype=np.int64, count=len(msgs))
+            fresh = keep & ~self.progress.already_done(hashes, offsets)
+            self.skipped += int(np.count_nonzero(keep)) - int(np.count_nonzero(fresh))
+            keep = fresh
+        picked = np.flatnonzero(keep).tolist()
+        return msgs if len(picked) == len(msgs) else [msgs[i] for i in picked]
+
+    def commit(self) -> None:
+        """Commit the position: every record of this range below it is processed."""
+        self.consumer.commit(
+            offsets=[TopicPartition(self.topic, self.partition, self.position)], asynchronous=False
+        )
+
+    def close(self) -> None:
+        self.consumer.close()
+
+    def run(
+        self,
+        handle: Callable[[Sequence[Any]], None],
+        until_offset: int | None = None,
+        should_stop: Callable[[], bool] = lambda: False,
+    ) -> None:
+        """Poll, hand batches to ``handle``, commit after each; stop at ``until_offset`` or when told."""
+        while not should_stop() and (until_offset is None or self.position < until_offset):
+            batch = self.poll(until_offset=until_offset)
+            if batch:
+                handle(batch)
+            self.commit()
