@@ -93,7 +93,7 @@ def _collect(bootstrap: str, regex: str, **kwargs) -> Snapshot:
 def test_every_demo_row_equals_the_reference_tool(demo_snapshot, reference_text, db_url, capsys) -> None:
     store.upgrade(db_url)
     store.write_snapshot(replace(demo_snapshot), db_url)
-    assert main(["lag", "--db", db_url]) == 0
+    assert main(["lag", "--db", db_url, "--format", "tool"]) == 0
     ours_text = capsys.readouterr().out
     demo = set(DEMO_REGEX.split("|"))
     theirs = {

@@ -113,8 +113,11 @@ def is_internal_topic(topic: str) -> bool:
 class SnapshotOptions:
     groups: GroupFilter = field(default_factory=GroupFilter)
     include_internal_topics: bool = False
-    #: also fetch read_committed end offsets (the last stable offset) for transactional topics
+    #: also fetch read_committed end offsets (the last stable offset) for transactional topics;
+    #: lags are then measured against them
     read_committed: bool = False
+    #: read the timestamp of the record at each lagging committed offset (the time lag's source)
+    time_lag: bool = True
     timeout_s: float = DEFAULT_TIMEOUT_S
     #: admin clients (connections) the requests are spread over. A broker answers one connection's
     #: requests one at a time, so more can help a slow broker; measured on one local broker with
@@ -390,6 +393,100 @@ def _members(description: Any, keep_topic: Callable[[str], bool]) -> tuple[Group
     return tuple(members)
 
 
+#: ``max.partition.fetch.bytes`` of the time-lag reader: the broker still returns the whole first
+#: record batch at the offset (it does not split batches), so a fetch costs one batch per partition.
+RECORD_FETCH_BYTES = 1024
+
+
+def _record_timestamps(
+    conf: dict[str, Any],
+    committed: list[CommittedOffset],
+    partitions: list[PartitionOffsets],
+    isolation: str,
+    budget_s: float,
+) -> dict[tuple[str, str, int], int]:
+    """(group, topic, partition) -> timestamp (ms) of the first record at or after the committed offset,
+    for every committed offset with lag (log-start <= c < end).
+
+    One consumer, ``assign()`` only (it joins no group and commits nothing). Committed offsets of
+    several groups on one partition are deduplicated and taken in offset order: each round assigns
+    every partition at its lowest unanswered offset, takes the records of the first batch fetched
+    there (which answers every wanted offset the batch covers) and pauses the partition. So a
+    lagging (partition, offset) costs at most one fetch of at most one batch, and most partitions
+    one fetch in all. What is not answered within ``budget_s`` (or has no record left: compacted
+    away, only aborted transactions) is left out; the time lag then falls back to lag / produce rate.
+    """
+    import collections
+
+    from confluent_kafka import Consumer, KafkaError, TopicPartition
+
+    isolated = isolation == "read_committed"
+    ends = {
+        (p.topic, p.partition): (p.log_start_offset, p.last_stable_offset if isolated and
+                                 p.last_stable_offset is not None else p.log_end_offset)
+        for p in partitions
+    }  # fmt: skip
+    wanted: dict[tuple[str, int], set[int]] = {}
+    for c in committed:
+        start, end = ends.get((c.topic, c.partition), (None, None))
+        if end is not None and c.offset < end and (start is None or c.offset >= start):
+            wanted.setdefault((c.topic, c.partition), set()).add(c.offset)
+    if not wanted:
+        return {}
+    deadline = time.monotonic() + budget_s
+    pending = {tp: collections.deque(sorted(offsets)) for tp, offsets in wanted.items()}
+    found: dict[tuple[str, int, int], int] = {}
+    consumer = Consumer(
+        {
+            **conf,
+            "group.id": "rebalance-advisor-time-lag",  # never joined or committed: assign() only
+            "enable.auto.commit": False,
+            "enable.auto.offset.store": False,
+            "auto.offset.reset": "error",  # never read from elsewhere than the offset asked for
+            "enable.partition.eof": True,
+            "isolation.level": isolation,
+            "max.partition.fetch.bytes": RECORD_FETCH_BYTES,
+            "fetch.wait.max.ms": 10,
+            "queued.min.messages": 1,
+        },
+        logger=logging.getLogger("rebalance_advisor.librdkafka"),
+    )
+    eof = KafkaError._PARTITION_EOF
+    try:
+        while pending and time.monotonic() < deadline:
+            consumer.assign([TopicPartition(t, p, offsets[0]) for (t, p), offsets in pending.items()])
+            waiting = set(pending)
+            while waiting and (left := deadline - time.monotonic()) > 0:
+                answered = []
+                for message in consumer.consume(num_messages=10_000, timeout=min(0.05, left)):
+                    key = (message.topic(), message.partition())
+                    offsets = pending.get(key)
+                    error = message.error()
+                    if error is not None:
+                        if key in pending and (error.code() == eof or not error.retriable()):
+                            del pending[key]  # no record at or after these offsets (or no access)
+                            waiting.discard(key)
+                        continue
+                    if not offsets:
+                        continue
+                    offset, stamp = message.offset(), message.timestamp()[1]
+                    while offsets and offsets[0] <= offset:
+                        found[(key[0], key[1], offsets.popleft())] = stamp
+                    if key in waiting:
+                        waiting.discard(key)
+                        answered.append(TopicPartition(*key))
+                if answered:
+                    consumer.pause(answered)
+            pending = {tp: offsets for tp, offsets in pending.items() if offsets}
+    finally:
+        consumer.close()
+    return {
+        (c.group_id, c.topic, c.partition): stamp
+        for c in committed
+        if (stamp := found.get((c.topic, c.partition, c.offset))) is not None
+    }
+
+
 def collect(
     bootstrap_servers: str,
     client_config: dict[str, str] | None = None,
@@ -551,6 +648,12 @@ def _collect(
     ]
     stage("log_offsets")
 
+    isolation = "read_committed" if options.read_committed else "read_uncommitted"
+    record_timestamps: dict[tuple[str, str, int], int] = {}
+    if options.time_lag:
+        record_timestamps = _record_timestamps(conf, committed, partitions, isolation, options.timeout_s)
+    stage("record_timestamps")
+
     return Snapshot(
         taken_at=taken_at,
         bootstrap_servers=bootstrap_servers,
@@ -560,5 +663,6 @@ def _collect(
         committed=committed,
         partitions=partitions,
         errors=c.errors,
-        isolation_level="read_committed" if options.read_committed else "read_uncommitted",
+        isolation_level=isolation,
+        record_timestamps=record_timestamps,
     )

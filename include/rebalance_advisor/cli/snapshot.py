@@ -45,7 +45,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--snapshot", default="latest", metavar="ID|latest", help="which snapshot (default latest)"
     )
     lag.add_argument("--group", default=None, help="one group only")
-    lag.add_argument("--format", choices=("table", "json", "csv"), default="table")
+    lag.add_argument(
+        "--format",
+        choices=("table", "tool", "json", "csv"),
+        default="table",
+        help="table: the tool's columns plus time lag, rates and flags; tool: exactly kafka-consumer-groups'",
+    )
     lag.add_argument("--reset-policy", default=None, metavar="SPEC",
                      help="auto.offset.reset per group for POLICY-LAG, e.g. 'orders-.*=earliest,latest'")  # fmt: skip
     lag.set_defaults(func=_lag)
@@ -105,16 +110,24 @@ def _lag(args: argparse.Namespace) -> int:
     grouped = lag_report.rows(taken, args.group, policy)
     formatter = {
         "table": lag_report.format_table,
+        "tool": lag_report.format_tool,
         "json": lag_report.format_json,
         "csv": lag_report.format_csv,
     }
     sys.stdout.write(formatter[args.format](grouped))
     if args.format == "json":
         sys.stdout.write("\n")
-    if args.format == "table":
+    if args.format in ("table", "tool"):
         for group_id, group_rows in grouped.items():
             if not group_rows:
                 print(f"\nConsumer group '{group_id}' has no active members.", file=sys.stderr)
+        if taken.isolation_level == "read_committed":
+            print(
+                f"\nsnapshot {snapshot_id} was taken read_committed: LAG is against the last stable offset",
+                file=sys.stderr,
+            )
+        if args.format == "table" and taken.rates is not None and taken.rates.note:
+            print(f"\nno rates in snapshot {snapshot_id}: {taken.rates.note}", file=sys.stderr)
     return 0
 
 

@@ -1,16 +1,36 @@
-"""Lag rules (DESIGN.md, "Lag") and rates between two snapshots. Pure functions, no I/O.
+"""Lag rules (DESIGN.md, "Lag"), and the rates, time lags and capacities a snapshot adds over its
+predecessor. Pure functions, no I/O.
 
 committed c known:   lag = max(e - c, 0); c < log-start s is flagged (fell out of retention).
 committed unknown:   lag = 0 under ``auto.offset.reset=latest``; e - s under ``earliest`` (or any
                      other value, as a consumer would then start at the beginning or fail).
+
+Rates (:func:`derive_rates`) are exponentially weighted moving averages in time: each new
+interval's rate r over Δt seconds updates the stored average R as R += α (r - R) with
+α = 1 - exp(-Δt / τ), τ = :attr:`RateParameters.time_constant_s` (default 300 s). Unlike a
+window of the last N snapshots, this needs only the previous snapshot's stored average (no
+rescan), weighs irregular intervals by their length, and forgets a rate change with the same time
+constant whatever the snapshot schedule. The first interval's rate is taken as is.
 """
 
 from __future__ import annotations
 
+import math
 import re
-from dataclasses import dataclass
+import statistics
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
 
-from rebalance_advisor.domain.snapshot_model import Snapshot
+from rebalance_advisor.domain.snapshot_model import (
+    MemberCapacity,
+    PartitionOffsets,
+    RateEstimate,
+    Snapshot,
+    SnapshotRates,
+    TimeLag,
+)
 from rebalance_advisor.errors import AdvisorError
 
 RESET_VALUES = ("latest", "earliest", "none", "by_duration")
@@ -61,6 +81,19 @@ class ResetPolicy:
         return next((value for pattern, value in self.rules if pattern.fullmatch(group_id)), self.default)
 
 
+def lag_end_offset(offsets: PartitionOffsets, isolation_level: str) -> int | None:
+    """The offset a lag is measured against: the last stable offset (LSO) when the snapshot was
+    taken ``read_committed`` (what a read_committed consumer can reach), else the log end (HW)."""
+    if isolation_level == "read_committed" and offsets.last_stable_offset is not None:
+        return offsets.last_stable_offset
+    return offsets.log_end_offset
+
+
+def lag_against(isolation_level: str) -> str:
+    """Which offsets a snapshot's lags are against, for people: ``log_end`` or ``last_stable``."""
+    return "last_stable" if isolation_level == "read_committed" else "log_end"
+
+
 @dataclass(frozen=True)
 class PartitionLagRow:
     """One (group, partition) of a snapshot with its lag under the group's reset policy."""
@@ -70,6 +103,7 @@ class PartitionLagRow:
     partition: int
     committed: int | None
     log_start: int | None
+    #: the offset the lag is against (:func:`lag_end_offset`: log end, or LSO under read_committed)
     log_end: int | None
     reset: str
     lag: int
@@ -77,10 +111,23 @@ class PartitionLagRow:
     below_log_start: bool
     #: who holds the partition now (member id), None when nobody does
     member_id: str | None = None
+    #: the committed offset is past the end (unclean leader election, topic recreated under the
+    #: same name): lag is clamped to 0 but the consumer will reset or skip records
+    above_log_end: bool = False
 
     @property
     def committed_known(self) -> bool:
         return self.committed is not None
+
+
+def above_log_end(committed: int | None, end: int | None) -> bool:
+    """Committed offset beyond the end offset it is measured against (flagged, like below-log-start)."""
+    return committed is not None and end is not None and committed > end
+
+
+def below_log_start(committed: int | None, start: int | None) -> bool:
+    """Committed offset that fell out of retention: the consumer will reset."""
+    return committed is not None and start is not None and committed < start
 
 
 def partition_lags(snapshot: Snapshot, policy: ResetPolicy | None = None) -> list[PartitionLagRow]:
@@ -99,6 +146,7 @@ def partition_lags(snapshot: Snapshot, policy: ResetPolicy | None = None) -> lis
                 owner[(g.group_id, t, p)] = m.member_id
     for c in snapshot.committed:
         topics_of.setdefault(c.group_id, set()).add(c.topic)
+    isolation = snapshot.isolation_level
     out: list[PartitionLagRow] = []
     for group_id in sorted(topics_of):
         reset = policy.for_group(group_id)
@@ -106,6 +154,7 @@ def partition_lags(snapshot: Snapshot, policy: ResetPolicy | None = None) -> lis
             for p in sorted(by_topic.get(topic, ()), key=lambda x: x.partition):
                 c = committed.get((group_id, topic, p.partition))
                 value = c.offset if c else None
+                end = lag_end_offset(p, isolation)
                 out.append(
                     PartitionLagRow(
                         group_id=group_id,
@@ -113,13 +162,12 @@ def partition_lags(snapshot: Snapshot, policy: ResetPolicy | None = None) -> lis
                         partition=p.partition,
                         committed=value,
                         log_start=p.log_start_offset,
-                        log_end=p.log_end_offset,
+                        log_end=end,
                         reset=reset,
-                        lag=partition_lag(value, p.log_start_offset, p.log_end_offset, reset),
-                        below_log_start=value is not None
-                        and p.log_start_offset is not None
-                        and value < p.log_start_offset,
+                        lag=partition_lag(value, p.log_start_offset, end, reset),
+                        below_log_start=below_log_start(value, p.log_start_offset),
                         member_id=owner.get((group_id, topic, p.partition)),
+                        above_log_end=above_log_end(value, end),
                     )
                 )
     return out
@@ -130,6 +178,268 @@ def group_lag(
 ) -> dict[tuple[str, int], int]:
     """(topic, partition) -> lag for one group: what an assignor takes as partition weights."""
     return {(x.topic, x.partition): x.lag for x in partition_lags(snapshot, policy) if x.group_id == group_id}
+
+
+# --------------------------------------------------------------------------- rates between snapshots
+
+
+@dataclass(frozen=True)
+class RateParameters:
+    """How rates and capacities are derived between consecutive snapshots (module docstring)."""
+
+    #: EWMA time constant τ in seconds: a step change in rate is 63 % reflected after τ
+    time_constant_s: float = 300.0
+    #: intervals shorter than this give no rate: offsets are read over a pass of up to a second or
+    #: so, which would dominate Δt
+    min_interval_s: float = 5.0
+    #: intervals longer than this give no rate: the average would hide what happened in between
+    max_interval_s: float = 3600.0
+    #: a measured capacity is carried to later snapshots (while its member stays) this long
+    capacity_max_age_s: float = 3600.0
+
+
+@dataclass(frozen=True)
+class CapacityPolicy:
+    """Configured capacity (records/s) per group pattern, used when no member of a group is measured:
+    ``"orders-.*=500,audit=50"``; first full match wins."""
+
+    rules: tuple[tuple[re.Pattern[str], float], ...] = ()
+
+    @classmethod
+    def parse(cls, spec: str | None) -> CapacityPolicy:
+        rules: list[tuple[re.Pattern[str], float]] = []
+        for item in (spec or "").split(","):
+            item = item.strip()
+            if not item:
+                continue
+            pattern, sep, value = item.rpartition("=")
+            try:
+                number = float(value)
+            except ValueError:
+                number = math.nan
+            if not sep or not pattern.strip():
+                raise AdvisorError(f"member capacity {item!r}: expected GROUP_REGEX=RECORDS_PER_SECOND")
+            if not (math.isfinite(number) and number > 0):
+                raise AdvisorError(f"member capacity {item!r}: records/s must be a number > 0")
+            try:
+                rules.append((re.compile(pattern.strip()), number))
+            except re.error as error:
+                raise AdvisorError(f"member capacity {item!r}: bad regex: {error}") from error
+        return cls(tuple(rules))
+
+    def for_group(self, group_id: str) -> float | None:
+        return next((value for pattern, value in self.rules if pattern.fullmatch(group_id)), None)
+
+
+def member_key(member_id: str, group_instance_id: str | None) -> str:
+    """How a member is recognised across snapshots (and named in plans): its static instance id
+    when it has one (it survives restarts), else its member id."""
+    return group_instance_id or member_id
+
+
+@dataclass(frozen=True)
+class PreviousSnapshotState:
+    """What :func:`derive_rates` needs from the previous snapshot, as stored (no older snapshot)."""
+
+    snapshot_id: int
+    taken_at: datetime
+    #: (topic, partition) -> log end offset
+    log_ends: Mapping[tuple[str, int], int | None]
+    #: (topic, partition) -> the offset lags were against (log end, or LSO under read_committed)
+    lag_ends: Mapping[tuple[str, int], int | None]
+    #: (topic, partition) -> stored smoothed produce rate
+    produce: Mapping[tuple[str, int], float | None]
+    #: (group, topic, partition) -> committed offset
+    committed: Mapping[tuple[str, str, int], int]
+    #: (group, topic, partition) -> stored smoothed consume rate
+    consume: Mapping[tuple[str, str, int], float | None]
+    #: (group, topic, partition) -> the :func:`member_key` of its owner then
+    owners: Mapping[tuple[str, str, int], str] = field(default_factory=dict)
+    #: (group, member key) -> (capacity, measured at) of members whose capacity was measured
+    capacities: Mapping[tuple[str, str], tuple[float, datetime]] = field(default_factory=dict)
+
+
+def _interval_problem(elapsed: float, params: RateParameters) -> str | None:
+    if elapsed <= 0:
+        return f"clock went backwards ({elapsed:.1f} s since the previous snapshot)"
+    if elapsed < params.min_interval_s:
+        return f"interval {elapsed:.1f} s is shorter than {params.min_interval_s:g} s"
+    if elapsed > params.max_interval_s:
+        return f"interval {elapsed:.0f} s is longer than {params.max_interval_s:g} s"
+    return None
+
+
+def _smooth(sample: float, previous: float | None, alpha: float) -> float:
+    return sample if previous is None else previous + alpha * (sample - previous)
+
+
+def derive_rates(
+    current: Snapshot,
+    previous: PreviousSnapshotState | None,
+    params: RateParameters | None = None,
+    capacities: CapacityPolicy | None = None,
+) -> SnapshotRates:
+    """Produce and consume rates, time lags and member capacities of ``current`` (module docstring).
+
+    Rates are unknown, with the reason, for a partition whose log end (or a group's committed
+    offset) went backwards, when the clock went backwards or the interval is out of bounds, and
+    without a previous observation. Time lag per committed offset: 0 when caught up, else snapshot
+    time - the record timestamp the collector read (``current.record_timestamps``), else lag /
+    produce rate, else unknown. Capacity per member: measured (Σ its consume rates over an interval
+    in which it owned the same partitions with backlog on each at both ends, smoothed like rates,
+    carried while it stays, up to ``capacity_max_age_s``), else the group's median measured, else
+    the configured value for the group, else unknown (``equal``).
+    """
+    params = params or RateParameters()
+    capacities = capacities or CapacityPolicy()
+    out = SnapshotRates()
+    isolation = current.isolation_level
+    ends = {(p.topic, p.partition): p for p in current.partitions}
+    problem: str | None = None
+    elapsed = 0.0
+    if previous is None:
+        problem = out.note = "no previous snapshot of this cluster: rates from the next one on"
+    else:
+        elapsed = (current.taken_at - previous.taken_at).total_seconds()
+        problem = out.note = _interval_problem(elapsed, params)
+    alpha = 1.0 - math.exp(-elapsed / params.time_constant_s) if problem is None else 0.0
+
+    # produce: Δ log-end / Δt per partition
+    produce_sample: dict[tuple[str, int], float] = {}
+    for key, p in ends.items():
+        if problem is not None:
+            out.produce[key] = RateEstimate(None, problem)
+            continue
+        assert previous is not None
+        e0, e1 = previous.log_ends.get(key), p.log_end_offset
+        if e0 is None or e1 is None:
+            out.produce[key] = RateEstimate(None, "log end unknown in this or the previous snapshot")
+        elif e1 < e0:
+            out.produce[key] = RateEstimate(None, f"log end went backwards ({e0} -> {e1}): topic recreated?")
+        else:
+            sample = produce_sample[key] = (e1 - e0) / elapsed
+            out.produce[key] = RateEstimate(_smooth(sample, previous.produce.get(key), alpha))
+
+    # consume: Δ committed / Δt per (group, partition); time lag per committed offset
+    consume_sample: dict[tuple[str, str, int], float] = {}
+    taken_ms = current.taken_at.timestamp() * 1000.0
+    for c in current.committed:
+        key = (c.group_id, c.topic, c.partition)
+        tp = (c.topic, c.partition)
+        if problem is not None:
+            out.consume[key] = RateEstimate(None, problem)
+        else:
+            assert previous is not None
+            c0 = previous.committed.get(key)
+            if c0 is None:
+                out.consume[key] = RateEstimate(None, "nothing committed in the previous snapshot")
+            elif c.offset < c0:
+                out.consume[key] = RateEstimate(
+                    None, f"committed offset went backwards ({c0} -> {c.offset}): offsets reset?"
+                )
+            elif (e0 := previous.log_ends.get(tp)) is not None and (
+                (e1 := ends[tp].log_end_offset if tp in ends else None) is not None and e1 < e0
+            ):
+                out.consume[key] = RateEstimate(
+                    None, f"log end went backwards ({e0} -> {e1}): topic recreated?"
+                )
+            else:
+                sample = consume_sample[key] = (c.offset - c0) / elapsed
+                out.consume[key] = RateEstimate(_smooth(sample, previous.consume.get(key), alpha))
+        p = ends.get(tp)
+        end = lag_end_offset(p, isolation) if p is not None else None
+        lag = None if end is None else max(end - c.offset, 0)
+        if lag == 0:
+            out.time_lag[key] = TimeLag(0.0, "caught_up")
+        elif (stamp := current.record_timestamps.get(key)) is not None:
+            out.time_lag[key] = TimeLag(max(taken_ms - stamp, 0.0) / 1000.0, "record_timestamp")
+        elif lag is not None and (rate := out.produce.get(tp, RateEstimate(None)).rate):
+            out.time_lag[key] = TimeLag(lag / rate, "rate_estimate")
+        else:
+            out.time_lag[key] = TimeLag(None, None)
+
+    out.capacity = _capacities(current, previous, params, capacities, consume_sample, problem is None)
+    return out
+
+
+def _capacities(
+    current: Snapshot,
+    previous: PreviousSnapshotState | None,
+    params: RateParameters,
+    policy: CapacityPolicy,
+    consume_sample: Mapping[tuple[str, str, int], float],
+    interval_ok: bool,
+) -> dict[tuple[str, str], MemberCapacity]:
+    isolation = current.isolation_level
+    ends = {(p.topic, p.partition): lag_end_offset(p, isolation) for p in current.partitions}
+    committed = {(c.group_id, c.topic, c.partition): c.offset for c in current.committed}
+    held_before: Counter[tuple[str, str]] = Counter()
+    if previous is not None:
+        held_before.update((g, owner) for (g, _, _), owner in previous.owners.items())
+    out: dict[tuple[str, str], MemberCapacity] = {}
+    for g in current.groups:
+        measured: dict[str, MemberCapacity] = {}
+        for m in g.members:
+            key = member_key(m.member_id, m.group_instance_id)
+            sample = None
+            if (
+                interval_ok
+                and previous is not None
+                and m.assignment
+                and held_before[(g.group_id, key)] == len(m.assignment)
+            ):
+                sample = _capacity_sample(
+                    g.group_id, key, m.assignment, previous, ends, committed, consume_sample
+                )
+            carried = previous.capacities.get((g.group_id, key)) if previous is not None else None
+            if carried is not None and (
+                (current.taken_at - carried[1]).total_seconds() > params.capacity_max_age_s
+            ):
+                carried = None
+            if sample is not None:
+                alpha = 1.0 - math.exp(
+                    -(current.taken_at - previous.taken_at).total_seconds() / params.time_constant_s  # type: ignore[union-attr]
+                )
+                value = _smooth(sample, carried[0] if carried else None, alpha)
+                measured[m.member_id] = MemberCapacity(value, "measured", current.taken_at)
+            elif carried is not None:
+                measured[m.member_id] = MemberCapacity(carried[0], "measured", carried[1])
+        median = statistics.median(c.capacity for c in measured.values()) if measured else None
+        configured = policy.for_group(g.group_id)
+        for m in g.members:
+            if m.member_id in measured:
+                out[(g.group_id, m.member_id)] = measured[m.member_id]
+            elif median is not None:
+                out[(g.group_id, m.member_id)] = MemberCapacity(median, "group_median")
+            elif configured is not None:
+                out[(g.group_id, m.member_id)] = MemberCapacity(configured, "configured")
+            else:
+                out[(g.group_id, m.member_id)] = MemberCapacity(None, "equal")
+    return out
+
+
+def _capacity_sample(
+    group_id: str,
+    key: str,
+    assignment: tuple[tuple[str, int], ...],
+    previous: PreviousSnapshotState,
+    ends: Mapping[tuple[str, int], int | None],
+    committed: Mapping[tuple[str, str, int], int],
+    consume_sample: Mapping[tuple[str, str, int], float],
+) -> float | None:
+    """Σ consume rates of a member that held the same partitions (the caller checked the count),
+    each with backlog at both ends; None otherwise."""
+    total = 0.0
+    for topic, partition in assignment:
+        gtp = (group_id, topic, partition)
+        if previous.owners.get(gtp) != key or gtp not in consume_sample:
+            return None
+        e0, c0 = previous.lag_ends.get((topic, partition)), previous.committed.get(gtp)
+        e1, c1 = ends.get((topic, partition)), committed.get(gtp)
+        if e0 is None or c0 is None or e1 is None or c1 is None or e0 - c0 <= 0 or e1 - c1 <= 0:
+            return None
+        total += consume_sample[gtp]
+    return total
 
 
 @dataclass(frozen=True)
@@ -147,7 +457,11 @@ class PartitionRate:
 
 
 def rates(previous: Snapshot, current: Snapshot, policy: ResetPolicy | None = None) -> list[PartitionRate]:
-    """Produce and consume rates per (group, topic, partition) between two snapshots, and lag in seconds."""
+    """Produce and consume rates per (group, topic, partition) between two in-memory snapshots, unsmoothed.
+
+    The stored, smoothed rates are :func:`derive_rates`'; this is what the planner's ``drain_ms``
+    weight still reads.
+    """
     elapsed = (current.taken_at - previous.taken_at).total_seconds()
     if elapsed <= 0:
         raise AdvisorError(

@@ -276,11 +276,30 @@ class SnapshotParams(ParamModel):
     timeout_s: float = surface(
         30.0, gt=0.0, le=3600.0, cli="--timeout", description="seconds per Kafka request"
     )
+    skip_time_lag: bool = surface(
+        False, cli="--no-time-lag",
+        description="do not read record timestamps at committed offsets (time lag then estimated from rates)",
+    )  # fmt: skip
+    member_capacity: str | None = surface(
+        None, max_length=1000, cli="--member-capacity",
+        description="records/s per member for groups with no measured member, e.g. 'orders-.*=500,audit=50'",
+    )  # fmt: skip
 
     @field_validator("groups", "exclude_groups")
     @classmethod
     def check_regex(cls, value: str | None) -> str | None:
         return compiled_regex(value)
+
+    @field_validator("member_capacity")
+    @classmethod
+    def check_member_capacity(cls, value: str | None) -> str | None:
+        from rebalance_advisor.domain.lag_rules import CapacityPolicy
+
+        try:
+            CapacityPolicy.parse(value)
+        except AdvisorError as error:
+            raise ValueError(str(error)) from None
+        return value or None
 
 
 class ApprovalParams(ParamModel):

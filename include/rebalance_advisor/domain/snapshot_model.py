@@ -86,6 +86,61 @@ class SnapshotError:
     error_code: str | None = None
 
 
+class RateEstimate(NamedTuple):
+    """A smoothed rate in records/s, or None with the reason it is unknown."""
+
+    rate: float | None
+    #: why ``rate`` is None (topic recreated, clock went backwards, interval too short/long, ...)
+    unknown_reason: str | None = None
+
+
+#: How a time lag was obtained: the timestamp of the record at the committed offset, read from the
+#: broker; lag / produce rate; or 0 because the group is caught up on the partition.
+TIME_LAG_METHODS = ("record_timestamp", "rate_estimate", "caught_up")
+
+
+class TimeLag(NamedTuple):
+    """Seconds a group is behind on one partition, and which method of ``TIME_LAG_METHODS`` gave it."""
+
+    seconds: float | None
+    method: str | None
+
+
+#: Where a member's capacity came from: measured from its own consume rate while it had backlog on
+#: every partition it owned; the median of its group's measured members; a per-group configured
+#: value; or unknown, the planner then taking capacities as equal.
+CAPACITY_SOURCES = ("measured", "group_median", "configured", "equal")
+
+
+class MemberCapacity(NamedTuple):
+    """Records/s a member can consume (None with source ``equal``) and its provenance."""
+
+    capacity: float | None
+    source: str
+    #: when the measurement it rests on was taken (``measured`` only)
+    measured_at: datetime | None = None
+
+
+@dataclass
+class SnapshotRates:
+    """What a snapshot adds over its predecessor: rates, time lags, member capacities.
+
+    Computed when the snapshot is stored (``rebalance_advisor.domain.lag_rules.derive_rates``) from
+    the previous snapshot's stored values, and stored with it, so readers never rescan old snapshots.
+    """
+
+    #: (topic, partition) -> produce rate (Δ log-end / Δt, smoothed)
+    produce: dict[tuple[str, int], RateEstimate] = field(default_factory=dict)
+    #: (group, topic, partition) -> consume rate (Δ committed / Δt, smoothed)
+    consume: dict[tuple[str, str, int], RateEstimate] = field(default_factory=dict)
+    #: (group, topic, partition) -> time lag, for every committed offset
+    time_lag: dict[tuple[str, str, int], TimeLag] = field(default_factory=dict)
+    #: (group, member id) -> capacity
+    capacity: dict[tuple[str, str], MemberCapacity] = field(default_factory=dict)
+    #: set when nothing could be derived for the whole snapshot (first snapshot, other cluster, ...)
+    note: str | None = None
+
+
 @dataclass
 class Snapshot:
     """One pass over the cluster, in memory. ``snapshot_id`` is set once stored or loaded."""
@@ -101,6 +156,11 @@ class Snapshot:
     isolation_level: str = "read_uncommitted"
     snapshot_id: int | None = None
     airflow_run_id: str | None = None
+    #: (group, topic, partition) -> timestamp (ms since the epoch) of the first record at or after the
+    #: committed offset, read from the broker for lagging partitions (the time lag's source)
+    record_timestamps: dict[tuple[str, str, int], int] = field(default_factory=dict)
+    #: rates, time lags and capacities; set when stored or loaded
+    rates: SnapshotRates | None = None
 
     @property
     def status(self) -> str:

@@ -14,6 +14,15 @@ told to run): members no longer registered drop out, partitions no longer in the
 are ignored. Without a published plan they own nothing (every partition counts as unowned lag);
 without registered members the document has no members and the group's outcome is ``no_members``.
 
+Rates (stored with each snapshot, ``rebalance_advisor.domain.lag_rules.derive_rates``): each
+partition carries ``produce_rate`` (records/s, null when unknown) and each member its ``capacity``
+(records/s, null when unknown), the plan JSON's keys (README, plan JSON). Beside them, outside what
+``parse_group_spec`` reads, the document holds ``capacity_sources`` (member -> measured |
+group_median | configured | equal), ``time_lags`` (one ``{topic, partition, seconds, method}`` per
+partition) and ``rates_note``, why a snapshot has no rates at all (the first of its cluster, say).
+
+Lags are against the log end, or the last stable offset when the snapshot was taken read_committed.
+
 Partition weight (``weight``): ``lag`` (messages, the default) or ``drain_ms``: the time to work
 off the lag at the group's own consume rate on that partition between the previous snapshot and
 this one (Δcommitted / Δt, from ``rebalance_advisor.domain.lag_rules.rates``). Partitions without a positive
@@ -27,11 +36,11 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from rebalance_advisor.domain.lag_rules import ResetPolicy, partition_lag, rates
-from rebalance_advisor.domain.snapshot_model import Snapshot
+from rebalance_advisor.domain.lag_rules import ResetPolicy, lag_end_offset, partition_lag, rates
+from rebalance_advisor.domain.snapshot_model import MemberCapacity, Snapshot, TimeLag
 
 WEIGHTS = ("lag", "drain_ms")
 
@@ -47,6 +56,11 @@ class StaticMember:
     group_id: str
     member_id: str
     topics: tuple[str, ...]
+
+
+_EQUAL = MemberCapacity(None, "equal")
+_CAUGHT_UP = TimeLag(0.0, "caught_up")
+_NO_TIME_LAG = TimeLag(None, None)
 
 
 def consume_rates(
@@ -86,13 +100,21 @@ class SnapshotTables:
     :func:`build_docs_from_tables`, so there is one way from snapshot data to documents.
     """
 
-    #: (topic, partition) -> (log start offset, log end offset)
+    #: (topic, partition) -> (log start offset, end offset lags are against: log end or LSO)
     offsets: dict[tuple[str, int], tuple[int | None, int | None]]
     #: group -> {(topic, partition): committed offset}
     committed: dict[str, dict[tuple[str, int], int]]
     #: every group of the snapshot -> its members in the coordinator's order, each as
     #: (member id, group instance id, subscribed topics, assigned (topic, partition) pairs)
     members: dict[str, list[tuple[str, str | None, tuple[str, ...], tuple[tuple[str, int], ...]]]]
+    #: (topic, partition) -> stored produce rate, records/s (known ones only)
+    produce_rates: dict[tuple[str, int], float] = field(default_factory=dict)
+    #: (group, member id) -> stored capacity and provenance
+    capacities: dict[tuple[str, str], MemberCapacity] = field(default_factory=dict)
+    #: (group, topic, partition) -> stored time lag (committed offsets only)
+    time_lags: dict[tuple[str, str, int], TimeLag] = field(default_factory=dict)
+    #: why the snapshot has no rates at all, if so
+    rates_note: str | None = None
 
 
 def snapshot_tables(snapshot: Snapshot) -> SnapshotTables:
@@ -100,9 +122,18 @@ def snapshot_tables(snapshot: Snapshot) -> SnapshotTables:
     committed: dict[str, dict[tuple[str, int], int]] = {}
     for c in snapshot.committed:
         committed.setdefault(c.group_id, {})[(c.topic, c.partition)] = c.offset
+    isolation = snapshot.isolation_level
+    rates = snapshot.rates
     return SnapshotTables(
-        offsets={(p.topic, p.partition): (p.log_start_offset, p.log_end_offset) for p in snapshot.partitions},
+        offsets={
+            (p.topic, p.partition): (p.log_start_offset, lag_end_offset(p, isolation))
+            for p in snapshot.partitions
+        },
         committed=committed,
+        produce_rates={tp: r.rate for tp, r in rates.produce.items() if r.rate is not None} if rates else {},
+        capacities=dict(rates.capacity) if rates else {},
+        time_lags=dict(rates.time_lag) if rates else {},
+        rates_note=rates.note if rates else None,
         members={
             g.group_id: [
                 (m.member_id, m.group_instance_id, tuple(m.subscribed_topics), tuple(m.assignment))
@@ -172,18 +203,22 @@ def build_docs_from_tables(
             continue
         live = tables.members.get(group_id, ())
         members: list[dict[str, Any]] = []
+        capacity_sources: dict[str, str] = {}
         if live:
             shared = sorted({t for m in live for t in m[2]} | {t for m in live for t, _ in m[3]})
             for member_id, instance_id, subscribed, assignment in live:
                 topics = sorted(set(subscribed) | {t for t, _ in assignment}) or shared
+                capacity = tables.capacities.get((group_id, member_id), _EQUAL)
                 members.append(
                     {
                         "member_id": instance_id or member_id,
                         "group_instance_id": instance_id,
                         "topics": topics,
                         "owned": [[t, p] for t, p in assignment],
+                        "capacity": capacity.capacity,
                     }
                 )
+                capacity_sources[instance_id or member_id] = capacity.source
         else:
             for s in sorted(registry.get(group_id, ()), key=lambda s: s.member_id):
                 members.append(
@@ -192,8 +227,10 @@ def build_docs_from_tables(
                         "group_instance_id": None,
                         "topics": list(s.topics),
                         "owned": [],
+                        "capacity": None,
                     }
                 )
+                capacity_sources[s.member_id] = "equal"
         topics = sorted({t for m in members for t in m["topics"]}) or sorted(
             {t for t, _ in committed.get(group_id, {})}
         )
@@ -212,13 +249,26 @@ def build_docs_from_tables(
         used = "lag"
         if weight == "drain_ms" and (drain := _drain_weights(group_id, lags, group_rates)) is not None:
             lags, used = drain, "drain_ms"
+        produce_rates, time_lags = tables.produce_rates, tables.time_lags
+        partitions, partition_time_lags = [], []
+        for (t, p), lag in lags.items():
+            time_lag = time_lags.get((group_id, t, p)) or (_CAUGHT_UP if lag == 0 else _NO_TIME_LAG)
+            partitions.append(
+                {"topic": t, "partition": p, "lag": lag, "produce_rate": produce_rates.get((t, p))}
+            )
+            partition_time_lags.append(
+                {"topic": t, "partition": p, "seconds": time_lag.seconds, "method": time_lag.method}
+            )
         docs.append(
             {
                 "group_id": group_id,
                 "members": members,
-                "partitions": [{"topic": t, "partition": p, "lag": lag} for (t, p), lag in lags.items()],
+                "partitions": partitions,
                 "weight": used,
                 "note": None if members else "no members and no registered static members",
+                "capacity_sources": capacity_sources,
+                "time_lags": partition_time_lags,
+                "rates_note": tables.rates_note,
             }
         )
     return docs

@@ -3,8 +3,15 @@
 Rows follow ConsumerGroupCommand: per group (sorted by id), members holding partitions, the larger
 assignment first, each member's partitions by (topic, partition); then committed partitions no
 member holds (consumer columns ``-``); a member with no partitions gets one row of ``-``. LAG is
-``-`` where no offset is committed, as the tool prints it. Extra columns for json/csv carry our own
-numbers: log-start, the lag under the reset policy, and the below-log-start flag.
+``-`` where no offset is committed and negative when the committed offset is past the end, as the
+tool prints it. In a snapshot taken read_committed, LAG is against the last stable offset (what a
+read_committed consumer can reach; LAG-AGAINST says which), LOG-END-OFFSET stays the high watermark.
+
+``tool`` format: exactly the tool's nine columns. ``table`` adds the time lag (seconds, and
+TIME-LAG-BY: record_timestamp, rate_estimate or caught_up), the produce and consume rates
+(records/s) and FLAGS (below-log-start, above-log-end). json/csv carry every column, also
+log-start, the last stable offset, the lag under the reset policy (POLICY-LAG, never negative)
+and the flags as booleans.
 """
 
 from __future__ import annotations
@@ -14,8 +21,15 @@ import io
 import json
 from dataclasses import dataclass
 
-from rebalance_advisor.domain.lag_rules import ResetPolicy, partition_lag
-from rebalance_advisor.domain.snapshot_model import Snapshot
+from rebalance_advisor.domain.lag_rules import (
+    ResetPolicy,
+    above_log_end,
+    below_log_start,
+    lag_against,
+    lag_end_offset,
+    partition_lag,
+)
+from rebalance_advisor.domain.snapshot_model import RateEstimate, Snapshot, SnapshotRates, TimeLag
 
 COLUMNS = (
     "GROUP",
@@ -28,7 +42,23 @@ COLUMNS = (
     "HOST",
     "CLIENT-ID",
 )
-EXTRA_COLUMNS = ("LOG-START-OFFSET", "POLICY-LAG", "RESET", "BELOW-LOG-START")
+#: what ``table`` adds to the tool's columns
+TABLE_COLUMNS = ("TIME-LAG-S", "TIME-LAG-BY", "PRODUCE-RATE", "CONSUME-RATE", "FLAGS")
+EXTRA_COLUMNS = (
+    "LOG-START-OFFSET",
+    "POLICY-LAG",
+    "RESET",
+    "BELOW-LOG-START",
+    "ABOVE-LOG-END",
+    "LAST-STABLE-OFFSET",
+    "LAG-AGAINST",
+    "TIME-LAG-S",
+    "TIME-LAG-BY",
+    "PRODUCE-RATE",
+    "CONSUME-RATE",
+    "PRODUCE-RATE-UNKNOWN",
+    "CONSUME-RATE-UNKNOWN",
+)
 MISSING = "-"
 
 
@@ -47,6 +77,15 @@ class Row:
     policy_lag: int | None = None
     reset: str | None = None
     below_log_start: bool | None = None
+    above_log_end: bool | None = None
+    last_stable_offset: int | None = None
+    lag_against: str | None = None
+    time_lag_s: float | None = None
+    time_lag_by: str | None = None
+    produce_rate: float | None = None
+    consume_rate: float | None = None
+    produce_rate_unknown: str | None = None
+    consume_rate_unknown: str | None = None
 
     def tool_values(self) -> list[str]:
         """The nine columns as the tool prints them (``-`` where missing)."""
@@ -54,10 +93,24 @@ class Row:
                   self.lag, self.consumer_id, self.host, self.client_id)  # fmt: skip
         return [MISSING if v is None else str(v) for v in values]
 
+    def table_values(self) -> list[str]:
+        """The columns ``table`` adds (:data:`TABLE_COLUMNS`)."""
+        flags = [n for n, on in (("below-log-start", self.below_log_start),
+                                 ("above-log-end", self.above_log_end)) if on]  # fmt: skip
+        return [
+            MISSING if self.time_lag_s is None else f"{self.time_lag_s:.1f}",
+            self.time_lag_by or MISSING,
+            MISSING if self.produce_rate is None else f"{self.produce_rate:.2f}",
+            MISSING if self.consume_rate is None else f"{self.consume_rate:.2f}",
+            ",".join(flags) or MISSING,
+        ]
+
     def as_dict(self) -> dict:
         values = (self.group, self.topic, self.partition, self.current_offset, self.log_end_offset, self.lag,
                   self.consumer_id, self.host, self.client_id, self.log_start_offset, self.policy_lag,
-                  self.reset, self.below_log_start)  # fmt: skip
+                  self.reset, self.below_log_start, self.above_log_end, self.last_stable_offset,
+                  self.lag_against, self.time_lag_s, self.time_lag_by, self.produce_rate, self.consume_rate,
+                  self.produce_rate_unknown, self.consume_rate_unknown)  # fmt: skip
         return dict(zip(COLUMNS + EXTRA_COLUMNS, values, strict=True))
 
 
@@ -68,6 +121,10 @@ def rows(
     policy = policy or ResetPolicy()
     ends = snapshot.partition_map()
     committed = snapshot.committed_map(group)
+    isolation = snapshot.isolation_level
+    against = lag_against(isolation)
+    rates = snapshot.rates or SnapshotRates()
+    no_rate, no_time_lag = RateEstimate(None, None), TimeLag(None, None)
     # Each group's committed partitions, indexed once: scanning all of them per group is quadratic.
     committed_of: dict[str, list[tuple[str, int]]] = {}
     for group_id, topic, partition in committed:
@@ -79,16 +136,27 @@ def rows(
         reset = policy.for_group(g.group_id)
 
         def row(topic: str, partition: int, member_id=None, host=None, client_id=None, _g=g, _r=reset) -> Row:
-            c = committed.get((_g.group_id, topic, partition))
+            key = (_g.group_id, topic, partition)
+            c = committed.get(key)
             offsets = ends.get((topic, partition))
-            end = offsets.log_end_offset if offsets else None
+            end = lag_end_offset(offsets, isolation) if offsets else None
             start = offsets.log_start_offset if offsets else None
             value = c.offset if c else None
+            produce = rates.produce.get((topic, partition), no_rate)
+            consume = rates.consume.get(key, no_rate)
+            time_lag = rates.time_lag.get(key, no_time_lag)
+            policy_lag = partition_lag(value, start, end, _r)
+            if time_lag.method is None and value is None and policy_lag == 0 and end is not None:
+                time_lag = TimeLag(0.0, "caught_up")  # nothing committed, reset latest: starts at the end
             return Row(
-                _g.group_id, topic, partition, value, end,
-                None if value is None or end is None else max(end - value, 0),
-                member_id, host, client_id, start, partition_lag(value, start, end, _r), _r,
-                None if value is None or start is None else value < start,
+                _g.group_id, topic, partition, value, offsets.log_end_offset if offsets else None,
+                None if value is None or end is None else end - value,
+                member_id, host, client_id, start, policy_lag, _r,
+                None if value is None or start is None else below_log_start(value, start),
+                None if value is None or end is None else above_log_end(value, end),
+                offsets.last_stable_offset if offsets else None, against,
+                time_lag.seconds, time_lag.method, produce.rate, consume.rate,
+                produce.unknown_reason, consume.unknown_reason,
             )  # fmt: skip
 
         group_rows: list[Row] = []
@@ -108,7 +176,16 @@ def rows(
 
 
 def format_table(grouped: dict[str, list[Row]]) -> str:
-    """The tool's layout: per group a blank line, a header and rows, widths from the rows (min 15)."""
+    """The tool's layout plus :data:`TABLE_COLUMNS`."""
+    return _layout(grouped, extra=True)
+
+
+def format_tool(grouped: dict[str, list[Row]]) -> str:
+    """Exactly the tool's layout: per group a blank line, a header and rows, widths from the rows (min 15)."""
+    return _layout(grouped, extra=False)
+
+
+def _layout(grouped: dict[str, list[Row]], extra: bool) -> str:
     lines: list[str] = []
     for group_rows in grouped.values():
         if not group_rows:
@@ -120,11 +197,19 @@ def format_table(grouped: dict[str, list[Row]]) -> str:
         host_w = max(15, *(len(v[7]) for v in values))
         widths = (group_w, topic_w, 10, 15, 15, 15, consumer_w, host_w)
 
+        if extra:
+            client_w = max(15, *(len(v[8]) for v in values))
+            values = [v + r.table_values() for v, r in zip(values, group_rows, strict=True)]
+            widths = (*widths, client_w, 10, 16, 12, 12)
+            header = COLUMNS + TABLE_COLUMNS
+        else:
+            header = COLUMNS
+
         def line(cells: list[str] | tuple[str, ...], _w=widths) -> str:
             return " ".join(c.ljust(w) for c, w in zip(cells[:-1], _w, strict=True)) + " " + cells[-1]
 
         lines.append("")
-        lines.append(line(COLUMNS))
+        lines.append(line(header))
         lines.extend(line(v) for v in values)
     return "\n".join(lines) + ("\n" if lines else "")
 
@@ -139,7 +224,7 @@ def format_csv(grouped: dict[str, list[Row]]) -> str:
     writer.writerow(COLUMNS + EXTRA_COLUMNS)
     for rs in grouped.values():
         for r in rs:
-            extra = [r.log_start_offset, r.policy_lag, r.reset, r.below_log_start]
+            extra = list(r.as_dict().values())[len(COLUMNS) :]
             writer.writerow(
                 r.tool_values()
                 + [MISSING if v is None else str(v).lower() if isinstance(v, bool) else v for v in extra]

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+from rebalance_advisor.domain.lag_rules import CapacityPolicy
 from rebalance_advisor.domain.parameters import SnapshotParams
 from rebalance_advisor.domain.snapshot_model import Snapshot
 
@@ -57,9 +58,11 @@ def take_snapshot(
         include_internal_topics=params.include_internal_topics,
         read_committed=params.read_committed,
         timeout_s=params.timeout_s,
+        time_lag=not params.skip_time_lag,
     )
     taken = kafka_snapshot.collect(client_config["bootstrap.servers"], client_config, options)
-    snapshot_id = snapshots.write_snapshot(taken, url, airflow_run_id=airflow_run_id)
+    capacities = CapacityPolicy.parse(params.member_capacity)
+    snapshot_id = snapshots.write_snapshot(taken, url, airflow_run_id=airflow_run_id, capacities=capacities)
     pruned = 0
     if prune and params.retention_hours:
         pruned = snapshots.prune(timedelta(hours=params.retention_hours), url)

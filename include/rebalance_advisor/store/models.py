@@ -2,7 +2,8 @@
 
 Keys are natural ones (snapshot id + group/topic/partition) so SQL users can join without surrogate
 ids. Child rows are deleted explicitly by ``store`` (portable: SQLite does not enforce cascades
-unless asked per connection). The Alembic revision ``0001_snapshot`` creates exactly these tables.
+unless asked per connection). The Alembic revision ``0001_snapshot`` creates these tables,
+``0004_snapshot_rates`` adds the rate, time-lag and capacity columns.
 """
 
 from __future__ import annotations
@@ -50,6 +51,8 @@ class SnapshotRow(Base):
     committed_count: Mapped[int] = mapped_column(sa.Integer)
     error_count: Mapped[int] = mapped_column(sa.Integer)
     airflow_run_id: Mapped[str | None] = mapped_column(sa.String(250), unique=True)
+    #: why no rates could be derived for the whole snapshot (first of its cluster, interval, ...)
+    rates_note: Mapped[str | None] = mapped_column(sa.Text)
 
 
 class PartitionOffsetRow(Base):
@@ -62,6 +65,10 @@ class PartitionOffsetRow(Base):
     log_end_offset: Mapped[int | None] = mapped_column(sa.BigInteger)
     last_stable_offset: Mapped[int | None] = mapped_column(sa.BigInteger)
     leader: Mapped[int | None] = mapped_column(sa.Integer)
+    #: records/s appended, smoothed (``rebalance_advisor.domain.lag_rules.derive_rates``)
+    produce_rate: Mapped[float | None] = mapped_column(sa.Float)
+    #: why ``produce_rate`` is unknown
+    produce_rate_unknown: Mapped[str | None] = mapped_column(sa.Text)
 
 
 class ConsumerGroupRow(Base):
@@ -89,8 +96,13 @@ class GroupMemberRow(Base):
     client_id: Mapped[str] = mapped_column(sa.String(255))
     host: Mapped[str] = mapped_column(sa.String(255))
     rack: Mapped[str | None] = mapped_column(sa.String(255))
-    #: inferred from the assigned/target partitions (Member.subscribed_topics): not the real subscription
+    #: inferred from the assigned/target partitions (GroupMemberSnapshot.subscribed_topics): not the subscription
     subscribed_topics: Mapped[list[str]] = mapped_column(sa.JSON)
+    #: records/s the member can consume, and where that came from (measured | group_median |
+    #: configured | equal: unknown, capacities taken as equal)
+    capacity: Mapped[float | None] = mapped_column(sa.Float)
+    capacity_source: Mapped[str | None] = mapped_column(sa.String(16))
+    capacity_measured_at: Mapped[datetime | None] = mapped_column(sa.DateTime(timezone=True))
 
 
 class MemberAssignmentRow(Base):
@@ -115,6 +127,14 @@ class CommittedOffsetRow(Base):
     committed_offset: Mapped[int] = mapped_column(sa.BigInteger)
     leader_epoch: Mapped[int | None] = mapped_column(sa.Integer)
     metadata_: Mapped[str | None] = mapped_column("metadata", sa.Text)
+    #: records/s committed by the group on this partition, smoothed
+    consume_rate: Mapped[float | None] = mapped_column(sa.Float)
+    consume_rate_unknown: Mapped[str | None] = mapped_column(sa.Text)
+    #: timestamp (ms) of the first record at or after the committed offset, read from the broker
+    record_timestamp_ms: Mapped[int | None] = mapped_column(sa.BigInteger)
+    #: seconds behind, and how (record_timestamp | rate_estimate | caught_up)
+    time_lag_s: Mapped[float | None] = mapped_column(sa.Float)
+    time_lag_method: Mapped[str | None] = mapped_column(sa.String(32))
 
 
 class SnapshotErrorRow(Base):

@@ -4,7 +4,8 @@ Why not :func:`rebalance_advisor.store.snapshots.load_snapshot`: for 10,000 grou
 two million dataclasses (a committed offset and an assignment pair per partition and group) and
 goes through SQLAlchemy's mapping rows, which made reading most of the planner's run time. This
 reader selects only the columns the documents need and fills plain dicts from the driver's row
-tuples; :func:`~rebalance_advisor.domain.spec_documents.build_docs_from_tables` then builds the same
+tuples (with the rates, time lags and capacities stored with the snapshot);
+:func:`~rebalance_advisor.domain.spec_documents.build_docs_from_tables` then builds the same
 documents as :func:`~rebalance_advisor.domain.spec_documents.build_group_docs` on a loaded snapshot (the
 lag rule stays :func:`rebalance_advisor.domain.lag_rules.partition_lag`). Orders match ``load_snapshot``:
 members by position, a member's assignment by (topic, partition).
@@ -17,6 +18,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from rebalance_advisor.domain.snapshot_model import MemberCapacity, TimeLag
 from rebalance_advisor.domain.spec_documents import SnapshotTables
 from rebalance_advisor.errors import AdvisorError
 from rebalance_advisor.store import db
@@ -30,7 +32,7 @@ from rebalance_advisor.store.models import (
 )
 
 
-def _rows(conn: Connection, query: sa.Select) -> list[Any]:
+def raw_rows(conn: Connection, query: sa.Select) -> list[Any]:
     """Plain row tuples from the DBAPI cursor (no Row objects: millions of rows).
 
     Driver errors become the same clear :class:`~rebalance_advisor.store.db.DatabaseUnavailable`
@@ -56,32 +58,45 @@ def _rows(conn: Connection, query: sa.Select) -> list[Any]:
 def read_snapshot_tables(snapshot_id: int, url: str | None = None) -> SnapshotTables:
     """One stored snapshot's offsets, committed offsets and members; unknown ids raise AdvisorError."""
     with db.connect(url) as conn:
-        if conn.execute(sa.select(SnapshotRow.id).where(SnapshotRow.id == snapshot_id)).first() is None:
+        s = SnapshotRow.__table__
+        found = conn.execute(
+            sa.select(s.c.isolation_level, s.c.rates_note).where(s.c.id == snapshot_id)
+        ).first()
+        if found is None:
             raise AdvisorError(f"snapshot {snapshot_id} does not exist")
+        isolation, rates_note = found
+        stable = isolation == "read_committed"  # lags against the LSO (lag_rules.lag_end_offset)
         p, g, m = PartitionOffsetRow.__table__, ConsumerGroupRow.__table__, GroupMemberRow.__table__
         a, c = MemberAssignmentRow.__table__, CommittedOffsetRow.__table__
-        offsets = {
-            (topic, partition): (start, end)
-            for topic, partition, start, end in _rows(
-                conn,
-                sa.select(p.c.topic, p.c.partition, p.c.log_start_offset, p.c.log_end_offset)
-                .where(p.c.snapshot_id == snapshot_id)
-                .order_by(p.c.topic, p.c.partition),
-            )
-        }
-        committed: dict[str, dict[tuple[str, int], int]] = {}
-        for group_id, topic, partition, offset in _rows(
+        offsets = {}
+        produce_rates = {}
+        for topic, partition, start, end, lso, rate in raw_rows(
             conn,
-            sa.select(c.c.group_id, c.c.topic, c.c.partition, c.c.committed_offset)
+            sa.select(p.c.topic, p.c.partition, p.c.log_start_offset, p.c.log_end_offset,
+                      p.c.last_stable_offset, p.c.produce_rate)
+            .where(p.c.snapshot_id == snapshot_id)
+            .order_by(p.c.topic, p.c.partition),
+        ):  # fmt: skip
+            offsets[(topic, partition)] = (start, lso if stable and lso is not None else end)
+            if rate is not None:
+                produce_rates[(topic, partition)] = rate
+        committed: dict[str, dict[tuple[str, int], int]] = {}
+        time_lags: dict[tuple[str, str, int], TimeLag] = {}
+        for group_id, topic, partition, offset, seconds, method in raw_rows(
+            conn,
+            sa.select(c.c.group_id, c.c.topic, c.c.partition, c.c.committed_offset, c.c.time_lag_s,
+                      c.c.time_lag_method)
             .where(c.c.snapshot_id == snapshot_id)
             .order_by(c.c.group_id, c.c.topic, c.c.partition),
-        ):
+        ):  # fmt: skip
             group = committed.get(group_id)
             if group is None:
                 group = committed[group_id] = {}
             group[(topic, partition)] = offset
+            if method is not None:
+                time_lags[(group_id, topic, partition)] = TimeLag(seconds, method)
         assignments: dict[tuple[str, str], list[tuple[str, int]]] = {}
-        for group_id, member_id, topic, partition in _rows(
+        for group_id, member_id, topic, partition in raw_rows(
             conn,
             sa.select(a.c.group_id, a.c.member_id, a.c.topic, a.c.partition)
             .where(a.c.snapshot_id == snapshot_id)
@@ -93,13 +108,17 @@ def read_snapshot_tables(snapshot_id: int, url: str | None = None) -> SnapshotTa
                 held = assignments[key] = []
             held.append((topic, partition))
         members: dict[str, list[tuple[str, str | None, tuple[str, ...], tuple[tuple[str, int], ...]]]] = {}
+        capacities: dict[tuple[str, str], MemberCapacity] = {}
         # SQLAlchemy rows here: few (one per member) and the JSON column needs its type's decoding.
         member_rows = conn.execute(
-            sa.select(m.c.group_id, m.c.member_id, m.c.group_instance_id, m.c.subscribed_topics)
+            sa.select(m.c.group_id, m.c.member_id, m.c.group_instance_id, m.c.subscribed_topics,
+                      m.c.capacity, m.c.capacity_source, m.c.capacity_measured_at)
             .where(m.c.snapshot_id == snapshot_id)
             .order_by(m.c.group_id, m.c.position)
-        )
-        for group_id, member_id, instance_id, topics in member_rows:
+        )  # fmt: skip
+        for group_id, member_id, instance_id, topics, capacity, source, measured_at in member_rows:
+            if source is not None:
+                capacities[(group_id, member_id)] = MemberCapacity(capacity, source, measured_at)
             members.setdefault(group_id, []).append(
                 (
                     member_id,
@@ -110,4 +129,12 @@ def read_snapshot_tables(snapshot_id: int, url: str | None = None) -> SnapshotTa
             )
         group_ids = conn.execute(sa.select(g.c.group_id).where(g.c.snapshot_id == snapshot_id)).scalars()
         groups = {group_id: members.get(group_id, []) for group_id in group_ids}
-    return SnapshotTables(offsets=offsets, committed=committed, members=groups)
+    return SnapshotTables(
+        offsets=offsets,
+        committed=committed,
+        members=groups,
+        produce_rates=produce_rates,
+        capacities=capacities,
+        time_lags=time_lags,
+        rates_note=rates_note,
+    )

@@ -7,13 +7,24 @@ from datetime import UTC, datetime, timedelta
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from rebalance_advisor.domain.lag_rules import (
+    CapacityPolicy,
+    PreviousSnapshotState,
+    RateParameters,
+    derive_rates,
+    member_key,
+)
 from rebalance_advisor.domain.snapshot_model import (
     CommittedOffset,
     Group,
     GroupMemberSnapshot,
+    MemberCapacity,
     PartitionOffsets,
+    RateEstimate,
     Snapshot,
     SnapshotError,
+    SnapshotRates,
+    TimeLag,
 )
 from rebalance_advisor.errors import AdvisorError
 from rebalance_advisor.gcpause import gc_paused
@@ -28,6 +39,7 @@ from rebalance_advisor.store.models import (
     SnapshotErrorRow,
     SnapshotRow,
 )
+from rebalance_advisor.store.snapshot_reader import raw_rows
 
 #: Rows per INSERT statement on the generic Core path (dialects other than SQLite and PostgreSQL).
 CHUNK = 2000
@@ -81,11 +93,89 @@ def _delete_snapshots(conn: Connection, ids: list[int]) -> None:
     conn.execute(sa.delete(SnapshotRow.__table__).where(SnapshotRow.__table__.c.id.in_(ids)))
 
 
-def write_snapshot(snapshot: Snapshot, url: str | None = None, airflow_run_id: str | None = None) -> int:
-    """Store ``snapshot`` in one transaction and return its id.
+def _previous_state(conn: Connection, snapshot: Snapshot) -> PreviousSnapshotState | None:
+    """The newest stored snapshot of the same cluster, as :func:`derive_rates` needs it.
 
-    With an ``airflow_run_id`` (or one set on the snapshot), a snapshot stored earlier by the same
-    run is replaced in the same transaction, so a re-run never duplicates.
+    Only that one snapshot is read (its offsets, stored rates, owners and capacities): rates are
+    carried forward snapshot by snapshot, never recomputed from older ones.
+    """
+    s = SnapshotRow.__table__
+    query = sa.select(s.c.id, s.c.taken_at, s.c.isolation_level)
+    if snapshot.cluster_id is not None:
+        query = query.where(s.c.cluster_id == snapshot.cluster_id)
+    else:
+        query = query.where(s.c.bootstrap_servers == snapshot.bootstrap_servers)
+    row = conn.execute(query.order_by(s.c.id.desc()).limit(1)).first()
+    if row is None:
+        return None
+    previous_id, taken_at, isolation = row
+    p, c = PartitionOffsetRow.__table__, CommittedOffsetRow.__table__
+    m, a = GroupMemberRow.__table__, MemberAssignmentRow.__table__
+    log_ends, lag_ends, produce = {}, {}, {}
+    for topic, partition, end, stable, rate in raw_rows(
+        conn,
+        sa.select(
+            p.c.topic, p.c.partition, p.c.log_end_offset, p.c.last_stable_offset, p.c.produce_rate
+        ).where(p.c.snapshot_id == previous_id),
+    ):
+        log_ends[(topic, partition)] = end
+        lag_ends[(topic, partition)] = stable if isolation == "read_committed" and stable is not None else end
+        produce[(topic, partition)] = rate
+    committed, consume = {}, {}
+    for group_id, topic, partition, offset, rate in raw_rows(
+        conn,
+        sa.select(c.c.group_id, c.c.topic, c.c.partition, c.c.committed_offset, c.c.consume_rate).where(
+            c.c.snapshot_id == previous_id
+        ),
+    ):
+        committed[(group_id, topic, partition)] = offset
+        consume[(group_id, topic, partition)] = rate
+    keys: dict[tuple[str, str], str] = {}
+    capacities = {}
+    for group_id, member_id, instance_id, capacity, source, measured_at in conn.execute(
+        sa.select(m.c.group_id, m.c.member_id, m.c.group_instance_id, m.c.capacity, m.c.capacity_source,
+                  m.c.capacity_measured_at).where(m.c.snapshot_id == previous_id)
+    ):  # fmt: skip
+        key = keys[(group_id, member_id)] = member_key(member_id, instance_id)
+        if source == "measured" and capacity is not None and measured_at is not None:
+            capacities[(group_id, key)] = (capacity, _aware(measured_at))
+    owners = {
+        (group_id, topic, partition): keys.get((group_id, member_id), member_id)
+        for group_id, member_id, topic, partition in raw_rows(
+            conn,
+            sa.select(a.c.group_id, a.c.member_id, a.c.topic, a.c.partition).where(
+                a.c.snapshot_id == previous_id
+            ),
+        )
+    }
+    return PreviousSnapshotState(
+        snapshot_id=previous_id,
+        taken_at=_aware(taken_at),
+        log_ends=log_ends,
+        lag_ends=lag_ends,
+        produce=produce,
+        committed=committed,
+        consume=consume,
+        owners=owners,
+        capacities=capacities,
+    )
+
+
+def write_snapshot(
+    snapshot: Snapshot,
+    url: str | None = None,
+    airflow_run_id: str | None = None,
+    *,
+    rate_parameters: RateParameters | None = None,
+    capacities: CapacityPolicy | None = None,
+) -> int:
+    """Store ``snapshot`` with its rates, time lags and capacities in one transaction; return its id.
+
+    The rates come from the previous stored snapshot of the same cluster
+    (:func:`rebalance_advisor.domain.lag_rules.derive_rates`), read in the same transaction, so a
+    failure anywhere leaves nothing behind. With an ``airflow_run_id`` (or one set on the snapshot),
+    a snapshot stored earlier by the same run is replaced in the same transaction, so a re-run never
+    duplicates (and the replaced attempt is not its own predecessor).
     """
     run_id = airflow_run_id or snapshot.airflow_run_id
     db.require_schema(url)
@@ -95,6 +185,7 @@ def write_snapshot(snapshot: Snapshot, url: str | None = None, airflow_run_id: s
                 sa.select(SnapshotRow.id).where(SnapshotRow.airflow_run_id == run_id)
             ).scalars()
             _delete_snapshots(conn, list(previous))
+        rates = derive_rates(snapshot, _previous_state(conn, snapshot), rate_parameters, capacities)
         snapshot_id = conn.execute(
             sa.insert(SnapshotRow.__table__).returning(SnapshotRow.__table__.c.id),
             {
@@ -110,16 +201,20 @@ def write_snapshot(snapshot: Snapshot, url: str | None = None, airflow_run_id: s
                 "committed_count": len(snapshot.committed),
                 "error_count": len(snapshot.errors),
                 "airflow_run_id": run_id,
+                "rates_note": rates.note,
             },
         ).scalar_one()
         sid = {"snapshot_id": snapshot_id}
+        unknown_rate = RateEstimate(None, None)
+        produce = rates.produce
         _insert_tuples(
             conn,
             PartitionOffsetRow,
             ("snapshot_id", "topic", "partition", "log_start_offset", "log_end_offset",
-             "last_stable_offset", "leader"),
+             "last_stable_offset", "leader", "produce_rate", "produce_rate_unknown"),
             [(snapshot_id, p.topic, p.partition, p.log_start_offset, p.log_end_offset,
-              p.last_stable_offset, p.leader)
+              p.last_stable_offset, p.leader,
+              *produce.get((p.topic, p.partition), unknown_rate))
              for p in snapshot.partitions],
         )  # fmt: skip
         _insert_tuples(
@@ -131,13 +226,16 @@ def write_snapshot(snapshot: Snapshot, url: str | None = None, airflow_run_id: s
               g.coordinator_host, g.member_count)
              for g in snapshot.groups],
         )  # fmt: skip
-        _insert(  # subscribed_topics is JSON: Core serialises it
+        equal = MemberCapacity(None, "equal")
+        _insert(  # subscribed_topics is JSON and capacity_measured_at a datetime: Core converts them
             conn,
             GroupMemberRow,
             [
                 {**sid, "group_id": g.group_id, "member_id": m.member_id, "position": m.position,
                  "group_instance_id": m.group_instance_id, "client_id": m.client_id, "host": m.host,
-                 "rack": m.rack, "subscribed_topics": list(m.subscribed_topics)}
+                 "rack": m.rack, "subscribed_topics": list(m.subscribed_topics),
+                 **dict(zip(("capacity", "capacity_source", "capacity_measured_at"),
+                            rates.capacity.get((g.group_id, m.member_id), equal), strict=True))}
                 for g in snapshot.groups
                 for m in g.members
             ],
@@ -153,13 +251,18 @@ def write_snapshot(snapshot: Snapshot, url: str | None = None, airflow_run_id: s
                 for t, p in m.assignment
             ],
         )
+        consume, time_lag, stamps = rates.consume, rates.time_lag, snapshot.record_timestamps
+        no_time_lag = TimeLag(None, None)
         _insert_tuples(
             conn,
             CommittedOffsetRow,
             ("snapshot_id", "group_id", "topic", "partition", "committed_offset", "leader_epoch",
-             "metadata"),
-            [(snapshot_id, c.group_id, c.topic, c.partition, c.offset, c.leader_epoch, c.metadata)
-             for c in snapshot.committed],
+             "metadata", "consume_rate", "consume_rate_unknown", "record_timestamp_ms", "time_lag_s",
+             "time_lag_method"),
+            [(snapshot_id, c.group_id, c.topic, c.partition, c.offset, c.leader_epoch, c.metadata,
+              *consume.get(key, unknown_rate), stamps.get(key), *time_lag.get(key, no_time_lag))
+             for c in snapshot.committed
+             for key in ((c.group_id, c.topic, c.partition),)],
         )  # fmt: skip
         _insert_tuples(
             conn,
@@ -170,6 +273,7 @@ def write_snapshot(snapshot: Snapshot, url: str | None = None, airflow_run_id: s
         )  # fmt: skip
     snapshot.snapshot_id = snapshot_id
     snapshot.airflow_run_id = run_id
+    snapshot.rates = rates
     return snapshot_id
 
 
@@ -225,8 +329,14 @@ def load_snapshot(snapshot_id: int, url: str | None = None, groups: list[str] | 
         assignments: dict[tuple[str, str], list[tuple[str, int]]] = {}
         for a in rows(MemberAssignmentRow, "group_id", "member_id", "topic", "partition"):
             assignments.setdefault((a["group_id"], a["member_id"]), []).append((a["topic"], a["partition"]))
+        rates = SnapshotRates(note=row["rates_note"])
         members: dict[str, list[GroupMemberSnapshot]] = {}
         for m in rows(GroupMemberRow, "group_id", "position"):
+            if m["capacity_source"] is not None:
+                measured_at = m["capacity_measured_at"]
+                rates.capacity[(m["group_id"], m["member_id"])] = MemberCapacity(
+                    m["capacity"], m["capacity_source"], _aware(measured_at) if measured_at else None
+                )
             members.setdefault(m["group_id"], []).append(
                 GroupMemberSnapshot(
                     member_id=m["member_id"],
@@ -251,20 +361,28 @@ def load_snapshot(snapshot_id: int, url: str | None = None, groups: list[str] | 
             )
             for g in rows(ConsumerGroupRow, "group_id")
         ]
-        committed = [
-            CommittedOffset(c["group_id"], c["topic"], c["partition"], c["committed_offset"],
-                            c["leader_epoch"], c["metadata"])
-            for c in rows(CommittedOffsetRow, "group_id", "topic", "partition")
-        ]  # fmt: skip
+        committed = []
+        stamps: dict[tuple[str, str, int], int] = {}
+        for c in rows(CommittedOffsetRow, "group_id", "topic", "partition"):
+            key = (c["group_id"], c["topic"], c["partition"])
+            committed.append(CommittedOffset(*key, c["committed_offset"], c["leader_epoch"], c["metadata"]))
+            rates.consume[key] = RateEstimate(c["consume_rate"], c["consume_rate_unknown"])
+            rates.time_lag[key] = TimeLag(c["time_lag_s"], c["time_lag_method"])
+            if c["record_timestamp_ms"] is not None:
+                stamps[key] = c["record_timestamp_ms"]
         if groups is not None:
             topics = {t for g in loaded_groups for m in g.members for t in m.subscribed_topics}
             topics |= {c.topic for c in committed}
-        partitions = [
-            PartitionOffsets(p["topic"], p["partition"], p["log_start_offset"], p["log_end_offset"],
-                             p["leader"], p["last_stable_offset"])
-            for p in rows(PartitionOffsetRow, "topic", "partition")
-            if groups is None or p["topic"] in topics
-        ]  # fmt: skip
+        partitions = []
+        for p in rows(PartitionOffsetRow, "topic", "partition"):
+            if groups is None or p["topic"] in topics:
+                partitions.append(
+                    PartitionOffsets(p["topic"], p["partition"], p["log_start_offset"], p["log_end_offset"],
+                                     p["leader"], p["last_stable_offset"])
+                )  # fmt: skip
+                rates.produce[(p["topic"], p["partition"])] = RateEstimate(
+                    p["produce_rate"], p["produce_rate_unknown"]
+                )
         errors = [
             SnapshotError(e["stage"], e["reason"], e["group_id"], e["topic"], e["partition"], e["error_code"])
             for e in rows(SnapshotErrorRow, "id")
@@ -281,6 +399,8 @@ def load_snapshot(snapshot_id: int, url: str | None = None, groups: list[str] | 
         isolation_level=row["isolation_level"],
         snapshot_id=row["id"],
         airflow_run_id=row["airflow_run_id"],
+        record_timestamps=stamps,
+        rates=rates,
     )
 
 
