@@ -2,10 +2,12 @@
 
 Builds G memberless groups over T topics (P partitions in all) on a local broker (its own, in a temp
 dir, unless --bootstrap-servers), then alternates rounds of:
-  - ours, in process: ``kafka_snapshot.collect`` (and, separately, writing it to SQLite)
+  - ours, in process: ``kafka_snapshot.collect`` with time lag (record timestamps at every lagging
+    committed offset, the default) and without (``time_lag=False``), and writing it to SQLite
+    (rates derived from the previous snapshot in the same transaction)
   - ours, as a command: ``rebalance-advisor snapshot`` (Python start-up and DB write included)
   - the reference tool as a command (JVM start-up included)
-Prints medians and ratios, peak memory (max RSS of each command; Python heap peak of collect), and
+Prints medians and ratios (issue 13's target: a snapshot with time lag takes at most 2x one without), peak memory (max RSS of each command; Python heap peak of collect), and
 writes JSON to bench/results/snapshot.json.
 
     .venv/bin/python bench/snapshot.py                 # 500 groups, 19,000 partitions
@@ -17,6 +19,7 @@ from __future__ import annotations
 import argparse
 import concurrent.futures
 import contextlib
+import dataclasses
 import gc
 import json
 import os
@@ -326,7 +329,13 @@ def main() -> int:
         signal.signal(signum, _on_signal)
     tmp = tempfile.mkdtemp(prefix="bench-snapshot-")
     state_dir = Path(tmp) / "kafka"
-    runs: dict[str, list[float]] = {"collect": [], "write": [], "cli": [], "reference": []}
+    runs: dict[str, list[float]] = {
+        "collect": [],
+        "collect_no_time_lag": [],
+        "write": [],
+        "cli": [],
+        "reference": [],
+    }
     stage_runs: dict[str, list[float]] = {}
     loads: list[float] = [_load()]
     rss = {"cli": 0, "reference": 0}
@@ -369,6 +378,14 @@ def main() -> int:
             bootstrap, "--describe", "--all-groups", "--timeout", "120000"
         )
 
+        plain = dataclasses.replace(options, time_lag=False)
+
+        def without_time_lag() -> None:
+            started = time.perf_counter()
+            taken = kafka_snapshot.collect(bootstrap, options=plain)
+            runs["collect_no_time_lag"].append(time.perf_counter() - started)
+            assert not taken.record_timestamps and len(taken.committed) == shape["committed"]
+
         def ours() -> None:
             on_stage, stages = _stage_timer()
             started = time.perf_counter()
@@ -378,12 +395,20 @@ def main() -> int:
                 stage_runs.setdefault(name, []).append(seconds)
             assert len(taken.groups) == shape["groups"] and not taken.errors, taken.summary()
             assert len(taken.committed) == shape["committed"], taken.summary()
+            ends = ends_of(taken)
+            lagging = sum(1 for c in taken.committed if c.offset < ends[(c.topic, c.partition)])
+            timestamps.append((len(taken.record_timestamps), lagging))
             started = time.perf_counter()
             store.write_snapshot(taken, db_url)
             runs["write"].append(time.perf_counter() - started)
             elapsed, mem = run_measured(cli_command, args.tool_timeout)
             runs["cli"].append(elapsed)
             rss["cli"] = max(rss["cli"], mem)
+
+        timestamps: list[tuple[int, int]] = []
+
+        def ends_of(taken: Any) -> dict[tuple[str, int], int]:
+            return {(p.topic, p.partition): p.log_end_offset for p in taken.partitions}
 
         def reference() -> None:
             elapsed, mem = run_measured(tool_command, args.tool_timeout)
@@ -392,11 +417,16 @@ def main() -> int:
 
         for round_no in range(1, args.rounds + 1):
             # Alternate who goes first, so a load spike does not always hit the same side.
-            for measure in (ours, reference) if round_no % 2 else (reference, ours):
+            for measure in (
+                (ours, without_time_lag, reference) if round_no % 2 else (reference, without_time_lag, ours)
+            ):
                 measure()
             loads.append(_load())
             print(
-                f"round {round_no}: collect {runs['collect'][-1]:.3f} s, write {runs['write'][-1]:.3f} s, "
+                f"round {round_no}: collect {runs['collect'][-1]:.3f} s "
+                f"(without time lag {runs['collect_no_time_lag'][-1]:.3f} s, "
+                f"{timestamps[-1][0]} of {timestamps[-1][1]} lagging offsets stamped), "
+                f"write {runs['write'][-1]:.3f} s, "
                 f"cli {runs['cli'][-1]:.2f} s, reference {runs['reference'][-1]:.2f} s (load {loads[-1]})",
                 flush=True,
             )
@@ -418,6 +448,9 @@ def main() -> int:
         "median_s": med,
         "collect_stage_median_s": {k: statistics.median(v) for k, v in stage_runs.items()},
         "runs_s": runs,
+        "time_lag_cost_ratio": med["collect"] / med["collect_no_time_lag"],
+        "time_lag_target": "PASS" if med["collect"] <= 2 * med["collect_no_time_lag"] else "FAIL",
+        "record_timestamps_vs_lagging_offsets": timestamps,
         "speedup_collect_vs_reference": med["reference"] / med["collect"],
         "speedup_collect_and_write_vs_reference": med["reference"] / (med["collect"] + med["write"]),
         "speedup_cli_vs_reference": med["reference"] / med["cli"],
@@ -428,7 +461,9 @@ def main() -> int:
     }
     print()
     print(f"{'':28}{'median s':>10}")
-    for name, label in (("collect", "ours: collect (in process)"), ("write", "ours: write to SQLite"),
+    for name, label in (("collect", "ours: collect (in process)"),
+                        ("collect_no_time_lag", "ours: collect, no time lag"),
+                        ("write", "ours: write to SQLite"),
                         ("cli", "ours: CLI snapshot command"), ("reference", "kafka-consumer-groups")):  # fmt: skip
         print(f"{label:28}{med[name]:>10.3f}")
     print(
@@ -436,7 +471,11 @@ def main() -> int:
         + ", ".join(f"{k} {v:.3f}" for k, v in result["collect_stage_median_s"].items())
     )
     print(
-        f"\nspeedup vs reference: collect {result['speedup_collect_vs_reference']:.1f}x, "
+        f"\ntime lag cost: collect with / without = {result['time_lag_cost_ratio']:.2f}x "
+        f"(target <= 2x: {result['time_lag_target']})"
+    )
+    print(
+        f"speedup vs reference: collect {result['speedup_collect_vs_reference']:.1f}x, "
         f"collect+write {result['speedup_collect_and_write_vs_reference']:.1f}x, "
         f"CLI command {result['speedup_cli_vs_reference']:.1f}x"
     )

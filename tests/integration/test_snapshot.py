@@ -19,6 +19,9 @@ from rebalance_advisor.domain import lag_rules
 from rebalance_advisor.domain.snapshot_model import Snapshot
 from rebalance_advisor.services import lag_report
 
+from tests.support.kafka_offsets import admin as _admin
+from tests.support.kafka_offsets import commit as _commit
+
 DEMO_REGEX = "kip-example|zipf-multi|idle-group|balanced-group|partial-commit|manual-assign|kip848-group"
 
 pytestmark = pytest.mark.kafka
@@ -52,12 +55,6 @@ def _blocks(text: str) -> dict[str, list[str]]:
     return blocks
 
 
-def _admin(bootstrap: str):
-    from confluent_kafka.admin import AdminClient
-
-    return AdminClient({"bootstrap.servers": bootstrap})
-
-
 def _topic_with_records(bootstrap: str, counts: list[int]) -> str:
     from confluent_kafka import Producer
     from confluent_kafka.admin import NewTopic
@@ -72,16 +69,6 @@ def _topic_with_records(bootstrap: str, counts: list[int]) -> str:
             producer.produce(topic, b"x", partition=partition)
     assert producer.flush(30) == 0
     return topic
-
-
-def _commit(bootstrap: str, group: str, topic: str, offsets: dict[int, int]) -> None:
-    from confluent_kafka import Consumer, TopicPartition
-
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
-    try:
-        consumer.commit(offsets=[TopicPartition(topic, p, o) for p, o in offsets.items()], asynchronous=False)
-    finally:
-        consumer.close()
 
 
 def _collect(bootstrap: str, regex: str, **kwargs) -> Snapshot:

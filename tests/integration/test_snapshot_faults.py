@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 import uuid
 from pathlib import Path
 
@@ -14,11 +13,8 @@ from rebalance_advisor.cli import main
 from rebalance_advisor.domain import lag_rules
 from rebalance_advisor.errors import AdvisorError
 
-
-def _dead_address() -> str:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return f"127.0.0.1:{s.getsockname()[1]}"
+from tests.support.kafka_offsets import commit
+from tests.support.kafka_offsets import dead_address as _dead_address
 
 
 def _run(capsys, *argv: str) -> tuple[int, str]:
@@ -160,7 +156,6 @@ def test_group_filter_full_match() -> None:
 @pytest.mark.slow
 def test_broker_stopped_mid_snapshot_stores_nothing(tmp_path: Path, sqlite_url: str) -> None:
     """A broker of its own (the session broker must live on), stopped between listing and describing."""
-    from confluent_kafka import Consumer, TopicPartition
     from confluent_kafka.admin import AdminClient, NewTopic
     from rebalance_advisor.devtools import local_kafka
 
@@ -171,9 +166,7 @@ def test_broker_stopped_mid_snapshot_stores_nothing(tmp_path: Path, sqlite_url: 
         admin = AdminClient({"bootstrap.servers": bootstrap})
         admin.create_topics([NewTopic("doomed", num_partitions=2, replication_factor=1)])["doomed"].result(30)
         for i in range(3):
-            consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"g{i}-{uuid.uuid4().hex[:6]}"})
-            consumer.commit(offsets=[TopicPartition("doomed", 0, 0)], asynchronous=False)
-            consumer.close()
+            commit(bootstrap, f"g{i}-{uuid.uuid4().hex[:6]}", "doomed", {0: 0})
         store.upgrade(sqlite_url)
 
         def stop_broker(stage: str) -> None:
@@ -189,14 +182,20 @@ def test_broker_stopped_mid_snapshot_stores_nothing(tmp_path: Path, sqlite_url: 
     assert _snapshot_rows(sqlite_url) == 0
 
 
-def test_migration_matches_the_models(sqlite_url) -> None:
-    """Alembic's 0001_snapshot creates exactly what models.py declares (no drift)."""
+@pytest.mark.postgres
+def test_migration_matches_the_models(db_url) -> None:
+    """Alembic's revisions create exactly what models.py declares (no drift), on both databases;
+    on PostgreSQL the plan tables' long-id columns too (0004_long_ids)."""
     from alembic.autogenerate import compare_metadata
     from alembic.runtime.migration import MigrationContext
+    from rebalance_advisor.store import plan_models  # noqa: F401 - its tables join Base.metadata
     from rebalance_advisor.store.models import SNAPSHOT_CHILDREN, Base, SnapshotRow, StaticMemberRow
 
     mine = {m.__tablename__ for m in (*SNAPSHOT_CHILDREN, SnapshotRow, StaticMemberRow)}
-    store.upgrade(sqlite_url)
-    with store.engine_for(sqlite_url).connect() as conn:
+    if db_url.startswith("postgresql"):
+        mine |= {"plans", "plan_assignments", "group_outcomes"}
+    store.upgrade(db_url)
+    with store.engine_for(db_url).connect() as conn:
         diffs = compare_metadata(MigrationContext.configure(conn), Base.metadata)
     assert [d for d in diffs if mine & set(str(d).split("'"))] == []
+    store.db.dispose(db_url)

@@ -29,42 +29,11 @@ from rebalance_advisor.domain.snapshot_model import (
 from rebalance_advisor.domain.spec_documents import build_docs_from_tables
 from rebalance_advisor.store.snapshot_reader import read_snapshot_tables
 
+from tests.support.kafka_offsets import admin as _admin
+from tests.support.kafka_offsets import commit as _commit
+from tests.support.kafka_offsets import new_topic as _topic
+
 pytestmark = pytest.mark.kafka
-
-
-def _admin(bootstrap: str):
-    from confluent_kafka.admin import AdminClient
-
-    return AdminClient({"bootstrap.servers": bootstrap})
-
-
-def _new_topic(bootstrap: str, partitions: int, admin=None) -> str:
-    from confluent_kafka.admin import NewTopic
-
-    topic = f"rates-{uuid.uuid4().hex[:10]}"
-    admin = admin or _admin(bootstrap)
-    admin.create_topics([NewTopic(topic, num_partitions=partitions, replication_factor=1)])[topic].result(30)
-    return topic
-
-
-def _commit(bootstrap: str, group: str, topic: str, offsets: dict[int, int]) -> None:
-    from confluent_kafka import Consumer, TopicPartition
-
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                consumer.commit(
-                    offsets=[TopicPartition(topic, p, o) for p, o in offsets.items()], asynchronous=False
-                )
-                return
-            except Exception as error:  # a fresh group's coordinator may still be loading
-                if "COORDINATOR" not in str(error) or time.monotonic() > deadline:
-                    raise
-                time.sleep(0.2)
-    finally:
-        consumer.close()
 
 
 def _options(regex: str, **kwargs) -> kafka_snapshot.SnapshotOptions:
@@ -78,7 +47,7 @@ def test_time_lag_from_record_timestamps_is_within_a_second_of_the_truth(kafka_b
     (one fetch answers them in offset order), one caught up, one committed below the log start."""
     from confluent_kafka import Producer, TopicPartition
 
-    topic = _new_topic(kafka_bootstrap, 3)
+    topic = _topic(kafka_bootstrap, 3)
     base_ms = int(time.time() * 1000) - 600_000
     producer = Producer({"bootstrap.servers": kafka_bootstrap, "linger.ms": 20})
     for i in range(100):
@@ -162,7 +131,7 @@ def test_rates_within_ten_percent_of_known_rates_across_two_snapshots(
     """Partition 0 at 200/s, partition 1 at 50/s; the group commits 120/s on partition 0 (backlog
     grows). Two snapshots 8 s apart: produce and consume rates within 10 %; the time lag falls back
     to lag / produce rate where record timestamps are not read."""
-    topic = _new_topic(kafka_bootstrap, 2)
+    topic = _topic(kafka_bootstrap, 2)
     group = f"rt-{uuid.uuid4().hex[:8]}"
     _commit(kafka_bootstrap, group, topic, {0: 0, 1: 0})
     store.upgrade(db_url)

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import logging
-import re
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -30,6 +29,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from rebalance_advisor.domain.safe_regex import SafeRegex, compile_safe_regex
 from rebalance_advisor.domain.snapshot_model import (
     CommittedOffset,
     Group,
@@ -75,19 +75,43 @@ class SnapshotAborted(InfrastructureUnavailable):
     """The cluster stopped answering (or never did): no snapshot was taken."""
 
 
+class NoGroupMatched(AdvisorError):
+    """The group filter matched none of the cluster's groups: nothing to store.
+
+    An empty snapshot would be "complete" and become the latest, hiding the last useful one from the
+    planner, ``lag`` and the UI; so none is taken and the caller says why.
+    """
+
+    def __init__(self, groups: GroupFilter, listed: int) -> None:
+        parts = [f"--groups {groups.include.pattern!r}" if groups.include else None,
+                 f"--exclude-groups {groups.exclude.pattern!r}" if groups.exclude else None]  # fmt: skip
+        super().__init__(
+            f"no consumer group matches {' and '.join(p for p in parts if p)} (the cluster lists {listed}): "
+            "nothing was stored, the latest snapshot stays as it was"
+        )
+
+
 # ---------------------------------------------------------------------------------------- options
 
 
 @dataclass(frozen=True)
 class GroupFilter:
-    """Include/exclude regexes over group ids (full match, as Kafka's Java tools use ``matches()``)."""
+    """Include/exclude regexes over group ids (full match, as Kafka's Java tools use ``matches()``),
+    on the linear-time engine of :mod:`rebalance_advisor.domain.safe_regex`."""
 
-    include: re.Pattern[str] | None = None
-    exclude: re.Pattern[str] | None = None
+    include: SafeRegex | None = None
+    exclude: SafeRegex | None = None
 
     @classmethod
     def parse(cls, include: str | None = None, exclude: str | None = None) -> GroupFilter:
-        return cls(_compile(include, "--groups"), _compile(exclude, "--exclude-groups"))
+        return cls(
+            compile_safe_regex(include, "--groups") if include else None,
+            compile_safe_regex(exclude, "--exclude-groups") if exclude else None,
+        )
+
+    @property
+    def active(self) -> bool:
+        return self.include is not None or self.exclude is not None
 
     def accepts(self, group_id: str) -> bool:
         if self.include is not None and not self.include.fullmatch(group_id):
@@ -95,18 +119,8 @@ class GroupFilter:
         return not (self.exclude is not None and self.exclude.fullmatch(group_id))
 
 
-def _compile(pattern: str | None, what: str) -> re.Pattern[str] | None:
-    if pattern is None or pattern == "":
-        return None
-    try:
-        return re.compile(pattern)
-    except re.error as error:
-        raise AdvisorError(f"invalid {what} regex {pattern!r}: {error}") from error
-
-
-def is_internal_topic(topic: str) -> bool:
-    """Kafka's own topics (``__consumer_offsets``, ``__transaction_state``, ...)."""
-    return topic.startswith("__")
+#: Kafka's own topics when the broker cannot be asked (``Topic.INTERNAL_TOPICS`` in Kafka 4.x).
+KNOWN_INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
 
 
 @dataclass(frozen=True)
@@ -158,20 +172,64 @@ def _error_parts(error: BaseException) -> tuple[str | None, str, bool]:
     return None, f"{type(error).__name__}: {error}", False
 
 
+class ConnectionErrors:
+    """librdkafka's ``error_cb``: keeps the client's connection errors, which say *why* a cluster did
+    not answer (refused, unknown host, handshake) where the failed request only says "timed out"."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, str]] = []
+
+    def __call__(self, error: Any) -> None:
+        if len(self.seen) < 100:
+            self.seen.append((error.name(), error.str()))
+
+    def diagnosis(self) -> str | None:
+        """Why the brokers could not be reached, for people; None when nothing was reported."""
+        names = {name for name, _ in self.seen}
+        text = " ".join(message for _, message in self.seen)
+        if "_RESOLVE" in names or "Failed to resolve" in text:
+            return "unknown host: the broker address does not resolve (a typo, or DNS)"
+        if "Connection refused" in text:
+            return "connection refused: nothing listens at that address (wrong port, or the broker is down)"
+        if "Invalid response size" in text:
+            return "not a Kafka listener: the address answered in another protocol (HTTP, TLS?)"
+        if names & {"_SSL", "_AUTHENTICATION", "SASL_AUTHENTICATION_FAILED"}:
+            detail = next(
+                m for n, m in self.seen if n in {"_SSL", "_AUTHENTICATION", "SASL_AUTHENTICATION_FAILED"}
+            )
+            return f"security handshake failed: {detail}"
+        if "timed out" in text or "_TIMED_OUT" in names:
+            return "timed out: the address answered nothing (a firewall, a wrong address, or an overloaded broker)"
+        return None
+
+
 class _Collector:
     """Holds the admin clients, options and deadline-bound helpers for one pass."""
 
-    def __init__(self, admins: list[Any], bootstrap: str, options: SnapshotOptions) -> None:
+    def __init__(
+        self,
+        admins: list[Any],
+        bootstrap: str,
+        options: SnapshotOptions,
+        connection_errors: ConnectionErrors | None = None,
+    ) -> None:
         self.admins = admins
         self.admin = admins[0]
         self.bootstrap = bootstrap
         self.options = options
         self.timeout = options.timeout_s
         self.errors: list[SnapshotError] = []
+        self.connection_errors = connection_errors or ConnectionErrors()
 
     def abort(self, stage: str, reason: str) -> SnapshotAborted:
+        for admin in self.admins:  # serve pending error callbacks (the diagnosis)
+            admin.poll(0)
+        diagnosis = self.connection_errors.diagnosis()
+        if diagnosis is None and ("_TIMED_OUT" in reason or "timed out" in reason):
+            diagnosis = "timed out: no answer (a firewall, a wrong address, or an overloaded broker)"
+        why = f"{diagnosis} ({reason})" if diagnosis else reason
         return SnapshotAborted(
-            f"snapshot of {self.bootstrap} aborted while {stage}: {reason}. Nothing was stored; "
+            f"snapshot of {self.bootstrap} aborted while {stage}: {why}. Nothing was stored; "
             "check that the brokers are up and reachable (and the client config, e.g. security settings)."
         )
 
@@ -216,7 +274,10 @@ class _Collector:
         if listing.errors:
             # A broker that did not answer ListGroups leaves the picture incomplete: not consistent.
             raise self.abort("listing groups", "; ".join(str(e) for e in listing.errors))
-        return sorted(g.group_id for g in listing.valid if self.options.groups.accepts(g.group_id))
+        kept = sorted(g.group_id for g in listing.valid if self.options.groups.accepts(g.group_id))
+        if not kept and self.options.groups.active:
+            raise NoGroupMatched(self.options.groups, len(listing.valid))
+        return kept
 
     def describe(self, group_ids: list[str]) -> dict[str, Any]:
         """DescribeGroups for all groups, split evenly over the admin clients."""
@@ -247,17 +308,93 @@ class _Collector:
             _, reason, _ = _error_parts(error)
             raise self.abort("reading cluster metadata", reason) from error
 
+    def internal_topics(self, metadata: Any) -> frozenset[str]:
+        """The topics the broker flags internal (DescribeTopics' ``is_internal``).
+
+        Only names starting with ``__`` are asked about: every internal topic Kafka has carries that
+        prefix (a user topic may too, and is then kept), and describing all topics would cost a
+        request per thousands of partitions. Without an answer (old broker, no Describe right),
+        Kafka's own list of internal topics decides.
+        """
+        from confluent_kafka import TopicCollection
+
+        candidates = sorted(t for t in metadata.topics if t.startswith("__"))
+        if not candidates:
+            return frozenset()
+        try:
+            futures = self.admin.describe_topics(TopicCollection(candidates), request_timeout=self.timeout)
+            return frozenset(
+                name
+                for name, future in futures.items()
+                if future.result(timeout=self.timeout + 5).is_internal
+            )
+        except Exception as error:  # noqa: BLE001 - fall back to Kafka's list, say so in the log
+            log.info(
+                "describing %d '__' topics failed (%s): using Kafka's internal topic list",
+                len(candidates),
+                error,
+            )
+            return frozenset(t for t in candidates if t in KNOWN_INTERNAL_TOPICS)
+
     def log_offsets(self, wanted: list[tuple[str, int]], specs: list[tuple[Any, Any]]) -> list[dict]:
         """ListOffsets for all partitions under each (spec, isolation) in ``specs``, all in flight at once.
 
-        Returns one {(topic, partition): offset} per spec; per-partition errors are recorded, fatal
-        ones abort.
+        Returns one {(topic, partition): offset} per spec. Partitions answered with a retriable error
+        (no leader or not the leader: a leader election, a topic still being created) are asked again,
+        with a growing pause, until the snapshot's time bound (``timeout_s`` from the first request);
+        a topic gone from the metadata meanwhile is not waited for. What still fails then is recorded;
+        fatal errors abort.
         """
+        found_all: list[dict] = [{} for _ in specs]
         if not wanted:
-            return [{} for _ in specs]
+            return found_all
+        todo: list[list[tuple[str, int]]] = [list(wanted) for _ in specs]
+        deadline = time.monotonic() + self.timeout
+        pause = 0.1
+        while True:
+            retry = self._list_offsets_once(todo, specs, found_all)
+            left = deadline - time.monotonic()
+            if not any(retry) or left <= 0:
+                break
+            log.info(
+                "%d partitions not answered yet (%s, a leader election?): asking again in %.1f s",
+                sum(len(failed) for failed in retry),
+                next(_error_parts(e)[0] for failed in retry for _, e in failed),
+                min(pause, left),
+            )
+            time.sleep(min(pause, left))
+            pause = min(pause * 2, 1.0)
+            gone = self._deleted_topics({t for failed in retry for (t, _), _ in failed})
+            todo = []
+            for failed in retry:
+                keep = []
+                for (topic, partition), error in failed:
+                    if topic in gone:
+                        self.record("log_offsets", error, topic=topic, partition=partition)
+                    else:
+                        keep.append((topic, partition))
+                todo.append(keep)
+            retry = [[] for _ in specs]
+        for failed in retry:
+            for (topic, partition), error in failed:
+                self.record("log_offsets", error, topic=topic, partition=partition)
+        return found_all
+
+    def _deleted_topics(self, topics: set[str]) -> set[str]:
+        """Which of ``topics`` the cluster's metadata no longer has."""
+        try:
+            metadata = self.admin.list_topics(timeout=min(self.timeout, 5.0))
+        except Exception:  # noqa: BLE001 - no fresh metadata: keep retrying until the bound
+            return set()
+        return {t for t in topics if t not in metadata.topics}
+
+    def _list_offsets_once(
+        self, todo: list[list[tuple[str, int]]], specs: list[tuple[Any, Any]], found_all: list[dict]
+    ) -> list[list[tuple[tuple[str, int], BaseException]]]:
+        """One round of ListOffsets over ``todo`` (per spec); fills ``found_all``, returns the retriable failures."""
         requested: list[list[tuple[list[tuple[str, int]], Any]]] = []
         calls = 0
-        for spec, isolation in specs:
+        for (spec, isolation), wanted in zip(specs, todo, strict=True):
             chunks = []
             for start in range(0, len(wanted), LIST_OFFSETS_CHUNK):
                 chunk = wanted[start : start + LIST_OFFSETS_CHUNK]
@@ -266,29 +403,56 @@ class _Collector:
                 chunks.append((chunk, _list_offsets(admin, chunk, spec, isolation, self.timeout)))
             requested.append(chunks)
         self.wait_all((f for chunks in requested for _, f in chunks), "listing log offsets")
-        found_all: list[dict] = []
-        for chunks in requested:
-            found: dict[tuple[str, int], int] = {}
+        retry: list[list[tuple[tuple[str, int], BaseException]]] = []
+        for chunks, found in zip(requested, found_all, strict=True):
+            failed: list[tuple[tuple[str, int], BaseException]] = []
             for chunk, future in chunks:
                 try:
                     results = self.result(future, "listing log offsets")
                 except SnapshotAborted:
                     raise
                 except Exception as error:  # the whole call failed: every partition in it did
+                    if _retriable(error):
+                        failed.extend(((t, p), error) for t, p in chunk)
+                        continue
                     for topic, partition in chunk:
                         self.record("log_offsets", error, topic=topic, partition=partition)
                     continue
                 for tp, value in results.items():
                     if hasattr(value, "offset"):
                         found[(tp.topic, tp.partition)] = value.offset
-                    else:  # a KafkaError for this partition (topic deleted, no leader, ...)
-                        error = value if isinstance(value, BaseException) else _kafka_exception(value)
-                        _, reason, fatal = _error_parts(error)
-                        if fatal:
-                            raise self.abort("listing log offsets", reason) from error
+                        continue
+                    # a KafkaError for this partition (topic deleted, no leader, not the leader, ...)
+                    error = value if isinstance(value, BaseException) else _kafka_exception(value)
+                    _, reason, fatal = _error_parts(error)
+                    if fatal:
+                        raise self.abort("listing log offsets", reason) from error
+                    if _retriable(error):
+                        failed.append(((tp.topic, tp.partition), error))
+                    else:
                         self.record("log_offsets", error, topic=tp.topic, partition=tp.partition)
-            found_all.append(found)
-        return found_all
+            retry.append(failed)
+        return retry
+
+
+#: Per-partition errors a leader election or a topic being created gives for a while: asked again.
+_RETRIABLE_CODE_NAMES = frozenset(
+    {
+        "NOT_LEADER_FOR_PARTITION",
+        "LEADER_NOT_AVAILABLE",
+        "UNKNOWN_TOPIC_OR_PART",
+        "REPLICA_NOT_AVAILABLE",
+        "OFFSET_NOT_AVAILABLE",
+        "UNKNOWN_LEADER_EPOCH",
+        "FENCED_LEADER_EPOCH",
+        "NOT_ENOUGH_REPLICAS",
+    }
+)
+
+
+def _retriable(error: BaseException) -> bool:
+    code, _, _ = _error_parts(error)
+    return code in _RETRIABLE_CODE_NAMES
 
 
 def _raw_list_offsets() -> Callable[..., None] | None:
@@ -517,19 +681,20 @@ def _collect(
     conf: dict[str, Any] = {**(client_config or {}), "bootstrap.servers": bootstrap_servers}
     conf.setdefault("socket.timeout.ms", int(options.timeout_s * 1000))
     logger = logging.getLogger("rebalance_advisor.librdkafka")
+    connection_errors = ConnectionErrors()
     try:
-        admins = [AdminClient(conf, logger=logger) for _ in range(max(1, options.connections))]
+        admins = [
+            AdminClient({**conf, "error_cb": connection_errors}, logger=logger)
+            for _ in range(max(1, options.connections))
+        ]
     except Exception as error:  # bad property names or values in the client config
         raise AdvisorError(f"invalid Kafka client config: {error}") from error
     stage = on_stage or (lambda _name: None)
     include_internal = options.include_internal_topics
 
-    def keep_topic(topic: str) -> bool:
-        return include_internal or not is_internal_topic(topic)
-
     started = time.monotonic()
     taken_at = datetime.now(UTC)
-    c = _Collector(admins, bootstrap_servers, options)
+    c = _Collector(admins, bootstrap_servers, options, connection_errors)
     group_ids = c.list_groups()
     stage("listed")
 
@@ -540,6 +705,7 @@ def _collect(
     def fetch_metadata() -> None:
         try:
             fetched["metadata"] = c.metadata()
+            fetched["internal"] = frozenset() if include_internal else c.internal_topics(fetched["metadata"])
         except BaseException as error:  # re-raised in the caller's thread
             fetched["error"] = error
 
@@ -551,7 +717,12 @@ def _collect(
     if "error" in fetched:
         raise fetched["error"]
     metadata = fetched["metadata"]
+    internal: frozenset[str] = fetched["internal"]
     cluster_id = metadata.cluster_id
+
+    def keep_topic(topic: str) -> bool:
+        return topic not in internal
+
     stage("requested")
 
     groups: list[Group] = []
@@ -595,7 +766,7 @@ def _collect(
             continue
         for tp in result.topic_partitions:
             topic = tp.topic
-            if not include_internal and topic.startswith("__"):  # is_internal_topic, inlined: hot loop
+            if topic in internal:
                 continue
             if tp.error is not None:
                 c.errors.append(

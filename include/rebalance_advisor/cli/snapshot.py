@@ -82,16 +82,37 @@ def _snapshot(args: argparse.Namespace) -> int:
 
     params = params_from(args, SnapshotParams)
     config = kafka_snapshot.read_client_config(args.config) if args.config else {}
-    config["bootstrap.servers"] = (
+    config["bootstrap.servers"] = bootstrap = (
         args.bootstrap_servers or config.get("bootstrap.servers") or resolve_bootstrap(None)
     )
     store.upgrade(args.db)  # a write: fail on a bad DB before touching Kafka; a no-op when current
-    taken = take_snapshot(params, config, args.db, prune=False).snapshot
+    before = store.latest_snapshot_id(args.db) or 0
+    try:
+        taken = take_snapshot(params, config, args.db, prune=False).snapshot
+        _report(taken)
+    except KeyboardInterrupt:
+        # Ctrl-C may land just after the commit: say what is stored, not just "interrupted".
+        stored = store.stored_snapshot_after(before, bootstrap, args.db)
+        if stored is None:
+            print(
+                "rebalance-advisor: interrupted before the snapshot was stored: nothing was stored",
+                file=sys.stderr,
+            )
+        else:
+            print(store.load_snapshot(stored, args.db).summary())
+            print(
+                f"rebalance-advisor: interrupted after snapshot {stored} was stored, as printed above",
+                file=sys.stderr,
+            )
+        return 130
+    return 0
+
+
+def _report(taken) -> None:
     print(taken.summary())
     for error in taken.errors:
         where = " ".join(f"{k}={v}" for k, v in (("group", error.group_id), ("topic", error.topic)) if v)
         print(f"  {error.stage} {where}: {error.reason}", file=sys.stderr)
-    return 0
 
 
 def _lag(args: argparse.Namespace) -> int:

@@ -16,13 +16,13 @@ constant whatever the snapshot schedule. The first interval's rate is taken as i
 from __future__ import annotations
 
 import math
-import re
 import statistics
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from rebalance_advisor.domain.safe_regex import SafeRegex, compile_safe_regex
 from rebalance_advisor.domain.snapshot_model import (
     MemberCapacity,
     PartitionOffsets,
@@ -53,13 +53,13 @@ def partition_lag(
 class ResetPolicy:
     """``auto.offset.reset`` per group pattern: first full-match wins, else ``default``."""
 
-    rules: tuple[tuple[re.Pattern[str], str], ...] = ()
+    rules: tuple[tuple[SafeRegex, str], ...] = ()
     default: str = "latest"
 
     @classmethod
     def parse(cls, spec: str | None, default: str = "latest") -> ResetPolicy:
         """``"orders-.*=earliest,audit=latest"``; a bare value sets the default."""
-        rules: list[tuple[re.Pattern[str], str]] = []
+        rules: list[tuple[SafeRegex, str]] = []
         for item in (spec or "").split(","):
             item = item.strip()
             if not item:
@@ -71,10 +71,7 @@ class ResetPolicy:
             if not sep:
                 default = value
                 continue
-            try:
-                rules.append((re.compile(pattern.strip()), value))
-            except re.error as error:
-                raise AdvisorError(f"reset policy {item!r}: bad regex: {error}") from error
+            rules.append((compile_safe_regex(pattern.strip(), f"reset policy {item!r}: bad"), value))
         return cls(tuple(rules), default)
 
     def for_group(self, group_id: str) -> str:
@@ -203,11 +200,11 @@ class CapacityPolicy:
     """Configured capacity (records/s) per group pattern, used when no member of a group is measured:
     ``"orders-.*=500,audit=50"``; first full match wins."""
 
-    rules: tuple[tuple[re.Pattern[str], float], ...] = ()
+    rules: tuple[tuple[SafeRegex, float], ...] = ()
 
     @classmethod
     def parse(cls, spec: str | None) -> CapacityPolicy:
-        rules: list[tuple[re.Pattern[str], float]] = []
+        rules: list[tuple[SafeRegex, float]] = []
         for item in (spec or "").split(","):
             item = item.strip()
             if not item:
@@ -221,10 +218,7 @@ class CapacityPolicy:
                 raise AdvisorError(f"member capacity {item!r}: expected GROUP_REGEX=RECORDS_PER_SECOND")
             if not (math.isfinite(number) and number > 0):
                 raise AdvisorError(f"member capacity {item!r}: records/s must be a number > 0")
-            try:
-                rules.append((re.compile(pattern.strip()), number))
-            except re.error as error:
-                raise AdvisorError(f"member capacity {item!r}: bad regex: {error}") from error
+            rules.append((compile_safe_regex(pattern.strip(), f"member capacity {item!r}: bad"), number))
         return cls(tuple(rules))
 
     def for_group(self, group_id: str) -> float | None:

@@ -15,7 +15,6 @@ This module is imported when the dag-processor parses a DAG file: stdlib and pyd
 
 from __future__ import annotations
 
-import re
 from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -108,11 +107,13 @@ class ParamModel(BaseModel):
 
 
 def compiled_regex(value: str | None) -> str | None:
-    """A regex parameter: empty means none; one that does not compile is refused."""
+    """A regex parameter: empty means none; one RE2 cannot run (linear time) is refused."""
     if value:
+        from rebalance_advisor.domain.safe_regex import compile_safe_regex
+
         try:
-            re.compile(value)
-        except re.error as error:
+            compile_safe_regex(value, "the")
+        except AdvisorError as error:
             raise ValueError(f"not a valid regular expression ({error})") from None
     return value or None
 

@@ -34,12 +34,12 @@ says which weight it used). Lag itself follows the lag module's rule and per-gro
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from rebalance_advisor.domain.lag_rules import ResetPolicy, lag_end_offset, partition_lag, rates
+from rebalance_advisor.domain.safe_regex import compile_safe_regex
 from rebalance_advisor.domain.snapshot_model import MemberCapacity, Snapshot, TimeLag
 
 WEIGHTS = ("lag", "drain_ms")
@@ -184,7 +184,7 @@ def build_docs_from_tables(
     ``published`` gives manual-assign members what they own (module docstring)."""
     if weight not in WEIGHTS:
         raise ValueError(f"weight must be one of {WEIGHTS}, got {weight!r}")
-    matcher = re.compile(group_pattern) if group_pattern else None
+    matcher = compile_safe_regex(group_pattern, "group pattern") if group_pattern else None
     policy = reset or ResetPolicy()
     offsets = tables.offsets
     partitions_of: dict[str, list[int]] = {}

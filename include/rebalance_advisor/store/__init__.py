@@ -11,6 +11,7 @@ from rebalance_advisor.store.snapshots import (
     previous_snapshot_id,
     prune,
     resolve_snapshot_id,
+    stored_snapshot_after,
     write_snapshot,
 )
 
@@ -23,6 +24,7 @@ __all__ = [
     "prune",
     "resolve_snapshot_id",
     "session",
+    "stored_snapshot_after",
     "upgrade",
     "write_snapshot",
 ]

@@ -40,8 +40,19 @@ def _engine(url: str) -> Engine:
         raise AdvisorError(f"bad database URL {url!r}: {error}") from error
     kwargs: dict = {"future": True}
     if parsed.get_backend_name() == "sqlite":
-        if parsed.database and parsed.database != ":memory:":
-            Path(parsed.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        if not parsed.database or parsed.database == ":memory:" or parsed.query.get("mode") == "memory":
+            raise AdvisorError(
+                f"database URL {url!r} is an in-memory SQLite database, gone when the command ends: "
+                "give a file, e.g. sqlite:////var/lib/advisor/advisor.db"
+            )
+        directory = Path(parsed.database).expanduser().parent
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            why = "a file is in the way" if isinstance(error, FileExistsError) else error.strerror or error
+            raise AdvisorError(
+                f"database URL {url!r}: cannot create the directory {directory}: {why}"
+            ) from error
         kwargs["connect_args"] = {"timeout": 30}
     else:
         kwargs["pool_pre_ping"] = True
@@ -86,6 +97,12 @@ def connect(url: str | None = None) -> Iterator[Connection]:
             yield conn
     except (sa.exc.OperationalError, sa.exc.InterfaceError) as error:
         raise unavailable(engine.url, error) from error
+    except sa.exc.DatabaseError as error:
+        if "file is not a database" in str(error):  # SQLite on some other file
+            raise AdvisorError(
+                f"{_safe(str(engine.url))} is not a SQLite database file: {error.orig}"
+            ) from error
+        raise
 
 
 @contextmanager

@@ -3,7 +3,8 @@
 Keys are natural ones (snapshot id + group/topic/partition) so SQL users can join without surrogate
 ids. Child rows are deleted explicitly by ``store`` (portable: SQLite does not enforce cascades
 unless asked per connection). The Alembic revision ``0001_snapshot`` creates these tables,
-``0004_snapshot_rates`` adds the rate, time-lag and capacity columns.
+``0004_snapshot_rates`` adds the rate, time-lag and capacity columns, ``0005_long_ids`` makes ids
+and names TEXT (as long as Kafka takes them; topics stay 249, Kafka's limit).
 """
 
 from __future__ import annotations
@@ -76,12 +77,12 @@ class ConsumerGroupRow(Base):
     __table_args__ = (sa.Index("ix_consumer_groups_group_history", "group_id", "snapshot_id"),)
 
     snapshot_id: Mapped[int] = mapped_column(_snapshot_fk(), primary_key=True)
-    group_id: Mapped[str] = mapped_column(sa.String(255), primary_key=True)
+    group_id: Mapped[str] = mapped_column(sa.Text, primary_key=True)
     state: Mapped[str] = mapped_column(sa.String(32))
     group_type: Mapped[str] = mapped_column(sa.String(16))  # classic | consumer | simple
-    assignor: Mapped[str | None] = mapped_column(sa.String(255))
+    assignor: Mapped[str | None] = mapped_column(sa.Text)
     coordinator_id: Mapped[int | None] = mapped_column(sa.Integer)
-    coordinator_host: Mapped[str | None] = mapped_column(sa.String(255))
+    coordinator_host: Mapped[str | None] = mapped_column(sa.Text)
     member_count: Mapped[int] = mapped_column(sa.Integer)
 
 
@@ -89,13 +90,13 @@ class GroupMemberRow(Base):
     __tablename__ = "group_members"
 
     snapshot_id: Mapped[int] = mapped_column(_snapshot_fk(), primary_key=True)
-    group_id: Mapped[str] = mapped_column(sa.String(255), primary_key=True)
-    member_id: Mapped[str] = mapped_column(sa.String(255), primary_key=True)
+    group_id: Mapped[str] = mapped_column(sa.Text, primary_key=True)
+    member_id: Mapped[str] = mapped_column(sa.Text, primary_key=True)
     position: Mapped[int] = mapped_column(sa.Integer)  # the coordinator's order
-    group_instance_id: Mapped[str | None] = mapped_column(sa.String(255))
-    client_id: Mapped[str] = mapped_column(sa.String(255))
-    host: Mapped[str] = mapped_column(sa.String(255))
-    rack: Mapped[str | None] = mapped_column(sa.String(255))
+    group_instance_id: Mapped[str | None] = mapped_column(sa.Text)
+    client_id: Mapped[str] = mapped_column(sa.Text)
+    host: Mapped[str] = mapped_column(sa.Text)
+    rack: Mapped[str | None] = mapped_column(sa.Text)
     #: inferred from the assigned/target partitions (GroupMemberSnapshot.subscribed_topics): not the subscription
     subscribed_topics: Mapped[list[str]] = mapped_column(sa.JSON)
     #: records/s the member can consume, and where that came from (measured | group_median |
@@ -110,8 +111,8 @@ class MemberAssignmentRow(Base):
     __table_args__ = (sa.Index("ix_member_assignments_partition", "snapshot_id", "topic", "partition"),)
 
     snapshot_id: Mapped[int] = mapped_column(_snapshot_fk(), primary_key=True)
-    group_id: Mapped[str] = mapped_column(sa.String(255), primary_key=True)
-    member_id: Mapped[str] = mapped_column(sa.String(255), primary_key=True)
+    group_id: Mapped[str] = mapped_column(sa.Text, primary_key=True)
+    member_id: Mapped[str] = mapped_column(sa.Text, primary_key=True)
     topic: Mapped[str] = mapped_column(sa.String(249), primary_key=True)
     partition: Mapped[int] = mapped_column(sa.Integer, primary_key=True)
 
@@ -121,7 +122,7 @@ class CommittedOffsetRow(Base):
     __table_args__ = (sa.Index("ix_committed_offsets_group_history", "group_id", "snapshot_id"),)
 
     snapshot_id: Mapped[int] = mapped_column(_snapshot_fk(), primary_key=True)
-    group_id: Mapped[str] = mapped_column(sa.String(255), primary_key=True)
+    group_id: Mapped[str] = mapped_column(sa.Text, primary_key=True)
     topic: Mapped[str] = mapped_column(sa.String(249), primary_key=True)
     partition: Mapped[int] = mapped_column(sa.Integer, primary_key=True)
     committed_offset: Mapped[int] = mapped_column(sa.BigInteger)
@@ -143,7 +144,7 @@ class SnapshotErrorRow(Base):
     id: Mapped[int] = mapped_column(sa.Integer, primary_key=True, autoincrement=True)
     snapshot_id: Mapped[int] = mapped_column(_snapshot_fk(), index=True)
     stage: Mapped[str] = mapped_column(sa.String(32))
-    group_id: Mapped[str | None] = mapped_column(sa.String(255))
+    group_id: Mapped[str | None] = mapped_column(sa.Text)
     topic: Mapped[str | None] = mapped_column(sa.String(249))
     partition: Mapped[int | None] = mapped_column(sa.Integer)
     error_code: Mapped[str | None] = mapped_column(sa.String(64))
@@ -155,8 +156,8 @@ class StaticMemberRow(Base):
 
     __tablename__ = "static_members"
 
-    group_id: Mapped[str] = mapped_column(sa.String(255), primary_key=True)
-    member_id: Mapped[str] = mapped_column(sa.String(255), primary_key=True)
+    group_id: Mapped[str] = mapped_column(sa.Text, primary_key=True)
+    member_id: Mapped[str] = mapped_column(sa.Text, primary_key=True)
     topics: Mapped[list[str]] = mapped_column(sa.JSON)
     created_at: Mapped[datetime] = mapped_column(sa.DateTime(timezone=True))
     #: opted in to key-range sharing (issue 15; migration 0003_share_keys)

@@ -47,7 +47,7 @@ class Plan(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     run_id: Mapped[int] = mapped_column(ForeignKey("advisor_runs.id", ondelete="CASCADE"), index=True)
     snapshot_id: Mapped[int] = mapped_column(Integer)
-    group_id: Mapped[str] = mapped_column(String(255))
+    group_id: Mapped[str] = mapped_column(Text)
     strategy: Mapped[str] = mapped_column(String(40))
     status: Mapped[str] = mapped_column(String(20), index=True)
     epoch: Mapped[int | None] = mapped_column(Integer)
@@ -70,7 +70,7 @@ class PlanAssignment(Base):
     __tablename__ = "plan_assignments"
 
     plan_id: Mapped[int] = mapped_column(ForeignKey("plans.id", ondelete="CASCADE"), primary_key=True)
-    member_id: Mapped[str] = mapped_column(String(255), primary_key=True)
+    member_id: Mapped[str] = mapped_column(Text, primary_key=True)
     topic: Mapped[str] = mapped_column(String(255), primary_key=True)
     partition: Mapped[int] = mapped_column(Integer, primary_key=True)
     lag: Mapped[int] = mapped_column(BigInteger)
@@ -82,7 +82,7 @@ class GroupOutcome(Base):
     __tablename__ = "group_outcomes"
 
     run_id: Mapped[int] = mapped_column(ForeignKey("advisor_runs.id", ondelete="CASCADE"), primary_key=True)
-    group_id: Mapped[str] = mapped_column(String(255), primary_key=True, index=True)
+    group_id: Mapped[str] = mapped_column(Text, primary_key=True, index=True)
     outcome: Mapped[str] = mapped_column(String(20))
     reason: Mapped[str] = mapped_column(Text)
     total_lag: Mapped[int] = mapped_column(BigInteger)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+import time
 from datetime import UTC, datetime, timedelta
 
 import sqlalchemy as sa
@@ -179,6 +181,7 @@ def write_snapshot(
     """
     run_id = airflow_run_id or snapshot.airflow_run_id
     db.require_schema(url)
+    wait_for_sqlite_writer(url)
     with gc_paused(), db.connect(url) as conn:
         if run_id is not None:
             previous = conn.execute(
@@ -275,6 +278,67 @@ def write_snapshot(
     snapshot.airflow_run_id = run_id
     snapshot.rates = rates
     return snapshot_id
+
+
+def stored_snapshot_after(after_id: int, bootstrap_servers: str, url: str | None = None) -> int | None:
+    """The newest snapshot of ``bootstrap_servers`` stored with an id above ``after_id``, or None.
+
+    For an interrupted snapshot command: a Ctrl-C that lands just after the commit leaves the caller
+    without the id although every row is stored.
+    """
+    s = SnapshotRow.__table__
+    with db.connect(url) as conn:
+        return conn.execute(
+            sa.select(sa.func.max(s.c.id)).where(
+                s.c.id > after_id, s.c.bootstrap_servers == bootstrap_servers
+            )
+        ).scalar_one_or_none()
+
+
+#: Seconds ``write_snapshot`` waits for another SQLite writer before giving up.
+SQLITE_LOCK_WAIT_S = 30.0
+
+
+def wait_for_sqlite_writer(url: str | None = None, bound_s: float = SQLITE_LOCK_WAIT_S) -> None:
+    """On SQLite, wait until no other process holds the write lock, in short interruptible steps.
+
+    Why: SQLite's own busy wait (the driver's ``timeout``) sleeps inside C, where Python sees no
+    Ctrl-C until it gives up. Probing with ``BEGIN IMMEDIATE`` at a 50 ms busy timeout, with Python
+    sleeps between, keeps Ctrl-C working and the wait bounded; the write follows at once (another
+    writer could still slip in between, and then the driver's own wait applies).
+    """
+    import sqlite3
+
+    engine = db.engine_for(url)
+    if engine.dialect.name != "sqlite":
+        return
+    deadline = time.monotonic() + bound_s
+    path = engine.url.database
+    said = False
+    while True:
+        probe = sqlite3.connect(path, timeout=0.05, isolation_level=None)
+        try:
+            probe.execute("BEGIN IMMEDIATE")
+            probe.execute("ROLLBACK")
+            return
+        except sqlite3.OperationalError as error:
+            if "locked" not in str(error) and "busy" not in str(error):
+                raise db.unavailable(engine.url, error) from error
+        finally:
+            probe.close()
+        if time.monotonic() >= deadline:
+            raise db.DatabaseUnavailable(
+                f"database {db._safe(str(engine.url))} is locked by another writer for {bound_s:.0f} s: "
+                "nothing was stored; try again when the other process is done"
+            )
+        if not said:
+            said = True
+            print(  # the command would otherwise look hung
+                f"waiting up to {bound_s:.0f} s for another process to finish writing {path} (Ctrl-C to stop)",
+                file=sys.stderr,
+                flush=True,
+            )
+        time.sleep(0.1)
 
 
 def latest_snapshot_id(url: str | None = None) -> int | None:
