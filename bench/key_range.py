@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 from confluent_kafka import Message
-from rebalance_advisor_client.key_hash import HASH_SPACE, select_in_range
+from rebalance_advisor_client.key_hash import HASH_SPACE, positive_hashes, select_in_range
 
 RESULTS = Path(__file__).resolve().parent / "results" / "key_range.json"
 FILTER_TARGET = 200_000  # records/s filtered per consumer
@@ -220,6 +220,8 @@ def bench_drain(bootstrap: str, records: int, capacity: float) -> dict[str, Any]
         _create_topic(bootstrap, topic)
         _produce(bootstrap, topic, keys)
         sample = KeySample.from_keys(_sample_keys(bootstrap, topic, SAMPLE))
+        key_hashes = positive_hashes([b"key-%d" % k for k in range(int(keys.max()) + 1)])
+        all_hashes = key_hashes[keys]
         for n in (1, 2, 4) if name == "uniform" else (4,):
             members = [Member(f"m{i}", topics=(topic,)) for i in range(n)]
             spec = GroupSpec.build("bench", members, [PartitionLag(topic, 0, records)])
@@ -230,7 +232,16 @@ def bench_drain(bootstrap: str, records: int, capacity: float) -> dict[str, Any]
             p = plan(spec, sharing=policy, samples={(topic, 0): sample}, capacity=records / 8)
             cuts = [(r.hash_lo, r.hash_hi) for r in p.ranges] or [(0, HASH_SPACE)]
             if n == 4:
-                hot_reports[name] = {"reason": p.reason, "hot_keys": [h.key_hash for h in p.hot_keys]}
+                hot_reports[name] = {
+                    "reason": p.reason,
+                    "hot_keys": [h.key_hash for h in p.hot_keys],
+                    # exact share of all produced records in the heaviest range: cuts by observed
+                    # load (the plan) vs cuts by hash width (what a sample-free split would do)
+                    "max_range_share_by_load": _max_share(all_hashes, cuts),
+                    "max_range_share_by_width": _max_share(
+                        all_hashes, [(i * HASH_SPACE // 4, (i + 1) * HASH_SPACE // 4) for i in range(4)]
+                    ),
+                }
             r = _drain(bootstrap, topic, f"drain-{topic}-{n}", cuts, records, capacity)
             base = base or r["records_per_s"]  # one member's rate does not depend on the keys
             r.update(keys=name, speed_up=r["records_per_s"] / base, load_average_1m=os.getloadavg()[0])
@@ -244,6 +255,10 @@ def bench_drain(bootstrap: str, records: int, capacity: float) -> dict[str, Any]
     zipf_speed_up = zipf4["speed_up"]
     for name, rep in hot_reports.items():
         print(f"plan ({name}, 4 members): {rep['reason']}")
+        print(
+            f"  heaviest of 4 ranges, share of all records: cuts by observed load "
+            f"{rep['max_range_share_by_load']:.1%}, cuts by hash width {rep['max_range_share_by_width']:.1%}"
+        )
     top_zipf_hash = int(KeySample.from_keys([b"key-1"]).hashes[0])
     return {
         "records": records,
@@ -270,6 +285,10 @@ def bench_drain(bootstrap: str, records: int, capacity: float) -> dict[str, Any]
             ),
         ],
     }
+
+
+def _max_share(hashes: np.ndarray, cuts: list[tuple[int, int]]) -> float:
+    return max(float(np.count_nonzero((hashes >= lo) & (hashes < hi))) for lo, hi in cuts) / len(hashes)
 
 
 def _zipf(rng: np.random.Generator, s: float, n: int, size: int) -> np.ndarray:
@@ -449,7 +468,7 @@ def bench_handover(bootstrap: str, phase_seconds: float, rate: float, capacity: 
     }
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument(
         "--only", choices=["hash", "drain", "handover"], nargs="+", default=["hash", "drain", "handover"]
@@ -466,7 +485,7 @@ def main() -> None:
     )
     parser.add_argument("--seconds", type=float, default=1.0, help="time per hash row")
     parser.add_argument("--out", default=str(RESULTS))
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     result: dict[str, Any] = {
         "cpu_count": os.cpu_count(),
         "python": platform.python_version(),
@@ -495,6 +514,7 @@ def main() -> None:
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(result, indent=1))
     print(f"\nwrote {args.out}")
+    return 0
 
 
 @contextlib.contextmanager
@@ -513,4 +533,4 @@ def _broker(bootstrap: str | None):
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -77,6 +77,9 @@ class ChosenPlan:
     equivalent_strategies: tuple[str, ...] = ()
     assignments: tuple[tuple[str, str, int, int], ...] = ()
     members: MemberLoad | None = None  # the load model per member (no pause charged)
+    #: key ranges of split partitions (key_range, issue 15): (member, topic, partition, lag,
+    #: hash_lo, hash_hi), half-open [hash_lo, hash_hi) of the positive murmur2 key hash
+    key_ranges: tuple[tuple[str, str, int, int, int, int], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,7 @@ from rebalance_advisor.domain.advice import GroupAdvice
 from rebalance_advisor.domain.decisions import STANDING_STATUSES, StandingPlan, Thresholds
 from rebalance_advisor.domain.group_planning import hold_back
 from rebalance_advisor.domain.spec_documents import StaticMember
+from rebalance_advisor.errors import AdvisorError
 from rebalance_advisor.store import db
 from rebalance_advisor.store.models import StaticMemberRow
 from rebalance_advisor.store.plan_models import (
@@ -230,9 +231,30 @@ def write_run(
         plan_ids[r.group_id] = plan_id
         if plan.status == "recommended":
             recommended_groups.append(r.group_id)
+        # every row names the same columns: an executemany takes its columns from the first row
         assignments.extend(
-            {"plan_id": plan_id, "member_id": m, "topic": t, "partition": p, "lag": lag}
+            {
+                "plan_id": plan_id,
+                "member_id": m,
+                "topic": t,
+                "partition": p,
+                "lag": lag,
+                "key_hash_start": None,
+                "key_hash_end": None,
+            }
             for m, t, p, lag in plan.assignments
+        )
+        assignments.extend(
+            {
+                "plan_id": plan_id,
+                "member_id": m,
+                "topic": t,
+                "partition": p,
+                "lag": lag,
+                "key_hash_start": lo,
+                "key_hash_end": hi,
+            }
+            for m, t, p, lag, lo, hi in plan.key_ranges
         )
         transitions.append(
             {
@@ -382,15 +404,29 @@ def get_plan(plan_id: int, url: str | None = None) -> dict[str, Any] | None:
 
 
 def plan_assignment_map(plan_id: int, url: str | None = None) -> dict[str, list[tuple[str, int]]]:
-    """{member: sorted [(topic, partition)]} of one plan (what publishing and tests compare)."""
+    """{member: sorted [(topic, partition)]} of one plan (what publishing and tests compare).
+
+    A plan with key ranges is refused: as whole partitions its ranges would reach several members
+    at once (records of a key processed twice); publishing ranges needs the ranged record format.
+    """
     with db.connect(url) as conn:
         rows = conn.execute(
-            sa.select(PlanAssignment.member_id, PlanAssignment.topic, PlanAssignment.partition)
+            sa.select(
+                PlanAssignment.member_id,
+                PlanAssignment.topic,
+                PlanAssignment.partition,
+                PlanAssignment.key_hash_start,
+            )
             .where(PlanAssignment.plan_id == plan_id)
             .order_by(PlanAssignment.member_id, PlanAssignment.topic, PlanAssignment.partition)
         )
         result: dict[str, list[tuple[str, int]]] = {}
-        for member, topic, partition in rows:
+        for member, topic, partition, hash_start in rows:
+            if hash_start is not None:
+                raise AdvisorError(
+                    f"plan {plan_id} splits {topic}-{partition} into key ranges: it cannot be published "
+                    "as whole partitions (publishing key ranges needs the ranged assignment record format)"
+                )
             result.setdefault(member, []).append((topic, partition))
     return result
 
