@@ -2,6 +2,9 @@
 
 Each spec is one consumer (group, topics, optional static ``group.instance.id``, protocol). They
 subscribe and poll, never commit, so the group shows members while its lag stays as loaded.
+The live group's specs (``demo_workload.LiveGroup``) differ: a consumer with a ``capacity``
+processes records at most that fast (a simulated processing time of 1/capacity s per record) and
+commits what it processed; a ``"kind": "producer"`` spec writes ``rates[p]`` records/s to partition p.
 Runs until SIGTERM/SIGINT or until its parent process dies, then closes every consumer (dynamic members leave the group).
 """
 
@@ -12,6 +15,11 @@ import os
 import signal
 import sys
 import threading
+import time
+from contextlib import suppress
+
+#: the live producer's record; its timestamp (CreateTime) is what the time lag is measured from
+LIVE_VALUE = b"live-demo-record"
 
 
 def consumer_config(bootstrap_servers: str, spec: dict) -> dict:
@@ -32,15 +40,77 @@ def consumer_config(bootstrap_servers: str, spec: dict) -> dict:
         config["heartbeat.interval.ms"] = 1000
     if spec.get("instance_id"):
         config["group.instance.id"] = spec["instance_id"]
+    if spec.get("capacity"):
+        # A processing consumer: starts at the initial backlog, commits what it processed every
+        # second, and keeps its prefetch short so it reads its partitions about evenly.
+        config |= {
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": True,
+            "auto.commit.interval.ms": 1000,
+            "max.partition.fetch.bytes": 2048,
+            "queued.min.messages": 20,
+            "queued.max.messages.kbytes": 64,
+        }
+    if spec.get("assignor"):
+        config["partition.assignment.strategy"] = spec["assignor"]
     return config
+
+
+def run_processor(consumer, capacity: float, stop: threading.Event) -> None:
+    """Process at most ``capacity`` records/s: each record keeps the consumer busy 1/capacity s
+    (a single server: idle time is not saved up), then its offset is stored for the next commit."""
+    per_record = 1.0 / capacity
+    busy_until = time.monotonic()
+    while not stop.is_set():
+        records = [r for r in consumer.consume(num_messages=20, timeout=0.5) if r.error() is None]
+        if not records:
+            continue
+        busy_until = max(busy_until, time.monotonic()) + per_record * len(records)
+        stop.wait(max(0.0, busy_until - time.monotonic()))
+        for record in records:
+            with suppress(Exception):  # revoked by a rebalance meanwhile: its new owner reprocesses it
+                consumer.store_offsets(message=record)
+
+
+def run_producer(bootstrap_servers: str, spec: dict, stop: threading.Event) -> None:
+    """Write ``rates[p]`` records/s to each partition p (paced every 50 ms) until stopped."""
+    from confluent_kafka import Producer
+
+    producer = Producer(
+        {"bootstrap.servers": bootstrap_servers, "client.id": spec["client_id"], "linger.ms": 10, "acks": 1}
+    )
+    rates = spec["rates"]
+    sent = [0] * len(rates)
+    start = time.monotonic()
+    try:
+        while not stop.is_set():
+            elapsed = time.monotonic() - start
+            for partition, rate in enumerate(rates):
+                due = int(rate * elapsed)
+                for _ in range(due - sent[partition]):
+                    try:
+                        producer.produce(spec["topic"], LIVE_VALUE, partition=partition)
+                    except BufferError:
+                        producer.poll(0.05)
+                        break
+                    sent[partition] += 1
+            producer.poll(0)
+            stop.wait(0.05)
+    finally:
+        producer.flush(5)
 
 
 def run_member(bootstrap_servers: str, spec: dict, stop: threading.Event) -> None:
     from confluent_kafka import Consumer
 
+    if spec.get("kind") == "producer":
+        run_producer(bootstrap_servers, spec, stop)
+        return
     consumer = Consumer(consumer_config(bootstrap_servers, spec))
     consumer.subscribe(spec["topics"])
     try:
+        if spec.get("capacity"):
+            run_processor(consumer, float(spec["capacity"]), stop)
         while not stop.is_set():
             consumer.poll(0.5)
     finally:

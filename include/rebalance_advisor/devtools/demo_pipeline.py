@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from pathlib import Path
 
 from rebalance_advisor.errors import AdvisorError
@@ -46,14 +47,22 @@ def airflow_environment(work_dir: Path, bootstrap_servers: str, db_url: str) -> 
     }
 
 
-def run_demo_pipeline(bootstrap_servers: str, db_url: str, work_dir: Path) -> str:
-    """Snapshot the cluster with the snapshot DAG, plan it with the advisor DAG; the outcomes table.
+def run_demo_pipeline(
+    bootstrap_servers: str, db_url: str, work_dir: Path, snapshots: int = 2, interval_s: float = 10.0
+) -> str:
+    """Snapshot the cluster ``snapshots`` times with the snapshot DAG, then plan the newest with the
+    advisor DAG; the outcomes table.
 
+    Rates are differences between snapshots, so the advisor sees produce rates, consume rates and
+    member capacities only from the second snapshot on; successive snapshot runs start at least
+    ``interval_s`` apart (the snapshot store refuses rates over intervals shorter than 5 s).
     ``work_dir`` holds Airflow's home (use a temp dir); ``db_url`` is the advisor database (the
     demo uses a SQLite file in the same temp dir). Raises AdvisorError when a DAG run fails.
     """
     if "airflow" in sys.modules:
         raise AdvisorError("run_demo_pipeline must run before anything imports Airflow (it configures it)")
+    if snapshots < 1:
+        raise AdvisorError(f"snapshots must be at least 1, got {snapshots}")
     work_dir.mkdir(parents=True, exist_ok=True)
     os.environ.update(airflow_environment(work_dir, bootstrap_servers, db_url))
 
@@ -67,10 +76,20 @@ def run_demo_pipeline(bootstrap_servers: str, db_url: str, work_dir: Path) -> st
     bag = DagBag(dag_folder=str(DAGS_DIR))
     if bag.import_errors:
         raise AdvisorError(f"DAG import errors: {bag.import_errors}")
-    for dag_id in ("kafka_offsets_snapshot", "kafka_rebalance_advisor"):
-        print(f"running {dag_id} ...", flush=True)
-        run = bag.dags[dag_id].test()
-        if run.state != "success":
-            failed = [ti.task_id for ti in run.get_task_instances() if ti.state == "failed"]
-            raise AdvisorError(f"{dag_id} run {run.run_id} ended {run.state} (failed tasks: {failed})")
+    started = None
+    for number in range(1, snapshots + 1):
+        if started is not None and (wait := started + interval_s - time.monotonic()) > 0:
+            print(f"waiting {wait:.0f} s for traffic between snapshots ...", flush=True)
+            time.sleep(wait)
+        started = time.monotonic()
+        _run_dag(bag, "kafka_offsets_snapshot", f" ({number} of {snapshots})" if snapshots > 1 else "")
+    _run_dag(bag, "kafka_rebalance_advisor")
     return format_outcomes(run_outcomes(None, db_url))
+
+
+def _run_dag(bag, dag_id: str, note: str = "") -> None:
+    print(f"running {dag_id}{note} ...", flush=True)
+    run = bag.dags[dag_id].test()
+    if run.state != "success":
+        failed = [ti.task_id for ti in run.get_task_instances() if ti.state == "failed"]
+        raise AdvisorError(f"{dag_id} run {run.run_id} ended {run.state} (failed tasks: {failed})")

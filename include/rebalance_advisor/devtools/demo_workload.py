@@ -4,6 +4,11 @@ Lag is made the plain way: produce N records to a partition, commit offset C for
 LAG = N - C exactly as ``kafka-consumer-groups`` computes it. Groups that must show members get
 live consumers (``rebalance_advisor.devtools.demo_members``, a separate process) that poll but never commit,
 so the lag stays where it was put.
+
+One more group has live traffic (:class:`LiveGroup`, :func:`live_traffic`): a producer writes at
+fixed Zipf rates and consumers with a fixed capacity (simulated processing time per record)
+``subscribe()`` with Kafka's range assignor, which puts the hot partitions on one member and
+overloads it. Its lag changes while the demo runs, so it is kept apart from the exact-lag groups.
 """
 
 from __future__ import annotations
@@ -121,6 +126,97 @@ def build_workload(seed: int = SEED) -> list[DemoGroup]:
     ]
 
 
+@dataclass(frozen=True)
+class LiveGroup:
+    """A group with live traffic: known produce rates per partition, known capacity per consumer.
+
+    ``produce_rates[p]`` is partition p's rate (records/s); consumer i (client id
+    ``{group_id}-c{i}``) processes at most ``capacities[i]`` records/s. Every partition starts
+    with ``initial_backlog`` records, so each member has backlog on what it owns while the demo
+    observes it (that is when its capacity can be measured).
+    """
+
+    group_id: str
+    topic: str
+    produce_rates: tuple[float, ...]
+    capacities: tuple[float, ...]
+    initial_backlog: int
+    purpose: str = ""
+
+    def client_id(self, index: int) -> str:
+        return f"{self.group_id}-c{index}"
+
+    def range_assignment(self) -> dict[str, list[int]]:
+        """Kafka's range assignor for this one topic: members in client-id order (dynamic member ids
+        start with the client id) get consecutive partitions, the first ``P % C`` one extra."""
+        count, members = len(self.produce_rates), len(self.capacities)
+        per, extra = divmod(count, members)
+        owned, start = {}, 0
+        for index in range(members):
+            size = per + (1 if index < extra else 0)
+            owned[self.client_id(index)] = list(range(start, start + size))
+            start += size
+        return owned
+
+    def inflow(self, partitions: list[int]) -> float:
+        return sum(self.produce_rates[p] for p in partitions)
+
+    def as_loaded(self) -> DemoGroup:
+        """The group as loaded before its traffic starts: the initial backlog, nothing committed,
+        one (dynamic) member per consumer; what topic creation, reset and the stable wait use."""
+        count = len(self.produce_rates)
+        return DemoGroup(
+            self.group_id,
+            produced={self.topic: [self.initial_backlog] * count},
+            committed={self.topic: [None] * count},
+            members=[DemoMember() for _ in self.capacities],
+            purpose=self.purpose,
+        )
+
+    def traffic_specs(self) -> list[dict]:
+        """What the members process runs for this group: one producer, one consumer per capacity."""
+        producer = {
+            "kind": "producer",
+            "topic": self.topic,
+            "rates": list(self.produce_rates),
+            "client_id": f"{self.group_id}-producer",
+        }
+        consumers = [
+            {
+                "group_id": self.group_id,
+                "topics": [self.topic],
+                "instance_id": None,
+                "protocol": "classic",
+                "client_id": self.client_id(index),
+                "capacity": capacity,
+                "assignor": "range",
+            }
+            for index, capacity in enumerate(self.capacities)
+        ]
+        return [producer, *consumers]
+
+
+def zipf_rates(count: int, exponent: float, total: float) -> tuple[float, ...]:
+    """Rates proportional to rank^-exponent summing to ``total``, hottest on partition 0."""
+    weights = [rank**-exponent for rank in range(1, count + 1)]
+    scale = total / sum(weights)
+    return tuple(round(w * scale, 3) for w in weights)
+
+
+def build_live_group() -> LiveGroup:
+    """The demo's live group: 16 partitions at Zipf(0.8) rates totalling 260 records/s, 4 consumers
+    of 100 records/s each (65 % of the total capacity is needed). Range gives c0 partitions 0-3,
+    about 139 records/s: overloaded, while a rate-aware assignment fits everyone."""
+    return LiveGroup(
+        "live-orders",
+        "live-orders",
+        produce_rates=zipf_rates(16, 0.8, 260.0),
+        capacities=(100.0,) * 4,
+        initial_backlog=1_000,
+        purpose="live traffic: Zipf produce rates, 4 consumers of 100 records/s, range assignor",
+    )
+
+
 def _admin(bootstrap_servers: str, extra: dict | None = None):
     from confluent_kafka.admin import AdminClient
 
@@ -196,15 +292,21 @@ def create_topics(bootstrap_servers: str, groups: list[DemoGroup], timeout: floa
             raise AdvisorError(f"could not create demo topic {topic}: {error}") from error
 
 
-def produce_records(bootstrap_servers: str, groups: list[DemoGroup], timeout: float = 120.0) -> int:
-    """Produce each partition's record count; return the total produced."""
+def produce_records(
+    bootstrap_servers: str, groups: list[DemoGroup], timeout: float = 120.0, batch_records: int = 10_000
+) -> int:
+    """Produce each partition's record count; return the total produced.
+
+    ``batch_records`` bounds the records per batch. A fetch returns at least one whole batch, so a
+    consumer that should read its partitions evenly (the live group) needs small ones.
+    """
     from confluent_kafka import Producer
 
     producer = Producer(
         {
             "bootstrap.servers": bootstrap_servers,
             "linger.ms": 20,
-            "batch.num.messages": 10_000,
+            "batch.num.messages": batch_records,
             "queue.buffering.max.messages": 1_000_000,
             "compression.type": "lz4",
             "acks": "all",
@@ -322,14 +424,17 @@ class MembersProcess:
             self.process.wait(5)
 
 
-def start_members(bootstrap_servers: str, groups: list[DemoGroup]) -> MembersProcess:
+def start_members(
+    bootstrap_servers: str, groups: list[DemoGroup], live: LiveGroup | None = None
+) -> MembersProcess:
+    specs = member_specs(groups) + (live.traffic_specs() if live else [])
     process = subprocess.Popen(
         [
             sys.executable,
             "-m",
             "rebalance_advisor.devtools.demo_members",
             bootstrap_servers,
-            json.dumps(member_specs(groups)),
+            json.dumps(specs),
         ],
         start_new_session=True,
         stdin=subprocess.DEVNULL,
@@ -374,21 +479,29 @@ def wait_until_stable(
 
 @contextmanager
 def demo_workload(
-    bootstrap_servers: str, groups: list[DemoGroup] | None = None, reset: bool = False
+    bootstrap_servers: str,
+    groups: list[DemoGroup] | None = None,
+    reset: bool = False,
+    live: LiveGroup | None = None,
 ) -> Iterator[list[DemoGroup]]:
     """Load the workload and keep its members alive for the ``with`` block; stop them afterwards.
 
     ``reset`` first deletes what an earlier load left (a shared cluster from ``KAFKA_BOOTSTRAP_SERVERS``).
+    ``live`` adds a group with live traffic (its producer and consumers run in the members process
+    until the block ends); the yielded list holds the exact-lag groups only.
     """
-    groups = groups or build_workload()
+    groups = build_workload() if groups is None else groups
+    loaded = groups + ([live.as_loaded()] if live else [])
     if reset:
-        remove_workload(bootstrap_servers, groups)
-    create_topics(bootstrap_servers, groups)
+        remove_workload(bootstrap_servers, loaded)
+    create_topics(bootstrap_servers, loaded)
     produce_records(bootstrap_servers, groups)
+    if live:
+        produce_records(bootstrap_servers, [live.as_loaded()], batch_records=10)
     commit_offsets(bootstrap_servers, groups)
-    members = start_members(bootstrap_servers, groups)
+    members = start_members(bootstrap_servers, groups, live)
     try:
-        wait_until_stable(bootstrap_servers, groups, members)
+        wait_until_stable(bootstrap_servers, loaded, members)
         yield groups
     finally:
         members.stop()
