@@ -12,10 +12,11 @@ export PYSPARK_DRIVER_PYTHON := $(abspath $(BIN))/python
 
 setup: system-deps $(STAMP) kafka-jars
 
-$(STAMP): requirements.txt constraints.txt pyproject.toml
+$(STAMP): requirements.txt constraints.txt pyproject.toml clients/python/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -r requirements.txt -c constraints.txt
+	$(BIN)/pip install -q --no-deps -e clients/python
 	$(BIN)/pip install -q --no-deps -e .
 	touch $(STAMP)
 
