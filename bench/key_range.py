@@ -474,7 +474,13 @@ def main(argv: list[str] | None = None) -> int:
         "--only", choices=["hash", "drain", "handover"], nargs="+", default=["hash", "drain", "handover"]
     )
     parser.add_argument("--records", type=int, default=1_000_000, help="backlog of the hot partition")
-    parser.add_argument("--capacity", type=float, default=20_000, help="records/s one member processes")
+    parser.add_argument(
+        "--capacity",
+        type=float,
+        default=10_000,
+        help="records/s one member processes (each member also reads the whole partition: ~1.3 CPU-s per"
+        " 1 M records here, so on a crowded machine a high capacity measures CPU contention)",
+    )
     parser.add_argument("--phase-seconds", type=float, default=8.0, help="handover: seconds per phase")
     parser.add_argument("--rate", type=float, default=3000, help="handover: records/s produced")
     parser.add_argument(
