@@ -55,7 +55,9 @@ def _probes(model: type[P.ParamModel], name: str) -> list[tuple[Any, bool]]:
         if s.get("minLength"):
             out.append(("", False))
         if "maxLength" in s:
-            out += [("x" * s["maxLength"], True), ("x" * (s["maxLength"] + 1), False)]
+            # A structured value (one with examples) is probed with its example, not with free text.
+            longest_valid = s["examples"][0] if "examples" in s else "x" * s["maxLength"]
+            out += [(longest_valid, True), ("x" * (s["maxLength"] + 1), False)]
         if "pattern" in s and name in REQUIRED:
             out.append((" padded ", False))
     if kind == "array":

@@ -282,7 +282,7 @@ class SnapshotParams(ParamModel):
         description="do not read record timestamps at committed offsets (time lag then estimated from rates)",
     )  # fmt: skip
     member_capacity: str | None = surface(
-        None, max_length=1000, cli="--member-capacity",
+        None, max_length=1000, cli="--member-capacity", form={"examples": ["orders-.*=500,audit=50"]},
         description="records/s per member for groups with no measured member, e.g. 'orders-.*=500,audit=50'",
     )  # fmt: skip
 
