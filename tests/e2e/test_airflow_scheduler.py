@@ -118,7 +118,7 @@ def test_the_stack_under_the_real_scheduler(home: Path, monkeypatch: pytest.Monk
         assert snap["state"] == "success", snap
         timings["first_snapshot_done_s"] = round(time.monotonic() - began, 1)
         auto = _wait_for(
-            "an Asset-triggered advisor run", lambda: _finished(api, ADVISOR, "asset_triggered"), 300
+            "an Asset-triggered advisor run", lambda: _finished(api, ADVISOR, "asset_triggered"), 900
         )
         assert auto["state"] == "success", auto
         timings["first_advisor_done_s"] = round(time.monotonic() - began, 1)
