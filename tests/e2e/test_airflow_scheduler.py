@@ -65,9 +65,10 @@ def _wait_for(what: str, find, timeout: float, interval: float = 2.0):
     return found
 
 
-def _status_up(env: dict[str, str]) -> str | None:
+def _status_up(env: dict[str, str], said: list[str]) -> str | None:
     done = subprocess.run([*CLI, "dev", "airflow", "status"], env=env, capture_output=True, text=True)
     assert done.returncode in (0, 3), done.stderr
+    said[:] = [done.stdout]
     return done.stdout if done.returncode == 0 else None
 
 
@@ -109,7 +110,10 @@ def test_the_stack_under_the_real_scheduler(home: Path, monkeypatch: pytest.Monk
         assert state is not None and state.bootstrap_servers == f"127.0.0.1:{kafka_port}"
         assert state.db_url == f"sqlite:///{home / 'advisor.db'}"  # the CLI's default database
         # status: everything up (on a loaded machine the API server may be restarting its worker: retry)
-        status = _wait_for("status to report the stack up", lambda: _status_up(env), 120, interval=5.0)
+        said: list[str] = []
+        status = _wait_for(
+            f"status to report the stack up (it said: {said})", lambda: _status_up(env, said), 300, 5.0
+        )
         assert "running: airflow" in status and "running: demo-workload" in status, status
 
         api = stack.AirflowApi(state.url, "admin", password)
