@@ -57,10 +57,10 @@ def _stack_env(home: Path) -> dict[str, str]:
     return env
 
 
-def _wait_for(what: str, find, timeout: float, interval: float = 2.0):
+def _wait_for(what: str, find, timeout: float, interval: float = 2.0, last: list | None = None):
     deadline = time.monotonic() + timeout
     while (found := find()) is None:
-        assert time.monotonic() < deadline, f"{what} did not happen within {timeout:.0f} s"
+        assert time.monotonic() < deadline, f"{what} did not happen within {timeout:.0f} s; last: {last}"
         time.sleep(interval)
     return found
 
@@ -112,7 +112,7 @@ def test_the_stack_under_the_real_scheduler(home: Path, monkeypatch: pytest.Monk
         # status: everything up (on a loaded machine the API server may be restarting its worker: retry)
         said: list[str] = []
         status = _wait_for(
-            f"status to report the stack up (it said: {said})", lambda: _status_up(env, said), 300, 5.0
+            "status to report the stack up", lambda: _status_up(env, said), 300, 5.0, last=said
         )
         assert "running: airflow" in status and "running: demo-workload" in status, status
 
