@@ -371,32 +371,37 @@ class AirflowApi:
 
     def token(self) -> str:
         if self._token is None:
-            response = self._http.post(
-                "/auth/token", json={"username": self._user, "password": self._password}
-            )
+            body = {"username": self._user, "password": self._password}
+            response = self._send(
+                "POST", "/auth/token", retry=True, json=body
+            )  # no side effect: safe to retry
             if response.status_code not in (200, 201):
                 raise StackError(f"Airflow refused the login of {self._user!r}: HTTP {response.status_code}")
             self._token = response.json()["access_token"]
         return self._token
 
-    def request(self, method: str, path: str, **kwargs: Any):
-        """One call under ``/api/v2``; the raw response (callers check the status they expect).
-
-        Reads are retried after a timeout or a refused connection: on a loaded small machine the API
-        server's one worker can stall, and its monitor then restarts it.
-        """
+    def _send(self, method: str, url: str, retry: bool, **kwargs: Any):
+        """One HTTP call; with ``retry``, two more after a timeout or a refused connection (on a
+        loaded small machine the API server's one worker can stall, and its monitor restarts it)."""
         import httpx
 
-        headers = {"Authorization": f"Bearer {self.token()}"}
-        attempts = 3 if method == "GET" else 1
+        attempts = 3 if retry else 1
         for attempt in range(1, attempts + 1):
             try:
-                return self._http.request(method, f"/api/v2{path}", headers=headers, **kwargs)
-            except httpx.TransportError as error:  # a timeout, or the worker restarting
+                return self._http.request(method, url, **kwargs)
+            except httpx.TransportError as error:
                 if attempt == attempts:
-                    raise StackError(f"{method} /api/v2{path}: no answer ({error})") from None
+                    raise StackError(f"{method} {url}: no answer from Airflow ({error})") from None
                 time.sleep(2.0)
         raise AssertionError("unreachable")
+
+    def request(self, method: str, path: str, **kwargs: Any):
+        """One call under ``/api/v2``; the raw response (callers check the status they expect).
+        Reads and PATCHes (idempotent) are retried (:meth:`_send`); a trigger is not: never two runs."""
+        headers = {"Authorization": f"Bearer {self.token()}"}
+        return self._send(
+            method, f"/api/v2{path}", retry=method in ("GET", "PATCH"), headers=headers, **kwargs
+        )
 
     def json(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
         response = self.request(method, path, **kwargs)
