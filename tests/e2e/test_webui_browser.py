@@ -112,7 +112,7 @@ def test_login_see_imbalance_and_approve_in_chromium(api_server, browser, tmp_pa
     from selenium.webdriver.support import expected_conditions as ec
     from selenium.webdriver.support.ui import WebDriverWait
 
-    base, _db_url = api_server
+    base, db_url = api_server
     wait = WebDriverWait(browser, 30)
 
     browser.get(f"{base}/rebalance-advisor/")
@@ -156,6 +156,18 @@ def test_login_see_imbalance_and_approve_in_chromium(api_server, browser, tmp_pa
     assert "C0" in moves and "C1" in moves
 
     plan_id = browser.find_element(By.ID, "approve").get_attribute("data-plan")
+    # kip-example's consumers subscribe(): approving is refused, and the page shows why
+    browser.find_element(By.ID, "approve").click()
+    wait.until(ec.visibility_of_element_located((By.ID, "confirm")))
+    browser.find_element(By.ID, "confirm-yes").click()
+    wait.until(ec.text_to_be_present_in_element((By.ID, "decision-result"), "advice only"))
+    assert browser.find_element(By.ID, "decision-result").text.startswith("409: ")
+    assert "recommended" in browser.find_element(By.ID, "plan-status").text
+
+    from rebalance_advisor.services import static_members as registry
+
+    for member in ("C0", "C1"):  # registered as manual-assign, the plan can be approved
+        registry.add("kip-example", member, ["t0"], db_url)
     browser.find_element(By.ID, "approve").click()
     dialog = wait.until(ec.visibility_of_element_located((By.ID, "confirm")))
     assert "Approve plan" in dialog.text and "kip-example" in dialog.text
