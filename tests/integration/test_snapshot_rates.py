@@ -320,3 +320,28 @@ def test_a_failed_write_with_rates_leaves_the_previous_snapshot_and_nothing_else
     store.write_snapshot(good, db_url)
     assert good.rates.produce[("t", 0)].rate == pytest.approx(100 / 60)
     store.db.dispose(db_url)
+
+
+def test_a_member_that_consumed_nothing_has_no_measured_capacity(sqlite_url) -> None:
+    """m1 holds t-0 with backlog at both snapshots but commits nothing in between (stalled, or a
+    member that does not commit): a consume rate of 0 is no capacity. It stays unknown ("equal"),
+    and the planner's parser takes the group (a capacity of 0 would be refused: no plan, an error)."""
+    store.upgrade(sqlite_url)
+    t0 = datetime(2030, 1, 1, tzinfo=UTC)
+    members = [("s", "m1", None, [("t", 0)]), ("s", "m2", None, [("t", 1)])]
+    ends = {("t", 0): 1000, ("t", 1): 1000}
+    committed = {("s", "t", 0): 100, ("s", "t", 1): 100}
+    store.write_snapshot(_snap(t0, ends, committed, members), sqlite_url)
+    later = _snap(t0 + timedelta(seconds=100), {("t", 0): 1500, ("t", 1): 1500}, committed, members)
+    store.write_snapshot(later, sqlite_url)
+    cap = store.load_snapshot(later.snapshot_id, sqlite_url).rates.capacity
+    assert cap[("s", "m1")][:2] == (None, "equal")
+    assert cap[("s", "m2")][:2] == (None, "equal")
+    docs = {
+        d["group_id"]: d for d in build_docs_from_tables(read_snapshot_tables(later.snapshot_id, sqlite_url))
+    }
+    from rebalance_advisor.domain.group_spec import parse_group_spec
+
+    spec = parse_group_spec({k: docs["s"][k] for k in ("group_id", "members", "partitions")})
+    assert [m.capacity for m in spec.members] == [None, None]
+    store.db.dispose(sqlite_url)

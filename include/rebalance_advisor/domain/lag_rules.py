@@ -422,7 +422,7 @@ def _capacity_sample(
     consume_sample: Mapping[tuple[str, str, int], float],
 ) -> float | None:
     """Σ consume rates of a member that held the same partitions (the caller checked the count),
-    each with backlog at both ends; None otherwise."""
+    each with backlog at both ends; None otherwise, and None when that sum is 0."""
     total = 0.0
     for topic, partition in assignment:
         gtp = (group_id, topic, partition)
@@ -433,7 +433,9 @@ def _capacity_sample(
         if e0 is None or c0 is None or e1 is None or c1 is None or e0 - c0 <= 0 or e1 - c1 <= 0:
             return None
         total += consume_sample[gtp]
-    return total
+    # Nothing committed over the interval (a stalled member, or one that does not commit) says
+    # nothing about how fast it can consume: no sample, rather than a capacity of 0.
+    return total if total > 0 else None
 
 
 @dataclass(frozen=True)
