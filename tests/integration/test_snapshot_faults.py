@@ -33,7 +33,8 @@ def test_bad_regex_is_one_clear_line(capsys, sqlite_url) -> None:
     code, err = _run(
         capsys, "snapshot", "--bootstrap-servers", _dead_address(), "--db", sqlite_url, "--groups", "orders-("
     )
-    assert code == 1 and "invalid --groups regex 'orders-('" in err and err.count("\n") == 1
+    assert code == 1 and "groups: " in err and "invalid group regex 'orders-(': missing )" in err
+    assert err.count("\n") == 1
 
 
 def test_bad_db_url_is_one_clear_line(capsys) -> None:
@@ -93,7 +94,11 @@ def test_non_positive_timeout_and_retention_are_refused(capsys, sqlite_url, argv
         main([*argv, "--db", sqlite_url])
     err = capsys.readouterr().err
     assert exit_info.value.code == 2
-    assert f"argument {argv[-2]}: must be a number > 0, not {argv[-1]!r}" in err
+    # the prune flags' own check, or the parameter model's (the snapshot's --timeout)
+    assert (
+        f"argument {argv[-2]}: must be a number > 0, not {argv[-1]!r}" in err
+        or f"argument {argv[-2]}: {argv[-1]!r}: Input should be" in err
+    ), err
     assert not Path(sqlite_url.removeprefix("sqlite:///")).exists()  # nothing touched
 
 

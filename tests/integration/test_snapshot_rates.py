@@ -80,6 +80,31 @@ def test_time_lag_from_record_timestamps_is_within_a_second_of_the_truth(kafka_b
     store.db.dispose(sqlite_url)
 
 
+def test_time_lag_of_offsets_in_different_batches_of_one_partition(kafka_bootstrap) -> None:
+    """30 batches of 10 records, 2 KB each (flushed apart, each over the 1 KiB fetch size); one group
+    in the first, one in the 26th. The first fetch answers only the first group; the partition,
+    paused once answered, is fetched again in a second round at the other group's offset."""
+    from confluent_kafka import Producer
+
+    topic = _topic(kafka_bootstrap, 1)
+    base_ms = int(time.time() * 1000) - 600_000
+    producer = Producer({"bootstrap.servers": kafka_bootstrap, "linger.ms": 0})
+    for batch in range(30):
+        for i in range(10):
+            producer.produce(topic, b"b" * 200, partition=0, timestamp=base_ms + (batch * 10 + i) * 1000)
+        assert producer.flush(30) == 0
+    prefix = f"tb-{uuid.uuid4().hex[:8]}"
+    _commit(kafka_bootstrap, f"{prefix}-x", topic, {0: 2})
+    _commit(kafka_bootstrap, f"{prefix}-y", topic, {0: 255})
+    started = time.monotonic()
+    taken = kafka_snapshot.collect(kafka_bootstrap, options=_options(f"{prefix}-.*"))
+    assert time.monotonic() - started < 8  # not the 10 s budget spent waiting for a paused partition
+    assert taken.record_timestamps == {
+        (f"{prefix}-x", topic, 0): base_ms + 2_000,
+        (f"{prefix}-y", topic, 0): base_ms + 255_000,
+    }
+
+
 class _Paced:
     """Produces to (and optionally commits for a group on) one topic at fixed rates, in a thread."""
 

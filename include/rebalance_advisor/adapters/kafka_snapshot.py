@@ -618,7 +618,9 @@ def _record_timestamps(
     eof = KafkaError._PARTITION_EOF
     try:
         while pending and time.monotonic() < deadline:
-            consumer.assign([TopicPartition(t, p, offsets[0]) for (t, p), offsets in pending.items()])
+            round_partitions = [TopicPartition(t, p, offsets[0]) for (t, p), offsets in pending.items()]
+            consumer.assign(round_partitions)
+            consumer.resume(round_partitions)  # paused in an earlier round: assign() keeps that
             waiting = set(pending)
             while waiting and (left := deadline - time.monotonic()) > 0:
                 answered = []

@@ -112,9 +112,9 @@ def compiled_regex(value: str | None) -> str | None:
         from rebalance_advisor.domain.safe_regex import compile_safe_regex
 
         try:
-            compile_safe_regex(value, "the")
+            compile_safe_regex(value, "group")
         except AdvisorError as error:
-            raise ValueError(f"not a valid regular expression ({error})") from None
+            raise ValueError(str(error)) from None
     return value or None
 
 
