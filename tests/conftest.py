@@ -26,24 +26,24 @@ def kafka_bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     if external:
         yield external
         return
-    from rebalance_advisor.devtools import local_kafka as localkafka
+    from rebalance_advisor.devtools import local_kafka
 
     state_dir = tmp_path_factory.mktemp("kafka")
-    info = localkafka.start(state_dir)
+    info = local_kafka.start(state_dir)
     try:
         yield info.bootstrap_servers
     finally:
-        localkafka.stop(state_dir)
+        local_kafka.stop(state_dir)
 
 
 @pytest.fixture(scope="session")
 def demo_groups(kafka_bootstrap: str):
     """The demo workload loaded once on the session broker, its members alive for the session."""
-    from rebalance_advisor.devtools import demo_workload as demo
+    from rebalance_advisor.devtools import demo_workload
 
     # On a shared cluster (KAFKA_BOOTSTRAP_SERVERS) an earlier run's demo topics and groups are replaced.
     reset = bool(os.environ.get("KAFKA_BOOTSTRAP_SERVERS"))
-    with demo.demo_workload(kafka_bootstrap, reset=reset) as groups:
+    with demo_workload.demo_workload(kafka_bootstrap, reset=reset) as groups:
         yield groups
 
 

@@ -94,7 +94,9 @@ def test_static_publishing_uses_the_kafka_conn_id_param(monkeypatch: pytest.Monk
 
     calls: list[dict] = []
     monkeypatch.setattr(plan_lifecycle, "auto_approve_and_publish", lambda **kw: calls.append(kw) or {})
-    monkeypatch.setattr(airflow_connections, "database_url", lambda conn_id: f"sqlite:///{conn_id}.db")
+    monkeypatch.setattr(
+        airflow_connections, "database_url_from_connection", lambda conn_id: f"sqlite:///{conn_id}.db"
+    )
     result = {"recommended_plan_ids": [7], "flagged": ["g"], "dry_run": False}
     params = {"publish_mode": "static", "db_conn_id": "advisor"}
     done = advisor_tasks.hand_to_publishing(result, {**params, "kafka_conn_id": "kafka_eu"}, "run-1")
@@ -118,15 +120,15 @@ def test_unknown_snapshot_fails_at_once_without_retries(airflow_home, connection
 @pytest.mark.kafka
 def test_dag_end_to_end_on_the_demo_workload(airflow_home, connections, demo_groups, kafka_bootstrap) -> None:
     from rebalance_advisor import store
-    from rebalance_advisor.adapters import kafka_snapshot as snapshot
+    from rebalance_advisor.adapters import kafka_snapshot
     from rebalance_advisor.adapters.airflow_connections import SNAPSHOT_ASSET_URI
-    from rebalance_advisor.services import static_members as registry
+    from rebalance_advisor.services import static_members
     from rebalance_advisor.services.outcome_report import format_outcomes
     from rebalance_advisor.store import plans as store_plans
 
     url = connections
     store.upgrade(url)
-    store.write_snapshot(snapshot.collect(kafka_bootstrap), url)
+    store.write_snapshot(kafka_snapshot.collect(kafka_bootstrap), url)
     dag = _dag()
     assert SNAPSHOT_ASSET_URI in repr(dag.timetable.asset_condition)  # scheduled on the snapshot Asset
 
@@ -160,8 +162,8 @@ def test_dag_end_to_end_on_the_demo_workload(airflow_home, connections, demo_gro
 
     # Register the manual-assign consumers; a second run inside the cool-down adds no new
     # recommendation for kip-example but plans manual-assign from the registry.
-    registry.add("manual-assign", "worker-0", ["manual-topic"], url)
-    registry.add("manual-assign", "worker-1", ["manual-topic"], url)
+    static_members.add("manual-assign", "worker-0", ["manual-topic"], url)
+    static_members.add("manual-assign", "worker-1", ["manual-topic"], url)
     recommended_before = {
         p["id"] for p in store_plans.list_plans(url, group="kip-example", status="recommended")
     }

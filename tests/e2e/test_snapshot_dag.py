@@ -40,7 +40,10 @@ def test_dag_test_lands_one_snapshot_and_emits_the_asset(airflow_home, connectio
     from airflow.dag_processing.dagbag import DagBag
     from airflow.models.asset import AssetEvent, AssetModel
     from airflow.utils.session import create_session
-    from rebalance_advisor.adapters.airflow_connections import SNAPSHOT_ASSET_URI, database_url
+    from rebalance_advisor.adapters.airflow_connections import (
+        SNAPSHOT_ASSET_URI,
+        database_url_from_connection,
+    )
     from rebalance_advisor.dag_tasks.snapshot_tasks import take_snapshot
 
     bag = DagBag(dag_folder=str(DAG_FILE))
@@ -65,7 +68,7 @@ def test_dag_test_lands_one_snapshot_and_emits_the_asset(airflow_home, connectio
     assert [e.source_run_id for e in events] == [run.run_id]
 
     # A retry of the same run (same run id) replaces its snapshot instead of adding one.
-    assert database_url() == f"sqlite:///{connections}"
+    assert database_url_from_connection() == f"sqlite:///{connections}"
     again = take_snapshot({"groups": "kip-example"}, run.run_id)
     with engine.connect() as conn:
         rows = conn.execute(
@@ -76,12 +79,15 @@ def test_dag_test_lands_one_snapshot_and_emits_the_asset(airflow_home, connectio
 
 
 def test_connection_helpers(airflow_home, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    from rebalance_advisor.adapters.airflow_connections import database_url, kafka_client_config
+    from rebalance_advisor.adapters.airflow_connections import (
+        database_url_from_connection,
+        kafka_client_config,
+    )
     from rebalance_advisor.errors import AdvisorError
 
     monkeypatch.delenv("AIRFLOW_CONN_REBALANCE_ADVISOR_DB", raising=False)
     monkeypatch.setenv("REBALANCE_ADVISOR_DB_URL", f"sqlite:///{tmp_path / 'fallback.db'}")
-    assert database_url() == f"sqlite:///{tmp_path / 'fallback.db'}"
+    assert database_url_from_connection() == f"sqlite:///{tmp_path / 'fallback.db'}"
     monkeypatch.setenv(
         "AIRFLOW_CONN_REBALANCE_ADVISOR_DB",
         json.dumps(
@@ -95,7 +101,7 @@ def test_connection_helpers(airflow_home, monkeypatch: pytest.MonkeyPatch, tmp_p
             }
         ),
     )
-    assert database_url() == "postgresql+psycopg://u:p@db:5432/adv"
+    assert database_url_from_connection() == "postgresql+psycopg://u:p@db:5432/adv"
     monkeypatch.setenv("AIRFLOW_CONN_KAFKA_NOSERVERS", json.dumps({"conn_type": "kafka", "extra": {}}))
     with pytest.raises(AdvisorError, match="bootstrap.servers"):
         kafka_client_config("kafka_noservers")
