@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -11,26 +10,7 @@ from tests.support.dag_imports import heavy_modules_after_parsing
 
 DAG_FILE = Path(__file__).resolve().parents[2] / "dags" / "kafka_rebalance_advisor.py"
 
-pytestmark = [pytest.mark.airflow, pytest.mark.spark, pytest.mark.slow]
-
-
-@pytest.fixture
-def connections(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> str:
-    db_file = tmp_path / "advisor.db"
-    monkeypatch.setenv(
-        "AIRFLOW_CONN_REBALANCE_ADVISOR_DB", json.dumps({"conn_type": "sqlite", "host": str(db_file)})
-    )
-    monkeypatch.setenv(
-        "AIRFLOW_CONN_SPARK_DEFAULT",
-        json.dumps(
-            {
-                "conn_type": "spark",
-                "host": "local[2]",
-                "extra": {"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1"},
-            }
-        ),
-    )
-    return f"sqlite:///{db_file}"
+pytestmark = [pytest.mark.airflow, pytest.mark.spark, pytest.mark.slow, pytest.mark.connections(spark=True)]
 
 
 def _dag(name: str = "kafka_rebalance_advisor"):

@@ -3,7 +3,6 @@ advisor in ``static`` publish mode driving real ``AssignedConsumer`` processes t
 
 from __future__ import annotations
 
-import json
 import time
 import uuid
 from pathlib import Path
@@ -14,28 +13,11 @@ from tests._plans import record_plan
 from tests.support.dag_imports import heavy_modules_after_parsing
 
 DAGS = Path(__file__).resolve().parents[2] / "dags"
-pytestmark = [pytest.mark.airflow, pytest.mark.slow]
-
-
-@pytest.fixture
-def connections(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, kafka_bootstrap: str) -> str:
-    db_file = tmp_path / "advisor.db"
-    conns = {
-        "REBALANCE_ADVISOR_DB": {"conn_type": "sqlite", "host": str(db_file)},
-        "KAFKA_DEFAULT": {"conn_type": "kafka", "extra": {"bootstrap.servers": kafka_bootstrap}},
-        "SPARK_DEFAULT": {
-            "conn_type": "spark",
-            "host": "local[2]",
-            "extra": {"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1"},
-        },
-    }
-    for name, conn in conns.items():
-        monkeypatch.setenv(f"AIRFLOW_CONN_{name}", json.dumps(conn))
-    url = f"sqlite:///{db_file}"
-    from rebalance_advisor.store import db
-
-    db.upgrade(url)
-    return url
+pytestmark = [
+    pytest.mark.airflow,
+    pytest.mark.slow,
+    pytest.mark.connections(kafka=True, spark=True, upgrade=True),
+]
 
 
 def _dag(name: str):

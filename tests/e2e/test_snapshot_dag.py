@@ -12,20 +12,7 @@ from tests.support.dag_imports import heavy_modules_after_parsing
 
 DAG_FILE = Path(__file__).resolve().parents[2] / "dags" / "kafka_offsets_snapshot.py"
 
-pytestmark = [pytest.mark.airflow, pytest.mark.kafka, pytest.mark.slow]
-
-
-@pytest.fixture
-def connections(monkeypatch: pytest.MonkeyPatch, kafka_bootstrap: str, tmp_path: Path) -> Path:
-    db_file = tmp_path / "advisor.db"
-    monkeypatch.setenv(
-        "AIRFLOW_CONN_KAFKA_DEFAULT",
-        json.dumps({"conn_type": "kafka", "extra": {"bootstrap.servers": kafka_bootstrap}}),
-    )
-    monkeypatch.setenv(
-        "AIRFLOW_CONN_REBALANCE_ADVISOR_DB", json.dumps({"conn_type": "sqlite", "host": str(db_file)})
-    )
-    return db_file
+pytestmark = [pytest.mark.airflow, pytest.mark.kafka, pytest.mark.slow, pytest.mark.connections(kafka=True)]
 
 
 def test_dag_file_imports_nothing_heavy() -> None:
@@ -54,7 +41,7 @@ def test_dag_test_lands_one_snapshot_and_emits_the_asset(airflow_home, connectio
 
     run = dag.test(run_conf={"groups": "kip-example|manual-assign|kip848-group"})
     assert run.state == "success"
-    engine = sa.create_engine(f"sqlite:///{connections}")
+    engine = sa.create_engine(connections)
     with engine.connect() as conn:
         rows = conn.execute(sa.text("select id, airflow_run_id, group_count, status from snapshots")).all()
         assert [(r.airflow_run_id, r.group_count, r.status) for r in rows] == [(run.run_id, 3, "complete")]
@@ -68,7 +55,7 @@ def test_dag_test_lands_one_snapshot_and_emits_the_asset(airflow_home, connectio
     assert [e.source_run_id for e in events] == [run.run_id]
 
     # A retry of the same run (same run id) replaces its snapshot instead of adding one.
-    assert database_url_from_connection() == f"sqlite:///{connections}"
+    assert database_url_from_connection() == connections
     again = take_snapshot({"groups": "kip-example"}, run.run_id)
     with engine.connect() as conn:
         rows = conn.execute(
