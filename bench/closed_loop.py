@@ -226,13 +226,13 @@ def lag_sampler(
 
 
 def advisor_loop(ctx: dict, stop: threading.Event, log: list, first: threading.Event) -> None:
-    """The advisor's own use cases, every interval: take_snapshot -> advise (Spark local[1], the
+    """The advisor's own use cases, every interval: take_and_store_snapshot -> advise (Spark local[1], the
     advisor's default thresholds) -> auto_approve_and_publish (publish mode static)."""
     from rebalance_advisor.adapters.spark_session import spark_session
     from rebalance_advisor.domain.parameters import AdvisorParams, SnapshotParams
     from rebalance_advisor.services.advise import advise
     from rebalance_advisor.services.plan_lifecycle import auto_approve_and_publish
-    from rebalance_advisor.services.snapshot_service import take_snapshot
+    from rebalance_advisor.services.snapshot_service import take_and_store_snapshot
 
     kafka = {"bootstrap.servers": ctx["bootstrap"]}
     snapshot_params = SnapshotParams(groups=ctx["group"], retention_hours=0)
@@ -242,7 +242,7 @@ def advisor_loop(ctx: dict, stop: threading.Event, log: list, first: threading.E
         while True:
             started = time.time()
             try:
-                taken = take_snapshot(snapshot_params, kafka, ctx["db"], prune=False)
+                taken = take_and_store_snapshot(snapshot_params, kafka, ctx["db"], prune=False)
                 run = advise(spark, ctx["db"], taken.snapshot_id, advisor_params)
                 published = auto_approve_and_publish(run.recommended_plan_ids, ctx["db"], kafka_config=kafka)
                 outcomes = [(o["outcome"], o["reason"][:200]) for o in run.outcomes]
@@ -348,13 +348,13 @@ def run_once(name: str, args: argparse.Namespace, bootstrap: str, work: Path, ch
     stop = threading.Event()
     threads: list[threading.Thread] = []
     if name == "B":
-        from rebalance_advisor.adapters import assignment_topic as at
+        from rebalance_advisor.adapters import assignment_topic
         from rebalance_advisor.services import static_members
         from rebalance_advisor.store import db
 
         ctx["db"] = f"sqlite:///{work / f'advisor-{topic}.db'}"
         db.upgrade(ctx["db"])
-        at.ensure_topic({"bootstrap.servers": bootstrap})
+        assignment_topic.ensure_topic({"bootstrap.servers": bootstrap})
         for member in capacities:
             static_members.add(group, member, [topic], ctx["db"])
         # The group's offsets start at the beginning (as run A's auto.offset.reset=earliest): a

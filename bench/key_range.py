@@ -528,14 +528,14 @@ def _broker(bootstrap: str | None):
     if bootstrap:
         yield bootstrap
         return
-    from rebalance_advisor.devtools import local_kafka as localkafka
+    from rebalance_advisor.devtools import local_kafka
 
     state = Path(tempfile.mkdtemp(prefix="keyrange-bench-kafka-"))
-    info = localkafka.start(state)
+    info = local_kafka.start(state)
     try:
         yield info.bootstrap_servers
     finally:
-        localkafka.stop(state)
+        local_kafka.stop(state)
 
 
 if __name__ == "__main__":

@@ -14,8 +14,7 @@ from datetime import datetime, timedelta
 
 from airflow.providers.standard.operators.hitl import HITLOperator
 from airflow.sdk import dag, task
-from rebalance_advisor.dag_tasks import publishing_tasks as tasks
-from rebalance_advisor.dag_tasks import schema_tasks
+from rebalance_advisor.dag_tasks import publishing_tasks, schema_tasks
 from rebalance_advisor.dag_tasks.forms import dag_params
 from rebalance_advisor.domain.parameters import ApprovalParams
 
@@ -36,21 +35,23 @@ def kafka_plan_approval() -> None:
 
     @task.branch(retries=0)
     def route(params=None) -> str:
-        return tasks.route(params)
+        return publishing_tasks.route(params)
 
     ask = HITLOperator(
-        task_id=tasks.ASK_TASK,
+        task_id=publishing_tasks.ASK_TASK,
         subject="Approve rebalance plan {{ params.plan_id }}?",
         body="Plan {{ params.plan_id }}: approve publishes its static assignments; reject discards it.",
-        options=list(tasks.HITL_OPTIONS),
+        options=list(publishing_tasks.HITL_OPTIONS),
         response_timeout=timedelta(days=7),
         retries=0,
     )
 
     @task(trigger_rule="none_failed_min_one_success")
     def apply_decision(params=None, run_id=None, dag_run=None, ti=None) -> dict:
-        hitl = ti.xcom_pull(task_ids=tasks.ASK_TASK) if params["decision"] == "ask" else None
-        return tasks.apply_decision(params, run_id, getattr(dag_run, "triggering_user_name", None), hitl)
+        hitl = ti.xcom_pull(task_ids=publishing_tasks.ASK_TASK) if params["decision"] == "ask" else None
+        return publishing_tasks.apply_decision(
+            params, run_id, getattr(dag_run, "triggering_user_name", None), hitl
+        )
 
     decided = apply_decision()
     upgrade_schema() >> route() >> [ask, decided]

@@ -14,8 +14,7 @@ from datetime import datetime, timedelta
 from airflow.sdk import dag, task
 from rebalance_advisor.adapters.airflow_connections import SNAPSHOT_ASSET
 from rebalance_advisor.adapters.spark_session import DEFAULT_CONF
-from rebalance_advisor.dag_tasks import advisor_tasks as tasks
-from rebalance_advisor.dag_tasks import schema_tasks
+from rebalance_advisor.dag_tasks import advisor_tasks, schema_tasks
 from rebalance_advisor.dag_tasks.forms import dag_params
 from rebalance_advisor.domain.parameters import AdvisorParams
 
@@ -39,17 +38,21 @@ def kafka_rebalance_advisor() -> None:
 
     @task
     def pick_snapshot(params=None, triggering_asset_events=None) -> int:
-        return tasks.pick_snapshot(params, tasks.triggering_snapshot_ids(triggering_asset_events))
+        return advisor_tasks.pick_snapshot(
+            params, advisor_tasks.triggering_snapshot_ids(triggering_asset_events)
+        )
 
     @task.pyspark(
-        conn_id="spark_default", config_kwargs=dict(DEFAULT_CONF), on_execute_callback=tasks.prepare_spark_env
+        conn_id="spark_default",
+        config_kwargs=dict(DEFAULT_CONF),
+        on_execute_callback=advisor_tasks.prepare_spark_env,
     )
     def plan(snapshot_id: int, spark=None, params=None, run_id=None) -> dict:
-        return tasks.plan_snapshot(spark, snapshot_id, params, run_id)
+        return advisor_tasks.plan_snapshot(spark, snapshot_id, params, run_id)
 
     @task.branch
     def any_group_flagged(result: dict) -> str:
-        return tasks.choose_branch(result)
+        return advisor_tasks.choose_branch(result)
 
     @task
     def no_group_flagged() -> None:
@@ -57,11 +60,11 @@ def kafka_rebalance_advisor() -> None:
 
     @task
     def hand_to_publishing(result: dict, params=None, run_id=None) -> dict:
-        return tasks.hand_to_publishing(result, params, run_id)
+        return advisor_tasks.hand_to_publishing(result, params, run_id)
 
     @task(trigger_rule="none_failed_min_one_success")
     def summary(result: dict, params=None) -> str:
-        return tasks.summarize_run(result, params)
+        return advisor_tasks.summarize_run(result, params)
 
     result = plan(upgrade_schema() >> pick_snapshot())
     any_group_flagged(result) >> [no_group_flagged(), hand_to_publishing(result)] >> summary(result)

@@ -7,6 +7,7 @@ dir, started once per session; each test gets a database of its own.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import tempfile
@@ -26,24 +27,24 @@ def kafka_bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     if external:
         yield external
         return
-    from rebalance_advisor.devtools import local_kafka as localkafka
+    from rebalance_advisor.devtools import local_kafka
 
     state_dir = tmp_path_factory.mktemp("kafka")
-    info = localkafka.start(state_dir)
+    info = local_kafka.start(state_dir)
     try:
         yield info.bootstrap_servers
     finally:
-        localkafka.stop(state_dir)
+        local_kafka.stop(state_dir)
 
 
 @pytest.fixture(scope="session")
 def demo_groups(kafka_bootstrap: str):
     """The demo workload loaded once on the session broker, its members alive for the session."""
-    from rebalance_advisor.devtools import demo_workload as demo
+    from rebalance_advisor.devtools import demo_workload
 
     # On a shared cluster (KAFKA_BOOTSTRAP_SERVERS) an earlier run's demo topics and groups are replaced.
     reset = bool(os.environ.get("KAFKA_BOOTSTRAP_SERVERS"))
-    with demo.demo_workload(kafka_bootstrap, reset=reset) as groups:
+    with demo_workload.demo_workload(kafka_bootstrap, reset=reset) as groups:
         yield groups
 
 
@@ -126,3 +127,34 @@ def airflow_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
                 os.environ.pop(key, None)
             else:
                 os.environ[key] = value
+
+
+@pytest.fixture
+def connections(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> str:
+    """Airflow connections (``AIRFLOW_CONN_*``) for ``dag.test()``; the advisor DB's SQLite URL.
+
+    Always the advisor DB (a SQLite file under ``tmp_path``); Kafka (the session broker) and Spark
+    (``local[2]`` on the loopback) only when the test's ``connections`` marker asks, and
+    ``upgrade=True`` migrates the DB first (what the DAGs' first task would do).
+    """
+    marker = request.node.get_closest_marker("connections")
+    wanted = dict(marker.kwargs) if marker else {}
+    db_file = tmp_path / "advisor.db"
+    conns: dict[str, dict] = {"REBALANCE_ADVISOR_DB": {"conn_type": "sqlite", "host": str(db_file)}}
+    if wanted.get("kafka"):
+        bootstrap = request.getfixturevalue("kafka_bootstrap")
+        conns["KAFKA_DEFAULT"] = {"conn_type": "kafka", "extra": {"bootstrap.servers": bootstrap}}
+    if wanted.get("spark"):
+        conns["SPARK_DEFAULT"] = {
+            "conn_type": "spark",
+            "host": "local[2]",
+            "extra": {"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1"},
+        }
+    for name, conn in conns.items():
+        monkeypatch.setenv(f"AIRFLOW_CONN_{name}", json.dumps(conn))
+    url = f"sqlite:///{db_file}"
+    if wanted.get("upgrade"):
+        from rebalance_advisor.store import db
+
+        db.upgrade(url)
+    return url

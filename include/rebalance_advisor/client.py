@@ -24,7 +24,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from rebalance_advisor.adapters import assignment_topic as at
+from rebalance_advisor.adapters import assignment_topic
 from rebalance_advisor.adapters.assignment_topic import AssignmentRecord, MalformedRecord, TopicPartitionKey
 from rebalance_advisor.errors import AdvisorError
 from rebalance_advisor.publish.handover import (
@@ -66,9 +66,9 @@ class AssignmentFollower(threading.Thread):
 
     def _offer(self, key: bytes | None, value: bytes | None, where: str) -> None:
         try:
-            if at.decode_key(key) != self._key:
+            if assignment_topic.decode_key(key) != self._key:
                 return
-            record = at.decode_record(key, value)
+            record = assignment_topic.decode_record(key, value)
         except MalformedRecord as error:
             self.malformed += 1
             log.warning(
@@ -93,7 +93,7 @@ class AssignmentFollower(threading.Thread):
     def run(self) -> None:
         from confluent_kafka import KafkaError, TopicPartition
 
-        consumer = at.reader_consumer(self._config)
+        consumer = assignment_topic.reader_consumer(self._config)
         try:
             pending: set[int] | None = None
             while not self._halt.is_set():
@@ -139,7 +139,7 @@ class AssignedConsumer:
         group_id: str,
         member_id: str,
         *,
-        topic: str = at.DEFAULT_TOPIC,
+        topic: str = assignment_topic.DEFAULT_TOPIC,
         takeover_timeout: float = 60.0,
         check_interval: float = 0.25,
         request_timeout: float = 10.0,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -11,26 +10,7 @@ from tests.support.dag_imports import heavy_modules_after_parsing
 
 DAG_FILE = Path(__file__).resolve().parents[2] / "dags" / "kafka_rebalance_advisor.py"
 
-pytestmark = [pytest.mark.airflow, pytest.mark.spark, pytest.mark.slow]
-
-
-@pytest.fixture
-def connections(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> str:
-    db_file = tmp_path / "advisor.db"
-    monkeypatch.setenv(
-        "AIRFLOW_CONN_REBALANCE_ADVISOR_DB", json.dumps({"conn_type": "sqlite", "host": str(db_file)})
-    )
-    monkeypatch.setenv(
-        "AIRFLOW_CONN_SPARK_DEFAULT",
-        json.dumps(
-            {
-                "conn_type": "spark",
-                "host": "local[2]",
-                "extra": {"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1"},
-            }
-        ),
-    )
-    return f"sqlite:///{db_file}"
+pytestmark = [pytest.mark.airflow, pytest.mark.spark, pytest.mark.slow, pytest.mark.connections(spark=True)]
 
 
 def _dag(name: str = "kafka_rebalance_advisor"):
@@ -94,7 +74,9 @@ def test_static_publishing_uses_the_kafka_conn_id_param(monkeypatch: pytest.Monk
 
     calls: list[dict] = []
     monkeypatch.setattr(plan_lifecycle, "auto_approve_and_publish", lambda **kw: calls.append(kw) or {})
-    monkeypatch.setattr(airflow_connections, "database_url", lambda conn_id: f"sqlite:///{conn_id}.db")
+    monkeypatch.setattr(
+        airflow_connections, "database_url_from_connection", lambda conn_id: f"sqlite:///{conn_id}.db"
+    )
     result = {"recommended_plan_ids": [7], "flagged": ["g"], "dry_run": False}
     params = {"publish_mode": "static", "db_conn_id": "advisor"}
     done = advisor_tasks.hand_to_publishing(result, {**params, "kafka_conn_id": "kafka_eu"}, "run-1")
@@ -118,15 +100,15 @@ def test_unknown_snapshot_fails_at_once_without_retries(airflow_home, connection
 @pytest.mark.kafka
 def test_dag_end_to_end_on_the_demo_workload(airflow_home, connections, demo_groups, kafka_bootstrap) -> None:
     from rebalance_advisor import store
-    from rebalance_advisor.adapters import kafka_snapshot as snapshot
+    from rebalance_advisor.adapters import kafka_snapshot
     from rebalance_advisor.adapters.airflow_connections import SNAPSHOT_ASSET_URI
-    from rebalance_advisor.services import static_members as registry
+    from rebalance_advisor.services import static_members
     from rebalance_advisor.services.outcome_report import format_outcomes
     from rebalance_advisor.store import plans as store_plans
 
     url = connections
     store.upgrade(url)
-    store.write_snapshot(snapshot.collect(kafka_bootstrap), url)
+    store.write_snapshot(kafka_snapshot.collect(kafka_bootstrap), url)
     dag = _dag()
     assert SNAPSHOT_ASSET_URI in repr(dag.timetable.asset_condition)  # scheduled on the snapshot Asset
 
@@ -160,8 +142,8 @@ def test_dag_end_to_end_on_the_demo_workload(airflow_home, connections, demo_gro
 
     # Register the manual-assign consumers; a second run inside the cool-down adds no new
     # recommendation for kip-example but plans manual-assign from the registry.
-    registry.add("manual-assign", "worker-0", ["manual-topic"], url)
-    registry.add("manual-assign", "worker-1", ["manual-topic"], url)
+    static_members.add("manual-assign", "worker-0", ["manual-topic"], url)
+    static_members.add("manual-assign", "worker-1", ["manual-topic"], url)
     recommended_before = {
         p["id"] for p in store_plans.list_plans(url, group="kip-example", status="recommended")
     }

@@ -92,7 +92,7 @@ def home():
 
 
 def test_the_stack_under_the_real_scheduler(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from rebalance_advisor.devtools import airflow_stack as stack
+    from rebalance_advisor.devtools import airflow_stack
     from rebalance_advisor.store.plan_models import AdvisorRun, GroupOutcome, Plan
 
     env = _stack_env(home)
@@ -105,11 +105,11 @@ def test_the_stack_under_the_real_scheduler(home: Path, monkeypatch: pytest.Monk
     began = time.monotonic()
     started = subprocess.run(start, env=env, capture_output=True, text=True, timeout=900)
     timings = {"start_s": round(time.monotonic() - began, 1)}
-    state = stack.read_state(stack.StackPaths(home))
+    state = airflow_stack.read_state(airflow_stack.StackPaths(home))
     try:
         assert started.returncode == 0, started.stdout + started.stderr
         assert f"http://127.0.0.1:{api_port}" in started.stdout
-        password = stack.admin_password(stack.StackPaths(home))
+        password = airflow_stack.admin_password(airflow_stack.StackPaths(home))
         assert password and f"admin / {password}" in started.stdout
         assert state is not None and state.bootstrap_servers == f"127.0.0.1:{kafka_port}"
         assert state.db_url == f"sqlite:///{home / 'advisor.db'}"  # the CLI's default database
@@ -120,7 +120,7 @@ def test_the_stack_under_the_real_scheduler(home: Path, monkeypatch: pytest.Monk
         )
         assert "running: airflow" in status and "running: demo-workload" in status, status
 
-        api = stack.AirflowApi(state.url, "admin", password)
+        api = airflow_stack.AirflowApi(state.url, "admin", password)
         # no trigger: the snapshot DAG's schedule fires on unpause, its Asset starts the advisor
         snap = _wait_for("a scheduled snapshot run", lambda: _finished(api, SNAPSHOT, "scheduled"), 600)
         assert snap["state"] == "success", snap
@@ -199,9 +199,9 @@ def test_the_stack_under_the_real_scheduler(home: Path, monkeypatch: pytest.Monk
         timings["stop_s"] = round(time.monotonic() - began_stop, 1)
         print(f"timings: {timings}; load: {os.getloadavg()}\nstop said:\n{stopped.stdout}{stopped.stderr}")
     assert stopped.returncode == 0, stopped.stdout + stopped.stderr
-    assert stack.marked_pids(home) == []
-    assert state is not None and all(stack.group_pids(c.pid) == [] for c in state.components)
-    assert not stack.StackPaths(home).state_file.exists()
+    assert airflow_stack.marked_pids(home) == []
+    assert state is not None and all(airflow_stack.group_pids(c.pid) == [] for c in state.components)
+    assert not airflow_stack.StackPaths(home).state_file.exists()
 
 
 def _snapshot_of(db_url: str) -> int:

@@ -3,7 +3,6 @@ advisor in ``static`` publish mode driving real ``AssignedConsumer`` processes t
 
 from __future__ import annotations
 
-import json
 import time
 import uuid
 from pathlib import Path
@@ -14,28 +13,11 @@ from tests._plans import record_plan
 from tests.support.dag_imports import heavy_modules_after_parsing
 
 DAGS = Path(__file__).resolve().parents[2] / "dags"
-pytestmark = [pytest.mark.airflow, pytest.mark.slow]
-
-
-@pytest.fixture
-def connections(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, kafka_bootstrap: str) -> str:
-    db_file = tmp_path / "advisor.db"
-    conns = {
-        "REBALANCE_ADVISOR_DB": {"conn_type": "sqlite", "host": str(db_file)},
-        "KAFKA_DEFAULT": {"conn_type": "kafka", "extra": {"bootstrap.servers": kafka_bootstrap}},
-        "SPARK_DEFAULT": {
-            "conn_type": "spark",
-            "host": "local[2]",
-            "extra": {"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1"},
-        },
-    }
-    for name, conn in conns.items():
-        monkeypatch.setenv(f"AIRFLOW_CONN_{name}", json.dumps(conn))
-    url = f"sqlite:///{db_file}"
-    from rebalance_advisor.store import db
-
-    db.upgrade(url)
-    return url
+pytestmark = [
+    pytest.mark.airflow,
+    pytest.mark.slow,
+    pytest.mark.connections(kafka=True, spark=True, upgrade=True),
+]
 
 
 def _dag(name: str):
@@ -58,7 +40,7 @@ def test_dag_files_import_nothing_heavy(name: str) -> None:
 
 def test_static_members_form(airflow_home, connections: str) -> None:
     from airflow.sdk.definitions.param import ParamValidationError
-    from rebalance_advisor.services import static_members as registry
+    from rebalance_advisor.services import static_members
 
     dag = _dag("kafka_static_members")
     good = {"group_id": "orders", "member_id": "w-0", "topics": ["orders-in"]}
@@ -76,46 +58,57 @@ def test_static_members_form(airflow_home, connections: str) -> None:
         assert dag.params.get_param(field).description
 
     assert dag.test(run_conf={**good, "action": "add"}).state == "success"
-    assert [(m.group_id, m.member_id, m.topics) for m in registry.list_members(url=connections)] == [
+    assert [(m.group_id, m.member_id, m.topics) for m in static_members.list_members(url=connections)] == [
         ("orders", "w-0", ("orders-in",))
     ]
     assert dag.test(run_conf={**good, "action": "add"}).state == "failed"  # registered twice
     assert dag.test(run_conf={**good, "action": "add", "topics": []}).state == "failed"  # add needs topics
     assert dag.test(run_conf={**good, "action": "remove", "topics": []}).state == "success"
-    assert registry.list_members(url=connections) == []
+    assert static_members.list_members(url=connections) == []
     assert dag.test(run_conf={**good, "action": "remove"}).state == "failed"  # unknown member
 
 
 def test_hitl_answer_becomes_the_decision() -> None:
-    from rebalance_advisor.dag_tasks import publishing_tasks as t
+    from rebalance_advisor.dag_tasks import publishing_tasks
     from rebalance_advisor.errors import AdvisorError
 
-    assert t.route({"decision": "ask"}) == t.ASK_TASK
-    assert t.route({"decision": "approve"}) == t.route({"decision": "reject"}) == t.APPLY_TASK
-    assert t.decision_of({"decision": "reject", "note": "no"}, None) == ("reject", None, "no")
+    assert publishing_tasks.route({"decision": "ask"}) == publishing_tasks.ASK_TASK
+    assert (
+        publishing_tasks.route({"decision": "approve"})
+        == publishing_tasks.route({"decision": "reject"})
+        == publishing_tasks.APPLY_TASK
+    )
+    assert publishing_tasks.decision_of({"decision": "reject", "note": "no"}, None) == ("reject", None, "no")
     answer = {
         "chosen_options": ["Approve"],
         "params_input": {},
         "responded_by_user": {"id": "7", "name": "dana"},
     }
-    assert t.decision_of({"decision": "ask", "note": None}, answer) == ("approve", "dana", None)
-    assert t.decision_of({"decision": "ask"}, {**answer, "chosen_options": ["Reject"]})[0] == "reject"
+    assert publishing_tasks.decision_of({"decision": "ask", "note": None}, answer) == (
+        "approve",
+        "dana",
+        None,
+    )
+    assert (
+        publishing_tasks.decision_of({"decision": "ask"}, {**answer, "chosen_options": ["Reject"]})[0]
+        == "reject"
+    )
     with pytest.raises(AdvisorError, match="no answer"):
-        t.decision_of({"decision": "ask"}, None)
+        publishing_tasks.decision_of({"decision": "ask"}, None)
 
 
 @pytest.mark.kafka
 def test_plan_approval_dag(airflow_home, connections: str, kafka_bootstrap: str) -> None:
     from airflow.sdk.definitions.param import ParamValidationError
     from rebalance_advisor.adapters.assignment_topic import DEFAULT_TOPIC, read_topic
-    from rebalance_advisor.dag_tasks import publishing_tasks as airflow_tasks
-    from rebalance_advisor.services import static_members as registry
+    from rebalance_advisor.dag_tasks import publishing_tasks
+    from rebalance_advisor.services import static_members
     from rebalance_advisor.store.plans import get_plan
 
     dag = _dag("kafka_plan_approval")
     assert dag.params["decision"] == "ask"
-    assert dag.params.get_param("decision").schema["enum"] == list(airflow_tasks.DECISIONS)
-    assert dag.get_task("ask_a_person").options == list(airflow_tasks.HITL_OPTIONS)
+    assert dag.params.get_param("decision").schema["enum"] == list(publishing_tasks.DECISIONS)
+    assert dag.get_task("ask_a_person").options == list(publishing_tasks.HITL_OPTIONS)
     for bad in (
         {"plan_id": 0, "decision": "approve"},
         {"plan_id": 1, "decision": "maybe"},
@@ -126,8 +119,8 @@ def test_plan_approval_dag(airflow_home, connections: str, kafka_bootstrap: str)
 
     url = connections
     group = f"approval-{uuid.uuid4().hex[:8]}"
-    registry.add(group, "w0", ["data"], url)
-    registry.add(group, "w1", ["data"], url)
+    static_members.add(group, "w0", ["data"], url)
+    static_members.add(group, "w1", ["data"], url)
     rejected = record_plan(url, group, ["w0", "w1"], [5000, 100, 100, 100])
     run = dag.test(run_conf={"plan_id": rejected, "decision": "reject", "note": "not now"})
     assert run.state == "success" and _states(run)["ask_a_person"] == "skipped"
@@ -189,9 +182,9 @@ def test_advisor_static_mode_end_to_end(
 ) -> None:
     """Snapshot -> advisor DAG (publish mode static) -> auto-approved, published -> consumers move."""
     from rebalance_advisor import store
-    from rebalance_advisor.adapters import kafka_snapshot as snapshot
+    from rebalance_advisor.adapters import kafka_snapshot
     from rebalance_advisor.adapters.assignment_topic import DEFAULT_TOPIC
-    from rebalance_advisor.services import static_members as registry
+    from rebalance_advisor.services import static_members
     from rebalance_advisor.store.plans import get_plan, plan_assignment_map, run_outcomes
 
     from tests.integration.test_client_handover import PARTITIONS, Scenario
@@ -205,9 +198,9 @@ def test_advisor_static_mode_end_to_end(
         _skewed_group(kafka_bootstrap, scenario.topic, scenario.group, seeded)
         scenario.producer.sent = sum(seeded)  # drain() checks every record on the topic was processed
         for member in ("w0", "w1", "w2"):
-            registry.add(scenario.group, member, [scenario.topic], url)
-        options = snapshot.SnapshotOptions(groups=snapshot.GroupFilter.parse(scenario.group))
-        store.write_snapshot(snapshot.collect(kafka_bootstrap, {}, options), url)
+            static_members.add(scenario.group, member, [scenario.topic], url)
+        options = kafka_snapshot.SnapshotOptions(groups=kafka_snapshot.GroupFilter.parse(scenario.group))
+        store.write_snapshot(kafka_snapshot.collect(kafka_bootstrap, {}, options), url)
 
         # The consumers run an initial hand-made assignment while the advisor plans.
         assert scenario.publish("initial", {"w0": [0, 1], "w1": [2, 3], "w2": [4, 5]}).epoch == 1
@@ -302,13 +295,13 @@ def test_plan_approval_asks_a_person(airflow_home, connections: str) -> None:
     """decision=ask: the run parks at the HITL task until a person answers; the answer is applied."""
     import threading
 
-    from rebalance_advisor.services import static_members as registry
+    from rebalance_advisor.services import static_members
     from rebalance_advisor.store.plans import get_plan
 
     url = connections
     group = f"hitl-{uuid.uuid4().hex[:8]}"
-    registry.add(group, "w0", ["data"], url)
-    registry.add(group, "w1", ["data"], url)
+    static_members.add(group, "w0", ["data"], url)
+    static_members.add(group, "w1", ["data"], url)
     plan_id = record_plan(url, group, ["w0", "w1"], [100, 100, 5000, 100])
     dag = _dag("kafka_plan_approval")
     done = threading.Event()

@@ -12,20 +12,7 @@ from tests.support.dag_imports import heavy_modules_after_parsing
 
 DAG_FILE = Path(__file__).resolve().parents[2] / "dags" / "kafka_offsets_snapshot.py"
 
-pytestmark = [pytest.mark.airflow, pytest.mark.kafka, pytest.mark.slow]
-
-
-@pytest.fixture
-def connections(monkeypatch: pytest.MonkeyPatch, kafka_bootstrap: str, tmp_path: Path) -> Path:
-    db_file = tmp_path / "advisor.db"
-    monkeypatch.setenv(
-        "AIRFLOW_CONN_KAFKA_DEFAULT",
-        json.dumps({"conn_type": "kafka", "extra": {"bootstrap.servers": kafka_bootstrap}}),
-    )
-    monkeypatch.setenv(
-        "AIRFLOW_CONN_REBALANCE_ADVISOR_DB", json.dumps({"conn_type": "sqlite", "host": str(db_file)})
-    )
-    return db_file
+pytestmark = [pytest.mark.airflow, pytest.mark.kafka, pytest.mark.slow, pytest.mark.connections(kafka=True)]
 
 
 def test_dag_file_imports_nothing_heavy() -> None:
@@ -40,7 +27,10 @@ def test_dag_test_lands_one_snapshot_and_emits_the_asset(airflow_home, connectio
     from airflow.dag_processing.dagbag import DagBag
     from airflow.models.asset import AssetEvent, AssetModel
     from airflow.utils.session import create_session
-    from rebalance_advisor.adapters.airflow_connections import SNAPSHOT_ASSET_URI, database_url
+    from rebalance_advisor.adapters.airflow_connections import (
+        SNAPSHOT_ASSET_URI,
+        database_url_from_connection,
+    )
     from rebalance_advisor.dag_tasks.snapshot_tasks import take_snapshot
 
     bag = DagBag(dag_folder=str(DAG_FILE))
@@ -51,7 +41,7 @@ def test_dag_test_lands_one_snapshot_and_emits_the_asset(airflow_home, connectio
 
     run = dag.test(run_conf={"groups": "kip-example|manual-assign|kip848-group"})
     assert run.state == "success"
-    engine = sa.create_engine(f"sqlite:///{connections}")
+    engine = sa.create_engine(connections)
     with engine.connect() as conn:
         rows = conn.execute(sa.text("select id, airflow_run_id, group_count, status from snapshots")).all()
         assert [(r.airflow_run_id, r.group_count, r.status) for r in rows] == [(run.run_id, 3, "complete")]
@@ -65,7 +55,7 @@ def test_dag_test_lands_one_snapshot_and_emits_the_asset(airflow_home, connectio
     assert [e.source_run_id for e in events] == [run.run_id]
 
     # A retry of the same run (same run id) replaces its snapshot instead of adding one.
-    assert database_url() == f"sqlite:///{connections}"
+    assert database_url_from_connection() == connections
     again = take_snapshot({"groups": "kip-example"}, run.run_id)
     with engine.connect() as conn:
         rows = conn.execute(
@@ -76,12 +66,15 @@ def test_dag_test_lands_one_snapshot_and_emits_the_asset(airflow_home, connectio
 
 
 def test_connection_helpers(airflow_home, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    from rebalance_advisor.adapters.airflow_connections import database_url, kafka_client_config
+    from rebalance_advisor.adapters.airflow_connections import (
+        database_url_from_connection,
+        kafka_client_config,
+    )
     from rebalance_advisor.errors import AdvisorError
 
     monkeypatch.delenv("AIRFLOW_CONN_REBALANCE_ADVISOR_DB", raising=False)
     monkeypatch.setenv("REBALANCE_ADVISOR_DB_URL", f"sqlite:///{tmp_path / 'fallback.db'}")
-    assert database_url() == f"sqlite:///{tmp_path / 'fallback.db'}"
+    assert database_url_from_connection() == f"sqlite:///{tmp_path / 'fallback.db'}"
     monkeypatch.setenv(
         "AIRFLOW_CONN_REBALANCE_ADVISOR_DB",
         json.dumps(
@@ -95,7 +88,7 @@ def test_connection_helpers(airflow_home, monkeypatch: pytest.MonkeyPatch, tmp_p
             }
         ),
     )
-    assert database_url() == "postgresql+psycopg://u:p@db:5432/adv"
+    assert database_url_from_connection() == "postgresql+psycopg://u:p@db:5432/adv"
     monkeypatch.setenv("AIRFLOW_CONN_KAFKA_NOSERVERS", json.dumps({"conn_type": "kafka", "extra": {}}))
     with pytest.raises(AdvisorError, match="bootstrap.servers"):
         kafka_client_config("kafka_noservers")

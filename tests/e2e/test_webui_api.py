@@ -313,7 +313,7 @@ def test_viewer_reads_but_cannot_approve(writable_api: _Caller) -> None:
 
 
 def test_approve_then_409_and_transition_recorded(writable_api: _Caller) -> None:
-    from rebalance_advisor.services import static_members as registry
+    from rebalance_advisor.services import static_members
 
     plan_id = _kip_plan_id(writable_api)
     # kip-example's consumers subscribe(): its plan is advice only until the group is manual-assign
@@ -322,8 +322,8 @@ def test_approve_then_409_and_transition_recorded(writable_api: _Caller) -> None
     assert "dynamic (subscribe()) group" in refused.json()["detail"]
     assert "advice only" in refused.json()["detail"] and "manual-assign" in refused.json()["detail"]
     assert writable_api.get(f"/api/plans/{plan_id}").json()["plan"]["status"] == "recommended"
-    registry.add("kip-example", "C0", ["t0"], writable_api.url)
-    registry.add("kip-example", "C1", ["t0"], writable_api.url)
+    static_members.add("kip-example", "C0", ["t0"], writable_api.url)
+    static_members.add("kip-example", "C1", ["t0"], writable_api.url)
     r = writable_api.post(f"/api/plans/{plan_id}/approve", user="operator", json={"note": "looks right"})
     assert r.status_code == 200, r.text
     assert r.json()["status"] == "approved"

@@ -12,17 +12,17 @@ import uuid
 
 import pytest
 from rebalance_advisor.adapters.kafka_snapshot import collect
-from rebalance_advisor.devtools import demo_workload as demo
+from rebalance_advisor.devtools import demo_workload
 
 
-def _live_group() -> demo.LiveGroup:
+def _live_group() -> demo_workload.LiveGroup:
     tag = uuid.uuid4().hex[:8]
-    return dataclasses.replace(demo.build_live_group(), group_id=f"live-{tag}", topic=f"live-{tag}")
+    return dataclasses.replace(demo_workload.build_live_group(), group_id=f"live-{tag}", topic=f"live-{tag}")
 
 
 def test_live_group_numbers_overload_one_range_member_and_fit_another_assignment() -> None:
     """Hand-checked arithmetic of the demo's design: range overloads c0 only, total capacity suffices."""
-    live = demo.build_live_group()
+    live = demo_workload.build_live_group()
     rates = live.produce_rates
     assert len(rates) == 16 and abs(sum(rates) - 260.0) < 0.01
     assert all(a > b for a, b in zip(rates, rates[1:], strict=False))  # hottest first
@@ -39,7 +39,7 @@ def test_live_group_numbers_overload_one_range_member_and_fit_another_assignment
 @pytest.mark.kafka
 def test_live_traffic_runs_at_the_known_rates_and_overloads_the_range_member(kafka_bootstrap: str) -> None:
     live = _live_group()
-    with demo.demo_workload(kafka_bootstrap, groups=[], live=live):
+    with demo_workload.demo_workload(kafka_bootstrap, groups=[], live=live):
         time.sleep(8)  # past the first commits after the group became stable
         first = collect(kafka_bootstrap)
         time.sleep(15)

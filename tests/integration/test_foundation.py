@@ -14,7 +14,7 @@ import pytest
 import sqlalchemy as sa
 from rebalance_advisor import __version__
 from rebalance_advisor.cli import main
-from rebalance_advisor.devtools import local_kafka as localkafka
+from rebalance_advisor.devtools import local_kafka
 from rebalance_advisor.errors import AdvisorError
 
 
@@ -38,9 +38,9 @@ def test_port_taken_gives_clear_error(tmp_path) -> None:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        with pytest.raises(localkafka.LocalKafkaError, match=f"port {port} .* already taken"):
-            localkafka.start(tmp_path / "kafka", port=port)
-    assert localkafka.status(tmp_path / "kafka") is None
+        with pytest.raises(local_kafka.LocalKafkaError, match=f"port {port} .* already taken"):
+            local_kafka.start(tmp_path / "kafka", port=port)
+    assert local_kafka.status(tmp_path / "kafka") is None
 
 
 def test_cli_error_is_one_line_and_nonzero(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -58,7 +58,7 @@ def test_missing_java_is_reported(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("JAVA_HOME", "/nonexistent")
     monkeypatch.setenv("PATH", "/nonexistent")
     with pytest.raises(AdvisorError, match="Java not found"):
-        localkafka.java_executable()
+        local_kafka.java_executable()
 
 
 def test_parse_describe_output_keeps_dashes() -> None:
@@ -67,15 +67,15 @@ def test_parse_describe_output_keeps_dashes() -> None:
         "g t 0 - 10 - - - -\n"
         "g t 1 5 10 5 m-1 /127.0.0.1 c\n"
     )
-    rows = localkafka.parse_describe_output(text)
+    rows = local_kafka.parse_describe_output(text)
     assert [r["LAG"] for r in rows] == ["-", "5"]
     assert rows[1]["CONSUMER-ID"] == "m-1"
 
 
 @pytest.mark.kafka
 def test_demo_workload_lags_match_reference_tool(kafka_bootstrap: str, demo_groups) -> None:
-    rows = localkafka.parse_describe_output(
-        localkafka.run_consumer_groups(kafka_bootstrap, "--describe", "--all-groups")
+    rows = local_kafka.parse_describe_output(
+        local_kafka.run_consumer_groups(kafka_bootstrap, "--describe", "--all-groups")
     )
     by_key = {(r["GROUP"], r["TOPIC"], int(r["PARTITION"])): r for r in rows}
     checked = 0
@@ -100,10 +100,10 @@ def test_demo_workload_lags_match_reference_tool(kafka_bootstrap: str, demo_grou
 
 @pytest.mark.kafka
 def test_broker_status_and_reference_tool(kafka_bootstrap: str) -> None:
-    out = localkafka.run_consumer_groups(kafka_bootstrap, "--list")
+    out = local_kafka.run_consumer_groups(kafka_bootstrap, "--list")
     assert isinstance(out, str)
-    with pytest.raises(localkafka.LocalKafkaError, match="kafka-consumer-groups failed"):
-        localkafka.run_consumer_groups(kafka_bootstrap, "--describe", "--group")
+    with pytest.raises(local_kafka.LocalKafkaError, match="kafka-consumer-groups failed"):
+        local_kafka.run_consumer_groups(kafka_bootstrap, "--describe", "--group")
 
 
 @pytest.mark.postgres
@@ -129,12 +129,12 @@ def test_unreachable_maven_leaves_no_partial_cache(tmp_path, monkeypatch: pytest
     monkeypatch.setenv("REBALANCE_ADVISOR_CACHE", str(cache))
     monkeypatch.setenv("REBALANCE_ADVISOR_MAVEN_SETTINGS", str(settings))
     with pytest.raises(
-        localkafka.LocalKafkaError, match="could not fetch the Kafka .* jars from Maven Central"
+        local_kafka.LocalKafkaError, match="could not fetch the Kafka .* jars from Maven Central"
     ):
-        localkafka.fetch_jars()
+        local_kafka.fetch_jars()
     leftovers = [p for p in cache.rglob("*") if p.is_file()]
     assert leftovers == []
-    assert not localkafka.jar_dir().exists()
+    assert not local_kafka.jar_dir().exists()
 
 
 @pytest.mark.kafka
@@ -143,42 +143,42 @@ def test_broker_that_does_not_come_up_in_time_is_stopped(tmp_path) -> None:
     state_dir = tmp_path / "kafka"
     try:
         with pytest.raises(
-            localkafka.LocalKafkaError, match="did not answer a metadata request .* it was stopped"
+            local_kafka.LocalKafkaError, match="did not answer a metadata request .* it was stopped"
         ):
-            localkafka.start(state_dir, timeout=0)
-        assert localkafka.status(state_dir) is None
+            local_kafka.start(state_dir, timeout=0)
+        assert local_kafka.status(state_dir) is None
         java = subprocess.run(["pgrep", "-f", f"kafka.Kafka {state_dir}"], capture_output=True, text=True)
         assert java.stdout.strip() == ""
     finally:
-        localkafka.stop(state_dir)  # never leave a JVM behind, even when the assertions fail
+        local_kafka.stop(state_dir)  # never leave a JVM behind, even when the assertions fail
 
 
 @pytest.mark.kafka
 def test_demo_workload_reloads_on_a_shared_cluster(kafka_bootstrap: str) -> None:
     """``reset`` replaces an earlier load (lingering static member included) with exact lag again."""
-    from rebalance_advisor.devtools import demo_workload as demo
+    from rebalance_advisor.devtools import demo_workload
 
     tag = uuid.uuid4().hex[:8]
     groups = [
-        demo.DemoGroup(
+        demo_workload.DemoGroup(
             f"reload-static-{tag}",
             produced={f"reload-a-{tag}": [300, 200]},
             committed={f"reload-a-{tag}": [100, None]},
-            members=[demo.DemoMember(f"S-{tag}")],
+            members=[demo_workload.DemoMember(f"S-{tag}")],
         ),
-        demo.DemoGroup(
+        demo_workload.DemoGroup(
             f"reload-memberless-{tag}",
             produced={f"reload-b-{tag}": [50]},
             committed={f"reload-b-{tag}": [10]},
         ),
     ]
-    with demo.demo_workload(kafka_bootstrap, groups):
+    with demo_workload.demo_workload(kafka_bootstrap, groups):
         pass
     with pytest.raises(AdvisorError, match="already exist"):
-        demo.create_topics(kafka_bootstrap, groups)
-    with demo.demo_workload(kafka_bootstrap, groups, reset=True):
-        rows = localkafka.parse_describe_output(
-            localkafka.run_consumer_groups(kafka_bootstrap, "--describe", "--group", groups[0].group_id,
+        demo_workload.create_topics(kafka_bootstrap, groups)
+    with demo_workload.demo_workload(kafka_bootstrap, groups, reset=True):
+        rows = local_kafka.parse_describe_output(
+            local_kafka.run_consumer_groups(kafka_bootstrap, "--describe", "--group", groups[0].group_id,
                                            "--group", groups[1].group_id)
         )  # fmt: skip
     got = {
@@ -196,7 +196,7 @@ def test_demo_workload_reloads_on_a_shared_cluster(kafka_bootstrap: str) -> None
 @pytest.mark.slow
 def test_make_demo_prints_the_reference_lags_and_plans_and_leaves_nothing_running(tmp_path) -> None:
     """``rebalance-advisor demo`` (what ``make demo`` runs), as a user runs it, on its own broker."""
-    from rebalance_advisor.devtools import demo_workload as demo
+    from rebalance_advisor.devtools import demo_workload
     from rebalance_advisor.settings import cache_dir
 
     env = {k: v for k, v in os.environ.items() if k not in ("KAFKA_BOOTSTRAP_SERVERS", "AIRFLOW_HOME")}
@@ -211,9 +211,9 @@ def test_make_demo_prints_the_reference_lags_and_plans_and_leaves_nothing_runnin
     out = result.stdout
     lag_table, outcomes = out.split("Advisor outcomes", 1)
     rows = {
-        (r["GROUP"], r["TOPIC"], int(r["PARTITION"])): r for r in localkafka.parse_describe_output(lag_table)
+        (r["GROUP"], r["TOPIC"], int(r["PARTITION"])): r for r in local_kafka.parse_describe_output(lag_table)
     }
-    for group in demo.build_workload():
+    for group in demo_workload.build_workload():
         for topic, ends in group.produced.items():
             for partition, end in enumerate(ends):
                 row = rows[(group.group_id, topic, partition)]

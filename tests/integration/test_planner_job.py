@@ -15,8 +15,7 @@ from rebalance_advisor.domain.group_planning import plan_group
 from rebalance_advisor.domain.group_spec import parse_group_spec
 from rebalance_advisor.domain.spec_documents import build_group_docs
 from rebalance_advisor.errors import AdvisorError
-from rebalance_advisor.services import plan_lifecycle as lifecycle
-from rebalance_advisor.services import static_members as registry
+from rebalance_advisor.services import plan_lifecycle, static_members
 from rebalance_advisor.store import db
 from rebalance_advisor.store import plans as store_plans
 
@@ -81,8 +80,8 @@ def test_outcomes_plans_views_and_cooldown(spark, db_url):  # noqa: F811
 
     # Register the manual-assign consumers, take a new snapshot, plan again inside a cool-down the run
     # asks for (off by default since issue 13: hysteresis instead of a fixed silence).
-    registry.add("manual-assign", "worker-a", ["manual-topic"], db_url)
-    registry.add("manual-assign", "worker-b", ["manual-topic"], db_url)
+    static_members.add("manual-assign", "worker-a", ["manual-topic"], db_url)
+    static_members.add("manual-assign", "worker-b", ["manual-topic"], db_url)
     _store(db_url, groups)
     thirty = Thresholds(cooldown_minutes=30)
     second = run_planner(spark, db_url, "latest", thirty, created_by="test")
@@ -121,13 +120,13 @@ def test_manual_assign_group_is_measured_against_its_published_plan(spark, db_ur
     """
     _store(db_url, {"manual-assign": MANUAL})
     for member in ("worker-a", "worker-b"):
-        registry.add("manual-assign", member, ["manual-topic"], db_url)
+        static_members.add("manual-assign", member, ["manual-topic"], db_url)
     (first,) = run_planner(spark, db_url, "latest").outcomes
     assert first["outcome"] == "recommended" and "no member owns" in first["reason"]
     plan_id = first["plan_id"]
-    lifecycle.approve(plan_id, "test", db_url)
+    plan_lifecycle.approve(plan_id, "test", db_url)
     topic = f"asg-{uuid.uuid4().hex[:10]}"
-    lifecycle.publish(plan_id, {"bootstrap.servers": kafka_bootstrap}, "test", db_url, topic=topic)
+    plan_lifecycle.publish(plan_id, {"bootstrap.servers": kafka_bootstrap}, "test", db_url, topic=topic)
     published = store_plans.get_plan(plan_id, db_url)
     assert published["status"] == "published"
 
@@ -144,7 +143,7 @@ def test_manual_assign_group_is_measured_against_its_published_plan(spark, db_ur
     ]
 
     # A member unregistered: it drops out, its partitions are unowned, a new plan gives them out.
-    registry.remove("manual-assign", "worker-b", db_url)
+    static_members.remove("manual-assign", "worker-b", db_url)
     (third,) = run_planner(spark, db_url, "latest", now=later).outcomes
     assert third["outcome"] == "recommended"
     before = store_plans.get_plan(third["plan_id"], db_url)["metrics"]["before"]

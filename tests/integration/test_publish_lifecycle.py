@@ -11,8 +11,7 @@ import sqlalchemy as sa
 from rebalance_advisor.adapters.assignment_topic import KafkaUnavailable, read_topic
 from rebalance_advisor.cli import main
 from rebalance_advisor.errors import AdvisorError
-from rebalance_advisor.services import plan_lifecycle as lifecycle
-from rebalance_advisor.services import static_members as registry
+from rebalance_advisor.services import plan_lifecycle, static_members
 from rebalance_advisor.store import db
 from rebalance_advisor.store.plan_models import PlanTransition
 from rebalance_advisor.store.plans import get_plan, plan_assignment_map
@@ -44,7 +43,7 @@ def _manual_assign(url: str, *groups: str) -> None:
     """Register w0 and w1 as the consumers of manual-assign ``groups`` (only those plans publish)."""
     for group in groups:
         for member in ("w0", "w1"):
-            registry.add(group, member, ["data"], url)
+            static_members.add(group, member, ["data"], url)
 
 
 def _closed_port() -> int:
@@ -56,20 +55,20 @@ def _closed_port() -> int:
 def test_transitions_legal_illegal_and_recorded(url: str) -> None:
     _manual_assign(url, "g", "h")
     first = record_plan(url, "g", ["w0", "w1"], SKEWED)
-    done = lifecycle.approve(first, "alice", url, airflow_run_id="manual__1", note="ok")
+    done = plan_lifecycle.approve(first, "alice", url, airflow_run_id="manual__1", note="ok")
     assert (done.from_status, done.to_status, done.group_id) == ("recommended", "approved", "g")
-    with pytest.raises(lifecycle.IllegalTransition) as refused:
-        lifecycle.reject(first, "bob", url)
+    with pytest.raises(plan_lifecycle.IllegalTransition) as refused:
+        plan_lifecycle.reject(first, "bob", url)
     assert str(refused.value).startswith(f"plan {first} is 'approved' and cannot become 'rejected'")
     assert "only a plan that is 'recommended' can become 'rejected'" in str(refused.value)
     assert "from 'approved' it can become 'published' or 'superseded'" in str(refused.value)
-    with pytest.raises(lifecycle.IllegalTransition, match="'approved' and cannot become 'approved'"):
-        lifecycle.approve(first, "bob", url)
+    with pytest.raises(plan_lifecycle.IllegalTransition, match="'approved' and cannot become 'approved'"):
+        plan_lifecycle.approve(first, "bob", url)
 
     second = record_plan(url, "h", ["w0", "w1"], SKEWED)
-    lifecycle.reject(second, "bob", url, note="too many moves")
-    with pytest.raises(lifecycle.IllegalTransition, match="'rejected' is final"):
-        lifecycle.approve(second, "alice", url)
+    plan_lifecycle.reject(second, "bob", url, note="too many moves")
+    with pytest.raises(plan_lifecycle.IllegalTransition, match="'rejected' is final"):
+        plan_lifecycle.approve(second, "alice", url)
 
     transitions = get_plan(first, url)["transitions"]
     assert [
@@ -79,21 +78,21 @@ def test_transitions_legal_illegal_and_recorded(url: str) -> None:
 
 
 def test_unknown_plan_and_superseded_plan_are_refused(url: str, kafka_bootstrap: str, topic: str) -> None:
-    with pytest.raises(lifecycle.UnknownPlan, match="plan 4242 does not exist"):
-        lifecycle.approve(4242, "alice", url)
-    with pytest.raises(lifecycle.UnknownPlan, match="plan 4242 does not exist"):
-        lifecycle.publish(4242, {"bootstrap.servers": kafka_bootstrap}, "alice", url, topic=topic)
+    with pytest.raises(plan_lifecycle.UnknownPlan, match="plan 4242 does not exist"):
+        plan_lifecycle.approve(4242, "alice", url)
+    with pytest.raises(plan_lifecycle.UnknownPlan, match="plan 4242 does not exist"):
+        plan_lifecycle.publish(4242, {"bootstrap.servers": kafka_bootstrap}, "alice", url, topic=topic)
     older = record_plan(url, "g", ["w0", "w1"], SKEWED)
     newer = record_plan(url, "g", ["w0", "w1"], OTHER)  # the planner supersedes the older recommendation
     assert _statuses(url, older, newer) == ["superseded", "recommended"]
-    with pytest.raises(lifecycle.IllegalTransition) as refused:
-        lifecycle.approve(older, "alice", url)
+    with pytest.raises(plan_lifecycle.IllegalTransition) as refused:
+        plan_lifecycle.approve(older, "alice", url)
     assert "'superseded' is final" in str(refused.value) and "a newer plan replaced it" in str(refused.value)
     # a recommended (not approved) plan does not publish
     with pytest.raises(
-        lifecycle.IllegalTransition, match="only a plan that is 'approved' can become 'published'"
+        plan_lifecycle.IllegalTransition, match="only a plan that is 'approved' can become 'published'"
     ):
-        lifecycle.publish(newer, {"bootstrap.servers": kafka_bootstrap}, "alice", url, topic=topic)
+        plan_lifecycle.publish(newer, {"bootstrap.servers": kafka_bootstrap}, "alice", url, topic=topic)
     assert _statuses(url, newer) == ["recommended"]
 
 
@@ -106,7 +105,7 @@ def test_two_approvers_race_one_wins(url: str) -> None:
     def approve(actor: str) -> None:
         barrier.wait()
         try:
-            lifecycle.approve(plan_id, actor, url)
+            plan_lifecycle.approve(plan_id, actor, url)
             outcomes.append("won")
         except AdvisorError as error:
             outcomes.append(f"refused: {error}")
@@ -146,11 +145,13 @@ def test_db_prune_keeps_plans_and_runs_of_pruned_snapshots(
         record_plan(url, group_id, ["w0", "w1"], SKEWED, snapshot_id=old) for group_id in ("g", "h", "k")
     ]
     rejected = record_plan(url, "k", ["w0", "w1"], OTHER, snapshot_id=old)  # supersedes k's first plan
-    lifecycle.approve(published, "alice", url)
+    plan_lifecycle.approve(published, "alice", url)
     with db.connect(url) as conn:
-        lifecycle.transition(conn, published, "published", "alice", expect=("approved",), values={"epoch": 1})
-    lifecycle.approve(approved, "alice", url)
-    lifecycle.reject(rejected, "alice", url)
+        plan_lifecycle.transition(
+            conn, published, "published", "alice", expect=("approved",), values={"epoch": 1}
+        )
+    plan_lifecycle.approve(approved, "alice", url)
+    plan_lifecycle.reject(rejected, "alice", url)
     statuses = _statuses(url, published, approved, superseded, rejected)
     assert statuses == ["published", "approved", "superseded", "rejected"]
     runs = len(advisor_runs(url))
@@ -171,12 +172,12 @@ def test_publish_broker_down_then_retry_then_noop_then_superseded(
 ) -> None:
     config = {"bootstrap.servers": kafka_bootstrap}
     for member in ("w0", "w1", "w2"):
-        registry.add("g", member, ["data"], url)
+        static_members.add("g", member, ["data"], url)
     first = record_plan(url, "g", ["w0", "w1", "w2"], SKEWED)
-    lifecycle.approve(first, "alice", url)
+    plan_lifecycle.approve(first, "alice", url)
 
     with pytest.raises(KafkaUnavailable, match="Nothing was published; retry"):
-        lifecycle.publish(
+        plan_lifecycle.publish(
             first, {"bootstrap.servers": f"127.0.0.1:{_closed_port()}"}, "alice", url, topic=topic, timeout=3
         )
     plan = get_plan(first, url)
@@ -184,7 +185,7 @@ def test_publish_broker_down_then_retry_then_noop_then_superseded(
     assert [t["to_status"] for t in plan["transitions"]] == ["recommended", "approved"]
     assert read_topic(config, topic, timeout=10).group("g") == {}
 
-    done = lifecycle.publish(first, config, "alice", url, airflow_run_id="manual__2", topic=topic)
+    done = plan_lifecycle.publish(first, config, "alice", url, airflow_run_id="manual__2", topic=topic)
     assert (done.changed, done.epoch) == (True, 1)
     plan = get_plan(first, url)
     assert (plan["status"], plan["epoch"]) == ("published", 1)
@@ -198,16 +199,16 @@ def test_publish_broker_down_then_retry_then_noop_then_superseded(
     # a registered member the plan gives nothing still gets a record (empty), not silence
     assert set(on_topic) == {"w0", "w1", "w2"} and {r.epoch for r in on_topic.values()} == {1}
 
-    again = lifecycle.publish(first, config, "bob", url, topic=topic)
+    again = plan_lifecycle.publish(first, config, "bob", url, topic=topic)
     assert (again.changed, again.epoch) == (False, 1)
     assert len(get_plan(first, url)["transitions"]) == 3  # nothing recorded for the no-op
     assert read_topic(config, topic, timeout=10).group("g") == on_topic
 
     # The next plan drops w2 from the registry and from the plan: it is told it has nothing now.
-    registry.remove("g", "w2", url)
+    static_members.remove("g", "w2", url)
     second = record_plan(url, "g", ["w0", "w1"], OTHER)
-    lifecycle.approve(second, "alice", url)
-    done = lifecycle.publish(second, config, "alice", url, topic=topic)
+    plan_lifecycle.approve(second, "alice", url)
+    done = plan_lifecycle.publish(second, config, "alice", url, topic=topic)
     assert (done.changed, done.epoch, done.superseded) == (True, 2, (first,))
     assert _statuses(url, first, second) == ["superseded", "published"]
     assert "w2" in done.dropped
@@ -218,25 +219,25 @@ def test_publish_broker_down_then_retry_then_noop_then_superseded(
     )
     superseding = get_plan(first, url)["transitions"][-1]
     assert (superseding["from_status"], superseding["to_status"]) == ("published", "superseded")
-    with pytest.raises(lifecycle.IllegalTransition, match="'superseded'"):
-        lifecycle.publish(first, config, "alice", url, topic=topic)
+    with pytest.raises(plan_lifecycle.IllegalTransition, match="'superseded'"):
+        plan_lifecycle.publish(first, config, "alice", url, topic=topic)
 
 
 @pytest.mark.kafka
 def test_auto_approve_publishes_manual_groups_only_and_retries(
     url: str, kafka_bootstrap: str, topic: str
 ) -> None:
-    registry.add("manual", "w0", ["data"], url)
-    registry.add("manual", "w1", ["data"], url)
+    static_members.add("manual", "w0", ["data"], url)
+    static_members.add("manual", "w1", ["data"], url)
     manual = record_plan(url, "manual", ["w0", "w1"], SKEWED)
     dynamic = record_plan(url, "dynamic", ["c0", "c1"], SKEWED)
     down = {"bootstrap.servers": f"127.0.0.1:{_closed_port()}"}
     with pytest.raises(KafkaUnavailable, match="1 of 1 plan"):
-        lifecycle.auto_approve_and_publish(
+        plan_lifecycle.auto_approve_and_publish(
             [manual, dynamic], url, "scheduled__1", kafka_config=down, topic=topic, timeout=3
         )
     assert _statuses(url, manual, dynamic) == ["approved", "recommended"]
-    outcome = lifecycle.auto_approve_and_publish(
+    outcome = plan_lifecycle.auto_approve_and_publish(
         [manual, dynamic],
         url,
         "scheduled__1",
@@ -288,8 +289,8 @@ def test_dynamic_group_plan_is_advice_only(
     db.upgrade(url)
     config = {"bootstrap.servers": kafka_bootstrap}
     plan_id = record_plan(url, "dyn", ["w0", "w1"], SKEWED)
-    with pytest.raises(lifecycle.AdviceOnly, match=r"group 'dyn', a dynamic \(subscribe\(\)\) group"):
-        lifecycle.approve(plan_id, "alice", url)
+    with pytest.raises(plan_lifecycle.AdviceOnly, match=r"group 'dyn', a dynamic \(subscribe\(\)\) group"):
+        plan_lifecycle.approve(plan_id, "alice", url)
     base = ["--db", url, "--bootstrap-servers", kafka_bootstrap, "--topic", topic]
     assert main(["plan-status", "approve", str(plan_id), "--publish", *base]) == 1
     err = capsys.readouterr().err
@@ -299,8 +300,8 @@ def test_dynamic_group_plan_is_advice_only(
     # approved before this rule existed (or unregistered since): publishing still refuses, before Kafka
     with db.connect(url) as conn:
         conn.execute(sa.update(Plan).where(Plan.id == plan_id).values(status="approved"))
-    with pytest.raises(lifecycle.AdviceOnly, match="advice only"):
-        lifecycle.publish(plan_id, config, "alice", url, topic=topic)
+    with pytest.raises(plan_lifecycle.AdviceOnly, match="advice only"):
+        plan_lifecycle.publish(plan_id, config, "alice", url, topic=topic)
     assert main(["plan-status", "publish", str(plan_id), *base]) == 1
     assert "advice only" in capsys.readouterr().err
     assert _statuses(url, plan_id) == ["approved"]
@@ -326,12 +327,12 @@ def test_db_prune_drops_old_advisor_history_but_keeps_standing_plans(
     superseded = record_plan(url, "s", ["w0", "w1"], SKEWED)
     record_plan(url, "s", ["w0", "w1"], OTHER)  # supersedes the first: standing, in an old run
     rejected = record_plan(url, "r", ["w0", "w1"], SKEWED)
-    lifecycle.reject(rejected, "alice", url)
+    plan_lifecycle.reject(rejected, "alice", url)
     approved = record_plan(url, "a", ["w0", "w1"], SKEWED)
-    lifecycle.approve(approved, "alice", url)
+    plan_lifecycle.approve(approved, "alice", url)
     recent = record_plan(url, "n", ["w0", "w1"], SKEWED)
     newest_old = record_plan(url, "z", ["w0", "w1"], SKEWED)
-    lifecycle.reject(newest_old, "alice", url)
+    plan_lifecycle.reject(newest_old, "alice", url)
     old_plans = [superseded, superseded + 1, rejected, approved, newest_old]
     with db.connect(url) as conn:
         run_of = {plan: run for plan, run in conn.execute(sa.select(Plan.id, Plan.run_id))}

@@ -9,7 +9,7 @@ import uuid
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, ResourceType
-from rebalance_advisor.adapters import assignment_topic as at
+from rebalance_advisor.adapters import assignment_topic
 from rebalance_advisor.adapters.assignment_publisher import publish_assignments, transactional_id
 from rebalance_advisor.client import AssignedConsumer
 from rebalance_advisor.errors import AdvisorError
@@ -60,7 +60,7 @@ def test_publish_creates_compacted_topic_and_epochs_increase(kafka_bootstrap: st
         config, group, "p2", {"a": [("t", 0)], "c": [("t", 1), ("t", 2)]}, topic=topic
     )
     assert (second.epoch, second.dropped) == (2, ("b",))
-    on_topic = at.read_topic(config, topic).group(group)
+    on_topic = assignment_topic.read_topic(config, topic).group(group)
     assert {m: (r.epoch, r.plan_id, r.partitions) for m, r in on_topic.items()} == {
         "a": (2, "p2", (("t", 0),)),
         "b": (2, "p2", ()),
@@ -87,7 +87,7 @@ def test_malformed_record_is_reported_and_skipped(kafka_bootstrap: str) -> None:
     config = {"bootstrap.servers": kafka_bootstrap}
     group, topic = _names()
     publish_assignments(config, group, "p1", {"a": [("t", 0)]}, topic=topic)
-    _produce_raw(kafka_bootstrap, topic, at.encode_key(group, "a"), b'{"group": "broken')
+    _produce_raw(kafka_bootstrap, topic, assignment_topic.encode_key(group, "a"), b'{"group": "broken')
     result = publish_assignments(config, group, "p2", {"a": [("t", 1)]}, topic=topic)
     assert result.epoch == 2
     assert len(result.malformed) == 1 and "not JSON" in result.malformed[0]
@@ -107,7 +107,7 @@ def test_broker_down_fails_clearly_and_a_retry_completes(kafka_bootstrap: str) -
     down = f"127.0.0.1:{_closed_port()}"
     started = time.monotonic()
     with pytest.raises(
-        at.KafkaUnavailable, match=f"on {down} failed: .*Nothing was published; retry"
+        assignment_topic.KafkaUnavailable, match=f"on {down} failed: .*Nothing was published; retry"
     ) as info:
         publish_assignments({"bootstrap.servers": down}, group, "p1", plan, topic=topic, timeout=3)
     assert time.monotonic() - started < 10
@@ -126,14 +126,14 @@ def test_half_finished_publish_is_invisible_and_fenced(kafka_bootstrap: str) -> 
     )
     crashed.init_transactions(10)
     crashed.begin_transaction()
-    half = at.AssignmentRecord(group, "a", 2, "p2", (("t", 9),), "now")
+    half = assignment_topic.AssignmentRecord(group, "a", 2, "p2", (("t", 9),), "now")
     crashed.produce(topic, half.encode_value(), half.key)
     assert crashed.flush(10) == 0  # on the log, never committed
-    assert at.read_topic(config, topic).group(group)["a"].epoch == 1
+    assert assignment_topic.read_topic(config, topic).group(group)["a"].epoch == 1
 
     result = publish_assignments(config, group, "p2", {"a": [("t", 1)]}, topic=topic)
     assert (result.epoch, result.records[0].partitions) == (2, (("t", 1),))
-    assert at.read_topic(config, topic).group(group)["a"].partitions == (("t", 1),)
+    assert assignment_topic.read_topic(config, topic).group(group)["a"].partitions == (("t", 1),)
     with pytest.raises(Exception, match="(?i)fenc"):
         crashed.commit_transaction(10)
 
@@ -173,7 +173,7 @@ def test_client_ignores_malformed_record_and_follows_next_epoch(
     consumer = AssignedConsumer(config, group, "m", topic=topic, check_interval=0.05)
     try:
         _wait(lambda: consumer.poll(0.1) is None and consumer.owned == {(data_topic, 0), (data_topic, 1)})
-        _produce_raw(kafka_bootstrap, topic, at.encode_key(group, "m"), b"not json")
+        _produce_raw(kafka_bootstrap, topic, assignment_topic.encode_key(group, "m"), b"not json")
         _wait(lambda: consumer.poll(0.1) is None and consumer.malformed_records == 1)
         assert consumer.epoch == 1 and consumer.owned == {(data_topic, 0), (data_topic, 1)}
 

@@ -7,15 +7,15 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from rebalance_advisor.adapters import spark_session as sparkutil
+from rebalance_advisor.adapters import spark_session
 from rebalance_advisor.errors import AdvisorError
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 
 def test_package_zip_is_importable_and_cached(tmp_path: Path) -> None:
-    first = sparkutil.package_zip(tmp_path)
-    assert first == sparkutil.package_zip(tmp_path), "same sources must reuse the cached zip"
+    first = spark_session.package_zip(tmp_path)
+    assert first == spark_session.package_zip(tmp_path), "same sources must reuse the cached zip"
     names = zipfile.ZipFile(first).namelist()
     assert "rebalance_advisor/__init__.py" in names
     assert "rebalance_advisor/adapters/spark_session.py" in names
@@ -23,8 +23,8 @@ def test_package_zip_is_importable_and_cached(tmp_path: Path) -> None:
 
 
 def test_session_conf_binds_loopback_only_for_local_masters() -> None:
-    local = sparkutil.session_conf("spark://127.0.0.1:7077")
-    remote = sparkutil.session_conf("spark://spark-master:7077", {"spark.executor.memory": "2g"})
+    local = spark_session.session_conf("spark://127.0.0.1:7077")
+    remote = spark_session.session_conf("spark://spark-master:7077", {"spark.executor.memory": "2g"})
     assert local["spark.driver.host"] == "127.0.0.1"
     assert "spark.driver.host" not in remote
     assert remote["spark.executor.memory"] == "2g"
@@ -32,11 +32,13 @@ def test_session_conf_binds_loopback_only_for_local_masters() -> None:
 
 
 def test_connection_fields_map_to_master_and_conf() -> None:
-    assert sparkutil.master_from_connection("spark://spark-master", 7077) == "spark://spark-master:7077"
-    assert sparkutil.master_from_connection("spark://spark-master:7077", None) == "spark://spark-master:7077"
-    assert sparkutil.master_from_connection("yarn", None) == "yarn"
-    assert sparkutil.master_from_connection(None, None) == "local[*]"
-    assert sparkutil.conf_from_extra(
+    assert spark_session.master_from_connection("spark://spark-master", 7077) == "spark://spark-master:7077"
+    assert (
+        spark_session.master_from_connection("spark://spark-master:7077", None) == "spark://spark-master:7077"
+    )
+    assert spark_session.master_from_connection("yarn", None) == "yarn"
+    assert spark_session.master_from_connection(None, None) == "local[*]"
+    assert spark_session.conf_from_extra(
         {"spark.executor.cores": 2, "queue": "etl", "deploy-mode": "client", "namespace": "spark"}
     ) == {"spark.executor.cores": "2", "spark.yarn.queue": "etl", "spark.kubernetes.namespace": "spark"}
 
@@ -48,21 +50,21 @@ def test_executor_imports_package_from_shipped_zip(spark_cluster: str) -> None:
         import os
 
         import rebalance_advisor
-        from rebalance_advisor.domain import group_spec as spec
+        from rebalance_advisor.domain import group_spec
 
         return pd.DataFrame(
             {
                 "key": [int(pdf["key"].iloc[0])],
                 "rows": [len(pdf)],
                 "package_file": [rebalance_advisor.__file__],
-                "spec_file": [spec.__file__],
+                "spec_file": [group_spec.__file__],
                 "pid": [os.getpid()],
             }
         )
 
-    sparkutil.stop_active_session()  # e.g. the planner tests' shared local session
+    spark_session.stop_active_session()  # e.g. the planner tests' shared local session
     # One worker core: few partitions keep the job to a handful of tasks.
-    spark = sparkutil.spark_session(
+    spark = spark_session.spark_session(
         spark_cluster,
         "rebalance-advisor-smoke",
         {"spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "1"},
@@ -85,7 +87,7 @@ def test_executor_imports_package_from_shipped_zip(spark_cluster: str) -> None:
     finally:
         spark.stop()
     assert rows["rows"].tolist() == [2, 3, 1]
-    local_package = str(sparkutil.package_dir())
+    local_package = str(spark_session.package_dir())
     for column in ("package_file", "spec_file"):
         for path in rows[column]:
             assert ".zip/rebalance_advisor/" in path, f"executor imported {path}, not the shipped zip"
@@ -103,19 +105,19 @@ def test_connection_settings_read_the_airflow_connection(
         '{"conn_type": "spark", "host": "spark://spark-master", "port": 7077,'
         ' "extra": {"spark.executor.memory": "2g", "deploy-mode": "client"}}',
     )
-    master, conf = sparkutil.connection_settings("spark_scale_test")
+    master, conf = spark_session.connection_settings("spark_scale_test")
     assert master == "spark://spark-master:7077"
     assert conf == {"spark.executor.memory": "2g"}
 
 
 def test_a_session_on_another_master_is_refused(spark_cluster: str) -> None:
     """One process, one SparkContext: asking for the cluster while local[1] runs is an error."""
-    sparkutil.stop_active_session()
-    spark = sparkutil.spark_session("local[1]", "rebalance-advisor-local", ship_package=False)
+    spark_session.stop_active_session()
+    spark = spark_session.spark_session("local[1]", "rebalance-advisor-local", ship_package=False)
     try:
         with pytest.raises(AdvisorError, match="already running"):
-            sparkutil.spark_session(spark_cluster, "rebalance-advisor-cluster")
-        assert sparkutil.stop_active_session() == "local[1]"
-        assert sparkutil.stop_active_session() is None
+            spark_session.spark_session(spark_cluster, "rebalance-advisor-cluster")
+        assert spark_session.stop_active_session() == "local[1]"
+        assert spark_session.stop_active_session() is None
     finally:
         spark.stop()

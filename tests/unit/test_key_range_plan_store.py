@@ -14,8 +14,7 @@ from rebalance_advisor.domain.decisions import Thresholds
 from rebalance_advisor.domain.group_planning import plan_group
 from rebalance_advisor.domain.group_spec import GroupSpec, Member, PartitionLag
 from rebalance_advisor.errors import AdvisorError
-from rebalance_advisor.services import plan_lifecycle
-from rebalance_advisor.services import static_members as registry
+from rebalance_advisor.services import plan_lifecycle, static_members
 from rebalance_advisor.store import db
 from rebalance_advisor.store.plans import get_plan, plan_assignment_map, write_run
 from rebalance_advisor_client.key_hash import HASH_SPACE
@@ -31,7 +30,7 @@ def url(db_url: str) -> str:
 def _ranged_plan_id(url: str) -> tuple[int, list[tuple[str, str, int, int, int, int]]]:
     members = ["w0", "w1", "w2"]
     for m in members:  # a manual-assign group whose members opted in to key sharing
-        registry.add("orders", m, ["hot"], url, share_keys=True)
+        static_members.add("orders", m, ["hot"], url, share_keys=True)
     doc = {
         "group_id": "orders",
         "members": [{"member_id": m, "group_instance_id": None, "topics": ["hot"]} for m in members],

@@ -8,8 +8,8 @@ from datetime import UTC, datetime
 import pytest
 import sqlalchemy as sa
 from rebalance_advisor.cli import main
-from rebalance_advisor.services import static_members as registry
-from rebalance_advisor.store import db
+from rebalance_advisor.services import static_members
+from rebalance_advisor.store import db, static_members_table
 
 
 @pytest.fixture
@@ -20,16 +20,16 @@ def url(db_url: str) -> str:
 
 
 def test_share_keys_flag_is_stored_and_read(url: str) -> None:
-    registry.add("orders", "w-0", ["orders-in"], url, share_keys=True)
-    registry.add("orders", "w-1", ["orders-in"], url)
-    registry.add("billing", "b-0", ["billing-in"], url, share_keys=True)
-    assert [(m.member_id, m.share_keys) for m in registry.list_members("orders", url)] == [
+    static_members.add("orders", "w-0", ["orders-in"], url, share_keys=True)
+    static_members.add("orders", "w-1", ["orders-in"], url)
+    static_members.add("billing", "b-0", ["billing-in"], url, share_keys=True)
+    assert [(m.member_id, m.share_keys) for m in static_members.list_members("orders", url)] == [
         ("w-0", True),
         ("w-1", False),
     ]
     with db.connect(url) as conn:
-        assert registry.key_sharing_members(conn, "orders") == frozenset({"w-0"})
-        assert registry.key_sharing_members(conn, "nobody") == frozenset()
+        assert static_members_table.key_sharing_members(conn, "orders") == frozenset({"w-0"})
+        assert static_members_table.key_sharing_members(conn, "nobody") == frozenset()
 
 
 def test_cli_members_add_share_keys(sqlite_url: str, capsys: pytest.CaptureFixture[str]) -> None:
@@ -58,7 +58,9 @@ def test_migration_keeps_existing_members_as_not_sharing(tmp_path) -> None:
             {"g": "orders", "m": "old", "t": '["orders-in"]', "c": datetime.now(UTC)},
         )
     db.upgrade(url)
-    assert [(m.member_id, m.share_keys) for m in registry.list_members("orders", url)] == [("old", False)]
+    assert [(m.member_id, m.share_keys) for m in static_members.list_members("orders", url)] == [
+        ("old", False)
+    ]
     from alembic import command
 
     with db.connect(url) as conn:  # and back down: the column goes, the member stays

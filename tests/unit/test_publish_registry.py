@@ -11,9 +11,9 @@ from rebalance_advisor.domain.decisions import Thresholds
 from rebalance_advisor.domain.group_planning import plan_group
 from rebalance_advisor.domain.spec_documents import StaticMember, build_group_docs
 from rebalance_advisor.errors import AdvisorError
-from rebalance_advisor.services import static_members as registry
+from rebalance_advisor.services import static_members
 from rebalance_advisor.store import db
-from rebalance_advisor.store.plans import static_members
+from rebalance_advisor.store.static_members_table import static_member_specs
 
 from tests._planner import make_snapshot
 
@@ -26,40 +26,40 @@ def url(db_url: str) -> str:
 
 
 def test_add_list_remove(url: str) -> None:
-    added = registry.add("orders", "worker-1", ["orders-in", "orders-retry", "orders-in"], url)
+    added = static_members.add("orders", "worker-1", ["orders-in", "orders-retry", "orders-in"], url)
     assert added.topics == ("orders-in", "orders-retry")  # duplicates dropped, order kept
-    registry.add("orders", "worker-0", ["orders-in"], url)
-    registry.add("billing", "b-0", ["billing-in"], url)
-    assert [(m.group_id, m.member_id) for m in registry.list_members(url=url)] == [
+    static_members.add("orders", "worker-0", ["orders-in"], url)
+    static_members.add("billing", "b-0", ["billing-in"], url)
+    assert [(m.group_id, m.member_id) for m in static_members.list_members(url=url)] == [
         ("billing", "b-0"),
         ("orders", "worker-0"),
         ("orders", "worker-1"),
     ]
-    listed = registry.list_members("orders", url)
+    listed = static_members.list_members("orders", url)
     assert [m.member_id for m in listed] == ["worker-0", "worker-1"]
     assert listed[1].topics == ("orders-in", "orders-retry") and listed[1].created_at.tzinfo is not None
-    removed = registry.remove("orders", "worker-1", url)
+    removed = static_members.remove("orders", "worker-1", url)
     assert removed.member_id == "worker-1"
-    assert [m.member_id for m in registry.list_members("orders", url)] == ["worker-0"]
+    assert [m.member_id for m in static_members.list_members("orders", url)] == ["worker-0"]
     # what the planner reads is the same registry
     with db.connect(url) as conn:
-        assert {(s.group_id, s.member_id) for s in static_members(conn)} == {
+        assert {(s.group_id, s.member_id) for s in static_member_specs(conn)} == {
             ("billing", "b-0"),
             ("orders", "worker-0"),
         }
 
 
 def test_registering_twice_and_removing_unknown_are_refused(url: str) -> None:
-    registry.add("orders", "worker-1", ["orders-in"], url)
+    static_members.add("orders", "worker-1", ["orders-in"], url)
     with pytest.raises(AdvisorError, match="'worker-1' of group 'orders' is already registered"):
-        registry.add("orders", "worker-1", ["other-topic"], url)
-    assert registry.list_members("orders", url)[0].topics == ("orders-in",)  # unchanged
+        static_members.add("orders", "worker-1", ["other-topic"], url)
+    assert static_members.list_members("orders", url)[0].topics == ("orders-in",)  # unchanged
     with pytest.raises(
         AdvisorError, match="'worker-9' of group 'orders' is not registered; registered: worker-1"
     ):
-        registry.remove("orders", "worker-9", url)
+        static_members.remove("orders", "worker-9", url)
     with pytest.raises(AdvisorError, match="no registered members"):
-        registry.remove("nobody", "worker-1", url)
+        static_members.remove("nobody", "worker-1", url)
 
 
 @pytest.mark.parametrize(
@@ -77,8 +77,8 @@ def test_bad_input_is_refused(
 ) -> None:
     db.upgrade(sqlite_url)
     with pytest.raises(AdvisorError, match=message):
-        registry.add(group, member, topics, sqlite_url)
-    assert registry.list_members(url=sqlite_url) == []
+        static_members.add(group, member, topics, sqlite_url)
+    assert static_members.list_members(url=sqlite_url) == []
 
 
 def test_planner_plans_a_memberless_group_only_once_members_are_registered() -> None:

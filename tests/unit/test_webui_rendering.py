@@ -167,4 +167,4 @@ def test_every_template_autoescapes(name: str) -> None:
 
 
 def test_naive_means_utc_not_local() -> None:
-    assert rendering.as_utc(datetime(2025, 1, 1)) == datetime(2025, 1, 1, tzinfo=UTC)
+    assert rendering.utc_whole_seconds(datetime(2025, 1, 1)) == datetime(2025, 1, 1, tzinfo=UTC)

@@ -62,7 +62,7 @@ def kafka_client_config(conn_id: str = DEFAULT_KAFKA_CONN_ID) -> dict[str, Any]:
     return config
 
 
-def database_url(conn_id: str = DEFAULT_DB_CONN_ID) -> str:
+def database_url_from_connection(conn_id: str = DEFAULT_DB_CONN_ID) -> str:
     """The advisor DB's SQLAlchemy URL from connection ``conn_id``, else the settings default."""
     import sqlalchemy as sa
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from rebalance_advisor.adapters import assignment_topic as at
+from rebalance_advisor.adapters import assignment_topic
 from rebalance_advisor.adapters.assignment_topic import AssignmentRecord, TopicPartitionKey
 from rebalance_advisor.errors import AdvisorError
 
@@ -122,7 +122,7 @@ def publish_assignments(
     assignments: Mapping[str, Iterable[tuple[str, int]]],
     previous_members: Iterable[str] = (),
     *,
-    topic: str = at.DEFAULT_TOPIC,
+    topic: str = assignment_topic.DEFAULT_TOPIC,
     after_epoch: int = 0,
     timeout: float = 30.0,
     now: Callable[[], datetime] | None = None,
@@ -142,7 +142,7 @@ def publish_assignments(
     plan_id = str(plan_id)
     producer = Producer(
         {
-            **at.connection_config(config),
+            **assignment_topic.connection_config(config),
             "transactional.id": transactional_id(group_id),
             "transaction.timeout.ms": max(int(timeout * 1000) * 2, 10_000),
             "message.timeout.ms": int(timeout * 1000),
@@ -150,11 +150,11 @@ def publish_assignments(
     )
     began = False
     try:
-        at.ensure_topic(config, topic, timeout=timeout)
+        assignment_topic.ensure_topic(config, topic, timeout=timeout)
         # Then: fences (and aborts) any earlier unfinished publish of this group, and waits for a
         # committed one to settle, so the read below sees every committed record of the group.
         producer.init_transactions(timeout)
-        state = at.read_topic(config, topic, timeout=timeout)
+        state = assignment_topic.read_topic(config, topic, timeout=timeout)
         stamp = (now or (lambda: datetime.now(UTC)))().isoformat()
         epoch, records, dropped, changed = plan_records(
             group_id, plan_id, plan, state.group(group_id), previous_members, stamp, after_epoch
@@ -165,11 +165,11 @@ def publish_assignments(
             for record in records:
                 producer.produce(topic, record.encode_value(), record.key)
             producer.commit_transaction(timeout)
-    except (KafkaException, at.KafkaUnavailable) as error:
+    except (KafkaException, assignment_topic.KafkaUnavailable) as error:
         if began:
             _abort_quietly(producer)
         reason = error.args[0] if error.args else error
-        raise at.KafkaUnavailable(
+        raise assignment_topic.KafkaUnavailable(
             f"publishing plan {plan_id} for group {group_id} to {topic} on "
             f"{config.get('bootstrap.servers', '?')} failed: {reason}. "
             "Nothing was published; retry when the broker is reachable."

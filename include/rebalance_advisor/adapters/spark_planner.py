@@ -224,7 +224,7 @@ def _run_planner(
     plan_fn: PlanFn,
 ) -> PlannerRun:
     from rebalance_advisor.domain.lag_rules import ResetPolicy
-    from rebalance_advisor.store import db
+    from rebalance_advisor.store import db, static_members_table
     from rebalance_advisor.store import plans as store_plans
     from rebalance_advisor.store.snapshot_reader import read_snapshot_tables
     from rebalance_advisor.store.snapshots import load_snapshot, previous_snapshot_id, resolve_snapshot_id
@@ -233,7 +233,7 @@ def _run_planner(
     started_at = now or datetime.now(UTC)
     snapshot_id = resolve_snapshot_id(snapshot, url)
     with db.connect(url) as conn:
-        registry = store_plans.static_members(conn)
+        registry = static_members_table.static_member_specs(conn)
         published = store_plans.published_assignments(conn)
         standing = store_plans.standing_plans(conn, airflow_run_id)
     policy = ResetPolicy.parse(reset)

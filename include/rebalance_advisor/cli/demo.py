@@ -39,7 +39,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def resolve_bootstrap(explicit: str | None) -> str:
     """Explicit servers, else ``KAFKA_BOOTSTRAP_SERVERS``, else the running local broker."""
-    from rebalance_advisor.devtools import local_kafka as localkafka
+    from rebalance_advisor.devtools import local_kafka
     from rebalance_advisor.errors import AdvisorError
     from rebalance_advisor.settings import bootstrap_servers_from_env
 
@@ -47,7 +47,7 @@ def resolve_bootstrap(explicit: str | None) -> str:
         return explicit
     if env := bootstrap_servers_from_env():
         return env
-    if info := localkafka.status():
+    if info := local_kafka.status():
         return info.bootstrap_servers
     raise AdvisorError(
         "no broker: pass --bootstrap-servers, set KAFKA_BOOTSTRAP_SERVERS, "
@@ -64,10 +64,10 @@ def _hold(seconds: float) -> None:
 
 
 def _demo_load(args: argparse.Namespace) -> int:
-    from rebalance_advisor.devtools import demo_workload as demo
+    from rebalance_advisor.devtools import demo_workload
 
     bootstrap = resolve_bootstrap(args.bootstrap_servers)
-    with demo.demo_workload(bootstrap, reset=args.reset) as groups:
+    with demo_workload.demo_workload(bootstrap, reset=args.reset) as groups:
         for group in groups:
             partitions = sum(len(counts) for counts in group.produced.values())
             print(
@@ -82,8 +82,7 @@ def _demo_load(args: argparse.Namespace) -> int:
 def _demo(args: argparse.Namespace) -> int:
     """Broker + demo workload -> snapshot DAG -> advisor DAG (in-process), then lag and plans."""
     from rebalance_advisor import store
-    from rebalance_advisor.devtools import demo_workload as demo
-    from rebalance_advisor.devtools import local_kafka as localkafka
+    from rebalance_advisor.devtools import demo_workload, local_kafka
     from rebalance_advisor.devtools.demo_pipeline import run_demo_pipeline
     from rebalance_advisor.services import lag_report
     from rebalance_advisor.settings import bootstrap_servers_from_env
@@ -96,20 +95,20 @@ def _demo(args: argparse.Namespace) -> int:
             bootstrap = external
         else:
             print("starting a local Kafka broker ...", flush=True)
-            bootstrap = localkafka.start(work_dir / "kafka").bootstrap_servers
+            bootstrap = local_kafka.start(work_dir / "kafka").bootstrap_servers
         try:
             print(f"loading the demo workload on {bootstrap} ...", flush=True)
-            with demo.demo_workload(bootstrap, reset=bool(external)):
+            with demo_workload.demo_workload(bootstrap, reset=bool(external)):
                 outcomes = run_demo_pipeline(bootstrap, db_url, work_dir / "airflow")
                 snapshot = store.load_snapshot(store.latest_snapshot_id(db_url), db_url)
                 print(
                     "\nLag per partition (latest snapshot; the columns of kafka-consumer-groups --describe):"
                 )
-                print(lag_report.format_table(lag_report.rows(snapshot)))
+                print(lag_report.format_lag_table(lag_report.rows(snapshot)))
                 print("Advisor outcomes (max member lag before -> after, moves):")
                 print(outcomes)
         finally:
             if not external:
-                localkafka.stop(work_dir / "kafka")
+                local_kafka.stop(work_dir / "kafka")
                 print("local broker stopped")
     return 0

@@ -51,7 +51,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _register_airflow(dev_sub: argparse._SubParsersAction) -> None:
-    from rebalance_advisor.devtools import airflow_stack as stack
+    from rebalance_advisor.devtools import airflow_stack
 
     airflow = dev_sub.add_parser(
         "airflow",
@@ -61,46 +61,48 @@ def _register_airflow(dev_sub: argparse._SubParsersAction) -> None:
     start = airflow_sub.add_parser(
         "start", help="bring it all up in the background; prints the URL and login"
     )
-    start.add_argument("--port", type=int, default=stack.DEFAULT_API_PORT, help="Airflow UI/API port")
+    start.add_argument("--port", type=int, default=airflow_stack.DEFAULT_API_PORT, help="Airflow UI/API port")
     start.add_argument("--host", default="127.0.0.1", help="address the UI/API binds to (default 127.0.0.1)")
-    start.add_argument("--kafka-port", type=int, default=stack.DEFAULT_KAFKA_PORT, help="local broker port")
-    start.add_argument("--worker-log-port", type=int, default=stack.DEFAULT_WORKER_LOG_PORT,
+    start.add_argument(
+        "--kafka-port", type=int, default=airflow_stack.DEFAULT_KAFKA_PORT, help="local broker port"
+    )
+    start.add_argument("--worker-log-port", type=int, default=airflow_stack.DEFAULT_WORKER_LOG_PORT,
                        help="log server port of the task workers")  # fmt: skip
-    start.add_argument("--trigger-log-port", type=int, default=stack.DEFAULT_TRIGGER_LOG_PORT,
+    start.add_argument("--trigger-log-port", type=int, default=airflow_stack.DEFAULT_TRIGGER_LOG_PORT,
                        help="log server port of the triggerer")  # fmt: skip
     start.add_argument("--no-demo-load", action="store_true", help="do not load the demo workload")
-    start.add_argument("--timeout", type=float, default=stack.START_TIMEOUT_S, help="seconds to wait")
+    start.add_argument("--timeout", type=float, default=airflow_stack.START_TIMEOUT_S, help="seconds to wait")
     start.set_defaults(func=_airflow_start)
     airflow_sub.add_parser("stop", help="stop everything start started").set_defaults(func=_airflow_stop)
     airflow_sub.add_parser("status", help="what runs now").set_defaults(func=_airflow_status)
 
 
 def _fetch(args: argparse.Namespace) -> int:
-    from rebalance_advisor.devtools import local_kafka as localkafka
+    from rebalance_advisor.devtools import local_kafka
 
-    print(localkafka.fetch_jars(quiet=False))
+    print(local_kafka.fetch_jars(quiet=False))
     return 0
 
 
 def _start(args: argparse.Namespace) -> int:
-    from rebalance_advisor.devtools import local_kafka as localkafka
+    from rebalance_advisor.devtools import local_kafka
 
-    info = localkafka.start(args.state_dir, port=args.port, timeout=args.timeout)
+    info = local_kafka.start(args.state_dir, port=args.port, timeout=args.timeout)
     print(f"broker running: {info.bootstrap_servers} (pid {info.pid}, data in {info.state_dir})")
     return 0
 
 
 def _stop(args: argparse.Namespace) -> int:
-    from rebalance_advisor.devtools import local_kafka as localkafka
+    from rebalance_advisor.devtools import local_kafka
 
-    print("broker stopped" if localkafka.stop(args.state_dir) else "no broker was running")
+    print("broker stopped" if local_kafka.stop(args.state_dir) else "no broker was running")
     return 0
 
 
 def _status(args: argparse.Namespace) -> int:
-    from rebalance_advisor.devtools import local_kafka as localkafka
+    from rebalance_advisor.devtools import local_kafka
 
-    info = localkafka.status(args.state_dir)
+    info = local_kafka.status(args.state_dir)
     if not info:
         print("no broker running")
         return 3
@@ -109,29 +111,29 @@ def _status(args: argparse.Namespace) -> int:
 
 
 def _consumer_groups(args: argparse.Namespace) -> int:
-    from rebalance_advisor.devtools import local_kafka as localkafka
+    from rebalance_advisor.devtools import local_kafka
     from rebalance_advisor.errors import AdvisorError
 
     bootstrap = args.bootstrap_server
     if not bootstrap:
-        info = localkafka.status(args.state_dir)
+        info = local_kafka.status(args.state_dir)
         if not info:
             raise AdvisorError("no local broker running: start one or pass --bootstrap-server HOST:PORT")
         bootstrap = info.bootstrap_servers
     tool_args = [a for a in args.tool_args if a != "--"] or ["--describe", "--all-groups"]
     return subprocess.run(
-        localkafka.consumer_groups_command(bootstrap, *tool_args), stdout=sys.stdout
+        local_kafka.consumer_groups_command(bootstrap, *tool_args), stdout=sys.stdout
     ).returncode
 
 
 def _airflow_start(args: argparse.Namespace) -> int:
-    from rebalance_advisor.devtools import airflow_stack as stack
+    from rebalance_advisor.devtools import airflow_stack
 
-    ports = stack.StackPorts(args.port, args.kafka_port, args.worker_log_port, args.trigger_log_port)
+    ports = airflow_stack.StackPorts(args.port, args.kafka_port, args.worker_log_port, args.trigger_log_port)
     for name, port in vars(ports).items():
         if not 0 < port < 65536:
-            raise stack.StackError(f"the {name} port must be between 1 and 65535, got {port}")
-    report = stack.start(
+            raise airflow_stack.StackError(f"the {name} port must be between 1 and 65535, got {port}")
+    report = airflow_stack.start(
         ports,
         host=args.host,
         timeout=args.timeout,
@@ -150,18 +152,18 @@ Airflow is running: {report.url}  (UI after {report.ui_ready_s:.1f} s, DAGs unpa
 
 
 def _airflow_stop(args: argparse.Namespace) -> int:
-    from rebalance_advisor.devtools import airflow_stack as stack
+    from rebalance_advisor.devtools import airflow_stack
 
     began = time.monotonic()
-    stopped = stack.stop(echo=lambda text: print(text, flush=True))
+    stopped = airflow_stack.stop(echo=lambda text: print(text, flush=True))
     print(f"stopped in {time.monotonic() - began:.1f} s" if stopped else "nothing was running")
     return 0
 
 
 def _airflow_status(args: argparse.Namespace) -> int:
-    from rebalance_advisor.devtools import airflow_stack as stack
+    from rebalance_advisor.devtools import airflow_stack
 
-    now = stack.status()
+    now = airflow_stack.status()
     if now.url is None:
         print(
             "the local Airflow stack is not running"

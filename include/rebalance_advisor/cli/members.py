@@ -34,11 +34,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _add(args: argparse.Namespace) -> int:
-    from rebalance_advisor.services import static_members as registry
+    from rebalance_advisor.services import static_members
     from rebalance_advisor.store import db
 
     db.upgrade(args.db)
-    member = registry.add(args.group, args.member, args.topics, args.db, share_keys=args.share_keys)
+    member = static_members.add(args.group, args.member, args.topics, args.db, share_keys=args.share_keys)
     sharing = ", shares keys" if member.share_keys else ""
     print(
         f"registered {member.member_id} in group {member.group_id} (topics: {', '.join(member.topics)}{sharing})"
@@ -47,11 +47,11 @@ def _add(args: argparse.Namespace) -> int:
 
 
 def _list(args: argparse.Namespace) -> int:
-    from rebalance_advisor.services import static_members as registry
+    from rebalance_advisor.services import static_members
     from rebalance_advisor.store import db
 
     db.require_schema(args.db)
-    rows = registry.list_members(args.group, args.db)
+    rows = static_members.list_members(args.group, args.db)
     if args.format == "json":
         print(json.dumps([m.to_dict() for m in rows]))
         return 0
@@ -75,10 +75,10 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _remove(args: argparse.Namespace) -> int:
-    from rebalance_advisor.services import static_members as registry
+    from rebalance_advisor.services import static_members
     from rebalance_advisor.store import db
 
     db.require_schema(args.db)
-    member = registry.remove(args.group, args.member, args.db)
+    member = static_members.remove(args.group, args.member, args.db)
     print(f"removed {member.member_id} from group {member.group_id}")
     return 0

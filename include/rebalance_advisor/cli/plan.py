@@ -148,7 +148,7 @@ def build_plan(
     }
 
 
-def format_table(plan: dict[str, Any]) -> str:
+def format_plan_table(plan: dict[str, Any]) -> str:
     """The plan for a person: one row per member, then the metrics."""
     metrics = plan["metrics"]
     rows = [("member", "partitions", "lag", "assigned")]
@@ -185,7 +185,7 @@ def run(args: argparse.Namespace) -> int:
 
         print(format_key_range_table(plan))
     elif args.format == "table":
-        print(format_table(plan))
+        print(format_plan_table(plan))
     else:
         print(json.dumps(plan))
     return 0

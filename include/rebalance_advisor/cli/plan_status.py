@@ -50,10 +50,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _kafka_config(args: argparse.Namespace) -> dict:
-    from rebalance_advisor.adapters import kafka_snapshot as snapshot
+    from rebalance_advisor.adapters import kafka_snapshot
     from rebalance_advisor.cli.demo import resolve_bootstrap
 
-    config = snapshot.read_client_config(args.config) if args.config else {}
+    config = kafka_snapshot.read_client_config(args.config) if args.config else {}
     config["bootstrap.servers"] = (
         args.bootstrap_servers or config.get("bootstrap.servers") or resolve_bootstrap(None)
     )
@@ -83,7 +83,7 @@ def _show(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     from rebalance_advisor.adapters.assignment_topic import DEFAULT_TOPIC
-    from rebalance_advisor.services import plan_lifecycle as lifecycle
+    from rebalance_advisor.services import plan_lifecycle
     from rebalance_advisor.store import db
 
     db.require_schema(args.db)
@@ -91,7 +91,7 @@ def _run(args: argparse.Namespace) -> int:
         return _show(args)
     actor = args.actor or getpass.getuser()
     if args.action in ("approve", "reject"):
-        decide = lifecycle.approve if args.action == "approve" else lifecycle.reject
+        decide = plan_lifecycle.approve if args.action == "approve" else plan_lifecycle.reject
         done = decide(args.plan_id, actor, args.db, note=args.note)
         print(
             f"plan {done.plan_id} of group {done.group_id}: {done.from_status} -> {done.to_status} by {actor}"
@@ -99,7 +99,7 @@ def _run(args: argparse.Namespace) -> int:
         if not (args.action == "approve" and args.publish):
             return 0
     config = _kafka_config(args)
-    result = lifecycle.publish(
+    result = plan_lifecycle.publish(
         args.plan_id,
         config,
         actor,

@@ -78,7 +78,7 @@ def _snapshot(args: argparse.Namespace) -> int:
     from rebalance_advisor.cli.demo import resolve_bootstrap
     from rebalance_advisor.cli.options import params_from
     from rebalance_advisor.domain.parameters import SnapshotParams
-    from rebalance_advisor.services.snapshot_service import take_snapshot
+    from rebalance_advisor.services.snapshot_service import take_and_store_snapshot
 
     params = params_from(args, SnapshotParams)
     config = kafka_snapshot.read_client_config(args.config) if args.config else {}
@@ -88,7 +88,7 @@ def _snapshot(args: argparse.Namespace) -> int:
     store.upgrade(args.db)  # a write: fail on a bad DB before touching Kafka; a no-op when current
     before = store.latest_snapshot_id(args.db) or 0
     try:
-        taken = take_snapshot(params, config, args.db, prune=False).snapshot
+        taken = take_and_store_snapshot(params, config, args.db, prune=False).snapshot
         _report(taken)
     except KeyboardInterrupt:
         # Ctrl-C may land just after the commit: say what is stored, not just "interrupted".
@@ -130,7 +130,7 @@ def _lag(args: argparse.Namespace) -> int:
         raise AdvisorError(f"group {args.group!r} is not in snapshot {snapshot_id}")
     grouped = lag_report.rows(taken, args.group, policy)
     formatter = {
-        "table": lag_report.format_table,
+        "table": lag_report.format_lag_table,
         "tool": lag_report.format_tool,
         "json": lag_report.format_json,
         "csv": lag_report.format_csv,

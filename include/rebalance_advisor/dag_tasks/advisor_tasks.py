@@ -48,14 +48,14 @@ def triggering_snapshot_ids(triggering_asset_events: Mapping[Any, Iterable[Any]]
 @under_error_policy
 def pick_snapshot(params: Mapping[str, Any], asset_snapshot_ids: list[int]) -> int:
     """The snapshot to plan: an explicit ``snapshot`` param, else the triggering Asset event's, else latest."""
-    from rebalance_advisor.adapters.airflow_connections import database_url
+    from rebalance_advisor.adapters.airflow_connections import database_url_from_connection
     from rebalance_advisor.store.snapshots import resolve_snapshot_id
 
     p = _params(params)
     ref: str | int = p.snapshot
     if ref == "latest" and asset_snapshot_ids:
         ref = max(asset_snapshot_ids)
-    snapshot_id = resolve_snapshot_id(ref, database_url(p.db_conn_id))
+    snapshot_id = resolve_snapshot_id(ref, database_url_from_connection(p.db_conn_id))
     log.info("planning snapshot %s", snapshot_id)
     return snapshot_id
 
@@ -65,11 +65,13 @@ def plan_snapshot(
     spark: Any, snapshot_id: int, params: Mapping[str, Any], airflow_run_id: str
 ) -> dict[str, Any]:
     """The Spark task: run the planner on the provider's session; a compact result for XCom."""
-    from rebalance_advisor.adapters.airflow_connections import database_url
+    from rebalance_advisor.adapters.airflow_connections import database_url_from_connection
     from rebalance_advisor.services.advise import advise
 
     p = _params(params)
-    run = advise(spark, database_url(p.db_conn_id), snapshot_id, p, airflow_run_id=airflow_run_id)
+    run = advise(
+        spark, database_url_from_connection(p.db_conn_id), snapshot_id, p, airflow_run_id=airflow_run_id
+    )
     result = run.to_dict()
     if not run.dry_run and len(run.outcomes) > XCOM_OUTCOME_LIMIT:
         result["outcomes"] = None
@@ -88,7 +90,7 @@ def hand_to_publishing(
     result: Mapping[str, Any], params: Mapping[str, Any], airflow_run_id: str
 ) -> dict[str, Any]:
     """Plans are already recorded as ``recommended``; ``static`` mode also approves and publishes them."""
-    from rebalance_advisor.adapters.airflow_connections import database_url
+    from rebalance_advisor.adapters.airflow_connections import database_url_from_connection
     from rebalance_advisor.services import plan_lifecycle
 
     p = _params(params)
@@ -101,7 +103,7 @@ def hand_to_publishing(
         return {"mode": p.publish_mode, "plan_ids": plan_ids, "published": False}
     outcome = plan_lifecycle.auto_approve_and_publish(
         plan_ids=plan_ids,
-        url=database_url(p.db_conn_id),
+        url=database_url_from_connection(p.db_conn_id),
         airflow_run_id=airflow_run_id,
         kafka_conn_id=p.kafka_conn_id,
     )
@@ -111,13 +113,13 @@ def hand_to_publishing(
 @under_error_policy
 def summarize_run(result: Mapping[str, Any], params: Mapping[str, Any]) -> str:
     """Log the outcomes table (group, outcome, max lag before -> after, moves) and return it."""
-    from rebalance_advisor.adapters.airflow_connections import database_url
+    from rebalance_advisor.adapters.airflow_connections import database_url_from_connection
     from rebalance_advisor.services.outcome_report import format_outcomes
     from rebalance_advisor.store.plans import run_outcomes
 
     outcomes = result.get("outcomes")
     if outcomes is None:
-        outcomes = run_outcomes(result["run_id"], database_url(_params(params).db_conn_id))
+        outcomes = run_outcomes(result["run_id"], database_url_from_connection(_params(params).db_conn_id))
     head = (
         f"snapshot {result['snapshot_id']}: {result['group_count']} group(s), {len(result['flagged'])} flagged, "
         + ("dry run (nothing written)" if result.get("dry_run") else f"advisor run {result['run_id']}")

@@ -28,18 +28,18 @@ APPLY_TASK = "apply_decision"
 @under_error_policy
 def members_action(params: Mapping[str, Any]) -> dict[str, Any]:
     """``kafka_static_members``: add or remove one registered member; returns what changed."""
-    from rebalance_advisor.adapters.airflow_connections import database_url
+    from rebalance_advisor.adapters.airflow_connections import database_url_from_connection
     from rebalance_advisor.domain.parameters import StaticMemberParams
-    from rebalance_advisor.services import static_members as registry
+    from rebalance_advisor.services import static_members
 
     p = StaticMemberParams.parse(params)
-    url = database_url(p.db_conn_id)
+    url = database_url_from_connection(p.db_conn_id)
     group, member, action = p.group_id, p.member_id, p.action
     if action == "add":
-        done = registry.add(group, member, p.topics, url, share_keys=p.share_keys)
+        done = static_members.add(group, member, p.topics, url, share_keys=p.share_keys)
     else:
-        done = registry.remove(group, member, url)
-    members = [m.member_id for m in registry.list_members(group, url)]
+        done = static_members.remove(group, member, url)
+    members = [m.member_id for m in static_members.list_members(group, url)]
     log.info("%s %s in group %s; registered now: %s", action, member, group, members)
     return {"action": action, **done.to_dict(), "registered": members}
 
@@ -76,24 +76,27 @@ def apply_decision(
     An already approved plan is published without approving again, so a retry after a Kafka
     outage completes the publish; an already published one is a no-op.
     """
-    from rebalance_advisor.adapters.airflow_connections import database_url, kafka_client_config
+    from rebalance_advisor.adapters.airflow_connections import (
+        database_url_from_connection,
+        kafka_client_config,
+    )
     from rebalance_advisor.domain.parameters import ApprovalParams
-    from rebalance_advisor.services import plan_lifecycle as lifecycle
+    from rebalance_advisor.services import plan_lifecycle
 
     p = ApprovalParams.parse(params)
-    url = database_url(p.db_conn_id)
+    url = database_url_from_connection(p.db_conn_id)
     plan_id = p.plan_id
     decision, who, note = decision_of(p.model_dump(), hitl)
     actor = who or triggered_by or "airflow"
-    status, group, _ = lifecycle.status_of(plan_id, url)
+    status, group, _ = plan_lifecycle.status_of(plan_id, url)
     if decision == "reject":
-        done = lifecycle.reject(plan_id, actor, url, airflow_run_id=airflow_run_id, note=note)
+        done = plan_lifecycle.reject(plan_id, actor, url, airflow_run_id=airflow_run_id, note=note)
         return {"plan_id": plan_id, "group_id": group, "status": done.to_status, "actor": actor}
     if status == "recommended":
-        lifecycle.approve(plan_id, actor, url, airflow_run_id=airflow_run_id, note=note)
+        plan_lifecycle.approve(plan_id, actor, url, airflow_run_id=airflow_run_id, note=note)
     if not p.publish:
         return {"plan_id": plan_id, "group_id": group, "status": "approved", "actor": actor}
-    published = lifecycle.publish(
+    published = plan_lifecycle.publish(
         plan_id, kafka_client_config(p.kafka_conn_id), actor, url, airflow_run_id=airflow_run_id
     )
     return {"status": "published", "actor": actor, **published.to_dict()}

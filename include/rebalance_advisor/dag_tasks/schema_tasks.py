@@ -17,9 +17,9 @@ log = logging.getLogger(__name__)
 @under_error_policy
 def upgrade_schema(params: Mapping[str, Any]) -> str:
     """Migrate the advisor database of the run's ``db_conn_id`` to the newest revision."""
-    from rebalance_advisor.adapters.airflow_connections import database_url
+    from rebalance_advisor.adapters.airflow_connections import database_url_from_connection
     from rebalance_advisor.store import db
 
-    revision = db.upgrade(database_url(params["db_conn_id"]))
+    revision = db.upgrade(database_url_from_connection(params["db_conn_id"]))
     log.info("advisor database at revision %s", revision)
     return revision

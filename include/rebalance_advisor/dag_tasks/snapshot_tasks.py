@@ -11,10 +11,15 @@ from rebalance_advisor.dag_tasks.error_policy import under_error_policy
 @under_error_policy
 def take_snapshot(params: Mapping[str, Any], run_id: str | None) -> dict[str, Any]:
     """Collect, store (replacing this run's earlier attempt), prune; a JSON summary for XCom."""
-    from rebalance_advisor.adapters.airflow_connections import database_url, kafka_client_config
+    from rebalance_advisor.adapters.airflow_connections import (
+        database_url_from_connection,
+        kafka_client_config,
+    )
     from rebalance_advisor.domain.parameters import SnapshotParams
-    from rebalance_advisor.services.snapshot_service import take_snapshot as take
+    from rebalance_advisor.services.snapshot_service import take_and_store_snapshot
 
     p = SnapshotParams.parse(params)
     config = kafka_client_config(p.kafka_conn_id)  # a missing connection fails here, at once
-    return take(p, config, database_url(p.db_conn_id), airflow_run_id=run_id).to_dict()
+    return take_and_store_snapshot(
+        p, config, database_url_from_connection(p.db_conn_id), airflow_run_id=run_id
+    ).to_dict()

@@ -39,6 +39,7 @@ from rebalance_advisor import settings
 from rebalance_advisor.adapters.airflow_connections import DEFAULT_DB_CONN_ID, DEFAULT_KAFKA_CONN_ID
 from rebalance_advisor.devtools import local_kafka
 from rebalance_advisor.errors import AdvisorError
+from rebalance_advisor.polling import poll_until
 
 DEFAULT_API_PORT = 8080
 DEFAULT_KAFKA_PORT = 19092
@@ -420,14 +421,16 @@ class AirflowApi:
 
     def wait_for_run(self, dag_id: str, run_id: str, timeout: float) -> dict[str, Any]:
         """Poll one run until it ends; its final JSON (state ``success`` or ``failed``)."""
-        deadline = time.monotonic() + timeout
-        while True:
-            run = self.json("GET", f"/dags/{dag_id}/dagRuns/{run_id}")
-            if run["state"] in ("success", "failed"):
-                return run
-            if time.monotonic() > deadline:
-                raise StackError(f"run {run_id} of {dag_id} is still {run['state']} after {timeout:.0f} s")
-            time.sleep(2.0)
+        last: dict[str, Any] = {}
+
+        def ended() -> dict[str, Any] | None:
+            last.update(self.json("GET", f"/dags/{dag_id}/dagRuns/{run_id}"))
+            return dict(last) if last["state"] in ("success", "failed") else None
+
+        run = poll_until(ended, timeout, interval=2.0)
+        if run is None:
+            raise StackError(f"run {run_id} of {dag_id} is still {last['state']} after {timeout:.0f} s")
+        return run
 
 
 def health(base_url: str, timeout: float = 5.0) -> dict[str, Any] | None:
@@ -477,8 +480,8 @@ def _running(state: StackState) -> list[Component]:
 
 def _wait(what: str, ready, timeout: float, components: list[Component], interval: float = 1.0):
     """Poll ``ready()`` until it returns a truthy value; fail early when a component died."""
-    deadline = time.monotonic() + timeout
-    while True:
+
+    def ready_or_died():
         value = ready()
         if value:
             return value
@@ -486,9 +489,12 @@ def _wait(what: str, ready, timeout: float, components: list[Component], interva
             if not group_pids(component.pid):
                 raise StackError(f"{component.name} exited while waiting for {what}; its log ends:\n"
                                  f"{_log_tail(component.log)}")  # fmt: skip
-        if time.monotonic() > deadline:
-            raise StackError(f"{what} did not happen within {timeout:.0f} s")
-        time.sleep(interval)
+        return None
+
+    value = poll_until(ready_or_died, timeout, interval)
+    if not value:
+        raise StackError(f"{what} did not happen within {timeout:.0f} s")
+    return value
 
 
 def start(

@@ -25,6 +25,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from rebalance_advisor.errors import AdvisorError
+from rebalance_advisor.polling import poll_until
 
 SEED = 20170523  # KAFKA-5337's creation date: any fixed seed would do
 RECORD_VALUE = b"demo-record-payload"
@@ -235,7 +236,8 @@ def remove_workload(bootstrap_servers: str, groups: list[DemoGroup], timeout: fl
     admin = _admin(bootstrap_servers)
     pending = [g.group_id for g in groups]
     deadline = time.monotonic() + timeout
-    while pending:
+
+    def groups_deleted() -> bool:
         retry = []
         for group_id, future in admin.delete_consumer_groups(pending, request_timeout=10).items():
             try:
@@ -246,11 +248,11 @@ def remove_workload(bootstrap_servers: str, groups: list[DemoGroup], timeout: fl
                     retry.append(group_id)
                 elif code != KafkaError.GROUP_ID_NOT_FOUND:
                     raise AdvisorError(f"could not delete demo group {group_id}: {error}") from error
-        if retry and time.monotonic() > deadline:
-            raise AdvisorError(f"demo groups still have members after {timeout:.0f} s: {', '.join(retry)}")
-        pending = retry
-        if pending:
-            time.sleep(1.0)
+        pending[:] = retry
+        return not pending
+
+    if pending and not poll_until(groups_deleted, timeout, interval=1.0):
+        raise AdvisorError(f"demo groups still have members after {timeout:.0f} s: {', '.join(pending)}")
     topics = sorted({topic for group in groups for topic in group.produced})
     existing = set(admin.list_topics(timeout=10).topics)
     doomed = [t for t in topics if t in existing]
@@ -261,10 +263,12 @@ def remove_workload(bootstrap_servers: str, groups: list[DemoGroup], timeout: fl
             except KafkaException as error:
                 if error.args[0].code() != KafkaError.UNKNOWN_TOPIC_OR_PART:
                     raise AdvisorError(f"could not delete demo topic {topic}: {error}") from error
-    while set(doomed) & set(admin.list_topics(timeout=10).topics):
-        if time.monotonic() > deadline:
-            raise AdvisorError(f"demo topics were not deleted within {timeout:.0f} s: {', '.join(doomed)}")
-        time.sleep(0.5)
+
+    def topics_gone() -> bool:
+        return not set(doomed) & set(admin.list_topics(timeout=10).topics)
+
+    if not poll_until(topics_gone, deadline - time.monotonic(), interval=0.5):  # the same deadline
+        raise AdvisorError(f"demo topics were not deleted within {timeout:.0f} s: {', '.join(doomed)}")
 
 
 def create_topics(bootstrap_servers: str, groups: list[DemoGroup], timeout: float = 30.0) -> None:

@@ -1,4 +1,4 @@
-"""Lag rules (DESIGN.md, "Lag"), and the rates, time lags and capacities a snapshot adds over its
+"""Lag rules (docs/architecture.md, "Lag"), and the rates, time lags and capacities a snapshot adds over its
 predecessor. Pure functions, no I/O.
 
 committed c known:   lag = max(e - c, 0); c < log-start s is flagged (fell out of retention).

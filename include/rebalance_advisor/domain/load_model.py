@@ -1,4 +1,4 @@
-"""The load model: what an assignment does to each member's lag over time (DESIGN.md "The load model").
+"""The load model: what an assignment does to each member's lag over time (docs/architecture.md, "The load model").
 
 For an assignment, member m has inflow Λ = Σ produce rates of its partitions (messages/s), backlog
 B = Σ lags (messages) and capacity μ (messages/s). It is *overloaded* when Λ ≥ μ (its lag grows

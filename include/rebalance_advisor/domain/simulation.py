@@ -22,7 +22,7 @@ Model, per step of ``step_s`` seconds (default 5 s):
 
 Every ``replan_interval_s`` the planner gets an :class:`Observation`: what a snapshot would show
 (integer lags, owners, produce rates estimated from log-end offsets over the last
-``rate_window_s``, capacities estimated as DESIGN.md says — the consume rate of a member over a
+``rate_window_s``, capacities estimated as docs/architecture.md ("The load model") says — the consume rate of a member over a
 snapshot interval in which it had backlog on every partition it owned and no handover — or the
 true ones when ``capacities_known``, and the recent moves). Only the oracle also gets the
 :class:`Truth` (true rates and capacities). Its answer becomes the new ownership at once

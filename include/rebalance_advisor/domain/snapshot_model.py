@@ -1,4 +1,4 @@
-"""What one snapshot of a cluster holds (DESIGN.md, "Data"), as plain values.
+"""What one snapshot of a cluster holds (docs/architecture.md, "Data"), as plain values.
 
 Kept apart from the Kafka adapter that fills them (:mod:`rebalance_advisor.adapters.kafka_snapshot`)
 so the lag rules, the planner's documents and the store read snapshots without importing a Kafka

@@ -175,7 +175,7 @@ def rows(
     return out
 
 
-def format_table(grouped: dict[str, list[Row]]) -> str:
+def format_lag_table(grouped: dict[str, list[Row]]) -> str:
     """The tool's layout plus :data:`TABLE_COLUMNS`."""
     return _layout(grouped, extra=True)
 

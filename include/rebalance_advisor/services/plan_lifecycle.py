@@ -27,15 +27,13 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from rebalance_advisor.adapters import assignment_topic as at
+from rebalance_advisor.adapters import assignment_topic
 from rebalance_advisor.domain.decisions import STANDING_STATUSES
 from rebalance_advisor.errors import AdvisorError
-from rebalance_advisor.services import static_members as registry
-from rebalance_advisor.store import db
-from rebalance_advisor.store.plan_models import PLAN_STATUSES, Plan, PlanAssignment, PlanTransition
+from rebalance_advisor.store import db, plan_transitions, static_members_table
+from rebalance_advisor.store.plan_models import PLAN_STATUSES
 from rebalance_advisor.store.plans import plan_assignment_map
 
 log = logging.getLogger(__name__)
@@ -78,7 +76,7 @@ def require_manual_assign(conn: Connection, plan_id: int, group_id: str) -> None
     never read the assignment topic, so static assignments for them would be a second, conflicting
     truth. Such plans are advice only until the group is registered as manual-assign.
     """
-    if registry.member_ids(conn, group_id):
+    if static_members_table.member_ids(conn, group_id):
         return
     raise AdviceOnly(
         f"plan {plan_id} is for group {group_id!r}, a dynamic (subscribe()) group: its consumers take "
@@ -140,12 +138,10 @@ def _refusal(plan_id: int, status: str, target: str) -> IllegalTransition:
 
 def _locked(conn: Connection, plan_id: int) -> tuple[str, str]:
     """(status, group id) of the plan, its row locked until the transaction ends (PostgreSQL)."""
-    row = conn.execute(
-        sa.select(Plan.status, Plan.group_id).where(Plan.id == plan_id).with_for_update()
-    ).first()
-    if row is None:
+    found = plan_transitions.lock_plan_status(conn, plan_id)
+    if found is None:
         raise UnknownPlan(f"plan {plan_id} does not exist")
-    return row[0], row[1]
+    return found
 
 
 def transition(
@@ -173,24 +169,13 @@ def transition(
         raise _refusal(plan_id, status, to_status)
     if to_status in PUBLISHING_STATUSES:
         require_manual_assign(conn, plan_id, group_id)
-    done = conn.execute(
-        sa.update(Plan)
-        .where(Plan.id == plan_id, Plan.status == status)
-        .values(status=to_status, **dict(values or {}))
-    )
-    if done.rowcount != 1:  # SQLite has no row locks: another writer changed it since our read
+    if not plan_transitions.set_plan_status(
+        conn, plan_id, status, to_status, values
+    ):  # SQLite has no row locks: another writer changed it since our read
         raise IllegalTransition(f"plan {plan_id} changed status concurrently; read it again and retry")
     now = datetime.now(UTC)
-    conn.execute(
-        sa.insert(PlanTransition).values(
-            plan_id=plan_id,
-            from_status=status,
-            to_status=to_status,
-            actor=str(actor),
-            airflow_run_id=airflow_run_id,
-            at=now,
-            note=note,
-        )
+    plan_transitions.insert_transition_row(
+        conn, plan_id, status, to_status, str(actor), airflow_run_id, now, note
     )
     return Transition(plan_id, group_id, status, to_status, str(actor), airflow_run_id, now, note)
 
@@ -231,27 +216,10 @@ def reject(
 def status_of(plan_id: int, url: str | None = None) -> tuple[str, str, int | None]:
     """(status, group id, epoch) of one plan."""
     with db.connect(url) as conn:
-        row = conn.execute(
-            sa.select(Plan.status, Plan.group_id, Plan.epoch).where(Plan.id == plan_id)
-        ).first()
+        row = plan_transitions.plan_status_row(conn, plan_id)
     if row is None:
         raise UnknownPlan(f"plan {plan_id} does not exist")
-    return row[0], row[1], row[2]
-
-
-def _publish_inputs(conn: Connection, plan_id: int, group_id: str) -> tuple[list[str], int]:
-    """(members that may hold partitions now, the group's highest stored epoch)."""
-    current = sa.select(Plan.id).where(Plan.group_id == group_id, Plan.status == "published")
-    holders = set(
-        conn.execute(
-            sa.select(PlanAssignment.member_id).where(PlanAssignment.plan_id.in_(current)).distinct()
-        ).scalars()
-    )
-    holders |= set(registry.member_ids(conn, group_id))
-    top = conn.execute(
-        sa.select(sa.func.max(Plan.epoch)).where(Plan.group_id == group_id)
-    ).scalar_one_or_none()
-    return sorted(holders), int(top or 0)
+    return row
 
 
 def publish(
@@ -262,7 +230,7 @@ def publish(
     *,
     airflow_run_id: str | None = None,
     note: str | None = None,
-    topic: str = at.DEFAULT_TOPIC,
+    topic: str = assignment_topic.DEFAULT_TOPIC,
     timeout: float = 30.0,
 ) -> Published:
     """Publish an ``approved`` plan as static assignments; a ``published`` one is a no-op.
@@ -281,7 +249,7 @@ def publish(
     assignments = plan_assignment_map(plan_id, url)
     with db.connect(url) as conn:
         require_manual_assign(conn, plan_id, group_id)  # before anything reaches Kafka
-        previous, after_epoch = _publish_inputs(conn, plan_id, group_id)
+        previous, after_epoch = plan_transitions.publish_inputs(conn, group_id)
     result = publish_assignments(
         kafka_config,
         group_id,
@@ -309,13 +277,8 @@ def publish(
             expect=("approved",),
             values={"epoch": result.epoch},
         )
-        older = conn.execute(
-            sa.select(Plan.id)
-            .where(Plan.group_id == group_id, Plan.id < plan_id, Plan.status.in_(STANDING_STATUSES))
-            .order_by(Plan.id)
-        ).scalars()
         superseded = []
-        for old in list(older):
+        for old in plan_transitions.older_standing_plan_ids(conn, group_id, plan_id):
             transition(
                 conn,
                 old,
@@ -338,7 +301,7 @@ def auto_approve_and_publish(
     *,
     kafka_conn_id: str | None = None,
     kafka_config: Mapping[str, Any] | None = None,
-    topic: str = at.DEFAULT_TOPIC,
+    topic: str = assignment_topic.DEFAULT_TOPIC,
     timeout: float = 30.0,
 ) -> dict[str, Any]:
     """The advisor DAG's ``static`` publish mode: approve and publish a run's plans.
@@ -350,19 +313,11 @@ def auto_approve_and_publish(
     ones are no-ops. If Kafka is down every plan is tried, then KafkaUnavailable is raised (the
     Airflow task fails and its retry completes the publish).
     """
-    from rebalance_advisor.store.plan_models import AdvisorRun
-
     with db.connect(url) as conn:
         if plan_ids is None:
-            runs = sa.select(AdvisorRun.id).where(AdvisorRun.airflow_run_id == airflow_run_id)
-            plan_ids = list(
-                conn.execute(
-                    sa.select(Plan.id).where(Plan.run_id.in_(runs), Plan.status.in_(STANDING_STATUSES))
-                ).scalars()
-            )
-        rows = conn.execute(sa.select(Plan.id, Plan.group_id, Plan.status).where(Plan.id.in_(list(plan_ids))))
-        plans = sorted(rows, key=lambda r: r[0])
-        static_groups = {g for (g,) in conn.execute(sa.select(registry.StaticMemberRow.group_id).distinct())}
+            plan_ids = plan_transitions.standing_plan_ids_of_airflow_run(conn, airflow_run_id)
+        plans = plan_transitions.plan_groups_and_statuses(conn, plan_ids)
+        static_groups = static_members_table.static_group_ids(conn)
     outcome: dict[str, Any] = {"published": [], "advice_only": [], "failed": []}
     todo = [(i, g, s) for i, g, s in plans if g in static_groups and s in STANDING_STATUSES]
     outcome["advice_only"] = [i for i, g, _ in plans if g not in static_groups]
@@ -374,7 +329,7 @@ def auto_approve_and_publish(
 
         kafka_config = kafka_client_config(kafka_conn_id or DEFAULT_KAFKA_CONN_ID)
     note = "auto-approved: publish mode static"
-    errors: list[at.KafkaUnavailable] = []
+    errors: list[assignment_topic.KafkaUnavailable] = []
     for plan_id, _group, status in todo:
         if status == "recommended":
             approve(plan_id, AUTO_ACTOR, url, airflow_run_id=airflow_run_id, note=note)
@@ -388,14 +343,14 @@ def auto_approve_and_publish(
                 topic=topic,
                 timeout=timeout,
             )
-        except at.KafkaUnavailable as error:
+        except assignment_topic.KafkaUnavailable as error:
             log.error("plan %s stays approved: %s", plan_id, error)
             outcome["failed"].append(plan_id)
             errors.append(error)
             continue
         outcome["published"].append(done.to_dict())
     if errors:
-        raise at.KafkaUnavailable(
+        raise assignment_topic.KafkaUnavailable(
             f"{len(errors)} of {len(todo)} plan(s) not published (they stay approved; a retry completes "
             f"them): {errors[0]}"
         )

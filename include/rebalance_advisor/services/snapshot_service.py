@@ -39,7 +39,7 @@ class SnapshotTaken:
         }
 
 
-def take_snapshot(
+def take_and_store_snapshot(
     params: SnapshotParams,
     client_config: dict[str, Any],
     url: str | None,

@@ -18,8 +18,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from rebalance_advisor.errors import AdvisorError
-from rebalance_advisor.store import db
-from rebalance_advisor.store.models import StaticMemberRow
+from rebalance_advisor.store import db, static_members_table
 
 #: Kafka's own limits: group ids and member ids are strings, topic names at most 249 characters.
 MAX_ID = 255
@@ -93,21 +92,10 @@ def add(
     )
     try:
         with db.connect(url) as conn:
-            exists = conn.execute(
-                sa.select(StaticMemberRow.member_id).where(
-                    StaticMemberRow.group_id == group_id, StaticMemberRow.member_id == member_id
-                )
-            ).first()
-            if exists is not None:
+            if static_members_table.member_registered(conn, group_id, member_id):
                 raise duplicate
-            conn.execute(
-                sa.insert(StaticMemberRow).values(
-                    group_id=group_id,
-                    member_id=member_id,
-                    topics=topic_list,
-                    created_at=member.created_at,
-                    share_keys=share_keys,
-                )
+            static_members_table.insert_member_row(
+                conn, group_id, member_id, topic_list, member.created_at, share_keys
             )
     except sa.exc.IntegrityError as error:  # a concurrent add of the same member won
         raise duplicate from error
@@ -116,50 +104,19 @@ def add(
 
 def list_members(group_id: str | None = None, url: str | None = None) -> list[RegisteredMember]:
     """Registered members (of one group, or all), ordered by group and member."""
-    query = sa.select(StaticMemberRow).order_by(StaticMemberRow.group_id, StaticMemberRow.member_id)
-    if group_id is not None:
-        query = query.where(StaticMemberRow.group_id == group_id)
     with db.connect(url) as conn:
-        return [_member(row) for row in conn.execute(query)]
-
-
-def member_ids(conn: sa.engine.Connection, group_id: str) -> list[str]:
-    """Registered member ids of one group, on the caller's connection (the lifecycle's publish)."""
-    rows = conn.execute(
-        sa.select(StaticMemberRow.member_id)
-        .where(StaticMemberRow.group_id == group_id)
-        .order_by(StaticMemberRow.member_id)
-    )
-    return list(rows.scalars())
+        return [_member(row) for row in static_members_table.member_rows(conn, group_id)]
 
 
 def remove(group_id: str, member_id: str, url: str | None = None) -> RegisteredMember:
     """Unregister one consumer instance; refused when it is not registered."""
     with db.connect(url) as conn:
-        row = conn.execute(
-            sa.select(StaticMemberRow).where(
-                StaticMemberRow.group_id == group_id, StaticMemberRow.member_id == member_id
-            )
-        ).first()
+        row = static_members_table.find_member_row(conn, group_id, member_id)
         if row is None:
-            known = member_ids(conn, group_id)
+            known = static_members_table.member_ids(conn, group_id)
             raise AdvisorError(
                 f"member {member_id!r} of group {group_id!r} is not registered"
                 + (f"; registered: {', '.join(known)}" if known else "; the group has no registered members")
             )
-        conn.execute(
-            sa.delete(StaticMemberRow).where(
-                StaticMemberRow.group_id == group_id, StaticMemberRow.member_id == member_id
-            )
-        )
+        static_members_table.delete_member_row(conn, group_id, member_id)
     return _member(row)
-
-
-def key_sharing_members(conn: sa.engine.Connection, group_id: str) -> frozenset[str]:
-    """Member ids of one group that opted in to key-range sharing (``members add --share-keys``)."""
-    rows = conn.execute(
-        sa.select(StaticMemberRow.member_id).where(
-            StaticMemberRow.group_id == group_id, StaticMemberRow.share_keys.is_(True)
-        )
-    )
-    return frozenset(rows.scalars())

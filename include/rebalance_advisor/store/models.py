@@ -1,4 +1,4 @@
-"""SQLAlchemy 2 models of the snapshot tables (DESIGN.md, "Data").
+"""SQLAlchemy 2 models of the snapshot tables (docs/architecture.md, "Data").
 
 Keys are natural ones (snapshot id + group/topic/partition) so SQL users can join without surrogate
 ids. Child rows are deleted explicitly by ``store`` (portable: SQLite does not enforce cascades

@@ -27,7 +27,6 @@ from sqlalchemy.engine import Connection
 from rebalance_advisor.domain.advice import GroupAdvice
 from rebalance_advisor.domain.decisions import STANDING_STATUSES, StandingPlan, Thresholds
 from rebalance_advisor.domain.group_planning import hold_back
-from rebalance_advisor.domain.spec_documents import StaticMember
 from rebalance_advisor.errors import AdvisorError
 from rebalance_advisor.store import db
 from rebalance_advisor.store.models import StaticMemberRow
@@ -45,14 +44,6 @@ _INSERT_CHUNK = 5_000
 #: this one is "rbadvise" in ASCII). One key, not one per group: a run may touch 10,000 groups,
 #: more than PostgreSQL's lock table holds per transaction.
 PLAN_WRITE_LOCK_KEY = 0x7262616476697365
-
-
-def static_members(conn: Connection) -> list[StaticMember]:
-    """The manual-assign registry."""
-    rows = conn.execute(
-        sa.select(StaticMemberRow.group_id, StaticMemberRow.member_id, StaticMemberRow.topics)
-    )
-    return [StaticMember(g, m, tuple(t or ())) for g, m, t in rows]
 
 
 def published_assignments(conn: Connection) -> dict[str, dict[str, list[tuple[str, int]]]]:

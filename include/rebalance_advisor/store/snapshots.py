@@ -355,6 +355,28 @@ def previous_snapshot_id(snapshot_id: int, url: str | None = None) -> int | None
         ).scalar_one_or_none()
 
 
+def latest_snapshot_row(conn: Connection) -> dict | None:
+    """The newest snapshot's row (id, taken_at, status, ...), or None when there is none."""
+    found = conn.execute(sa.select(SnapshotRow.__table__).order_by(SnapshotRow.id.desc()).limit(1))
+    row = found.mappings().first()
+    return dict(row) if row is not None else None
+
+
+def snapshot_group_rows(conn: Connection, snapshot_id: int) -> list[dict]:
+    """The ``consumer_groups`` rows of one snapshot."""
+    rows = conn.execute(
+        sa.select(ConsumerGroupRow.__table__).where(ConsumerGroupRow.snapshot_id == snapshot_id)
+    )
+    return [dict(r) for r in rows.mappings()]
+
+
+def newest_snapshot_id_of_group(conn: Connection, group_id: str) -> int | None:
+    """The newest stored snapshot that holds the group, or None."""
+    return conn.execute(
+        sa.select(sa.func.max(ConsumerGroupRow.snapshot_id)).where(ConsumerGroupRow.group_id == group_id)
+    ).scalar()
+
+
 def resolve_snapshot_id(ref: str | int | None, url: str | None = None) -> int:
     """``latest``/None or a number to an existing snapshot id; a clear error otherwise."""
     if ref is None or str(ref).strip().lower() == "latest":

@@ -12,8 +12,7 @@ from fastapi import APIRouter, Body, Depends, Path, Query, Request
 from fastapi.concurrency import run_in_threadpool
 
 from rebalance_advisor.domain.parameters import ApprovalParams, field_bounds
-from rebalance_advisor.webui import plan_decisions as decisions
-from rebalance_advisor.webui import queries
+from rebalance_advisor.webui import plan_decisions, queries
 from rebalance_advisor.webui.auth import TriggerUser, require_read
 from rebalance_advisor.webui.schemas import (
     DecisionBody,
@@ -62,7 +61,7 @@ def sort_groups(rows: list[dict], sort: GroupSort, order: SortOrder) -> list[dic
 
 
 @router.get("/groups", response_model=GroupList, summary="Groups of the newest snapshot")
-async def list_groups(
+async def api_list_groups(
     url: DbUrl,
     sort: GroupSort = GroupSort.imbalance,
     order: SortOrder = SortOrder.desc,
@@ -74,7 +73,7 @@ async def list_groups(
     ] = None,
     q: Annotated[str | None, Query(max_length=255, description="substring of the group id")] = None,
 ) -> dict:
-    data = await run_in_threadpool(queries.list_groups, url)
+    data = await run_in_threadpool(queries.group_overview, url)
     rows = data["groups"]
     if state:
         rows = [r for r in rows if r["state"].lower() == state.lower()]
@@ -91,7 +90,7 @@ async def list_groups(
 
 
 @router.get("/groups/{group_id}", response_model=GroupDetail, responses=NOT_FOUND, summary="One group")
-async def get_group(
+async def api_get_group(
     url: DbUrl,
     group_id: Annotated[str, Path(max_length=255)],
     history: Annotated[int, Query(ge=1, le=500, description="imbalance points (snapshots) to return")] = 20,
@@ -101,7 +100,7 @@ async def get_group(
 
 
 @router.get("/plans", response_model=PlanPage, summary="Plans, newest first, filtered and paged")
-async def list_plans(
+async def api_list_plans(
     url: DbUrl,
     group: Annotated[str | None, Query(max_length=255)] = None,
     status: PlanStatus | None = None,
@@ -110,7 +109,7 @@ async def list_plans(
     page_size: Annotated[int, Query(ge=1, le=500)] = 50,
 ) -> dict:
     return await run_in_threadpool(
-        queries.list_plans,
+        queries.plan_list_page,
         url,
         group=group,
         status=status.value if status else None,
@@ -123,7 +122,7 @@ async def list_plans(
 @router.get(
     "/plans/{plan_id}", response_model=PlanDetail, responses=NOT_FOUND, summary="One plan and its moves"
 )
-async def get_plan(url: DbUrl, plan_id: PlanId) -> dict:
+async def api_get_plan(url: DbUrl, plan_id: PlanId) -> dict:
     return await run_in_threadpool(queries.plan_detail, url, plan_id)
 
 
@@ -146,7 +145,9 @@ async def approve_plan(
     body: Annotated[DecisionBody | None, Body()] = None,
 ) -> dict:
     note = body.note if body else None
-    return await run_in_threadpool(decisions.decide, url, plan_id, "approve", user.get_name(), note)
+    return await run_in_threadpool(
+        plan_decisions.decide_from_ui, url, plan_id, "approve", user.get_name(), note
+    )
 
 
 @router.post(
@@ -159,4 +160,6 @@ async def reject_plan(
     body: Annotated[DecisionBody | None, Body()] = None,
 ) -> dict:
     note = body.note if body else None
-    return await run_in_threadpool(decisions.decide, url, plan_id, "reject", user.get_name(), note)
+    return await run_in_threadpool(
+        plan_decisions.decide_from_ui, url, plan_id, "reject", user.get_name(), note
+    )

@@ -28,12 +28,12 @@ UNREACHABLE = "the plan database is unreachable"
 def default_db_url() -> str:
     """Connection ``rebalance_advisor_db``, else ``REBALANCE_ADVISOR_DB_URL``, else the SQLite default."""
     try:
-        from rebalance_advisor.adapters.airflow_connections import database_url as airflow_database_url
+        from rebalance_advisor.adapters.airflow_connections import database_url_from_connection
     except ImportError:  # the helper is not there yet: same order, environment part only
         from rebalance_advisor.settings import database_url
 
         return database_url()
-    return airflow_database_url()
+    return database_url_from_connection()
 
 
 def _is_api(request: Request) -> bool:

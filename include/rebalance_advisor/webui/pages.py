@@ -17,7 +17,7 @@ from fastapi.responses import HTMLResponse
 from rebalance_advisor.domain.parameters import Thresholds
 from rebalance_advisor.webui import queries, svg
 from rebalance_advisor.webui.auth import PageUser, approval_dag_id, can_trigger
-from rebalance_advisor.webui.rendering import GroupRow, chosen_plan, group_load, key_range, templates
+from rebalance_advisor.webui.rendering import GroupTableLine, chosen_plan, group_load, key_range, templates
 
 router = APIRouter(include_in_schema=False)
 
@@ -47,10 +47,10 @@ def error_page(request: Request, title: str, message: str, status_code: int) -> 
 
 @router.get("/", response_class=HTMLResponse)
 async def groups_page(request: Request, user: PageUser) -> HTMLResponse:
-    data = await run_in_threadpool(queries.list_groups, request.app.state.db_url())
+    data = await run_in_threadpool(queries.group_overview, request.app.state.db_url())
     threshold = data["threshold"]
     rows = [
-        GroupRow(
+        GroupTableLine(
             group_id=g["group_id"],
             state=g["state"],
             type=g["type"],

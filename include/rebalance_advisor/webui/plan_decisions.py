@@ -21,16 +21,20 @@ class Conflict(AdvisorError):
     """The plan is not in a state that allows this decision (HTTP 409 with this message)."""
 
 
-def decide(url: str, plan_id: int, action: Action, actor: str, note: str | None = None) -> dict[str, Any]:
+def decide_from_ui(
+    url: str, plan_id: int, action: Action, actor: str, note: str | None = None
+) -> dict[str, Any]:
     """Move plan ``plan_id`` from ``recommended`` to approved/rejected; return the updated row."""
-    from rebalance_advisor.services import plan_lifecycle as lifecycle
+    from rebalance_advisor.services import plan_lifecycle
 
     with db.connect(url) as conn:
         try:
-            lifecycle.transition(conn, plan_id, TARGET[action], actor, note=note, expect=("recommended",))
-        except lifecycle.UnknownPlan as error:
+            plan_lifecycle.transition(
+                conn, plan_id, TARGET[action], actor, note=note, expect=("recommended",)
+            )
+        except plan_lifecycle.UnknownPlan as error:
             raise NotFound(str(error)) from error
-        except lifecycle.IllegalTransition as error:
+        except plan_lifecycle.IllegalTransition as error:
             raise Conflict(str(error)) from error
         plan = plan_row(conn, plan_id)
     return {k: v for k, v in plan.items() if k != "metrics"}

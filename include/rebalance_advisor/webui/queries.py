@@ -1,101 +1,54 @@
 """Read side of the UI: the few questions the pages and the JSON API ask of the plan database.
 
 Plain dicts out (the API's pydantic models validate them), one short transaction per question.
-Snapshots are read through :func:`rebalance_advisor.store.snapshots.load_snapshot`; plan rows
-through the planner's ORM models. Lag "now" follows the lag rule (docs/architecture.md, "Lag") (see :func:`partition_lag`).
+The SQL is in the store: snapshots through :mod:`rebalance_advisor.store.snapshots`, plan rows
+through :mod:`rebalance_advisor.store.plan_queries`. Lag "now" follows the lag rule (docs/architecture.md, "Lag") (see :func:`partition_lag`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
-import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from rebalance_advisor.domain.decisions import FLAGGED_OUTCOMES, Thresholds
-from rebalance_advisor.domain.lag_rules import ResetPolicy, partition_lags
+from rebalance_advisor.domain.lag_rules import ResetPolicy, member_key, partition_lags
 from rebalance_advisor.domain.snapshot_model import Snapshot
 from rebalance_advisor.errors import AdvisorError
-from rebalance_advisor.store import db
-from rebalance_advisor.store.models import ConsumerGroupRow, SnapshotRow
-from rebalance_advisor.store.plan_models import AdvisorRun, GroupOutcome, Plan
+from rebalance_advisor.store import db, plan_queries
 from rebalance_advisor.store.plans import get_plan, published_assignments
-from rebalance_advisor.store.snapshots import load_snapshot
+from rebalance_advisor.store.snapshots import (
+    latest_snapshot_row,
+    load_snapshot,
+    newest_snapshot_id_of_group,
+    snapshot_group_rows,
+)
 
 
 class NotFound(AdvisorError):
     """An unknown group, plan or snapshot: the API answers 404 with this message."""
 
 
-def _row(mapping: Any) -> dict[str, Any]:
-    return dict(mapping) if mapping is not None else {}
-
-
-def latest_snapshot(conn: Connection) -> dict[str, Any] | None:
-    row = conn.execute(sa.select(SnapshotRow.__table__).order_by(SnapshotRow.id.desc()).limit(1))
-    found = row.mappings().first()
-    return _row(found) if found else None
-
-
 def imbalance_threshold(conn: Connection, run_id: int | None = None) -> float:
     """The imbalance threshold of advisor run ``run_id`` (default: the newest run, what flagged the
     groups), else the default."""
-    query = sa.select(AdvisorRun.params).order_by(AdvisorRun.id.desc()).limit(1)
-    if run_id is not None:
-        query = query.where(AdvisorRun.id == run_id)
-    params = conn.execute(query).scalar()
+    params = plan_queries.run_params(conn, run_id)
     try:
         return float((params or {}).get("imbalance_threshold") or Thresholds().imbalance_threshold)
     except (TypeError, ValueError):
         return Thresholds().imbalance_threshold
 
 
-def _latest_outcomes(conn: Connection, group_ids: Iterable[str] | None = None) -> dict[str, dict[str, Any]]:
-    """The newest advisor outcome of every group (highest run id), with the run's snapshot id."""
-    newest = (
-        sa.select(GroupOutcome.group_id, sa.func.max(GroupOutcome.run_id).label("run_id"))
-        .group_by(GroupOutcome.group_id)
-        .subquery()
-    )
-    query = (
-        sa.select(GroupOutcome.__table__, AdvisorRun.snapshot_id, AdvisorRun.finished_at.label("planned_at"))
-        .join(
-            newest,
-            sa.and_(newest.c.group_id == GroupOutcome.group_id, newest.c.run_id == GroupOutcome.run_id),
-        )
-        .join(AdvisorRun, AdvisorRun.id == GroupOutcome.run_id)
-    )
-    if group_ids is not None:
-        query = query.where(GroupOutcome.group_id.in_(list(group_ids)))
-    return {r["group_id"]: _row(r) for r in conn.execute(query).mappings()}
-
-
-def _latest_plans(conn: Connection) -> dict[str, dict[str, Any]]:
-    """The newest non-skipped plan per group (the ``latest_plan_per_group`` view's rule)."""
-    newest = (
-        sa.select(Plan.group_id, sa.func.max(Plan.id).label("id"))
-        .where(Plan.status != "skipped")
-        .group_by(Plan.group_id)
-        .subquery()
-    )
-    query = sa.select(Plan.id, Plan.group_id, Plan.status, Plan.strategy).join(newest, newest.c.id == Plan.id)
-    return {r["group_id"]: _row(r) for r in conn.execute(query).mappings()}
-
-
-def list_groups(url: str) -> dict[str, Any]:
+def group_overview(url: str) -> dict[str, Any]:
     """Every group of the newest snapshot with its newest advisor outcome and plan."""
     with db.connect(url) as conn:
-        snapshot = latest_snapshot(conn)
+        snapshot = latest_snapshot_row(conn)
         threshold = imbalance_threshold(conn)
         if snapshot is None:
             return {"snapshot": None, "threshold": threshold, "groups": []}
-        groups = conn.execute(
-            sa.select(ConsumerGroupRow.__table__).where(ConsumerGroupRow.snapshot_id == snapshot["id"])
-        ).mappings()
-        groups = [_row(g) for g in groups]
-        outcomes = _latest_outcomes(conn, [g["group_id"] for g in groups])
-        plans = _latest_plans(conn)
+        groups = snapshot_group_rows(conn, snapshot["id"])
+        outcomes = plan_queries.latest_outcomes(conn, [g["group_id"] for g in groups])
+        plans = plan_queries.latest_plan_per_group(conn)
     rows = []
     for g in groups:
         outcome = outcomes.get(g["group_id"], {})
@@ -129,16 +82,11 @@ def _snapshot_summary(row: dict[str, Any]) -> dict[str, Any]:
 
 def reset_policy(conn: Connection) -> ResetPolicy:
     """The reset policy of the newest advisor run, so lag "now" is counted as the advisor counts it."""
-    params = conn.execute(sa.select(AdvisorRun.params).order_by(AdvisorRun.id.desc()).limit(1)).scalar()
+    params = plan_queries.run_params(conn)
     try:
         return ResetPolicy.parse((params or {}).get("reset"))
     except AdvisorError:
         return ResetPolicy()
-
-
-def member_key(member_id: str, group_instance_id: str | None) -> str:
-    """How plans name a member: its static ``group.instance.id`` when set (it survives restarts)."""
-    return group_instance_id or member_id
 
 
 def current_assignment(snapshot: Snapshot, group_id: str, policy: ResetPolicy) -> dict[str, Any]:
@@ -181,29 +129,14 @@ def current_assignment(snapshot: Snapshot, group_id: str, policy: ResetPolicy) -
 def group_detail(url: str, group_id: str, history: int = 20, plans: int = 5) -> dict[str, Any]:
     """One group: now (newest snapshot holding it), its outcome, latest plans, imbalance history."""
     with db.connect(url) as conn:
-        snapshot_id = conn.execute(
-            sa.select(sa.func.max(ConsumerGroupRow.snapshot_id)).where(ConsumerGroupRow.group_id == group_id)
-        ).scalar()
-        plan_rows = [
-            _row(r)
-            for r in conn.execute(
-                sa.select(Plan.__table__)
-                .where(Plan.group_id == group_id)
-                .order_by(Plan.id.desc())
-                .limit(plans)
-            ).mappings()
-        ]
+        snapshot_id = newest_snapshot_id_of_group(conn, group_id)
+        plan_rows = plan_queries.newest_plan_rows_of_group(conn, group_id, plans)
         if snapshot_id is None and not plan_rows:
             raise NotFound(f"consumer group {group_id!r} is in no stored snapshot and has no plans")
         threshold = imbalance_threshold(conn)
-        outcome = _latest_outcomes(conn, [group_id]).get(group_id)
+        outcome = plan_queries.latest_outcomes(conn, [group_id]).get(group_id)
         policy = reset_policy(conn)
-        trend = conn.execute(
-            sa.select(AdvisorRun.snapshot_id, GroupOutcome.imbalance_before, GroupOutcome.run_id)
-            .join(AdvisorRun, AdvisorRun.id == GroupOutcome.run_id)
-            .where(GroupOutcome.group_id == group_id)
-            .order_by(AdvisorRun.snapshot_id.desc(), GroupOutcome.run_id.desc())
-        ).all()
+        trend = plan_queries.imbalance_by_run(conn, group_id)
     per_snapshot: dict[int, float | None] = {}
     for snap, imbalance, _run in trend:  # newest run of each snapshot wins
         per_snapshot.setdefault(snap, imbalance)
@@ -237,30 +170,22 @@ def plan_summary(p: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in p.items() if k != "metrics"}
 
 
-def list_plans(url: str, *, group: str | None, status: str | None, strategy: str | None,
+def plan_list_page(url: str, *, group: str | None, status: str | None, strategy: str | None,
                page: int, page_size: int) -> dict[str, Any]:  # fmt: skip
     """Plans newest first, filtered, one page; ``total`` counts every match."""
-    query = sa.select(Plan.__table__)
-    if group:
-        query = query.where(Plan.group_id == group)
-    if status:
-        query = query.where(Plan.status == status)
-    if strategy:
-        query = query.where(Plan.strategy == strategy)
     with db.connect(url) as conn:
-        total = conn.execute(sa.select(sa.func.count()).select_from(query.subquery())).scalar_one()
-        rows = conn.execute(
-            query.order_by(Plan.id.desc()).offset((page - 1) * page_size).limit(page_size)
-        ).mappings()
-        items = [plan_summary(_row(r)) for r in rows]
+        total, rows = plan_queries.plan_page(
+            conn, group=group, status=status, strategy=strategy, page=page, page_size=page_size
+        )
+    items = [plan_summary(r) for r in rows]
     return {"total": total, "page": page, "page_size": page_size, "items": items}
 
 
 def plan_row(conn: Connection, plan_id: int) -> dict[str, Any]:
-    found = conn.execute(sa.select(Plan.__table__).where(Plan.id == plan_id)).mappings().first()
+    found = plan_queries.plan_table_row(conn, plan_id)
     if found is None:
         raise NotFound(f"plan {plan_id} does not exist")
-    return _row(found)
+    return found
 
 
 def plan_detail(url: str, plan_id: int) -> dict[str, Any]:

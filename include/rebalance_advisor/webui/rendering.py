@@ -25,7 +25,7 @@ def format_number(value: float | None, digits: int = 0) -> str:
     return f"{value:,.{digits}f}"
 
 
-def as_utc(value: datetime | str | None) -> datetime | None:
+def utc_whole_seconds(value: datetime | str | None) -> datetime | None:
     """A stored timestamp in UTC, whole seconds. SQLite hands back naive datetimes: the store
     writes UTC, so naive means UTC."""
     if value is None:
@@ -40,12 +40,12 @@ def as_utc(value: datetime | str | None) -> datetime | None:
 def format_timestamp(value: datetime | str | None) -> str:
     """ "2025-01-02 03:04:05 UTC": with its time zone, without microseconds (the page's script
     shows it in the time zone chosen in Airflow's UI)."""
-    moment = as_utc(value)
+    moment = utc_whole_seconds(value)
     return moment.strftime("%Y-%m-%d %H:%M:%S UTC") if moment else "—"
 
 
 def iso_timestamp(value: datetime | str | None) -> str:
-    moment = as_utc(value)
+    moment = utc_whole_seconds(value)
     return moment.isoformat() if moment else ""
 
 
@@ -70,7 +70,7 @@ templates = Jinja2Templates(env=environment())
 
 
 @dataclass(frozen=True)
-class GroupRow:
+class GroupTableLine:
     """One line of the groups table."""
 
     group_id: str

@@ -171,7 +171,7 @@ class Move(BaseModel):
     to_label: str
 
 
-class Transition(BaseModel):
+class TransitionItem(BaseModel):
     from_status: str | None
     to_status: str
     actor: str
@@ -185,7 +185,7 @@ class PlanDetail(BaseModel):
     members: list[MemberComparison]
     assignments: list[PlanAssignmentRow]
     moves: list[Move] = Field(description="partitions whose owner changes under the plan")
-    transitions: list[Transition] = Field(description="status changes, oldest first")
+    transitions: list[TransitionItem] = Field(description="status changes, oldest first")
 
 
 def request_model(name: str, model: type[ParamModel], fields: tuple[str, ...]) -> type[BaseModel]:

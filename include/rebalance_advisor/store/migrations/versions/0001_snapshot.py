@@ -1,5 +1,5 @@
 """Snapshot tables: snapshots, partition offsets, groups, members, assignments, committed offsets,
-errors, and the static-member registry (DESIGN.md, "Data").
+errors, and the static-member registry (docs/architecture.md, "Data").
 
 Revision ID: 0001_snapshot
 Revises: (none)

@@ -1,0 +1,95 @@
+"""Read queries of the web UI over the plan tables (advisor runs, outcomes, plans).
+
+Rows come back as plain dicts, each function on the caller's connection so a page's questions
+share one short transaction; the UI (``webui/queries.py``) composes them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from rebalance_advisor.store.plan_models import AdvisorRun, GroupOutcome, Plan
+
+
+def run_params(conn: Connection, run_id: int | None = None) -> dict[str, Any] | None:
+    """The parameters of advisor run ``run_id`` (default: the newest run), or None."""
+    query = sa.select(AdvisorRun.params).order_by(AdvisorRun.id.desc()).limit(1)
+    if run_id is not None:
+        query = query.where(AdvisorRun.id == run_id)
+    return conn.execute(query).scalar()
+
+
+def latest_outcomes(conn: Connection, group_ids: Iterable[str] | None = None) -> dict[str, dict[str, Any]]:
+    """The newest advisor outcome of every group (highest run id), with the run's snapshot id."""
+    newest = (
+        sa.select(GroupOutcome.group_id, sa.func.max(GroupOutcome.run_id).label("run_id"))
+        .group_by(GroupOutcome.group_id)
+        .subquery()
+    )
+    query = (
+        sa.select(GroupOutcome.__table__, AdvisorRun.snapshot_id, AdvisorRun.finished_at.label("planned_at"))
+        .join(
+            newest,
+            sa.and_(newest.c.group_id == GroupOutcome.group_id, newest.c.run_id == GroupOutcome.run_id),
+        )
+        .join(AdvisorRun, AdvisorRun.id == GroupOutcome.run_id)
+    )
+    if group_ids is not None:
+        query = query.where(GroupOutcome.group_id.in_(list(group_ids)))
+    return {r["group_id"]: dict(r) for r in conn.execute(query).mappings()}
+
+
+def latest_plan_per_group(conn: Connection) -> dict[str, dict[str, Any]]:
+    """The newest non-skipped plan per group (the ``latest_plan_per_group`` view's rule)."""
+    newest = (
+        sa.select(Plan.group_id, sa.func.max(Plan.id).label("id"))
+        .where(Plan.status != "skipped")
+        .group_by(Plan.group_id)
+        .subquery()
+    )
+    query = sa.select(Plan.id, Plan.group_id, Plan.status, Plan.strategy).join(newest, newest.c.id == Plan.id)
+    return {r["group_id"]: dict(r) for r in conn.execute(query).mappings()}
+
+
+def newest_plan_rows_of_group(conn: Connection, group_id: str, limit: int) -> list[dict[str, Any]]:
+    """The group's newest ``limit`` plan rows, newest first."""
+    rows = conn.execute(
+        sa.select(Plan.__table__).where(Plan.group_id == group_id).order_by(Plan.id.desc()).limit(limit)
+    )
+    return [dict(r) for r in rows.mappings()]
+
+
+def imbalance_by_run(conn: Connection, group_id: str) -> list[tuple[int, float | None, int]]:
+    """(snapshot id, imbalance before, run id) of every outcome of the group, newest snapshot and run first."""
+    rows = conn.execute(
+        sa.select(AdvisorRun.snapshot_id, GroupOutcome.imbalance_before, GroupOutcome.run_id)
+        .join(AdvisorRun, AdvisorRun.id == GroupOutcome.run_id)
+        .where(GroupOutcome.group_id == group_id)
+        .order_by(AdvisorRun.snapshot_id.desc(), GroupOutcome.run_id.desc())
+    )
+    return [(r[0], r[1], r[2]) for r in rows]
+
+
+def plan_page(conn: Connection, *, group: str | None, status: str | None, strategy: str | None,
+              page: int, page_size: int) -> tuple[int, list[dict[str, Any]]]:  # fmt: skip
+    """(count of every match, one page of plan rows newest first), filtered."""
+    query = sa.select(Plan.__table__)
+    if group:
+        query = query.where(Plan.group_id == group)
+    if status:
+        query = query.where(Plan.status == status)
+    if strategy:
+        query = query.where(Plan.strategy == strategy)
+    total = conn.execute(sa.select(sa.func.count()).select_from(query.subquery())).scalar_one()
+    rows = conn.execute(query.order_by(Plan.id.desc()).offset((page - 1) * page_size).limit(page_size))
+    return total, [dict(r) for r in rows.mappings()]
+
+
+def plan_table_row(conn: Connection, plan_id: int) -> dict[str, Any] | None:
+    """One plan's row (with its metrics JSON), or None."""
+    found = conn.execute(sa.select(Plan.__table__).where(Plan.id == plan_id)).mappings().first()
+    return dict(found) if found is not None else None
