@@ -235,7 +235,7 @@ def test_make_demo_prints_the_reference_lags_and_plans_and_leaves_nothing_runnin
 def _check_live_group(outcomes: str) -> None:
     """The demo's live group, checked against its known produce rates and consumer capacities.
 
-    Range gives c0 partitions 0-3 (139.5 records/s in, 100 out): the demo must show c0, and only
+    Range gives c0 partitions 0-5 (72.7 records/s in, 50 out): the demo must show c0, and only
     c0, overloaded, and recommend a rate-aware plan that, by the *true* rates and capacities,
     overloads nobody and catches up in about the time it predicts.
     """

@@ -56,16 +56,22 @@ def consumer_config(bootstrap_servers: str, spec: dict) -> dict:
     return config
 
 
+#: how far behind its schedule a processing consumer may fall (a starved thread) and still catch up
+MAX_BEHIND_S = 2.0
+
+
 def run_processor(consumer, capacity: float, stop: threading.Event) -> None:
-    """Process at most ``capacity`` records/s: each record keeps the consumer busy 1/capacity s
-    (a single server: idle time is not saved up), then its offset is stored for the next commit."""
+    """Process at most ``capacity`` records/s: each record keeps the consumer busy 1/capacity s,
+    then its offset is stored for the next commit. The schedule is kept in wall-clock time, so a
+    thread the machine starved for a moment catches up (at most :data:`MAX_BEHIND_S`), and idle
+    time is not saved up beyond that."""
     per_record = 1.0 / capacity
     busy_until = time.monotonic()
     while not stop.is_set():
         records = [r for r in consumer.consume(num_messages=20, timeout=0.5) if r.error() is None]
         if not records:
             continue
-        busy_until = max(busy_until, time.monotonic()) + per_record * len(records)
+        busy_until = max(busy_until, time.monotonic() - MAX_BEHIND_S) + per_record * len(records)
         stop.wait(max(0.0, busy_until - time.monotonic()))
         for record in records:
             with suppress(Exception):  # revoked by a rebalance meanwhile: its new owner reprocesses it
