@@ -2,14 +2,20 @@
 
 Each group: 10 members, about 100 partitions (one of 100 shared topics of 100 partitions, as
 many groups read the same topics), Zipf-skewed lag, owners as Kafka's range assignor left them.
-The snapshot is written to the database first (not timed), then the planner runs under Spark
+Two snapshots 10 s apart are written, so the second carries what the planner plans on in
+production: Zipf produce rates per partition (Δ log end), consume rates (Δ committed: each member
+works its partitions at an even share of a capacity equal to its group's mean member inflow, so
+range's hot members are overloaded) and member capacities measured from them (backlog on every
+partition at both ends). The snapshots are written to the database first (not timed), then the
+planner runs on the second under Spark
 ``local[2]`` with its read / plan / write breakdown, and the same per-group work (spec build,
 all five strategies, metrics, decisions) runs in one plain Python process for comparison.
 
     .venv/bin/python bench/pipeline.py [--sizes 100,1000,10000] [--db URL] [--quick]
 
 Prints a table (``load``: the 1-minute load average right after that size's planner run, as other
-work shares the machine) and writes ``bench/results/pipeline.json``. Target: 10,000 groups < 60 s.
+work shares the machine; ``cpu``: CPU seconds the planner run used in this process tree, the
+driver, Spark's JVM and its Python workers, which on 2 free cores bounds the wall time from below at cpu / 2) and writes ``bench/results/pipeline.json``. Target: 10,000 groups < 60 s.
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ import random
 import sys
 import tempfile
 import time
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -31,8 +37,13 @@ PARTITIONS = 100
 MEMBERS = 10
 
 
-def synthetic_snapshot(groups: int, seed: int = 5337):
-    """A Snapshot with ``groups`` groups as described in the module docstring."""
+INTERVAL_S = 10.0
+GROUP_RATE = 500.0  # records/s produced to each group's topic
+
+
+def synthetic_snapshot(groups: int, seed: int = 5337, previous: bool = False):
+    """A Snapshot with ``groups`` groups as described in the module docstring; ``previous`` gives
+    the one taken ``INTERVAL_S`` earlier (log ends and committed offsets rolled back by the rates)."""
     from rebalance_advisor.domain.snapshot_model import (
         CommittedOffset,
         Group,
@@ -47,7 +58,18 @@ def synthetic_snapshot(groups: int, seed: int = 5337):
         for t in range(TOPICS)
         for p in range(PARTITIONS)
     }
-    partitions = [PartitionOffsets(t, p, 0, e, 1) for (t, p), e in sorted(ends.items())]
+    weights = [rank**-1.1 for rank in range(1, PARTITIONS + 1)]
+    rates = {}
+    for t in range(TOPICS):
+        shuffled = rng.sample(weights, len(weights))
+        for p, w in enumerate(shuffled):
+            rates[(f"topic-{t:03d}", p)] = GROUP_RATE * w / sum(weights)
+    # One partition's consume rate: an even share of a capacity equal to the mean member inflow.
+    share = GROUP_RATE / MEMBERS / (PARTITIONS // MEMBERS)
+    back = INTERVAL_S if previous else 0.0
+    partitions = [
+        PartitionOffsets(t, p, 0, e - round(rates[(t, p)] * back), 1) for (t, p), e in sorted(ends.items())
+    ]
     out_groups, committed = [], []
     for g in range(groups):
         group_id = f"group-{g:05d}"
@@ -55,7 +77,11 @@ def synthetic_snapshot(groups: int, seed: int = 5337):
         lags = [max(1, int(20_000 / (rank**1.1))) for rank in range(1, PARTITIONS + 1)]
         rng.shuffle(lags)
         for p, lag in enumerate(lags):
-            committed.append(CommittedOffset(group_id, topic, p, ends[(topic, p)] - lag))
+            end = ends[(topic, p)]
+            offset = end - lag
+            if previous:  # still behind then: the member had backlog on it at both ends
+                offset = min(offset - round(share * back), end - round(rates[(topic, p)] * back) - 1)
+            committed.append(CommittedOffset(group_id, topic, p, offset))
         per = PARTITIONS // MEMBERS
         members = tuple(
             GroupMemberSnapshot(
@@ -69,8 +95,9 @@ def synthetic_snapshot(groups: int, seed: int = 5337):
             for m in range(MEMBERS)
         )
         out_groups.append(Group(group_id, "Stable", "classic", "range", 1, "10.0.0.1", members))
+    now = datetime.now(UTC)
     return Snapshot(
-        taken_at=datetime.now(UTC),
+        taken_at=now - timedelta(seconds=back),
         bootstrap_servers="bench:9092",
         cluster_id="bench",
         duration_s=0.0,
@@ -78,6 +105,31 @@ def synthetic_snapshot(groups: int, seed: int = 5337):
         committed=committed,
         partitions=partitions,
     )
+
+
+def write_history(groups: int, url: str) -> int:
+    """Store the previous snapshot, then the current one (rates derived from the pair); its id."""
+    from rebalance_advisor import store
+
+    store.write_snapshot(synthetic_snapshot(groups, previous=True), url)
+    return store.write_snapshot(synthetic_snapshot(groups), url)
+
+
+def tree_cpu_s() -> float:
+    """CPU seconds (user + system) of this process and all its descendants: Spark's JVM, its Python
+    workers, and what they already reaped. On a shared machine wall time includes waiting for a
+    core; this is the work done."""
+    import psutil
+
+    total = 0.0
+    me = psutil.Process()
+    for proc in [me, *me.children(recursive=True)]:
+        try:
+            t = proc.cpu_times()
+        except psutil.NoSuchProcess:
+            continue
+        total += t.user + t.system + t.children_user + t.children_system
+    return total
 
 
 def plain_python(url: str, snapshot_id: int) -> dict[str, float]:
@@ -125,14 +177,16 @@ def main(argv: list[str] | None = None) -> int:
             # Warm-up: JVM, Python workers and Arrow paths, so the first size is not charged for them.
             warm = f"sqlite:///{tmp}/warm.db"
             store.upgrade(warm)
-            run_planner(spark, warm, store.write_snapshot(synthetic_snapshot(20), warm))
+            run_planner(spark, warm, write_history(20, warm))
             for size in sizes:
                 url = args.db or f"sqlite:///{tmp}/bench-{size}.db"
                 store.upgrade(url)
                 t0 = time.perf_counter()
-                snapshot_id = store.write_snapshot(synthetic_snapshot(size), url)
+                snapshot_id = write_history(size, url)
                 stored = time.perf_counter() - t0
+                cpu0 = tree_cpu_s()
                 run = run_planner(spark, url, snapshot_id)
+                cpu = tree_cpu_s() - cpu0
                 flagged = len(run.flagged)
                 python = None if args.no_python else plain_python(url, snapshot_id)
                 rows.append(
@@ -142,20 +196,21 @@ def main(argv: list[str] | None = None) -> int:
                         "flagged": flagged,
                         "snapshot_write_s": stored,
                         "spark": run.timings,
+                        "spark_cpu_s": cpu,
                         "python": python,
                     }
                 )
                 load = os.getloadavg()[0]
                 rows[-1]["load_1min"] = load
                 print(
-                    f"  {size:>6} groups: {run.timings['total_s']:.1f} s (load {load:.1f})",
+                    f"  {size:>6} groups: {run.timings['total_s']:.1f} s, CPU {cpu:.1f} s (load {load:.1f})",
                     file=sys.stderr,
                     flush=True,
                 )
     finally:
         spark.stop()
 
-    header = f"{'groups':>7} {'partitions':>10} {'flagged':>7} | {'read':>6} {'plan':>6} {'write':>6} {'total':>7} {'ms/group':>8} {'load':>5} | {'python':>7} {'ms/group':>8}"
+    header = f"{'groups':>7} {'partitions':>10} {'flagged':>7} | {'read':>6} {'plan':>6} {'write':>6} {'total':>7} {'cpu':>7} {'ms/group':>8} {'load':>5} | {'python':>7} {'ms/group':>8}"
     print(f"planner end to end, Spark {args.master}, {os.cpu_count()} cores (seconds)")
     print(header)
     print("-" * len(header))
@@ -164,7 +219,7 @@ def main(argv: list[str] | None = None) -> int:
         py = f"{p['total_s']:>7.1f} {1000 * p['total_s'] / r['groups']:>8.2f}" if p else f"{'-':>7} {'-':>8}"
         print(
             f"{r['groups']:>7} {r['partitions']:>10} {r['flagged']:>7} | {s['read_s']:>6.1f} {s['plan_s']:>6.1f} "
-            f"{s['write_s']:>6.1f} {s['total_s']:>7.1f} {1000 * s['total_s'] / r['groups']:>8.2f} "
+            f"{s['write_s']:>6.1f} {s['total_s']:>7.1f} {r['spark_cpu_s']:>7.1f} {1000 * s['total_s'] / r['groups']:>8.2f} "
             f"{r['load_1min']:>5.1f} | {py}"
         )
     out = ROOT / "bench" / "results" / "pipeline.json"

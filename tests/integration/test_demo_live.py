@@ -24,58 +24,67 @@ def test_live_group_numbers_overload_one_range_member_and_fit_another_assignment
     """Hand-checked arithmetic of the demo's design: range overloads c0 only, total capacity suffices."""
     live = demo_workload.build_live_group()
     rates = live.produce_rates
-    assert len(rates) == 16 and abs(sum(rates) - 260.0) < 0.01
+    assert len(rates) == 24 and abs(sum(rates) - 120.0) < 0.01
     assert all(a > b for a, b in zip(rates, rates[1:], strict=False))  # hottest first
-    assert abs(rates[0] / rates[1] - 2**0.8) < 0.01  # Zipf(0.8): rank 1 / rank 2 = 2^0.8
+    assert abs(rates[0] / rates[1] - 2**0.9) < 0.01  # Zipf(0.9): rank 1 / rank 2 = 2^0.9
+    assert live.capacities == (50.0,) * 4
     owned = live.range_assignment()
-    assert owned == {f"live-orders-c{i}": list(range(4 * i, 4 * i + 4)) for i in range(4)}
+    assert owned == {f"live-orders-c{i}": list(range(6 * i, 6 * i + 6)) for i in range(4)}
     inflow = {member: live.inflow(parts) for member, parts in owned.items()}
-    assert [m for m, load in inflow.items() if load >= 100.0] == ["live-orders-c0"]
-    # An assignment that fits: one hot partition per member, the rest dealt in reverse (snake).
-    snake = [[0, 7, 8, 15], [1, 6, 9, 14], [2, 5, 10, 13], [3, 4, 11, 12]]
-    assert max(live.inflow(parts) for parts in snake) < 100.0
+    assert [m for m, load in inflow.items() if load >= 50.0] == ["live-orders-c0"]
+    # An assignment that fits: partitions dealt in a snake (0-3, then 7-4, then 8-11, ...).
+    snake = [[r * 4 + (i if r % 2 == 0 else 3 - i) for r in range(6)] for i in range(4)]
+    assert sorted(p for parts in snake for p in parts) == list(range(24))
+    assert max(live.inflow(parts) for parts in snake) < 50.0
+
+
+def _observe(kafka_bootstrap: str, live: demo_workload.LiveGroup) -> tuple[float, list[int], list[int]]:
+    """(monotonic midpoint, log ends, committed offsets) of the live topic, read back to back."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    reader = Consumer({"bootstrap.servers": kafka_bootstrap, "group.id": live.group_id})
+    try:
+        partitions = [TopicPartition(live.topic, p) for p in range(len(live.produce_rates))]
+        before = time.monotonic()
+        ends = [reader.get_watermark_offsets(tp, timeout=10)[1] for tp in partitions]
+        committed = [tp.offset for tp in reader.committed(partitions, timeout=10)]
+        return (before + time.monotonic()) / 2, ends, committed
+    finally:
+        reader.close()
 
 
 @pytest.mark.kafka
 def test_live_traffic_runs_at_the_known_rates_and_overloads_the_range_member(kafka_bootstrap: str) -> None:
     live = _live_group()
     with demo_workload.demo_workload(kafka_bootstrap, groups=[], live=live):
-        time.sleep(8)  # past the first commits after the group became stable
-        first = collect(kafka_bootstrap)
-        time.sleep(15)
-        second = collect(kafka_bootstrap)
-    group = next(g for g in second.groups if g.group_id == live.group_id)
+        time.sleep(15)  # past the first commits on every partition after the group became stable
+        t1, end1, com1 = _observe(kafka_bootstrap, live)
+        time.sleep(25)
+        t2, end2, com2 = _observe(kafka_bootstrap, live)
+        group = next(g for g in collect(kafka_bootstrap).groups if g.group_id == live.group_id)
     assert group.assignor == "range"
     owned = {m.client_id: sorted(p for _, p in m.assignment) for m in group.members}
     assert owned == live.range_assignment()
 
-    dt = (second.taken_at - first.taken_at).total_seconds()
-
-    def ends(snapshot):
-        return {p.partition: p.log_end_offset for p in snapshot.partitions if p.topic == live.topic}
-
-    def commits(snapshot):
-        return {c.partition: c.offset for c in snapshot.committed if c.group_id == live.group_id}
-
-    end1, end2, com1, com2 = ends(first), ends(second), commits(first), commits(second)
-    produced = [(end2[p] - end1[p]) / dt for p in range(16)]
-    # The producer paces against its own clock; a loaded machine may delay a tick, not drop one.
-    assert abs(sum(produced) - sum(live.produce_rates)) <= 0.1 * sum(live.produce_rates)
-    for p in (0, 1, 2):
-        assert abs(produced[p] - live.produce_rates[p]) <= 0.15 * live.produce_rates[p]
+    dt = t2 - t1
+    produced = [(end2[p] - end1[p]) / dt for p in range(len(live.produce_rates))]
+    nominal = live.produce_rates
+    # Zipf shape exactly as asked (rank 1 / rank 2 = 2^0.8, ...); the absolute rate within 25 %:
+    # on a loaded machine the broker appends in bursts when it gets the CPU back.
+    for p in (1, 2, 3):
+        assert produced[0] / produced[p] == pytest.approx(nominal[0] / nominal[p], rel=0.15)
+    assert sum(produced) == pytest.approx(sum(nominal), rel=0.25)
 
     def consumed(member: str) -> float:
         return sum(com2[p] - com1[p] for p in owned[member]) / dt
 
-    def backlog(ends_, commits_, member: str) -> int:
-        return sum(ends_[p] - commits_[p] for p in owned[member])
+    def backlog(ends, commits, member: str) -> int:
+        return sum(ends[p] - commits[p] for p in owned[member])
 
-    c0 = live.client_id(0)
+    c0, c3 = live.client_id(0), live.client_id(3)
     # c0 had backlog on every partition it owns at both ends: it ran at its capacity, no faster.
-    assert all(end1[p] > com1[p] and end2[p] > com2[p] for p in owned[c0])
-    assert consumed(c0) <= 1.1 * live.capacities[0]
-    assert consumed(c0) >= 0.6 * live.capacities[0]
-    # Its inflow (139.5/s) exceeds what it processes: its backlog grew; c3 (28.5/s in) caught up on its.
+    assert all(end1[p] > com1[p] >= 0 and end2[p] > com2[p] for p in owned[c0]), (end1, com1, end2, com2)
+    assert 0.6 * live.capacities[0] <= consumed(c0) <= 1.15 * live.capacities[0]
+    # Its inflow (72.7/s) exceeds what it processes: its backlog grew; c3 (10.5/s in) worked its off.
     assert backlog(end2, com2, c0) > backlog(end1, com1, c0)
-    c3 = live.client_id(3)
     assert backlog(end2, com2, c3) < backlog(end1, com1, c3)

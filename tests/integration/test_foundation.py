@@ -224,8 +224,68 @@ def test_make_demo_prints_the_reference_lags_and_plans_and_leaves_nothing_runnin
     kip = next(line for line in outcomes.splitlines() if line.startswith("kip-example"))
     assert "recommended" in kip and "160,000 -> 110,000" in kip and "lag_aware" in kip
     assert any(line.startswith("idle-group") and " idle " in line for line in outcomes.splitlines())
+    _check_live_group(outcomes)
     bootstrap = re.search(r"loading the demo workload on (\S+) \.\.\.", out).group(1)
     leftovers = subprocess.run(
         ["pgrep", "-af", f"{tmp_path}|demo_members {bootstrap}"], capture_output=True, text=True
     ).stdout.strip()
     assert leftovers == ""
+
+
+def _check_live_group(outcomes: str) -> None:
+    """The demo's live group, checked against its known produce rates and consumer capacities.
+
+    Range gives c0 partitions 0-5 (72.7 records/s in, 50 out): the demo must show c0, and only
+    c0, overloaded, and recommend a rate-aware plan that, by the *true* rates and capacities,
+    overloads nobody and catches up in about the time it predicts.
+    """
+    from rebalance_advisor.devtools import demo_workload as demo
+
+    live = demo.build_live_group()
+    capacity = dict(
+        zip((live.client_id(i) for i in range(len(live.capacities))), live.capacities, strict=True)
+    )
+    line = next(line for line in outcomes.splitlines() if line.startswith(live.group_id + " "))
+    assert " recommended " in line, line
+    assert line.split()[-2] in ("rate_aware", "rate_aware_sticky"), line
+    report = outcomes.split("The live group", 1)[1].splitlines()
+
+    # Partitions: owner now, produce/s, consume/s, lag, time lag s, owner in plan.
+    parts = {}
+    for row in report:
+        cells = row.split()
+        if (match := re.match(rf"{re.escape(live.topic)}-(\d+)\s", row)) and len(cells) == 7:
+            parts[int(match.group(1))] = cells
+    assert sorted(parts) == list(range(len(live.produce_rates)))
+    range_owner = {p: m for m, ps in live.range_assignment().items() for p in ps}
+    assert {p: c[1] for p, c in parts.items()} == range_owner
+    # Rates were measured over the snapshots: the hottest partition near its known rate, and the
+    # overloaded member's partitions have backlog measured in time.
+    assert 0.6 * live.produce_rates[0] <= float(parts[0][2]) <= 1.6 * live.produce_rates[0]
+    assert all(float(parts[p][5]) > 0 for p in live.range_assignment()[live.client_id(0)])
+
+    # Members now: c0, and only c0, overloaded (the truth: inflow >= capacity under range only for c0).
+    truly_overloaded = {m for m, ps in live.range_assignment().items() if live.inflow(ps) >= capacity[m]}
+    assert truly_overloaded == {live.client_id(0)}
+    members = {row.split()[0]: row for row in report if row.startswith(live.group_id + "-c")}
+    assert set(members) == set(capacity)
+    assert {m for m, row in members.items() if "OVERLOADED" in row} == truly_overloaded
+
+    # The plan, by the true rates and capacities: nobody overloaded; catch-up as predicted.
+    planned: dict[str, list[int]] = {}
+    for p, cells in parts.items():
+        planned.setdefault(cells[6], []).append(p)
+    assert all(live.inflow(ps) < capacity[m] for m, ps in planned.items()), planned
+    predicted = []
+    true_catch_up = []
+    for m, row in members.items():
+        cells = row.split()
+        plan_backlog, plan_catch_up = int(cells[-3].replace(",", "")), cells[-2:]
+        assert plan_catch_up[-1] == "s", row  # a finite number of seconds, not "never"
+        predicted.append(float(plan_catch_up[0].replace(",", "")))
+        true_catch_up.append(plan_backlog / (capacity[m] - live.inflow(planned.get(m, []))))
+    # Measured capacities and rates are estimates over a few seconds on a shared machine: within 2x.
+    assert 0.5 * max(true_catch_up) <= max(predicted) <= 2.0 * max(true_catch_up), (predicted, true_catch_up)
+    chosen = next(row for row in report if row.rstrip().endswith("<- recommended"))
+    assert chosen.split()[0] == line.split()[-2] and chosen.split()[1] == "0", chosen
+    assert any(row.split()[:1] == ["lag_aware"] for row in report)  # shown next to lag_aware

@@ -111,7 +111,7 @@ def test_bucket_count():
 
 @pytest.mark.spark
 def test_run_planner_plans_the_documents_of_build_group_docs(spark, sqlite_url):  # noqa: F811
-    """Both weights: the job (SQL reader, buckets) decides what plan_group decides on the old route."""
+    """With stored rates: the job (SQL reader, buckets) decides what plan_group decides on the old route."""
     t0 = datetime(2025, 1, 1, tzinfo=UTC)
     hot = {"topics": {"t": [(1_000, 0), (1_000, 0), (10, 0)]}, "members": [("m", None, [("t", 0), ("t", 1)], None), ("n", None, [("t", 2)], None)]}  # fmt: skip
     # 100 s later: partition 0 went 10/s, partition 1 1/s, partition 2 not at all
@@ -122,13 +122,12 @@ def test_run_planner_plans_the_documents_of_build_group_docs(spark, sqlite_url):
         make_snapshot({"g": later, **MIXED}, t0 + timedelta(seconds=100)), sqlite_url
     )
     thresholds, now = Thresholds(cooldown_minutes=0), datetime(2025, 1, 2, tzinfo=UTC)
-    for weight in ("lag", "drain_ms"):
-        docs = build_group_docs(
-            store.load_snapshot(second, sqlite_url),
-            weight=weight,
-            previous=store.load_snapshot(first, sqlite_url),
-        )
-        expected = [compact_outcome(plan_group(doc, thresholds, now)) for doc in docs]
-        run = run_planner(spark, sqlite_url, second, thresholds, weight=weight, dry_run=True, now=now)
-        assert run.outcomes == expected
-    assert {d["group_id"]: d["weight"] for d in docs}["g"] == "drain_ms"
+    assert first < second
+    docs = build_group_docs(store.load_snapshot(second, sqlite_url))
+    expected = [compact_outcome(plan_group(doc, thresholds, now)) for doc in docs]
+    run = run_planner(spark, sqlite_url, second, thresholds, dry_run=True, now=now)
+    assert run.outcomes == expected
+    # Log ends 1,000 -> 3,000, 1,000 -> 1,100 and 10 -> 10 over 100 s: the rates planned on.
+    g = next(d for d in docs if d["group_id"] == "g")
+    assert [p["produce_rate"] for p in g["partitions"]] == pytest.approx([20.0, 1.0, 0.0])
+    assert g["weight"] == "lag"

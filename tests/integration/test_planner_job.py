@@ -232,14 +232,3 @@ def test_unreachable_database_is_a_clear_error_without_the_password(sqlite_url):
         db.DatabaseUnavailable, match=r"database sqlite:///.*failed: no such table: committed_offsets"
     ):
         read_snapshot_tables(snapshot_id, sqlite_url)
-
-
-def test_drain_weights_use_consume_rates():
-    t0 = datetime(2025, 1, 1, tzinfo=UTC)
-    before = make_snapshot({"g": {"topics": {"t": [(1_000, 0), (1_000, 0)]}, "members": [("m", None, [("t", 0), ("t", 1)], None)]}}, t0)  # fmt: skip
-    # 100 s later: partition 0 consumed 1,000 (10/s), partition 1 consumed 100 (1/s); both lag 1,000.
-    after = make_snapshot({"g": {"topics": {"t": [(2_000, 1_000), (1_100, 100)]}, "members": [("m", None, [("t", 0), ("t", 1)], None)]}}, t0 + timedelta(seconds=100))  # fmt: skip
-    doc = build_group_docs(after, weight="drain_ms", previous=before)[0]
-    assert doc["weight"] == "drain_ms"
-    assert [p["lag"] for p in doc["partitions"]] == [100_000, 1_000_000]  # 1,000 / 10 s, 1,000 / 1 s in ms
-    assert build_group_docs(after, weight="drain_ms", previous=None)[0]["weight"] == "lag"

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from rebalance_advisor.domain.advice import GroupAdvice
 from rebalance_advisor.domain.decisions import FLAGGED_OUTCOMES, Thresholds
 from rebalance_advisor.domain.group_planning import plan_group
-from rebalance_advisor.domain.spec_documents import build_docs_from_tables, consume_rates
+from rebalance_advisor.domain.spec_documents import build_docs_from_tables
 from rebalance_advisor.errors import InfrastructureUnavailable
 from rebalance_advisor.gcpause import gc_paused
 
@@ -174,7 +174,6 @@ def run_planner(
     *,
     group_pattern: str | None = None,
     reset: str | None = None,
-    weight: str = "lag",
     airflow_run_id: str | None = None,
     created_by: str = "cli",
     dry_run: bool = False,
@@ -197,7 +196,6 @@ def run_planner(
             thresholds,
             group_pattern=group_pattern,
             reset=reset,
-            weight=weight,
             airflow_run_id=airflow_run_id,
             created_by=created_by,
             dry_run=dry_run,
@@ -215,7 +213,6 @@ def _run_planner(
     *,
     group_pattern: str | None,
     reset: str | None,
-    weight: str,
     airflow_run_id: str | None,
     created_by: str,
     dry_run: bool,
@@ -227,7 +224,7 @@ def _run_planner(
     from rebalance_advisor.store import db, static_members_table
     from rebalance_advisor.store import plans as store_plans
     from rebalance_advisor.store.snapshot_reader import read_snapshot_tables
-    from rebalance_advisor.store.snapshots import load_snapshot, previous_snapshot_id, resolve_snapshot_id
+    from rebalance_advisor.store.snapshots import resolve_snapshot_id
 
     started = time.perf_counter()
     started_at = now or datetime.now(UTC)
@@ -237,17 +234,11 @@ def _run_planner(
         published = store_plans.published_assignments(conn)
         standing = store_plans.standing_plans(conn, airflow_run_id)
     policy = ResetPolicy.parse(reset)
-    group_rates: dict[tuple[str, str, int], float] = {}
-    if weight == "drain_ms" and (prev_id := previous_snapshot_id(snapshot_id, url)) is not None:
-        # rates compare two whole snapshots (rebalance_advisor.domain.lag_rules.rates)
-        group_rates = consume_rates(load_snapshot(snapshot_id, url), load_snapshot(prev_id, url), policy)
     docs = build_docs_from_tables(  # rows straight into the documents (planner.read says why)
         read_snapshot_tables(snapshot_id, url),
         registry,
         group_pattern=group_pattern,
         reset=policy,
-        weight=weight,
-        group_rates=group_rates,
         published=published,
     )
     for doc in docs:
@@ -265,7 +256,6 @@ def _run_planner(
         **thresholds.to_dict(),
         "group_pattern": group_pattern,
         "reset": reset,
-        "weight": weight,
         "publish_mode": publish_mode,
         "dry_run": dry_run,
     }

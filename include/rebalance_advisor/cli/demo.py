@@ -28,6 +28,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--reset", action="store_true",
         help="first delete the demo's topics and groups left by an earlier load (a shared cluster)",
     )  # fmt: skip
+    load.add_argument(
+        "--live", action="store_true",
+        help="also run the live group: a producer at Zipf rates and consumers of limited capacity",
+    )  # fmt: skip
     load.set_defaults(func=_demo_load)
 
     demo = subparsers.add_parser(
@@ -67,7 +71,12 @@ def _demo_load(args: argparse.Namespace) -> int:
     from rebalance_advisor.devtools import demo_workload
 
     bootstrap = resolve_bootstrap(args.bootstrap_servers)
-    with demo_workload.demo_workload(bootstrap, reset=args.reset) as groups:
+    live = demo_workload.build_live_group() if args.live else None
+    if live:
+        print(
+            f"{live.group_id:15} {len(live.produce_rates):3} partitions, {len(live.capacities)} members: {live.purpose}"
+        )
+    with demo_workload.demo_workload(bootstrap, reset=args.reset, live=live) as groups:
         for group in groups:
             partitions = sum(len(counts) for counts in group.produced.values())
             print(
@@ -80,14 +89,17 @@ def _demo_load(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    """Broker + demo workload -> snapshot DAG -> advisor DAG (in-process), then lag and plans."""
+    """Broker + demo workload (with the live group) -> snapshot DAG twice -> advisor DAG (in-process),
+    then lag, plans and the live group's load before and after its plan."""
     from rebalance_advisor import store
     from rebalance_advisor.devtools import demo_workload, local_kafka
     from rebalance_advisor.devtools.demo_pipeline import run_demo_pipeline
     from rebalance_advisor.services import lag_report
+    from rebalance_advisor.services.group_load_report import group_load_report
     from rebalance_advisor.settings import bootstrap_servers_from_env
 
     external = bootstrap_servers_from_env()
+    live = demo_workload.build_live_group()
     with tempfile.TemporaryDirectory(prefix="rebalance-advisor-demo-") as tmp:
         work_dir = Path(tmp)
         db_url = f"sqlite:///{work_dir / 'advisor.db'}"
@@ -98,15 +110,21 @@ def _demo(args: argparse.Namespace) -> int:
             bootstrap = local_kafka.start(work_dir / "kafka").bootstrap_servers
         try:
             print(f"loading the demo workload on {bootstrap} ...", flush=True)
-            with demo_workload.demo_workload(bootstrap, reset=bool(external)):
-                outcomes = run_demo_pipeline(bootstrap, db_url, work_dir / "airflow")
-                snapshot = store.load_snapshot(store.latest_snapshot_id(db_url), db_url)
+            with demo_workload.demo_workload(bootstrap, reset=bool(external), live=live):
                 print(
-                    "\nLag per partition (latest snapshot; the columns of kafka-consumer-groups --describe):"
+                    f"live traffic on {live.group_id}: {len(live.produce_rates)} partitions at Zipf rates "
+                    f"({sum(live.produce_rates):.0f} records/s in all), {len(live.capacities)} consumers of "
+                    f"{', '.join(f'{c:.0f}' for c in live.capacities)} records/s, range assignor",
+                    flush=True,
                 )
-                print(lag_report.format_lag_table(lag_report.rows(snapshot)))
-                print("Advisor outcomes (max member lag before -> after, moves):")
-                print(outcomes)
+                outcomes = run_demo_pipeline(bootstrap, db_url, work_dir / "airflow")
+            snapshot = store.load_snapshot(store.latest_snapshot_id(db_url), db_url)
+            print("\nLag per partition (latest snapshot; the columns of kafka-consumer-groups --describe):")
+            print(lag_report.format_table(lag_report.rows(snapshot)))
+            print("Advisor outcomes (max member lag before -> after, moves):")
+            print(outcomes)
+            print(f"\nThe live group ({live.purpose}):")
+            print(group_load_report(live.group_id, db_url))
         finally:
             if not external:
                 local_kafka.stop(work_dir / "kafka")

@@ -205,16 +205,17 @@ def zipf_rates(count: int, exponent: float, total: float) -> tuple[float, ...]:
 
 
 def build_live_group() -> LiveGroup:
-    """The demo's live group: 16 partitions at Zipf(0.8) rates totalling 260 records/s, 4 consumers
-    of 100 records/s each (65 % of the total capacity is needed). Range gives c0 partitions 0-3,
-    about 139 records/s: overloaded, while a rate-aware assignment fits everyone."""
+    """The demo's live group: 24 partitions at Zipf(0.9) rates totalling 120 records/s, 4 consumers
+    of 50 records/s each (60 % of the total capacity is needed). Range gives c0 partitions 0-5,
+    72.7 records/s: overloaded, while a rate-aware assignment fits everyone (the hottest partition
+    is 27.7 records/s). Rates are low so that the consumers reach their capacity on a busy machine."""
     return LiveGroup(
         "live-orders",
         "live-orders",
-        produce_rates=zipf_rates(16, 0.8, 260.0),
-        capacities=(100.0,) * 4,
+        produce_rates=zipf_rates(24, 0.9, 120.0),
+        capacities=(50.0,) * 4,
         initial_backlog=1_000,
-        purpose="live traffic: Zipf produce rates, 4 consumers of 100 records/s, range assignor",
+        purpose="live traffic: Zipf produce rates, 4 consumers of 50 records/s, range assignor",
     )
 
 

@@ -455,8 +455,8 @@ class PartitionRate:
 def rates(previous: Snapshot, current: Snapshot, policy: ResetPolicy | None = None) -> list[PartitionRate]:
     """Produce and consume rates per (group, topic, partition) between two in-memory snapshots, unsmoothed.
 
-    The stored, smoothed rates are :func:`derive_rates`'; this is what the planner's ``drain_ms``
-    weight still reads.
+    The stored, smoothed rates are :func:`derive_rates`' (what the planner reads); this compares
+    any two snapshots in memory.
     """
     elapsed = (current.taken_at - previous.taken_at).total_seconds()
     if elapsed <= 0:

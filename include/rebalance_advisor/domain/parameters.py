@@ -42,7 +42,6 @@ DEFAULT_STRATEGY_NAMES: tuple[str, ...] = tuple(s for s in STRATEGY_NAMES if s n
 ApprovalDecision = Literal["ask", "approve", "reject"]
 MemberAction = Literal["add", "remove"]
 PublishMode = Literal["recommend", "static"]
-PartitionWeight = Literal["lag", "drain_ms"]
 
 #: ids without leading or trailing whitespace; topic names as Kafka allows them
 ID_PATTERN = r"^\S(.*\S)?$"
@@ -226,10 +225,6 @@ class AdvisorParams(Thresholds):
         "recommend", description="recommend: record plans; static: also approve and publish them"
     )
     dry_run: bool = surface(False, cli="--dry-run", description="plan and log, write nothing")
-    weight: PartitionWeight = surface(
-        "lag", cli="--weight",
-        description="partition weight: lag messages, or time to drain at the consume rate",
-    )  # fmt: skip
     reset_policy: str | None = surface(
         None, max_length=2000, cli="--reset-policy",
         description="auto.offset.reset per group, e.g. 'orders-.*=earliest,latest'",

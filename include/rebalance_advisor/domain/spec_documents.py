@@ -23,26 +23,20 @@ partition) and ``rates_note``, why a snapshot has no rates at all (the first of 
 
 Lags are against the log end, or the last stable offset when the snapshot was taken read_committed.
 
-Partition weight (``weight``): ``lag`` (messages, the default) or ``drain_ms``: the time to work
-off the lag at the group's own consume rate on that partition between the previous snapshot and
-this one (Δcommitted / Δt, from ``rebalance_advisor.domain.lag_rules.rates``). Partitions without a positive
-rate use the group's median rate; a group with no rate at all falls back to ``lag`` (the document
-says which weight it used). Lag itself follows the lag module's rule and per-group
-``auto.offset.reset`` policy.
+Partition lag is in messages (the document's ``weight`` is always ``lag``; what a partition
+weighs in time comes from its produce rate and its member's capacity, the load model's job). Lag
+itself follows the lag module's rule and per-group ``auto.offset.reset`` policy.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from rebalance_advisor.domain.lag_rules import ResetPolicy, lag_end_offset, partition_lag, rates
+from rebalance_advisor.domain.lag_rules import ResetPolicy, lag_end_offset, partition_lag
 from rebalance_advisor.domain.safe_regex import compile_safe_regex
 from rebalance_advisor.domain.snapshot_model import MemberCapacity, Snapshot, TimeLag
-
-WEIGHTS = ("lag", "drain_ms")
 
 #: group -> member -> the (topic, partition) pairs of the group's latest published plan
 #: (``rebalance_advisor.store.plans.published_assignments``); the owned partitions of manual-assign members.
@@ -61,33 +55,6 @@ class StaticMember:
 _EQUAL = MemberCapacity(None, "equal")
 _CAUGHT_UP = TimeLag(0.0, "caught_up")
 _NO_TIME_LAG = TimeLag(None, None)
-
-
-def consume_rates(
-    current: Snapshot, previous: Snapshot | None, policy: ResetPolicy
-) -> dict[tuple[str, str, int], float]:
-    """Committed-offset advance per second for (group, topic, partition) (``rebalance_advisor.domain.lag_rules``)."""
-    if previous is None or current.taken_at <= previous.taken_at:
-        return {}
-    return {
-        (r.group_id, r.topic, r.partition): r.consume_rate
-        for r in rates(previous, current, policy)
-        if r.consume_rate is not None
-    }
-
-
-def _drain_weights(
-    group_id: str, lags: dict[tuple[str, int], int], rates: Mapping[tuple[str, str, int], float]
-) -> dict[tuple[str, int], int] | None:
-    """Milliseconds to drain each partition's lag at the group's rate; None when no rate is known."""
-    known = sorted(r for (g, t, p), r in rates.items() if g == group_id and r > 0 and (t, p) in lags)
-    if not known:
-        return None
-    fallback = known[len(known) // 2]
-    return {
-        tp: math.ceil(1000 * lag / (rates.get((group_id, *tp)) or fallback)) if lag else 0
-        for tp, lag in lags.items()
-    }
 
 
 @dataclass(frozen=True)
@@ -150,22 +117,14 @@ def build_group_docs(
     *,
     group_pattern: str | None = None,
     reset: ResetPolicy | None = None,
-    weight: str = "lag",
-    previous: Snapshot | None = None,
     published: PublishedAssignments | None = None,
 ) -> list[dict[str, Any]]:
     """One document per group of the snapshot (and per registered manual-assign group), sorted by id."""
-    if weight not in WEIGHTS:
-        raise ValueError(f"weight must be one of {WEIGHTS}, got {weight!r}")
-    policy = reset or ResetPolicy()
-    group_rates = consume_rates(snapshot, previous, policy) if weight == "drain_ms" else {}
     return build_docs_from_tables(
         snapshot_tables(snapshot),
         static_members,
         group_pattern=group_pattern,
-        reset=policy,
-        weight=weight,
-        group_rates=group_rates,
+        reset=reset or ResetPolicy(),
         published=published,
     )
 
@@ -176,14 +135,10 @@ def build_docs_from_tables(
     *,
     group_pattern: str | None = None,
     reset: ResetPolicy | None = None,
-    weight: str = "lag",
-    group_rates: Mapping[tuple[str, str, int], float] | None = None,
     published: PublishedAssignments | None = None,
 ) -> list[dict[str, Any]]:
-    """:func:`build_group_docs` on :class:`SnapshotTables`; ``group_rates`` feed ``drain_ms``,
-    ``published`` gives manual-assign members what they own (module docstring)."""
-    if weight not in WEIGHTS:
-        raise ValueError(f"weight must be one of {WEIGHTS}, got {weight!r}")
+    """:func:`build_group_docs` on :class:`SnapshotTables`; ``published`` gives manual-assign
+    members what they own (module docstring)."""
     matcher = compile_safe_regex(group_pattern, "group pattern") if group_pattern else None
     policy = reset or ResetPolicy()
     offsets = tables.offsets
@@ -195,7 +150,6 @@ def build_docs_from_tables(
     for s in static_members:
         registry.setdefault(s.group_id, []).append(s)
     group_ids = sorted(set(tables.members) | set(committed))
-    group_rates = group_rates or {}
     published = published or {}
     docs = []
     for group_id in group_ids:
@@ -246,9 +200,6 @@ def build_docs_from_tables(
         if not live and (plan := published.get(group_id)):
             for member in members:  # only partitions still in the group's topics (lags has them all)
                 member["owned"] = [[t, p] for t, p in plan.get(member["member_id"], ()) if (t, p) in lags]
-        used = "lag"
-        if weight == "drain_ms" and (drain := _drain_weights(group_id, lags, group_rates)) is not None:
-            lags, used = drain, "drain_ms"
         produce_rates, time_lags = tables.produce_rates, tables.time_lags
         partitions, partition_time_lags = [], []
         for (t, p), lag in lags.items():
@@ -264,7 +215,7 @@ def build_docs_from_tables(
                 "group_id": group_id,
                 "members": members,
                 "partitions": partitions,
-                "weight": used,
+                "weight": "lag",  # partition lag is in messages (module docstring)
                 "note": None if members else "no members and no registered static members",
                 "capacity_sources": capacity_sources,
                 "time_lags": partition_time_lags,

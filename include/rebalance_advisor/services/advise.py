@@ -32,7 +32,6 @@ def advise(
         params.thresholds(),
         group_pattern=params.group_regex,
         reset=params.reset_policy,
-        weight=params.weight,
         airflow_run_id=None if params.dry_run else airflow_run_id,
         created_by=airflow_run_id or "cli",
         dry_run=params.dry_run,
