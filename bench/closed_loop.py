@@ -124,7 +124,7 @@ def run_consumer(cfg: dict) -> None:
         def close() -> None:
             consumer.close()
     else:
-        from rebalance_advisor.client import AssignedConsumer
+        from rebalance_advisor_client import AssignedConsumer
 
         consumer = AssignedConsumer(config, cfg["group"], cfg["member"], takeover_timeout=30.0)
 

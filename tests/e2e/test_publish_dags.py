@@ -100,10 +100,11 @@ def test_hitl_answer_becomes_the_decision() -> None:
 @pytest.mark.kafka
 def test_plan_approval_dag(airflow_home, connections: str, kafka_bootstrap: str) -> None:
     from airflow.sdk.definitions.param import ParamValidationError
-    from rebalance_advisor.adapters.assignment_topic import DEFAULT_TOPIC, read_topic
+    from rebalance_advisor.adapters.assignment_topic import read_topic
     from rebalance_advisor.dag_tasks import publishing_tasks
     from rebalance_advisor.services import static_members
     from rebalance_advisor.store.plans import get_plan
+    from rebalance_advisor_client.assignment_records import DEFAULT_TOPIC
 
     dag = _dag("kafka_plan_approval")
     assert dag.params["decision"] == "ask"
@@ -183,9 +184,9 @@ def test_advisor_static_mode_end_to_end(
     """Snapshot -> advisor DAG (publish mode static) -> auto-approved, published -> consumers move."""
     from rebalance_advisor import store
     from rebalance_advisor.adapters import kafka_snapshot
-    from rebalance_advisor.adapters.assignment_topic import DEFAULT_TOPIC
     from rebalance_advisor.services import static_members
     from rebalance_advisor.store.plans import get_plan, plan_assignment_map, run_outcomes
+    from rebalance_advisor_client.assignment_records import DEFAULT_TOPIC
 
     from tests.integration.test_client_handover import PARTITIONS, Scenario
     from tests.support import handover as h

@@ -11,9 +11,10 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, ResourceType
 from rebalance_advisor.adapters import assignment_topic
 from rebalance_advisor.adapters.assignment_publisher import publish_assignments, transactional_id
-from rebalance_advisor.client import AssignedConsumer
 from rebalance_advisor.errors import AdvisorError
-from rebalance_advisor.publish.handover import OWNED, OwnerMark, decode_mark
+from rebalance_advisor_client import AssignedConsumer
+from rebalance_advisor_client import assignment_records as records
+from rebalance_advisor_client.handover_rules import OWNED, OwnerMark, decode_mark
 
 pytestmark = pytest.mark.kafka
 
@@ -87,7 +88,7 @@ def test_malformed_record_is_reported_and_skipped(kafka_bootstrap: str) -> None:
     config = {"bootstrap.servers": kafka_bootstrap}
     group, topic = _names()
     publish_assignments(config, group, "p1", {"a": [("t", 0)]}, topic=topic)
-    _produce_raw(kafka_bootstrap, topic, assignment_topic.encode_key(group, "a"), b'{"group": "broken')
+    _produce_raw(kafka_bootstrap, topic, records.encode_key(group, "a"), b'{"group": "broken')
     result = publish_assignments(config, group, "p2", {"a": [("t", 1)]}, topic=topic)
     assert result.epoch == 2
     assert len(result.malformed) == 1 and "not JSON" in result.malformed[0]
@@ -126,7 +127,7 @@ def test_half_finished_publish_is_invisible_and_fenced(kafka_bootstrap: str) -> 
     )
     crashed.init_transactions(10)
     crashed.begin_transaction()
-    half = assignment_topic.AssignmentRecord(group, "a", 2, "p2", (("t", 9),), "now")
+    half = records.AssignmentRecord(group, "a", 2, "p2", (("t", 9),), "now")
     crashed.produce(topic, half.encode_value(), half.key)
     assert crashed.flush(10) == 0  # on the log, never committed
     assert assignment_topic.read_topic(config, topic).group(group)["a"].epoch == 1
@@ -173,7 +174,7 @@ def test_client_ignores_malformed_record_and_follows_next_epoch(
     consumer = AssignedConsumer(config, group, "m", topic=topic, check_interval=0.05)
     try:
         _wait(lambda: consumer.poll(0.1) is None and consumer.owned == {(data_topic, 0), (data_topic, 1)})
-        _produce_raw(kafka_bootstrap, topic, assignment_topic.encode_key(group, "m"), b"not json")
+        _produce_raw(kafka_bootstrap, topic, records.encode_key(group, "m"), b"not json")
         _wait(lambda: consumer.poll(0.1) is None and consumer.malformed_records == 1)
         assert consumer.epoch == 1 and consumer.owned == {(data_topic, 0), (data_topic, 1)}
 
@@ -191,7 +192,7 @@ def test_client_refuses_to_commit_a_partition_taken_at_a_newer_epoch(
     config = {"bootstrap.servers": kafka_bootstrap, "auto.offset.reset": "earliest"}
     group, topic = _names()
     publish_assignments(config, group, "p1", {"late": [(data_topic, 0)]}, topic=topic)
-    consumer = AssignedConsumer(config, group, "late", topic=topic, check_interval=0.05)
+    consumer = AssignedConsumer(config, group, "late", topic=topic, check_interval=0.05, fenced=False)
     other = Consumer({"bootstrap.servers": kafka_bootstrap, "group.id": group})
     try:
         _consume(consumer, 5)
@@ -217,7 +218,7 @@ def test_client_that_learns_the_epoch_late_releases_nothing_it_lost(
     config = {"bootstrap.servers": kafka_bootstrap, "auto.offset.reset": "earliest"}
     group, topic = _names()
     publish_assignments(config, group, "p1", {"late": [(data_topic, 0), (data_topic, 1)]}, topic=topic)
-    consumer = AssignedConsumer(config, group, "late", topic=topic, check_interval=0.05)
+    consumer = AssignedConsumer(config, group, "late", topic=topic, check_interval=0.05, fenced=False)
     other = Consumer({"bootstrap.servers": kafka_bootstrap, "group.id": group})
     try:
         _consume(consumer, 5)

@@ -1,20 +1,63 @@
 """A manual-assign consumer process for the handover tests: ``python -m tests.support.assigned_worker``.
 
-Runs :class:`rebalance_advisor.client.AssignedConsumer` and appends one line per processed record,
-``<unix time> <member> <epoch> <topic> <partition> <offset>``, to OUT before polling again — so
-whatever it commits is already on file. The helper's log goes to OUT.log. SIGTERM: close and exit.
+Runs :class:`rebalance_advisor_client.AssignedConsumer` and appends one line per processed record,
+``<unix time> <member> <instance> <epoch> <topic> <partition> <offset> <producer id> <producer epoch>``
+(``-`` for no producer), to OUT before polling again, so whatever it commits is already on file.
+With ``--output-topic`` (fenced mode) it also sends ``<partition>:<offset>`` there through the
+helper's transaction. ``--self-pause P``: with probability P it stops itself (SIGSTOP) right after
+reading marks, after fencing or before committing a transaction, i.e. between a read and the write
+that depends on it; the torture nemesis finds it stopped and continues it later. The helper's log
+goes to OUT.log with unix timestamps. SIGTERM: close (commit and release) and exit.
 """
 
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import logging
 import os
+import random
 import signal
 import threading
 import time
 
-from rebalance_advisor.client import AssignedConsumer
+from rebalance_advisor_client import AssignedConsumer, ClientError, fencing
+from rebalance_advisor_client import consumer as consumer_module
+
+#: cleared by SIGTERM: a worker that is shutting down no longer stops itself
+_PAUSES_ON = threading.Event()
+
+
+def _aim_pauses(probability: float) -> None:
+    """Wrap the helper's read-then-write points so the process sometimes stops itself there."""
+    _PAUSES_ON.set()
+
+    def maybe_stop(where: str) -> None:
+        if _PAUSES_ON.is_set() and random.random() < probability:
+            logging.getLogger(__name__).info("self-pause %s", where)
+            os.kill(os.getpid(), signal.SIGSTOP)
+
+    read_marks = consumer_module.AssignedConsumer._read_marks
+    fence = fencing.PartitionTransaction.fence
+    commit = fencing.PartitionTransaction.commit
+
+    def read_then_pause(self, tps):
+        result = read_marks(self, tps)
+        maybe_stop("after reading marks")
+        return result
+
+    def fence_then_pause(self):
+        result = fence(self)
+        maybe_stop("after fencing")
+        return result
+
+    def pause_then_commit(self, offsets, metadata):
+        maybe_stop("before committing a transaction")
+        return commit(self, offsets, metadata)
+
+    consumer_module.AssignedConsumer._read_marks = read_then_pause
+    fencing.PartitionTransaction.fence = fence_then_pause
+    fencing.PartitionTransaction.commit = pause_then_commit
 
 
 def main() -> None:
@@ -23,19 +66,37 @@ def main() -> None:
         parser.add_argument(name)
     parser.add_argument("--takeover-timeout", type=float, default=3.0)
     parser.add_argument("--commit-interval", type=float, default=0.3)
+    parser.add_argument("--unfenced", action="store_true")
+    parser.add_argument("--output-topic")
+    parser.add_argument("--self-pause", type=float, default=0.0)
+    parser.add_argument("--ready-timeout", type=float, default=30.0)
     args = parser.parse_args()
     logging.basicConfig(
-        filename=args.out + ".log", level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s"
+        filename=args.out + ".log", level=logging.INFO, format="%(created).6f %(levelname)s %(message)s"
     )
+    if args.self_pause:
+        _aim_pauses(args.self_pause)
+    # SIGUSR1: every thread's stack to OUT.stacks (the harness asks before it kills a hung worker)
+    stacks = open(args.out + ".stacks", "w")  # noqa: SIM115 - open for the process's lifetime
+    faulthandler.register(signal.SIGUSR1, file=stacks, all_threads=True)
     stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+
+    def on_term(*_: object) -> None:
+        _PAUSES_ON.clear()
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_term)
     consumer = AssignedConsumer(
         {"bootstrap.servers": args.bootstrap, "auto.offset.reset": "earliest"},
         args.group,
         args.member,
         topic=args.topic,
+        fenced=not args.unfenced,
         takeover_timeout=args.takeover_timeout,
         check_interval=0.1,
+        request_timeout=5.0,
+        transaction_timeout=max(10.0, 3 * args.takeover_timeout),
+        ready_timeout=args.ready_timeout,
     )
     fd = os.open(args.out, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
     next_commit = time.monotonic() + args.commit_interval
@@ -43,7 +104,20 @@ def main() -> None:
         while not stop.is_set():
             message = consumer.poll(0.1)
             if message is not None:
-                line = f"{time.time():.6f} {args.member} {consumer.epoch} {message.topic()} {message.partition()} {message.offset()}\n"
+                try:
+                    token = consumer.fencing_token(message)
+                    if args.output_topic:
+                        value = f"{message.partition()}:{message.offset()}".encode()
+                        consumer.produce(message, args.output_topic, value)
+                except ClientError as error:  # lost meanwhile: the new owner redoes it
+                    logging.getLogger(__name__).warning("skipping output: %s", error)
+                    continue
+                pid = "-" if token.producer_id is None else str(token.producer_id)
+                pe = "-" if token.producer_epoch is None else str(token.producer_epoch)
+                line = (
+                    f"{time.time():.6f} {args.member} {consumer.instance} {consumer.epoch} "
+                    f"{message.topic()} {message.partition()} {message.offset()} {pid} {pe}\n"
+                )
                 os.write(fd, line.encode())
             if time.monotonic() >= next_commit:
                 consumer.commit()

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
-from rebalance_advisor.publish.handover import OwnerMark, decode_mark
+from rebalance_advisor_client.handover_rules import OwnerMark, decode_mark
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -27,6 +27,8 @@ class Processed:
     epoch: int
     partition: int
     offset: int
+    instance: str = ""
+    producer: tuple[int, int] | None = None
 
 
 @dataclass
@@ -43,9 +45,18 @@ class Worker:
         result = []
         for line in self.out.read_text().splitlines():
             parts = line.split()
-            if len(parts) == 6:  # a SIGKILL can cut the last line short
+            if len(parts) == 9:  # a SIGKILL can cut the last line short
+                producer = None if parts[7] == "-" else (int(parts[7]), int(parts[8]))
                 result.append(
-                    Processed(float(parts[0]), parts[1], int(parts[2]), int(parts[4]), int(parts[5]))
+                    Processed(
+                        float(parts[0]),
+                        parts[1],
+                        int(parts[3]),
+                        int(parts[5]),
+                        int(parts[6]),
+                        parts[2],
+                        producer,
+                    )
                 )
         return result
 
@@ -63,18 +74,26 @@ class Worker:
         try:
             return self.process.wait(timeout)
         except subprocess.TimeoutExpired:
+            self.signal(signal.SIGUSR1)  # the worker writes its threads' stacks to OUT.stacks
+            time.sleep(1)
             self.signal(signal.SIGKILL)
             self.process.wait(5)
             return None
 
 
 def start_worker(
-    bootstrap: str, group: str, member: str, assignments_topic: str, out: Path, takeover_timeout: float
+    bootstrap: str,
+    group: str,
+    member: str,
+    assignments_topic: str,
+    out: Path,
+    takeover_timeout: float,
+    *extra: str,
 ) -> Worker:
     process = subprocess.Popen(
         [
             sys.executable, "-m", "tests.support.assigned_worker", bootstrap, group, member,
-            assignments_topic, str(out), "--takeover-timeout", str(takeover_timeout),
+            assignments_topic, str(out), "--takeover-timeout", str(takeover_timeout), *extra,
         ],
         cwd=ROOT,
         start_new_session=True,
@@ -99,6 +118,7 @@ class SteadyProducer(threading.Thread):
         self.producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "acks": "all"})
         self.halt = threading.Event()
         self.sent = 0
+        self.unsent = 0
 
     def run(self) -> None:
         while not self.halt.is_set():
@@ -106,11 +126,12 @@ class SteadyProducer(threading.Thread):
             self.sent += 1
             self.producer.poll(0)
             time.sleep(1.0 / self.rate)
-        assert self.producer.flush(30) == 0
+        self.unsent = self.producer.flush(180)  # a broker restart on a loaded machine takes a while
 
     def finish(self) -> None:
         self.halt.set()
-        self.join(40)
+        self.join(190)
+        assert self.unsent == 0, f"{self.unsent} records not delivered"
 
 
 class OffsetWatch(threading.Thread):

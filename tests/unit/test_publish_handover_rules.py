@@ -6,29 +6,35 @@ import itertools
 import json
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from rebalance_advisor.adapters.assignment_publisher import normalize_plan, plan_records
-from rebalance_advisor.adapters.assignment_topic import (
+from rebalance_advisor.adapters.assignment_topic import TopicState
+from rebalance_advisor.errors import AdvisorError
+from rebalance_advisor_client.assignment_records import (
     AssignmentRecord,
     MalformedRecord,
-    TopicState,
+    UnsupportedVersion,
     decode_key,
     decode_record,
     encode_key,
 )
-from rebalance_advisor.errors import AdvisorError
-from rebalance_advisor.publish.handover import (
+from rebalance_advisor_client.handover_rules import (
     OWNED,
     RELEASED,
     Claim,
+    Claimant,
     OwnerMark,
     claim_decision,
+    claim_start,
     commit_offset,
     decode_mark,
     may_commit,
     plan_handover,
 )
+
+#: a shared machine: wall-clock deadlines would test the load, not the rules
+NO_DEADLINE = settings(deadline=None)
 
 ids = st.text(min_size=1, max_size=12)
 partitions = st.lists(
@@ -45,11 +51,13 @@ records = st.builds(
 )
 
 
+@NO_DEADLINE
 @given(records)
 def test_record_round_trips(record: AssignmentRecord) -> None:
     assert decode_record(record.key, record.encode_value()) == record
 
 
+@NO_DEADLINE
 @given(ids, ids)
 def test_key_is_unambiguous(group: str, member: str) -> None:
     assert decode_key(encode_key(group, member)) == (group, member)
@@ -59,7 +67,7 @@ def test_key_is_unambiguous(group: str, member: str) -> None:
 def test_value_has_exactly_the_documented_fields() -> None:
     record = AssignmentRecord("g", "m", 3, "plan-7", (("t", 0), ("t", 2)), "2026-01-01T00:00:00+00:00")
     assert json.loads(record.encode_value()) == {
-        "group": "g", "member": "m", "epoch": 3, "plan_id": "plan-7",
+        "version": 1, "group": "g", "member": "m", "epoch": 3, "plan_id": "plan-7",
         "partitions": [{"topic": "t", "partition": 0}, {"topic": "t", "partition": 2}],
         "published_at": "2026-01-01T00:00:00+00:00",
     }  # fmt: skip
@@ -73,7 +81,7 @@ GOOD = {"group": "g", "member": "m", "epoch": 1, "plan_id": "p", "partitions": [
     [
         (b"g/m", None, "tombstone"),
         (b"g/m", b"{not json", "not JSON"),
-        (b"g/m", b"[]", "fields"),
+        (b"g/m", b"[]", "not an object"),
         (b"gm", json.dumps(GOOD).encode(), "not <group>/<member>"),
         (b"\xff/m", json.dumps(GOOD).encode(), "not UTF-8"),
         (b"g/other", json.dumps(GOOD).encode(), "under key"),
@@ -83,6 +91,8 @@ GOOD = {"group": "g", "member": "m", "epoch": 1, "plan_id": "p", "partitions": [
         (b"g/m", json.dumps({**GOOD, "extra": 1}).encode(), "fields"),
         (b"g/m", json.dumps({**GOOD, "partitions": [{"topic": "t", "partition": -1}]}).encode(), "partition"),
         (b"g/m", json.dumps({**GOOD, "partitions": [{"topic": "t", "partition": 1}] * 2}).encode(), "twice"),
+        (b"g/m", json.dumps({**GOOD, "version": 0}).encode(), "version"),
+        (b"g/m", json.dumps({**GOOD, "version": "1"}).encode(), "version"),
     ],
 )
 def test_malformed_records_say_why(key: bytes, value: bytes | None, reason: str) -> None:
@@ -155,32 +165,84 @@ def test_invalid_plans_are_refused(assignments: dict, message: str) -> None:
         normalize_plan(assignments)
 
 
+# -- record versions ------------------------------------------------------------------------------
+
+
+def test_record_without_version_is_version_one() -> None:
+    assert decode_record(b"g/m", json.dumps(GOOD).encode()).epoch == 1
+
+
+def test_newer_record_version_is_refused_not_consumed() -> None:
+    """A helper that does not know a newer format (e.g. key ranges) must not consume whole partitions."""
+    newer = {**GOOD, "version": 2, "epoch": 7, "ranges": [{"from": 0, "to": 99}]}
+    with pytest.raises(UnsupportedVersion, match="format version 2.*upgrade") as info:
+        decode_record(b"g/m", json.dumps(newer).encode())
+    assert (info.value.group, info.value.member, info.value.epoch) == ("g", "m", 7)
+
+
 # -- the handover rules -----------------------------------------------------------------------------
 
 MEMBERS = ["me", "other"]
 EPOCHS = [1, 2, 3]
-MARKS = [None] + [OwnerMark(m, e, s) for m in MEMBERS for e in EPOCHS for s in (OWNED, RELEASED)]
+INSTANCES = ["i1", "i2"]
+MARKS = [None] + [
+    OwnerMark(m, e, s, i) for m in MEMBERS for e in EPOCHS for s in (OWNED, RELEASED) for i in INSTANCES
+]
 
 
+@NO_DEADLINE
 @given(
     st.frozensets(st.tuples(st.sampled_from("xy"), st.integers(0, 5))),
     st.frozensets(st.tuples(st.sampled_from("xy"), st.integers(0, 5))),
+    st.integers(0, 5),
+    st.integers(1, 3),
 )
-def test_plan_handover_partitions_the_change(old: frozenset, new: frozenset) -> None:
-    change = plan_handover(old, new)
-    assert change.kept | change.gained == new and change.kept | change.lost == old
-    assert not (change.gained & change.lost) and not (change.kept & (change.gained | change.lost))
+def test_plan_handover_partitions_the_change(old: frozenset, new: frozenset, epoch: int, step: int) -> None:
+    change = plan_handover(old, new, epoch, epoch + step)
+    assert (
+        change.kept | change.reclaim | change.gained == new
+        and change.kept | change.reclaim | change.lost == old
+    )
+    assert not (change.gained & change.lost) and not (change.kept & change.reclaim)
+    # Kept without a check only when no epoch was skipped.
+    assert (change.kept == (old & new)) is (step == 1 or not old & new)
 
 
-@pytest.mark.parametrize(("mark", "epoch", "waited"), itertools.product(MARKS, EPOCHS, [0.0, 9.9, 10.0]))
-def test_claim_decision_exhaustively(mark: OwnerMark | None, epoch: int, waited: float) -> None:
-    decision = claim_decision("me", epoch, mark, waited, takeover_timeout=10.0)
+def test_skipped_epochs_reclaim_instead_of_keep() -> None:
+    """Owned p at epoch 4; p went to another member at 5 and came back at 6: not simply "kept"."""
+    p = ("t", 0)
+    change = plan_handover(frozenset({p}), frozenset({p}), 4, 6)
+    assert (change.kept, change.reclaim) == (frozenset(), frozenset({p}))
+    assert plan_handover(frozenset({p}), frozenset({p}), 4, 5).kept == frozenset({p})
+
+
+def test_member_that_skipped_epochs_does_not_overwrite_the_owner() -> None:
+    """The issue's logic flaw: claimed p at 4, p moved to B at 5 and stayed at 6; A resumes at 6.
+
+    A's release (or commit) is judged by the epoch of its claim (4), not its latest (6), so B's
+    mark at 5 wins; the old rule compared 5 < 6 and let A write "released at 6" over B.
+    """
+    b_owns = OwnerMark("b", 5, OWNED, "ib")
+    assert may_commit("a", "ia", 4, b_owns) is False
+    # B is then never refused by A's history, and A at 6 (p not assigned to it) cannot claim it back.
+    assert may_commit("b", "ib", 5, b_owns) is True
+    assert claim_decision(Claimant("a", "ia", 4), b_owns, 99.0, 1.0) is Claim.STALE
+
+
+@pytest.mark.parametrize(
+    ("mark", "epoch", "waited", "fenced"),
+    itertools.product(MARKS, EPOCHS, [0.0, 9.9, 10.0], [False, True]),
+)
+def test_claim_decision_exhaustively(mark: OwnerMark | None, epoch: int, waited: float, fenced: bool) -> None:
+    decision = claim_decision(Claimant("me", "i1", epoch, fenced), mark, waited, takeover_timeout=10.0)
     if mark is None:
         expected = Claim.TAKE
     elif mark.epoch > epoch:
         expected = Claim.STALE  # a newer epoch touched it: never take, whatever the wait
-    elif mark.member == "me" or mark.state == RELEASED:
+    elif (mark.member, mark.instance) == ("me", "i1") or mark.state == RELEASED:
         expected = Claim.TAKE
+    elif mark.member == "me" and not fenced:
+        expected = Claim.TAKE  # an earlier run of this member id: a restart takes its partitions back
     elif mark.epoch == epoch:
         expected = Claim.STALE
     else:
@@ -189,26 +251,59 @@ def test_claim_decision_exhaustively(mark: OwnerMark | None, epoch: int, waited:
     # Safety, stated independently: another member's claim at our epoch or newer is never taken.
     if mark and mark.member == "other" and mark.state == OWNED and mark.epoch >= epoch:
         assert decision not in (Claim.TAKE, Claim.TAKE_OVER)
+    # A fenced instance never takes back what another run of its own member id holds at its epoch.
+    if fenced and mark and mark.member == "me" and mark.instance != "i1" and mark.state == OWNED:
+        assert decision not in (Claim.TAKE, Claim.TAKE_OVER) or mark.epoch < epoch
 
 
-@pytest.mark.parametrize(("mark", "epoch"), itertools.product(MARKS, EPOCHS))
-def test_may_commit_exhaustively(mark: OwnerMark | None, epoch: int) -> None:
-    allowed = may_commit("me", epoch, mark)
-    taken_by_peer = mark is not None and mark.member != "me" and mark.epoch >= epoch
-    assert allowed is not taken_by_peer
+@pytest.mark.parametrize(("mark", "claimed_at"), itertools.product(MARKS, EPOCHS))
+def test_may_commit_exhaustively(mark: OwnerMark | None, claimed_at: int) -> None:
+    allowed = may_commit("me", "i1", claimed_at, mark)
+    ours = mark is not None and (mark.member, mark.instance) == ("me", "i1")
+    taken_since_our_claim = mark is not None and not ours and mark.epoch >= claimed_at
+    assert allowed is not taken_since_our_claim
 
 
+@NO_DEADLINE
 @given(st.integers(0, 10**9), st.one_of(st.none(), st.integers(-1001, 10**9)))
 def test_commit_offset_never_goes_backwards(ours: int, committed: int | None) -> None:
     written = commit_offset(ours, committed)
     assert written >= ours and (committed is None or written >= committed)
 
 
-@given(st.sampled_from(MARKS[1:]))
-def test_mark_round_trips(mark: OwnerMark) -> None:
+@pytest.mark.parametrize(
+    ("committed", "remembered", "reset", "expected"),
+    [
+        (None, None, 7, 7),
+        (None, None, None, None),
+        (10, None, 0, 10),
+        (10, 25, 0, 25),
+        (30, 25, 0, 30),
+        (None, 5, 0, 5),
+    ],
+)
+def test_claim_start_keeps_the_refused_owners_position(committed, remembered, reset, expected) -> None:
+    assert claim_start(committed, remembered, reset) == expected
+
+
+@NO_DEADLINE
+@given(
+    st.sampled_from(MARKS[1:]), st.one_of(st.none(), st.tuples(st.integers(0, 10**6), st.integers(0, 32767)))
+)
+def test_mark_round_trips(mark: OwnerMark, producer) -> None:
+    mark = OwnerMark(mark.member, mark.epoch, mark.state, mark.instance, producer, mark.epoch + 1)
     assert decode_mark(mark.encode()) == mark
 
 
-@pytest.mark.parametrize("metadata", [None, "", "checkpoint-7", "{}", '{"rebalance_advisor": 2}', "[1]"])
+def test_version_one_marks_are_still_read() -> None:
+    old = '{"rebalance_advisor":1,"member":"w","epoch":3,"state":"owned"}'
+    assert decode_mark(old) == OwnerMark("w", 3, OWNED, "", None)
+
+
+@pytest.mark.parametrize(
+    "metadata",
+    [None, "", "checkpoint-7", "{}", '{"rebalance_advisor": 3}', "[1]",
+     '{"rebalance_advisor":2,"member":"w","epoch":3,"state":"owned","producer":[1]}'],
+)  # fmt: skip
 def test_foreign_metadata_is_no_mark(metadata: str | None) -> None:
     assert decode_mark(metadata) is None

@@ -1,1 +1,10 @@
-"""Client helper for manual-assign consumers that follow rebalance-advisor's published assignments."""
+"""Client helper for manual-assign consumers that follow rebalance-advisor's published assignments.
+
+Install it on its own (``pip install ./clients/python``; it needs confluent-kafka and numpy).
+"""
+
+from rebalance_advisor_client.consumer import AssignedConsumer
+from rebalance_advisor_client.errors import ClientError, TransactionsUnavailable
+from rebalance_advisor_client.fencing import FencingToken
+
+__all__ = ["AssignedConsumer", "ClientError", "FencingToken", "TransactionsUnavailable"]

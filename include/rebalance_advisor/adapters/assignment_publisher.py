@@ -15,8 +15,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from rebalance_advisor_client.assignment_records import AssignmentRecord, TopicPartitionKey
+
 from rebalance_advisor.adapters import assignment_topic
-from rebalance_advisor.adapters.assignment_topic import AssignmentRecord, TopicPartitionKey
 from rebalance_advisor.errors import AdvisorError
 
 log = logging.getLogger(__name__)

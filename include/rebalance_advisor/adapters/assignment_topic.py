@@ -1,156 +1,51 @@
-"""The assignment topic: one compacted record per (group, member) holding that member's partitions.
+"""The assignment topic, server side: create it compacted, read every group's current records.
 
-Record format (documented in the README, section "Static assignments: the handover protocol"):
-
-- key: ``<group>/<member>`` in UTF-8, each part percent-encoded (``/`` and ``%`` escaped), so
-  group and member ids containing ``/`` stay unambiguous
-- value: UTF-8 JSON, exactly
-  ``{"group", "member", "epoch", "plan_id", "partitions": [{"topic", "partition"}], "published_at"}``
-  with ``epoch`` a positive integer, ``plan_id`` a string, ``published_at`` ISO-8601 UTC
-
-Compaction keeps the latest record per key, so the topic always holds every member's current
-assignment; a member dropped from a plan gets a record with ``partitions: []``.
+The record format (key, JSON value, versions) belongs to the client package,
+``rebalance_advisor_client.assignment_records``, which this module and the publisher import: one
+definition shared by the writer and every reader. README, "Static assignments: the handover protocol".
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import quote, unquote
+
+from rebalance_advisor_client.assignment_records import (
+    DEFAULT_TOPIC,
+    AssignmentRecord,
+    MalformedRecord,
+    connection_settings,
+    decode_record,
+    reader_settings,
+)
 
 from rebalance_advisor.errors import AdvisorError, InfrastructureUnavailable
 
 log = logging.getLogger(__name__)
 
-DEFAULT_TOPIC = "_rebalance_advisor_assignments"
+__all__ = [
+    "DEFAULT_TOPIC",
+    "KafkaUnavailable",
+    "TopicState",
+    "connection_config",
+    "ensure_topic",
+    "read_topic",
+]
+
 #: one partition: a total order over all records, and reading a group's state stays trivial
 DEFAULT_PARTITIONS = 1
-_FIELDS = {"group", "member", "epoch", "plan_id", "partitions", "published_at"}
-#: consumer settings that belong to a consumer group, never copied to the topic's own clients
-_GROUP_KEYS = {
-    "group.id",
-    "group.instance.id",
-    "group.protocol",
-    "group.remote.assignor",
-    "partition.assignment.strategy",
-    "session.timeout.ms",
-    "heartbeat.interval.ms",
-    "max.poll.interval.ms",
-    "enable.auto.commit",
-    "auto.commit.interval.ms",
-    "enable.auto.offset.store",
-    "auto.offset.reset",
-    "isolation.level",
-    "enable.partition.eof",
-    "on_commit",
-    "transactional.id",
-}
-
-TopicPartitionKey = tuple[str, int]
 
 
 class KafkaUnavailable(InfrastructureUnavailable):
     """The broker could not be reached or refused a request: retrying later may succeed."""
 
 
-class MalformedRecord(ValueError):
-    """A record on the assignment topic that does not follow the format: reported, then skipped."""
-
-
-@dataclass(frozen=True)
-class AssignmentRecord:
-    """One member's assignment at one epoch, as written to (and read from) the topic."""
-
-    group: str
-    member: str
-    epoch: int
-    plan_id: str
-    partitions: tuple[TopicPartitionKey, ...]
-    published_at: str
-
-    @property
-    def key(self) -> bytes:
-        return encode_key(self.group, self.member)
-
-    def encode_value(self) -> bytes:
-        value = {
-            "group": self.group,
-            "member": self.member,
-            "epoch": self.epoch,
-            "plan_id": self.plan_id,
-            "partitions": [{"topic": t, "partition": p} for t, p in self.partitions],
-            "published_at": self.published_at,
-        }
-        return json.dumps(value, separators=(",", ":")).encode()
-
-
-def encode_key(group: str, member: str) -> bytes:
-    return f"{quote(group, safe='')}/{quote(member, safe='')}".encode()
-
-
-def decode_key(key: bytes | None) -> tuple[str, str]:
-    """(group, member) of a record key; MalformedRecord when it is not ``<group>/<member>``."""
-    try:
-        text = (key or b"").decode()
-    except UnicodeDecodeError as error:
-        raise MalformedRecord(f"key is not UTF-8: {key!r}") from error
-    parts = text.split("/")
-    if len(parts) != 2 or not all(parts):
-        raise MalformedRecord(f"key {text!r} is not <group>/<member>")
-    return unquote(parts[0]), unquote(parts[1])
-
-
-def _partitions(raw: object) -> tuple[TopicPartitionKey, ...]:
-    if not isinstance(raw, list):
-        raise MalformedRecord("partitions is not a list")
-    result = []
-    for item in raw:
-        if not isinstance(item, dict) or set(item) != {"topic", "partition"}:
-            raise MalformedRecord(f"partition entry {item!r} is not {{topic, partition}}")
-        topic, partition = item["topic"], item["partition"]
-        if not isinstance(topic, str) or not topic:
-            raise MalformedRecord(f"partition entry {item!r} has no topic name")
-        if not isinstance(partition, int) or isinstance(partition, bool) or partition < 0:
-            raise MalformedRecord(f"partition entry {item!r} has no valid partition number")
-        result.append((topic, partition))
-    if len(set(result)) != len(result):
-        raise MalformedRecord("a partition is listed twice")
-    return tuple(sorted(result))
-
-
-def decode_record(key: bytes | None, value: bytes | None) -> AssignmentRecord:
-    """Parse and validate one record; MalformedRecord says what is wrong with it."""
-    group, member = decode_key(key)
-    if value is None:
-        raise MalformedRecord(f"tombstone for {group}/{member} (no assignment in it)")
-    try:
-        data = json.loads(value)
-    except (ValueError, UnicodeDecodeError) as error:
-        raise MalformedRecord(f"value of {group}/{member} is not JSON: {error}") from error
-    if not isinstance(data, dict) or set(data) != _FIELDS:
-        fields = sorted(data) if isinstance(data, dict) else type(data).__name__
-        raise MalformedRecord(f"value of {group}/{member} has fields {fields}, expected {sorted(_FIELDS)}")
-    if (data["group"], data["member"]) != (group, member):
-        raise MalformedRecord(f"value names {data['group']}/{data['member']} under key {group}/{member}")
-    epoch = data["epoch"]
-    if not isinstance(epoch, int) or isinstance(epoch, bool) or epoch < 1:
-        raise MalformedRecord(f"epoch {epoch!r} of {group}/{member} is not a positive integer")
-    if not isinstance(data["plan_id"], str) or not data["plan_id"]:
-        raise MalformedRecord(f"plan_id of {group}/{member} is not a non-empty string")
-    if not isinstance(data["published_at"], str):
-        raise MalformedRecord(f"published_at of {group}/{member} is not a string")
-    return AssignmentRecord(
-        group, member, epoch, data["plan_id"], _partitions(data["partitions"]), data["published_at"]
-    )
-
-
 def connection_config(config: Mapping[str, Any]) -> dict[str, Any]:
     """The connection part of a client config (servers, security): what the topic's clients reuse."""
-    return {k: v for k, v in config.items() if k not in _GROUP_KEYS}
+    return connection_settings(dict(config))
 
 
 def _kafka_error(action: str, config: Mapping[str, Any], error: BaseException) -> KafkaUnavailable:
@@ -230,16 +125,7 @@ def reader_consumer(config: Mapping[str, Any]):
     """A consumer for reading the topic: no group membership, committed (transactional) records only."""
     from confluent_kafka import Consumer
 
-    return Consumer(
-        {
-            **connection_config(config),
-            # required by the Python client; never joined nor committed to (assign() only)
-            "group.id": "_rebalance_advisor_reader",
-            "enable.auto.commit": False,
-            "enable.partition.eof": True,
-            "isolation.level": "read_committed",
-        }
-    )
+    return Consumer(reader_settings(dict(config)))
 
 
 def read_topic(config: Mapping[str, Any], topic: str = DEFAULT_TOPIC, timeout: float = 30.0) -> TopicState:

@@ -82,7 +82,8 @@ def _show(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from rebalance_advisor.adapters.assignment_topic import DEFAULT_TOPIC
+    from rebalance_advisor_client.assignment_records import DEFAULT_TOPIC
+
     from rebalance_advisor.services import plan_lifecycle
     from rebalance_advisor.store import db
 

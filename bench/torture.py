@@ -1,0 +1,99 @@
+"""Torture run of the client helper's handover (issue 14): long combined faults, per mode.
+
+    .venv/bin/python bench/torture.py                 # fenced 10 min + unfenced 5 min (default)
+    .venv/bin/python bench/torture.py --minutes 1 --modes fenced
+
+Starts a broker of its own (the nemesis restarts it), runs tests.support.torture per
+configuration, prints a table and writes JSON to bench/results/torture.json (with `uptime` load).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tests.support.torture import Config, OwnBroker, Run  # noqa: E402
+
+RESULTS = ROOT / "bench" / "results" / "torture.json"
+COLUMNS = [
+    ("configuration", "config"),
+    ("seconds_of_faults", "s"),
+    ("produced", "produced"),
+    ("processed_unique", "processed"),
+    ("lost", "lost"),
+    ("committed_offset_regressions", "regress"),
+    ("commits_from_superseded_owners", "supersed"),
+    ("commits_accepted_from_fenced_members", "fenced_ok"),
+    ("output_duplicates", "out_dup"),
+    ("normal_handovers", "handovers"),
+    ("takeovers", "takeovers"),
+    ("handover_pause_p50_s", "p50_s"),
+    ("handover_pause_p99_s", "p99_s"),
+]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--minutes", type=float, default=10.0, help="faults per fenced configuration")
+    parser.add_argument("--unfenced-minutes", type=float, default=5.0)
+    parser.add_argument("--modes", default="fenced,unfenced")
+    parser.add_argument("--broker-restart-every", type=float, default=120.0)
+    args = parser.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # stop workers and broker on the way out
+    work = Path(tempfile.mkdtemp(prefix="rebalance-advisor-torture-"))
+    broker = OwnBroker(work / "kafka")
+    results = []
+    try:
+        for mode in args.modes.split(","):
+            minutes = args.minutes if mode == "fenced" else args.unfenced_minutes
+            config = Config(
+                name=f"{mode}-combined",
+                fenced=mode == "fenced",
+                duration=minutes * 60,
+                broker_restart_every=args.broker_restart_every,
+            )
+            run_dir = work / config.name
+            run_dir.mkdir()
+            started = time.time()
+            result = Run(config, broker.bootstrap, broker, run_dir).execute()
+            result["wall_seconds"] = round(time.time() - started, 1)
+            result["load_after"] = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+            results.append(result)
+            print(json.dumps(result), flush=True)
+    finally:
+        broker.stop()
+    print()
+    print("  ".join(f"{label:>10}" for _, label in COLUMNS))
+    for result in results:
+        print("  ".join(f"{str(result.get(key, '-')):>10}" for key, _ in COLUMNS))
+        print(f"   duplicates by cause: {result['duplicates']}")
+    RESULTS.parent.mkdir(exist_ok=True)
+    RESULTS.write_text(
+        json.dumps(
+            {
+                "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
+                "work_dir": str(work),
+                "results": results,
+            },
+            indent=2,
+        )
+    )
+    print(f"\nwritten {RESULTS}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

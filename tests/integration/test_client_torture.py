@@ -1,0 +1,65 @@
+"""Short torture runs of the client helper (the long ones: bench/torture.py).
+
+Four worker processes, a producer of sequence-numbered records, a plan every 2-5 s (sometimes two
+a few ms apart), pauses (some longer than the takeover timeout, some aimed between a read and its
+write), kills and restarts, and (fenced) a broker restart; then the checker reads the group's
+whole commit history from __consumer_offsets, every worker's processing log and the output topic.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.support.torture import Config, OwnBroker, Run
+
+pytestmark = [pytest.mark.kafka, pytest.mark.slow, pytest.mark.torture]
+
+
+@pytest.fixture(scope="module")
+def own_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OwnBroker]:
+    """A broker this module may restart (the session's broker is shared by other tests)."""
+    broker = OwnBroker(tmp_path_factory.mktemp("torture-kafka"))
+    try:
+        yield broker
+    finally:
+        broker.stop()
+
+
+def _run(config: Config, broker: OwnBroker, tmp_path: Path) -> dict:
+    result = Run(config, broker.bootstrap, broker, tmp_path).execute()
+    print(json.dumps(result, indent=1))
+    assert result["worker_exit_codes"] and set(result["worker_exit_codes"].values()) == {0}
+    assert result["pauses"] > 0 and result["kills"] > 0 and result["publishes"] >= 5, "faults did not run"
+    return result
+
+
+def test_fenced_mode_under_combined_faults(own_broker: OwnBroker, tmp_path: Path) -> None:
+    config = Config(
+        "fenced-short", fenced=True, duration=45, kill_every=(12.0, 20.0), broker_restart_every=25.0
+    )
+    result = _run(config, own_broker, tmp_path)
+    assert result["broker_restarts"] == 1
+    assert result["lost"] == 0 and result["outputs_lost"] == 0
+    assert result["committed_offset_regressions"] == 0, result["examples"]
+    assert result["commits_accepted_from_fenced_members"] == 0, result["examples"]
+    assert result["commits_from_superseded_owners"] == 0, result["examples"]
+    assert result["owned_commits_not_in_writers_latest_epoch"] == 0, result["examples"]
+    assert result["output_duplicates"] == 0
+    assert result["final_commit_below_end"] == 0
+    assert result["duplicates"].get("normal_handover", 0) == 0, result["duplicates"]
+
+
+def test_unfenced_mode_under_pauses_and_kills(own_broker: OwnBroker, tmp_path: Path) -> None:
+    result = _run(
+        Config("unfenced-short", fenced=False, duration=30, kill_every=(10.0, 15.0)), own_broker, tmp_path
+    )
+    assert result["lost"] == 0
+    # The skipped-epoch flaw is gone: no member writes over a newer claim because it skipped epochs.
+    assert result["superseded_by_cause"].get("skipped_epochs", 0) == 0, result["examples"]
+    assert result["duplicates"].get("normal_handover", 0) == 0, result["duplicates"]
+    # Regressions and overwrites from a pause (or a slow read) between the freshness check and the
+    # write remain possible without fencing: reported above (stale_read), not asserted away.

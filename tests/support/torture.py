@@ -1,0 +1,670 @@
+"""Torture run of the client helper: workers, a producer, a plan controller, a nemesis, a checker.
+
+Used by the short marked test (tests/test_client_torture.py) and the long run (bench/torture.py).
+Everything runs against a broker of its own (so the nemesis may restart it): worker processes
+(``tests.support.assigned_worker``), a producer of sequence-numbered records, a controller that
+publishes a new random plan every few seconds (sometimes two epochs a few ms apart), and a
+nemesis that stops workers (SIGSTOP, some longer than the takeover timeout; workers also stop
+themselves between a read and the write that depends on it), kills and restarts them, and
+restarts the broker. The checker then reads the group's whole commit history from
+``__consumer_offsets`` (read_committed: only commits the broker accepted), every worker's
+processing log and (fenced mode) the output topic.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import re
+import signal
+import struct
+import subprocess
+import threading
+import time
+import uuid
+from collections import Counter, defaultdict
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from confluent_kafka import Consumer, KafkaError, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+from rebalance_advisor.adapters.assignment_publisher import publish_assignments
+from rebalance_advisor.devtools import local_kafka as localkafka
+from rebalance_advisor_client.handover_rules import OWNED, OwnerMark, decode_mark
+
+from tests.support import handover as h
+
+# -- a broker of our own, restartable -------------------------------------------------------------
+
+
+class OwnBroker:
+    """A local broker whose process this run may kill and start again on the same ports and data."""
+
+    def __init__(self, state_dir: Path, extra_properties: dict[str, str] | None = None) -> None:
+        self.state_dir = state_dir
+        self.info = localkafka.start(state_dir)
+        self.bootstrap = self.info.bootstrap_servers
+        self.restarts = 0
+        if extra_properties:  # the project's template, plus settings of this test's own
+            properties = state_dir / "server.properties"
+            lines = [
+                line
+                for line in properties.read_text().splitlines()
+                if line.split("=")[0] not in extra_properties
+            ]
+            lines += [f"{key}={value}" for key, value in extra_properties.items()]
+            properties.write_text("\n".join(lines) + "\n")
+            self.restart(down_for=0.5)
+
+    def restart(self, down_for: float = 1.0) -> None:
+        localkafka.stop(self.state_dir, timeout=10)
+        time.sleep(down_for)
+        log_file = self.state_dir / "broker.log"
+        with log_file.open("ab") as log:
+            process = subprocess.Popen(
+                localkafka.java_command(
+                    "kafka.Kafka", str(self.state_dir / "server.properties"), heap=localkafka.JVM_HEAP
+                ),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+                cwd=self.state_dir,
+            )
+        self.info = localkafka.BrokerInfo(**{**asdict(self.info), "pid": process.pid})
+        (self.state_dir / "broker.json").write_text(json.dumps(asdict(self.info)))
+        self.restarts += 1
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            admin = AdminClient({"bootstrap.servers": self.bootstrap, "log_level": 0})
+            try:
+                if admin.list_topics(timeout=2).brokers:
+                    return
+            except Exception:  # noqa: BLE001 - not up yet
+                pass
+            time.sleep(0.5)
+        raise RuntimeError("the broker did not come back within 90 s")
+
+    def stop(self) -> None:
+        localkafka.stop(self.state_dir)
+
+
+# -- the group's commit history ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Commit:
+    partition: int
+    offset: int
+    mark: OwnerMark | None
+    at: float = 0.0  # broker's append time of the commit record
+
+
+def _string(data: bytes, at: int) -> tuple[str, int]:
+    (length,) = struct.unpack_from(">h", data, at)
+    return data[at + 2 : at + 2 + length].decode(), at + 2 + length
+
+
+def _varint(data: bytes, at: int) -> tuple[int, int]:
+    shift = result = 0
+    while True:
+        byte = data[at]
+        at += 1
+        result |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return result, at
+        shift += 7
+
+
+def decode_offset_commit(key: bytes, value: bytes | None) -> tuple[str, str, int, int, str] | None:
+    """(group, topic, partition, offset, metadata) of an offset commit record, else None.
+
+    Key and value layouts of ``__consumer_offsets`` (OffsetCommitKey v0/v1, OffsetCommitValue
+    v0 to v4), as Kafka's group coordinator writes them.
+    """
+    (key_version,) = struct.unpack_from(">h", key, 0)
+    if key_version not in (0, 1) or value is None:
+        return None
+    group, at = _string(key, 2)
+    topic, at = _string(key, at)
+    (partition,) = struct.unpack_from(">i", key, at)
+    (version,) = struct.unpack_from(">h", value, 0)
+    (offset,) = struct.unpack_from(">q", value, 2)
+    at = 10
+    if version >= 3:
+        at += 4  # leader epoch
+    if version >= 4:  # flexible version: compact string
+        length, at = _varint(value, at)
+        metadata = value[at : at + length - 1].decode() if length else ""
+    else:
+        metadata, at = _string(value, at)
+    return group, topic, partition, offset, metadata.rstrip("\x00")  # librdkafka sends the C string's NUL
+
+
+def commit_history(bootstrap: str, group: str, topic: str) -> dict[int, list[Commit]]:
+    """Every commit of ``group`` on ``topic`` the broker accepted, per partition, in log order."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"torture-checker-{uuid.uuid4().hex[:6]}",
+            "enable.auto.commit": False,
+            "enable.partition.eof": True,
+            "isolation.level": "read_committed",
+        }
+    )
+    history: dict[int, list[Commit]] = defaultdict(list)
+    try:
+        meta = consumer.list_topics("__consumer_offsets", timeout=10).topics["__consumer_offsets"]
+        pending = set(meta.partitions)
+        consumer.assign([TopicPartition("__consumer_offsets", p, -2) for p in pending])
+        deadline = time.monotonic() + 120
+        while pending and time.monotonic() < deadline:
+            message = consumer.poll(0.5)
+            if message is None:
+                continue
+            if message.error():
+                if message.error().code() == KafkaError._PARTITION_EOF:
+                    pending.discard(message.partition())
+                continue
+            decoded = decode_offset_commit(message.key(), message.value())
+            if decoded and decoded[0] == group and decoded[1] == topic:
+                stamp = message.timestamp()[1] / 1000
+                history[decoded[2]].append(Commit(decoded[2], decoded[3], decode_mark(decoded[4]), stamp))
+        assert not pending, "reading __consumer_offsets did not finish"
+    finally:
+        consumer.close()
+    return dict(history)
+
+
+def read_outputs(bootstrap: str, topic: str, partitions: int) -> Counter:
+    """How often each ``(partition, offset)`` appears on the output topic (committed records only)."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"torture-outputs-{uuid.uuid4().hex[:6]}",
+            "enable.partition.eof": True,
+            "isolation.level": "read_committed",
+        }
+    )
+    seen: Counter = Counter()
+    try:
+        pending = set(range(partitions))
+        consumer.assign([TopicPartition(topic, p, -2) for p in pending])
+        deadline = time.monotonic() + 120
+        while pending and time.monotonic() < deadline:
+            message = consumer.poll(0.5)
+            if message is None:
+                continue
+            if message.error():
+                if message.error().code() == KafkaError._PARTITION_EOF:
+                    pending.discard(message.partition())
+                continue
+            p, o = message.value().decode().split(":")
+            seen[(int(p), int(o))] += 1
+    finally:
+        consumer.close()
+    return seen
+
+
+# -- the run ------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Config:
+    name: str
+    fenced: bool
+    duration: float
+    workers: int = 4
+    partitions: int = 12
+    rate: float = 500.0
+    takeover_timeout: float = 3.0
+    plan_every: tuple[float, float] = (2.0, 5.0)
+    burst_probability: float = 0.2  # a second epoch a few ms after the first
+    pause_every: tuple[float, float] = (2.0, 6.0)
+    pause_seconds: tuple[float, float] = (0.5, 10.0)
+    self_pause: float = 0.01
+    kill_every: tuple[float, float] = (15.0, 30.0)
+    broker_restart_every: float | None = None
+    commit_interval: float = 0.1
+
+
+@dataclass
+class Events:
+    """What the controller and the nemesis did, with times, for the checker."""
+
+    publishes: list[tuple[float, int, dict]] = field(default_factory=list)
+    pauses: list[tuple[float, float, str, str]] = field(default_factory=list)  # start, end, member, kind
+    kills: list[tuple[float, str]] = field(default_factory=list)
+    broker_restarts: list[tuple[float, float]] = field(default_factory=list)
+
+
+class Run:
+    def __init__(self, config: Config, bootstrap: str, broker: OwnBroker | None, work_dir: Path) -> None:
+        self.config, self.bootstrap, self.broker, self.work_dir = config, bootstrap, broker, work_dir
+        self.group = f"torture-{uuid.uuid4().hex[:8]}"
+        self.assignments = f"{self.group}-assignments"
+        self.members = [f"w{i}" for i in range(config.workers)]
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        self.topic = f"{self.group}-in"
+        self.output = f"{self.group}-out" if config.fenced else None
+        topics = [NewTopic(self.topic, config.partitions, 1)]
+        if self.output:
+            topics.append(NewTopic(self.output, config.partitions, 1))
+        for future in admin.create_topics(topics).values():
+            future.result(30)
+        self.events = Events()
+        self.workers: dict[str, list[h.Worker]] = defaultdict(list)
+        self.halt = threading.Event()
+        self.random = random.Random()
+        self.epoch = 0
+        self.lock = threading.Lock()
+
+    # controller
+    def publish_random(self) -> None:
+        shuffled = list(range(self.config.partitions))
+        self.random.shuffle(shuffled)
+        plan: dict[str, list[int]] = {m: [] for m in self.members}
+        for i, p in enumerate(shuffled):
+            plan[self.members[i % len(self.members)]].append(p)
+        self.epoch += 1
+        members = {m: [(self.topic, p) for p in parts] for m, parts in plan.items()}
+        for attempt in range(30):
+            try:
+                result = publish_assignments(
+                    {"bootstrap.servers": self.bootstrap}, self.group, f"plan-{self.epoch}", members,
+                    topic=self.assignments, timeout=10,
+                )  # fmt: skip
+                break
+            except Exception:  # noqa: BLE001 - broker restarting: retry
+                if attempt == 29:
+                    raise
+                time.sleep(1)
+        self.events.publishes.append((time.time(), result.epoch, plan))
+
+    def controller(self) -> None:
+        while not self.halt.wait(self.random.uniform(*self.config.plan_every)):
+            self.publish_random()
+            if self.random.random() < self.config.burst_probability:
+                time.sleep(self.random.uniform(0.002, 0.02))
+                self.publish_random()
+
+    # workers
+    def start_worker(self, member: str) -> None:
+        extra = [
+            "--commit-interval",
+            str(self.config.commit_interval),
+            "--self-pause",
+            str(self.config.self_pause),
+        ]
+        extra += ["--ready-timeout", "120"]  # a worker restarted while the broker restarts waits for it
+        if not self.config.fenced:
+            extra.append("--unfenced")
+        if self.output:
+            extra += ["--output-topic", self.output]
+        n = len(self.workers[member])
+        out = self.work_dir / f"{member}.{n}.processed"
+        worker = h.start_worker(
+            self.bootstrap, self.group, member, self.assignments, out, self.config.takeover_timeout, *extra
+        )
+        self.workers[member].append(worker)
+
+    def current(self, member: str) -> h.Worker:
+        return self.workers[member][-1]
+
+    # nemesis
+    def nemesis(self) -> None:
+        cfg = self.config
+        next_pause = time.monotonic() + self.random.uniform(*cfg.pause_every)
+        next_kill = time.monotonic() + self.random.uniform(*cfg.kill_every)
+        next_restart = time.monotonic() + cfg.broker_restart_every if cfg.broker_restart_every else None
+        resume: dict[str, tuple[float, float, str]] = {}  # member -> (continue at, stopped at, kind)
+        restarting = threading.Thread()
+        while not self.halt.wait(0.05):
+            now = time.monotonic()
+            for member in self.members:  # workers that stopped themselves between read and write
+                worker = self.current(member)
+                if member not in resume and _stopped(worker.process.pid):
+                    seconds = self.random.uniform(*cfg.pause_seconds)
+                    resume[member] = (now + seconds, time.time(), "aimed")
+            for member, (at, started, kind) in list(resume.items()):
+                if now >= at:
+                    self.current(member).signal(signal.SIGCONT)
+                    self.events.pauses.append((started, time.time(), member, kind))
+                    del resume[member]
+            if now >= next_pause:
+                member = self.random.choice(self.members)
+                if member not in resume:
+                    self.current(member).signal(signal.SIGSTOP)
+                    resume[member] = (now + self.random.uniform(*cfg.pause_seconds), time.time(), "random")
+                next_pause = now + self.random.uniform(*cfg.pause_every)
+            if now >= next_kill:
+                member = self.random.choice([m for m in self.members if m not in resume] or self.members)
+                resume.pop(member, None)
+                self.current(member).signal(signal.SIGKILL)
+                self.current(member).process.wait(10)
+                self.events.kills.append((time.time(), member))
+                time.sleep(self.random.uniform(0.5, 2.0))
+                self.start_worker(member)
+                next_kill = time.monotonic() + self.random.uniform(*cfg.kill_every)
+            if next_restart and now >= next_restart and self.broker and not restarting.is_alive():
+                restarting = threading.Thread(target=self.restart_broker, daemon=True)
+                restarting.start()  # the nemesis goes on continuing paused workers meanwhile
+                next_restart = time.monotonic() + cfg.broker_restart_every
+        for member in resume:
+            self.current(member).signal(signal.SIGCONT)
+        if restarting.is_alive():
+            restarting.join(120)
+
+    def restart_broker(self) -> None:
+        started = time.time()
+        self.broker.restart(down_for=self.random.uniform(0.5, 3.0))
+        self.events.broker_restarts.append((started, time.time()))
+
+    def _timelines(self) -> dict[str, list[tuple[float, int]]]:
+        """Per instance: (time, epoch) of every epoch it applied, from its log."""
+        if getattr(self, "_timeline_cache", None) is None:
+            applied = re.compile(r"^(\d+\.\d+) \w+ \S+: epoch \d+ -> (\d+)")
+            cache: dict[str, list[tuple[float, int]]] = {}
+            for worker in self.all_workers():
+                first = worker.lines()[:1]
+                if first:
+                    cache[first[0].instance] = [
+                        (float(m.group(1)), int(m.group(2)))
+                        for m in map(applied.match, worker.log().splitlines())
+                        if m
+                    ]
+            self._timeline_cache = cache
+        return self._timeline_cache
+
+    def _latest_epoch(self, commit: Commit) -> int | None:
+        timeline = self._timelines().get(commit.mark.instance)
+        if not timeline:
+            return None
+        known = [epoch for at, epoch in timeline if at <= commit.at + 0.01]
+        return max(known) if known else None
+
+    def _plan(self, epoch: int) -> dict[str, list[int]] | None:
+        return next((plan for _, e, plan in self.events.publishes if e == epoch), None)
+
+    def latest_gives(self, commit: Commit) -> bool:
+        """Did the writer's latest applied epoch (when it committed) give it the partition?"""
+        latest = commit.mark.seen if commit.mark.seen is not None else self._latest_epoch(commit)
+        plan = self._plan(latest) if latest is not None else None
+        return plan is None or commit.partition in plan.get(commit.mark.member, [])
+
+    def skipped_epochs(self, commit: Commit) -> bool:
+        """Had the partition left the writer in an epoch between its claim and its latest one?"""
+        latest = commit.mark.seen if commit.mark.seen is not None else self._latest_epoch(commit)
+        if latest is None:
+            return False
+        for epoch in range(commit.mark.epoch + 1, latest + 1):
+            plan = self._plan(epoch)
+            if plan is not None and commit.partition not in plan.get(commit.mark.member, []):
+                return True
+        return False
+
+    def resume_all(self, settled: threading.Event) -> None:
+        while not settled.wait(0.05):
+            for member in self.members:
+                self.current(member).signal(signal.SIGCONT)
+
+    def all_workers(self) -> list[h.Worker]:
+        return [w for ws in self.workers.values() for w in ws]
+
+    def execute(self) -> dict:
+        cfg = self.config
+        self.publish_random()
+        for member in self.members:
+            self.start_worker(member)
+        producer = h.SteadyProducer(self.bootstrap, self.topic, cfg.partitions, rate=cfg.rate)
+        producer.start()
+        threads = [
+            threading.Thread(target=self.controller, daemon=True),
+            threading.Thread(target=self.nemesis, daemon=True),
+        ]
+        started = time.time()
+        for thread in threads:
+            thread.start()
+        try:
+            time.sleep(cfg.duration)
+        except BaseException:
+            self.halt.set()
+            producer.halt.set()
+            for worker in self.all_workers():
+                worker.stop(5)
+            raise
+        finally:
+            self.halt.set()
+            for thread in threads:
+                thread.join(120)
+        faults_end = time.time()
+        # Workers still stop themselves between read and write: from here on, continue them at once.
+        settled = threading.Event()
+        resumer = threading.Thread(target=self.resume_all, args=(settled,), daemon=True)
+        resumer.start()
+        for member in self.members:  # a worker that died on its own (not by the nemesis) comes back
+            if self.current(member).process.poll() is not None:
+                self.start_worker(member)
+        self.publish_random()  # a last plan, then quiet: every partition settles
+        producer.finish()
+        ends = h.end_offsets(self.bootstrap, self.topic, cfg.partitions)
+        deadline = time.monotonic() + max(180.0, 6 * cfg.takeover_timeout)  # a loaded machine is slow
+        while time.monotonic() < deadline and h.coverage(self.all_workers(), ends)[0]:
+            time.sleep(0.5)
+        time.sleep(2 * cfg.commit_interval + 1)
+        settled.set()
+        resumer.join(5)
+        codes = {f"{w.member}:{w.out.name}": w.stop() for w in self.all_workers() if w.process.poll() is None}
+        return self.check(ends, started, faults_end, producer.sent, codes)
+
+    # checker
+    def check(self, ends: dict[int, int], started: float, faults_end: float, sent: int, codes: dict) -> dict:
+        cfg = self.config
+        lines = h.processed(self.all_workers())
+        missing, seen = h.coverage(self.all_workers(), ends)
+        history = commit_history(self.bootstrap, self.group, self.topic)
+        regressions, superseded, fenced_accepted, not_given = [], [], [], []
+        for p, commits in history.items():
+            best_epoch: dict[tuple[str, str], int] = {}
+            max_producer = None
+            for before, after in zip(commits, commits[1:], strict=False):
+                if after.offset < before.offset:
+                    regressions.append(f"partition {p}: {before.offset} -> {after.offset} by {after.mark}")
+            top = (-1, None)
+            for commit in commits:
+                mark = commit.mark
+                if mark is None:
+                    continue
+                writer = (mark.member, mark.instance)
+                if mark.epoch < top[0] and top[1] != writer:
+                    cause = "skipped_epochs" if self.skipped_epochs(commit) else "stale_read"
+                    superseded.append((cause, f"partition {p}: {mark} after {top}"))
+                if mark.state == OWNED and not self.latest_gives(commit):
+                    not_given.append(f"partition {p}: {mark}")
+                if mark.epoch > top[0] or (mark.epoch == top[0] and top[1] != writer):
+                    top = (mark.epoch, writer)
+                best_epoch[writer] = mark.epoch
+                if mark.producer is not None:
+                    if max_producer is not None and mark.producer < max_producer:
+                        fenced_accepted.append(f"partition {p}: {mark} after producer {max_producer}")
+                    max_producer = max(max_producer or mark.producer, mark.producer)
+        final_committed = {p: (commits[-1].offset if commits else None) for p, commits in history.items()}
+        duplicates = self.classify_duplicates(lines, seen)
+        handovers = self.handovers(lines)
+        outputs = read_outputs(self.bootstrap, self.output, cfg.partitions) if self.output else None
+        result = {
+            "configuration": cfg.name,
+            "mode": "fenced" if cfg.fenced else "unfenced",
+            "seconds_of_faults": round(faults_end - started, 1),
+            "workers": cfg.workers,
+            "partitions": cfg.partitions,
+            "rate_per_s": cfg.rate,
+            "takeover_timeout_s": cfg.takeover_timeout,
+            "produced": sum(ends.values()),  # the producer's retries across broker restarts included
+            "processed_unique": len(seen),
+            "processed_total": sum(seen.values()),
+            "lost": len(missing),
+            "duplicates": duplicates,
+            "committed_offset_regressions": len(regressions),
+            "commits_from_superseded_owners": len(superseded),
+            "superseded_by_cause": dict(Counter(cause for cause, _ in superseded)),
+            "owned_commits_not_in_writers_latest_epoch": len(not_given),
+            "commits_accepted_from_fenced_members": len(fenced_accepted) if cfg.fenced else None,
+            "final_commit_below_end": sum(
+                1 for p, end in ends.items() if (final_committed.get(p) or 0) < end
+            ),
+            "commits_in_history": sum(len(c) for c in history.values()),
+            "publishes": len(self.events.publishes),
+            "pauses": len(self.events.pauses),
+            "pauses_longer_than_timeout": sum(
+                1 for s, e, _, _ in self.events.pauses if e - s > cfg.takeover_timeout
+            ),
+            "aimed_pauses": sum(1 for *_, kind in self.events.pauses if kind == "aimed"),
+            "kills": len(self.events.kills),
+            "broker_restarts": len(self.events.broker_restarts),
+            **handovers,
+            "worker_exit_codes": codes,
+            "examples": {
+                "regressions": regressions[:5],
+                "superseded": [text for _, text in superseded[:5]],
+                "not_given": not_given[:5],
+                "fenced": fenced_accepted[:5],
+            },
+        }
+        if outputs is not None:
+            result["output_duplicates"] = sum(c - 1 for c in outputs.values() if c > 1)
+            result["outputs_lost"] = sum(
+                1 for p, end in ends.items() for o in range(end) if (p, o) not in outputs
+            )
+        return result
+
+    def _log_events(
+        self,
+    ) -> tuple[list[tuple[float, str, int]], dict[str, list[tuple[float, str, int | None]]]]:
+        """(takeovers: time, member, partition), and per worker run its fault events from its log.
+
+        Events: ``fenced`` (the broker or a newer mark refused it), ``abort`` (a transaction or a
+        release failed and was redone from the last commit), ``end`` (its last line: a crash when
+        it never logged ``closed``).
+        """
+        takeovers, per_run = [], {}
+        topic = re.escape(self.topic)
+        taking = re.compile(rf"^(\d+\.\d+) \w+ (\S+): taking over {topic}-(\d+)")
+        lost = re.compile(rf"^(\d+\.\d+) \w+ \S+: (fenced on|not committing) {topic}-(\d+)")
+        dropped = re.compile(rf"^(\d+\.\d+) \w+ \S+: {topic}-(\d+) was taken by")
+        aborted = re.compile(
+            rf"^(\d+\.\d+) \w+ \S+: (?:commit|begin|produce) of {topic}-(\d+) (?:failed .*aborting|is stuck)"
+        )
+        for worker in self.all_workers():
+            events: list[tuple[float, str, int | None]] = []
+            log_lines = worker.log().splitlines()
+            for line in log_lines:
+                if found := taking.match(line):
+                    takeovers.append((float(found.group(1)), found.group(2), int(found.group(3))))
+                if found := lost.match(line):
+                    events.append((float(found.group(1)), "fenced", int(found.group(3))))
+                if found := dropped.match(line):
+                    events.append((float(found.group(1)), "fenced", int(found.group(2))))
+                if found := aborted.match(line):
+                    events.append((float(found.group(1)), "abort", int(found.group(2))))
+            stamped = [line for line in log_lines if re.match(r"^\d+\.\d+ ", line)]
+            closed = any(line.endswith(" closed") for line in log_lines)
+            if stamped and not closed:
+                events.append((float(stamped[-1].split()[0]), "end", None))
+            per_run[worker.out.name] = events
+        return takeovers, per_run
+
+    def classify_duplicates(self, lines: list[h.Processed], seen: Counter) -> dict[str, int]:
+        """Each repeat of a processed record, by what happened to its first processor in between.
+
+        ``same_instance_redo`` (its own transaction aborted, rewound), ``after_fenced`` (taken over
+        while paused or slow; its commit was refused), ``after_aborted_transaction`` (its last
+        transaction failed, the next owner redid it), ``after_crash`` (killed before committing),
+        ``after_takeover`` (the next owner took over: the first was paused, its own log is silent),
+        ``normal_handover`` (none of these: a bug).
+        """
+        takeovers, per_run = self._log_events()
+        run_of = {item.instance: w.out.name for w in self.all_workers() for item in w.lines()[:1]}
+        by_pair: dict[tuple[int, int], list[h.Processed]] = defaultdict(list)
+        for line in lines:
+            if seen[(line.partition, line.offset)] > 1:
+                by_pair[(line.partition, line.offset)].append(line)
+        causes: Counter = Counter()
+        for (p, _), items in by_pair.items():
+            items.sort(key=lambda x: x.at)
+            for first, again in zip(items, items[1:], strict=False):
+                if first.instance == again.instance:
+                    causes["same_instance_redo"] += 1
+                    continue
+                events = [
+                    kind
+                    for t, kind, q in per_run.get(run_of.get(first.instance, ""), [])
+                    if first.at - 0.5 <= t <= again.at and q in (p, None)
+                ]
+                if "fenced" in events:
+                    causes["after_fenced"] += 1
+                elif "abort" in events:
+                    causes["after_aborted_transaction"] += 1
+                elif "end" in events:
+                    causes["after_crash"] += 1
+                elif any(first.at - 0.5 <= t <= again.at and q == p for t, _, q in takeovers):
+                    causes["after_takeover"] += 1  # the first was paused (SIGSTOP): its log is silent
+                else:
+                    causes["normal_handover"] += 1
+        return dict(causes)
+
+    def handovers(self, lines: list[h.Processed]) -> dict:
+        """Owner changes per partition; the processing gap of normal handovers (no fault within 2 s)."""
+        takeovers, per_run = self._log_events()
+        run_of = {item.instance: w.out.name for w in self.all_workers() for item in w.lines()[:1]}
+        restarts = self.events.broker_restarts
+        last: dict[int, h.Processed] = {}
+        gaps, changes = [], 0
+        for line in sorted(lines, key=lambda x: x.at):
+            before = last.get(line.partition)
+            if before is not None and before.instance != line.instance:
+                changes += 1
+                window = (before.at - 2, line.at)
+                involved = {before.member, line.member}
+                faulty = (
+                    any(
+                        m in involved and s <= window[1] and e >= window[0]
+                        for s, e, m, _ in self.events.pauses
+                    )
+                    or any(m in involved and window[0] <= t <= window[1] for t, m in self.events.kills)
+                    or any(q == line.partition and window[0] <= t <= window[1] for t, _, q in takeovers)
+                    or any(s <= window[1] and e >= window[0] for s, e in restarts)
+                    or any(
+                        window[0] <= t <= window[1] + 1 and q in (line.partition, None)
+                        for t, _, q in per_run.get(run_of.get(before.instance, ""), [])
+                    )
+                )
+                if not faulty:
+                    gaps.append(line.at - before.at)
+            last[line.partition] = line
+        gaps.sort()
+
+        def pct(q: float) -> float | None:
+            return round(gaps[min(len(gaps) - 1, int(q * len(gaps)))], 3) if gaps else None
+
+        return {
+            "owner_changes": changes,
+            "normal_handovers": len(gaps),
+            "takeovers": len(takeovers),
+            "handover_pause_p50_s": pct(0.5),
+            "handover_pause_p99_s": pct(0.99),
+            "handover_pause_max_s": round(gaps[-1], 3) if gaps else None,
+        }
+
+
+def _stopped(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] == "T"
+    except OSError:
+        return False
+
+
+def load() -> str:
+    return os.getloadavg().__repr__()
