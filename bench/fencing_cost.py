@@ -100,10 +100,10 @@ def main() -> int:
     state_dir = None
     bootstrap = args.bootstrap
     if not bootstrap:
-        from rebalance_advisor.devtools import local_kafka as localkafka
+        from rebalance_advisor.devtools import local_kafka
 
         state_dir = Path(tempfile.mkdtemp(prefix="fencing-cost-")) / "kafka"
-        bootstrap = localkafka.start(state_dir).bootstrap_servers
+        bootstrap = local_kafka.start(state_dir).bootstrap_servers
     rows = []
     try:
         for size in map(int, args.sizes.split(",")):
@@ -121,9 +121,9 @@ def main() -> int:
             print(json.dumps(rows[-1]), flush=True)
     finally:
         if state_dir is not None:
-            from rebalance_advisor.devtools import local_kafka as localkafka
+            from rebalance_advisor.devtools import local_kafka
 
-            localkafka.stop(state_dir)
+            local_kafka.stop(state_dir)
     keys = [k for k in rows[0] if k != "error"] if rows else []
     print("\n" + "  ".join(f"{k[:14]:>14}" for k in keys))
     for row in rows:

@@ -164,10 +164,10 @@ def test_login_see_imbalance_and_approve_in_chromium(api_server, browser, tmp_pa
     assert browser.find_element(By.ID, "decision-result").text.startswith("409: ")
     assert "recommended" in browser.find_element(By.ID, "plan-status").text
 
-    from rebalance_advisor.services import static_members as registry
+    from rebalance_advisor.services import static_members
 
     for member in ("C0", "C1"):  # registered as manual-assign, the plan can be approved
-        registry.add("kip-example", member, ["t0"], db_url)
+        static_members.add("kip-example", member, ["t0"], db_url)
     browser.find_element(By.ID, "approve").click()
     dialog = wait.until(ec.visibility_of_element_located((By.ID, "confirm")))
     assert "Approve plan" in dialog.text and "kip-example" in dialog.text

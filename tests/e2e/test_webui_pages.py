@@ -98,7 +98,7 @@ def hostile_db(tmp_path_factory: pytest.TempPathFactory, airflow_home: Path) -> 
 
 
 def test_every_page_escapes_hostile_ids_reasons_and_notes(hostile_db: str, auth) -> None:  # noqa: F811
-    from rebalance_advisor.services import static_members as registry
+    from rebalance_advisor.services import static_members
 
     with _client(hostile_db) as client:
         api = _Caller(client, auth)
@@ -116,7 +116,7 @@ def test_every_page_escapes_hostile_ids_reasons_and_notes(hostile_db: str, auth)
         assert {STATIC, DYNAMIC} <= labels
 
         plan_id = api.get("/api/groups").json()["groups"][0]["latest_plan_id"]
-        registry.add(
+        static_members.add(
             GROUP, STATIC, ["t0"], hostile_db
         )  # manual-assign: a dynamic group's plan is advice only
         r = api.post(f"/api/plans/{plan_id}/approve", json={"note": NOTE})

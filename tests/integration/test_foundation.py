@@ -239,9 +239,9 @@ def _check_live_group(outcomes: str) -> None:
     c0, overloaded, and recommend a rate-aware plan that, by the *true* rates and capacities,
     overloads nobody and catches up in about the time it predicts.
     """
-    from rebalance_advisor.devtools import demo_workload as demo
+    from rebalance_advisor.devtools import demo_workload
 
-    live = demo.build_live_group()
+    live = demo_workload.build_live_group()
     capacity = dict(
         zip((live.client_id(i) for i in range(len(live.capacities))), live.capacities, strict=True)
     )

@@ -30,7 +30,7 @@ from pathlib import Path
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from rebalance_advisor.adapters.assignment_publisher import publish_assignments
-from rebalance_advisor.devtools import local_kafka as localkafka
+from rebalance_advisor.devtools import local_kafka
 from rebalance_advisor_client.handover_rules import OWNED, OwnerMark, decode_mark
 
 from tests.support import handover as h
@@ -43,7 +43,7 @@ class OwnBroker:
 
     def __init__(self, state_dir: Path, extra_properties: dict[str, str] | None = None) -> None:
         self.state_dir = state_dir
-        self.info = localkafka.start(state_dir)
+        self.info = local_kafka.start(state_dir)
         self.bootstrap = self.info.bootstrap_servers
         self.restarts = 0
         if extra_properties:  # the project's template, plus settings of this test's own
@@ -58,13 +58,13 @@ class OwnBroker:
             self.restart(down_for=0.5)
 
     def restart(self, down_for: float = 1.0) -> None:
-        localkafka.stop(self.state_dir, timeout=10)
+        local_kafka.stop(self.state_dir, timeout=10)
         time.sleep(down_for)
         log_file = self.state_dir / "broker.log"
         with log_file.open("ab") as log:
             process = subprocess.Popen(
-                localkafka.java_command(
-                    "kafka.Kafka", str(self.state_dir / "server.properties"), heap=localkafka.JVM_HEAP
+                local_kafka.java_command(
+                    "kafka.Kafka", str(self.state_dir / "server.properties"), heap=local_kafka.JVM_HEAP
                 ),
                 stdout=log,
                 stderr=subprocess.STDOUT,
@@ -72,7 +72,7 @@ class OwnBroker:
                 start_new_session=True,
                 cwd=self.state_dir,
             )
-        self.info = localkafka.BrokerInfo(**{**asdict(self.info), "pid": process.pid})
+        self.info = local_kafka.BrokerInfo(**{**asdict(self.info), "pid": process.pid})
         (self.state_dir / "broker.json").write_text(json.dumps(asdict(self.info)))
         self.restarts += 1
         deadline = time.monotonic() + 90
@@ -87,7 +87,7 @@ class OwnBroker:
         raise RuntimeError("the broker did not come back within 90 s")
 
     def stop(self) -> None:
-        localkafka.stop(self.state_dir)
+        local_kafka.stop(self.state_dir)
 
 
 # -- the group's commit history ---------------------------------------------------------------------

@@ -120,7 +120,7 @@ def _demo(args: argparse.Namespace) -> int:
                 outcomes = run_demo_pipeline(bootstrap, db_url, work_dir / "airflow")
             snapshot = store.load_snapshot(store.latest_snapshot_id(db_url), db_url)
             print("\nLag per partition (latest snapshot; the columns of kafka-consumer-groups --describe):")
-            print(lag_report.format_table(lag_report.rows(snapshot)))
+            print(lag_report.format_lag_table(lag_report.rows(snapshot)))
             print("Advisor outcomes (max member lag before -> after, moves):")
             print(outcomes)
             print(f"\nThe live group ({live.purpose}):")
