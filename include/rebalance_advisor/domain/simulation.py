@@ -160,6 +160,11 @@ class Scenario(_Model):
     rate_window_s: float = Field(300.0, gt=0)
     backlog_age_s: float = Field(0.0, ge=0, description="starting lag was produced over this long before 0")
     sample_s: float = Field(30.0, gt=0, description="time lag is sampled this often (a multiple of step_s)")
+    capacity_rule: Literal["all", "any"] = Field(
+        "all",
+        description="capacity is measured over intervals with backlog on every owned partition (DESIGN.md) "
+        "or on any (a fair-fetching consumer is busy while any partition has backlog)",
+    )
     seed: int = 0
 
     @model_validator(mode="after")
@@ -737,14 +742,18 @@ def simulate(
         return obs, Truth(truth_rate.copy(), lay.capacity[idx].copy()), idx
 
     def _estimate_capacity(t: float) -> None:
-        """Members with backlog on every owned partition at both ends of the last interval."""
+        """Members with backlog on every (``capacity_rule`` "all") or some ("any") owned partition
+        at both ends of the last interval, holding the same partitions, no handover pause."""
         (tp, _ep, cp, owner_p), (tc, _ec, cc, owner_c) = snaps[-2], snaps[-1]
         lag_prev = _ep - cp
         lag_cur = snaps[-1][1] - cc
-        ok_part = (lag_prev > 0) & (lag_cur > 0) & (owner_p == owner_c)
+        backlogged = (lag_prev > 0) & (lag_cur > 0)
         for m in np.flatnonzero(present).tolist():
             mine = owner_c == m
-            if not mine.any() or member_changed[m] > tp or not ok_part[mine].all():
+            if not mine.any() or member_changed[m] > tp or (owner_p[mine] != m).any():
+                continue
+            busy = backlogged[mine].all() if sc.capacity_rule == "all" else backlogged[mine].any()
+            if not busy:
                 continue
             if (pause_until[mine] * dt > tp).any():
                 continue
