@@ -281,7 +281,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--hours", type=float, help="simulated hours (default 6, quick 2)")
     parser.add_argument(
         "--capacity-rule",
-        choices=("all", "any"),
+        choices=("all", "any", "any_floor"),
         default="all",
         help="how the advisor's capacities are measured: backlog on every owned partition (DESIGN.md, "
         "default) or on any (see the simulator's capacity_rule)",

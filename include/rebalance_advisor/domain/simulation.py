@@ -160,10 +160,11 @@ class Scenario(_Model):
     rate_window_s: float = Field(300.0, gt=0)
     backlog_age_s: float = Field(0.0, ge=0, description="starting lag was produced over this long before 0")
     sample_s: float = Field(30.0, gt=0, description="time lag is sampled this often (a multiple of step_s)")
-    capacity_rule: Literal["all", "any"] = Field(
+    capacity_rule: Literal["all", "any", "any_floor"] = Field(
         "all",
         description="capacity is measured over intervals with backlog on every owned partition (DESIGN.md) "
-        "or on any (a fair-fetching consumer is busy while any partition has backlog)",
+        "or on any (a fair-fetching consumer is busy while any partition has backlog); any_floor also "
+        "gives an unmeasured member max(group median, 1.2 x its consume rate): it keeps up, so it can do more",
     )
     seed: int = 0
 
@@ -724,6 +725,13 @@ def simulate(
         else:  # unknown ones stay NaN: the load model fills them (group median)
             capacity = cap_est[idx].copy()
             sources = tuple(cap_src[m] if not np.isnan(cap_est[m]) else "unknown" for m in idx)
+            unknown = np.isnan(capacity)
+            if sc.capacity_rule == "any_floor" and unknown.any() and (~unknown).any() and len(snaps) >= 2:
+                held = owner >= 0
+                rate_of = np.bincount(owner[held], weights=np.nan_to_num(consume[held]), minlength=num_m)[idx]
+                floor = np.maximum(float(np.median(capacity[~unknown])), 1.2 * rate_of)
+                capacity = np.where(unknown, floor, capacity)
+                sources = tuple("lower_bound" if u else src for u, src in zip(unknown, sources, strict=True))
         obs = Observation(
             time_s=t,
             member_ids=tuple(lay.member_ids[m] for m in idx),
