@@ -37,6 +37,7 @@ import json
 import math
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -526,6 +527,7 @@ def main(argv: list[str] | None = None) -> int:
             from rebalance_advisor.devtools import local_kafka
 
             local_kafka.stop(broker_dir)
+            shutil.rmtree(broker_dir, ignore_errors=True)  # the broker's data; reports stay in ``work``
     by_run = {r["run"]: r for r in results}
     target = None
     if (
@@ -542,6 +544,7 @@ def main(argv: list[str] | None = None) -> int:
         }
     document = {
         "args": vars(args),
+        "work_dir": str(work),
         "uptime_start": uptime_start,
         "uptime_end": subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip(),
         "runs": results,
