@@ -317,3 +317,20 @@ def test_capacity_rule_any_measures_a_busy_member_whose_light_partition_is_caugh
         assert obs.owner.tolist() == [0, 0, 1, 1]  # range: a t-0, t-1; b t-2, t-3
         assert obs.capacity_source == expected
     assert obs.capacity[1] == pytest.approx(100, abs=1 / 60)
+
+
+def test_snapshot_offsets_never_show_negative_lag():
+    # Found by hypothesis: a starting lag of 256.99999999999994 is fully read; the float sum of what
+    # was read can pass the produced count by ~1e-13, and floor() of both then gave lag -1.
+    data = {
+        "topics": [{"name": "t0", "partitions": 3, "start_lag": 256.99999999999994}],
+        "members": [{"id": "m0", "capacity": 1.0}],
+        "hours": 0.5,
+        "handover_s": 0,
+        "strategy": "range",
+    }
+    rec = Recorder()
+    simulate(parse_scenario(data), rec)
+    assert all((obs.lag >= 0).all() for obs, _ in rec.seen)
+    # 3 x 257 messages at 1 msg/s are read by 771 s; the last tick (1,740 s) sees nothing left
+    assert rec.seen[-1][0].time_s == 1740 and rec.seen[-1][0].lag.sum() == 0

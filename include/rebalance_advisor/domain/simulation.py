@@ -701,7 +701,7 @@ def simulate(
     def observe(t: float, truth_rate: np.ndarray) -> tuple[Observation, Truth, np.ndarray]:
         idx = np.flatnonzero(present)
         log_end = np.floor(produced_now[0])
-        committed = np.floor(processed_cum)
+        committed = np.minimum(np.floor(processed_cum), log_end)  # float sums may pass the end by 1e-13
         lag_obs = (log_end - committed).astype(np.int64)
         snaps.append((t, log_end, committed, owner.copy()))
         while len(snaps) > 2 and snaps[1][0] <= t - sc.rate_window_s:
