@@ -18,12 +18,14 @@ that are 1:1.5:2:2.5 apart and total ``--capacity-factor`` (1.3) x the produce r
 
 Measured after the warm-up, each run: time lag of every processed record (processing time minus the
 record's CreateTime, i.e. how far behind its consumer was when it got to it) -> p50 / p99 overall
-and per 30 s window; every 5 s the group's lag per partition (log end - committed, AdminClient) ->
+and per 30 s window; every 5 s the group's lag per partition (log end - committed, read by a
+sampler process that never joins the group) ->
 max member lag over time (members' owned partitions as they report them); a member is *overloaded*
 in a sample when its lag grew by more than 1 s of its capacity over the previous 30 s; moves =
 partitions that changed owner between reports. Target: run B's p99 time lag <= 1/10 of run A's.
 
-Everything runs in its own process group and is stopped on exit (also on SIGTERM/SIGHUP); a broker
+Everything runs in its own process group and is stopped on exit (also on SIGTERM, and SIGHUP unless
+started under nohup); a broker
 is started here unless ``--bootstrap`` names one. Writes bench/results/closed_loop.json and a PNG
 of both runs; records ``uptime`` load averages (the machine is shared).
 """
@@ -35,6 +37,7 @@ import json
 import math
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -201,28 +204,32 @@ class Children:
         self.procs.clear()
 
 
-def lag_sampler(
-    bootstrap: str, group: str, topic: str, partitions: int, stop: threading.Event, out: list
-) -> None:
-    """Every 5 s: log end - committed per partition (what a snapshot shows)."""
-    from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
-    from confluent_kafka.admin import AdminClient, OffsetSpec
+def run_sampler(cfg: dict) -> None:
+    """Every 5 s: log end - committed per partition (what a snapshot shows), one JSON line each.
 
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    tps = [TopicPartition(topic, p) for p in range(partitions)]
-    while not stop.wait(REPORT_EVERY_S):
-        try:
-            ends = admin.list_offsets({tp: OffsetSpec.latest() for tp in tps}, request_timeout=10)
-            end = {tp.partition: f.result().offset for tp, f in ends.items()}
-            got = admin.list_consumer_group_offsets(
-                [ConsumerGroupTopicPartitions(group, tps)], request_timeout=10
-            )
-            committed = {tp.partition: tp.offset for tp in got[group].result().topic_partitions}
-        except Exception as error:  # a slow broker: skip this sample, say so
-            print(f"  lag sample skipped: {error}", flush=True)
-            continue
-        lag = {p: max(end[p] - committed[p], 0) if committed.get(p, -1) >= 0 else end[p] for p in end}
-        out.append({"t": time.time(), "lag": lag})
+    A child process with a plain consumer that never joins the group (committed() and watermark
+    queries only): a client crash here cannot take the orchestrator down.
+    """
+    from confluent_kafka import Consumer, TopicPartition
+
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    consumer = Consumer(
+        {"bootstrap.servers": cfg["bootstrap"], "group.id": cfg["group"], "enable.auto.commit": False}
+    )
+    tps = [TopicPartition(cfg["topic"], p) for p in range(cfg["partitions"])]
+    with open(cfg["samples"], "a", encoding="utf-8") as out:
+        while not stop.wait(REPORT_EVERY_S):
+            try:
+                committed = {tp.partition: tp.offset for tp in consumer.committed(tps, timeout=10)}
+                end = {tp.partition: consumer.get_watermark_offsets(tp, timeout=10)[1] for tp in tps}
+            except Exception as error:  # a slow broker: skip this sample, say so
+                print(f"lag sample skipped: {error}", flush=True)
+                continue
+            lag = {p: max(end[p] - committed[p], 0) if committed.get(p, -1) >= 0 else end[p] for p in end}
+            out.write(json.dumps({"t": time.time(), "lag": lag}) + "\n")
+            out.flush()
+    consumer.close()
 
 
 def advisor_loop(ctx: dict, stop: threading.Event, log: list, first: threading.Event) -> None:
@@ -346,7 +353,6 @@ def run_once(name: str, args: argparse.Namespace, bootstrap: str, work: Path, ch
     ctx = {"bootstrap": bootstrap, "group": group, "topic": topic, "interval": args.interval}
     advisor_log: list[dict] = []
     stop = threading.Event()
-    threads: list[threading.Thread] = []
     if name == "B":
         from rebalance_advisor.adapters import assignment_topic
         from rebalance_advisor.services import static_members
@@ -390,14 +396,9 @@ def run_once(name: str, args: argparse.Namespace, bootstrap: str, work: Path, ch
     for member, capacity in capacities.items():
         cfg = {"bootstrap": bootstrap, "group": group, "topic": topic, "member": member, "capacity": capacity}
         children.start("consumer", cfg | {"mode": mode, "report": str(report)}, log)
-    samples: list[dict] = []
-    threads.append(
-        threading.Thread(
-            target=lag_sampler, args=(bootstrap, group, topic, args.partitions, stop, samples), daemon=True
-        )
-    )
-    for thread in threads:
-        thread.start()
+    samples_file = work / f"samples-{topic}.jsonl"
+    sampler_cfg = {"bootstrap": bootstrap, "group": group, "topic": topic, "partitions": args.partitions}
+    children.start("sampler", sampler_cfg | {"samples": str(samples_file)}, log)
     time.sleep(5)  # consumers up before traffic
     producer_cfg = {
         "bootstrap": bootstrap,
@@ -422,11 +423,11 @@ def run_once(name: str, args: argparse.Namespace, bootstrap: str, work: Path, ch
         print(f"  run {name}: {time.time() - started:5.0f} s, load {load[-1][0]:.1f}", flush=True)
     stop.set()
     children.stop_all()
-    for thread in threads:
-        thread.join(60)
     if name == "B":
         advisor.join(300)
     reports = [json.loads(line) for line in report.read_text().splitlines() if line.strip()]
+    samples = [json.loads(line) for line in samples_file.read_text().splitlines() if line.strip()]
+    samples = [{"t": x["t"], "lag": {int(p): v for p, v in x["lag"].items()}} for x in samples]
     result = analyse(reports, samples, capacities, t0, t1)
     result |= {
         "run": name,
@@ -495,7 +496,8 @@ def main(argv: list[str] | None = None) -> int:
         raise KeyboardInterrupt(f"signal {signum}")
 
     signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGHUP, on_signal)
+    if signal.getsignal(signal.SIGHUP) is not signal.SIG_IGN:  # under nohup a hangup stays ignored
+        signal.signal(signal.SIGHUP, on_signal)
     uptime_start = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
     failed = None
     try:
@@ -525,6 +527,7 @@ def main(argv: list[str] | None = None) -> int:
             from rebalance_advisor.devtools import local_kafka
 
             local_kafka.stop(broker_dir)
+            shutil.rmtree(broker_dir, ignore_errors=True)  # the broker's data; reports stay in ``work``
     by_run = {r["run"]: r for r in results}
     target = None
     if (
@@ -541,6 +544,7 @@ def main(argv: list[str] | None = None) -> int:
         }
     document = {
         "args": vars(args),
+        "work_dir": str(work),
         "uptime_start": uptime_start,
         "uptime_end": subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip(),
         "runs": results,
@@ -567,7 +571,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 3 and sys.argv[1] in ("_producer", "_consumer"):
-        (run_producer if sys.argv[1] == "_producer" else run_consumer)(json.loads(sys.argv[2]))
+    roles = {"_producer": run_producer, "_consumer": run_consumer, "_sampler": run_sampler}
+    if len(sys.argv) == 3 and sys.argv[1] in roles:
+        roles[sys.argv[1]](json.loads(sys.argv[2]))
         sys.exit(0)
     sys.exit(main())

@@ -209,9 +209,13 @@ MEASURES = (
 )
 
 
-def run_one(defn: dict, name: str, strategy: str, seed: int, hours: float) -> dict:
+def run_one(
+    defn: dict, name: str, strategy: str, seed: int, hours: float, capacity_rule: str = "all"
+) -> dict:
     data = {k: v for k, v in defn.items() if not k.startswith("_")}
-    scenario = parse_scenario({**data, "name": name}, strategy=strategy, seed=seed, hours=hours)
+    scenario = parse_scenario(
+        {**data, "name": name}, strategy=strategy, seed=seed, hours=hours, capacity_rule=capacity_rule
+    )
     started = time.process_time()
     summary = simulate(scenario, keep_time_lag=False).summary
     return {
@@ -275,6 +279,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--strategies", help="comma-separated strategies (default: all the simulator knows)")
     parser.add_argument("--seeds", type=int, help="seeds per scenario (default 5, quick 2)")
     parser.add_argument("--hours", type=float, help="simulated hours (default 6, quick 2)")
+    parser.add_argument(
+        "--capacity-rule",
+        choices=("all", "any", "any_floor"),
+        default="all",
+        help="how the advisor's capacities are measured: backlog on every owned partition (DESIGN.md, "
+        "default) or on any (see the simulator's capacity_rule)",
+    )
     parser.add_argument("--output", default=str(RESULTS), help="JSON results file")
     args = parser.parse_args(argv)
     defs = scenario_defs()
@@ -296,7 +307,7 @@ def main(argv: list[str] | None = None) -> int:
         defn = defs[name]
         per: dict[str, dict] = {}
         for strategy in strategies:
-            mine = [run_one(defn, name, strategy, seed, hours) for seed in range(seeds)]
+            mine = [run_one(defn, name, strategy, seed, hours, args.capacity_rule) for seed in range(seeds)]
             runs.extend(mine)
             per[strategy] = aggregate(mine)
         report[name] = {
@@ -305,7 +316,10 @@ def main(argv: list[str] | None = None) -> int:
             "strategies": per,
             "targets": targets(per),
         }
-        print(f"\n== {name}: {defn['_note']}; headroom {defn['_headroom']:.2f}; {seeds} seeds x {hours:g} h")
+        print(
+            f"\n== {name}: {defn['_note']}; headroom {defn['_headroom']:.2f}; {seeds} seeds x {hours:g} h; "
+            f"capacities measured: {args.capacity_rule}"
+        )
         rows = [
             [
                 "strategy",
@@ -349,6 +363,7 @@ def main(argv: list[str] | None = None) -> int:
     document = {
         "hours": hours,
         "seeds": seeds,
+        "capacity_rule": args.capacity_rule,
         "strategies": strategies,
         "not_run": not_run,
         "wall_s": round(time.time() - started, 1),

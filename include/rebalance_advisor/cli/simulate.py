@@ -3,7 +3,7 @@
 The scenario is JSON (see :class:`rebalance_advisor.domain.simulation.Scenario`)::
 
     {"topics": [{"name": "orders", "partitions": 24, "total_rate": 6000, "zipf": 1.1}],
-     "members": [{"id": "c0", "capacity": 1500}, {"id": "c1", "capacity": 3000}],
+     "members": [{"id": "c0", "capacity": 3000}, {"id": "c1", "capacity": 6000}],
      "drift_sigma": 0.2, "daily_swing": 0.2,
      "events": [{"at_s": 3600, "kind": "member_leave", "member": "c1"}],
      "replan_interval_s": 60, "handover_s": 5, "hours": 6, "strategy": "current_rule"}
