@@ -280,9 +280,9 @@ def _check_live_group(outcomes: str) -> None:
     true_catch_up = []
     for m, row in members.items():
         cells = row.split()
-        plan_backlog, plan_catch_up = int(cells[-3].replace(",", "")), cells[-2:]
-        assert plan_catch_up[-1] == "s", row  # a finite number of seconds, not "never"
-        predicted.append(float(plan_catch_up[0].replace(",", "")))
+        assert cells[-1] == "s", row  # the plan's catch-up: a finite number of seconds, not "never"
+        plan_backlog = int(cells[-3].replace(",", ""))
+        predicted.append(float(cells[-2].replace(",", "")))
         true_catch_up.append(plan_backlog / (capacity[m] - live.inflow(planned.get(m, []))))
     # Measured capacities and rates are estimates over a few seconds on a shared machine: within 2x.
     assert 0.5 * max(true_catch_up) <= max(predicted) <= 2.0 * max(true_catch_up), (predicted, true_catch_up)
