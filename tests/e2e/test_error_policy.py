@@ -97,5 +97,5 @@ def test_snapshot_task_refuses_a_bad_regex_at_once(airflow_home) -> None:
     from airflow.sdk.exceptions import AirflowFailException
     from rebalance_advisor.dag_tasks.snapshot_tasks import take_snapshot
 
-    with pytest.raises(AirflowFailException, match="regular expression"):
+    with pytest.raises(AirflowFailException, match="invalid group regex"):
         take_snapshot({"groups": "kip-("}, "run-1")
