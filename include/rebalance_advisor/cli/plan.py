@@ -59,7 +59,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
-def _read_input(source: str) -> Any:
+def read_json_input(source: str) -> Any:
+    """JSON from a file or ``-`` (stdin); unreadable, non-UTF-8 or invalid JSON -> one-line AdvisorError.
+
+    NaN/Infinity literals parse (Python's json allows them); the field validators refuse them.
+    """
     try:
         if source == "-":
             text = sys.stdin.read()
@@ -179,7 +183,7 @@ def format_plan_table(plan: dict[str, Any]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    plan = build_plan(_read_input(args.input), args.strategy, _parse_options(args.option))
+    plan = build_plan(read_json_input(args.input), args.strategy, _parse_options(args.option))
     if args.format == "table" and plan["strategy"] == "key_range":
         from rebalance_advisor.cli.key_range_plan import format_key_range_table
 

@@ -19,10 +19,9 @@ import argparse
 import json
 import math
 import os
-import sys
 from pathlib import Path
-from typing import Any
 
+from rebalance_advisor.cli.plan import read_json_input
 from rebalance_advisor.errors import AdvisorError
 
 
@@ -47,22 +46,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--json", metavar="OUT", help="write summaries and time series as JSON here")
     parser.add_argument("--plot", metavar="OUT.png", help="write a PNG plot here")
     parser.set_defaults(func=run)
-
-
-def _read(source: str) -> Any:
-    try:
-        text = sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
-    except OSError as error:
-        raise AdvisorError(f"cannot read {source}: {error.strerror or error}") from None
-    except UnicodeDecodeError:
-        raise AdvisorError(f"{source} is not UTF-8 text") from None
-    try:
-        # NaN/Infinity literals parse (Python's json allows them) and are then refused by field.
-        return json.loads(text)
-    except json.JSONDecodeError as error:
-        raise AdvisorError(
-            f"{source} is not valid JSON: {error.msg} at line {error.lineno} column {error.colno}"
-        ) from None
 
 
 def _write_atomically(path: str, data: bytes) -> None:
@@ -93,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.hours is not None and not (math.isfinite(args.hours) and args.hours > 0):
         raise AdvisorError(f"--hours must be a number > 0, got {args.hours}")
-    data = _read(args.scenario)
+    data = read_json_input(args.scenario)
     names = [s.strip() for s in args.strategy.split(",")] if args.strategy else [None]
     if any(n == "" for n in names):
         raise AdvisorError("--strategy: empty strategy name in the list")
