@@ -8,7 +8,7 @@ export PATH := $(abspath $(BIN)):$(PATH)
 export PYSPARK_PYTHON := $(abspath $(BIN))/python
 export PYSPARK_DRIVER_PYTHON := $(abspath $(BIN))/python
 
-.PHONY: setup demo airflow test test-airflow lint format kafka-jars system-deps bench clean
+.PHONY: setup demo airflow test test-airflow test-open lint format kafka-jars system-deps bench clean
 
 setup: system-deps $(STAMP) kafka-jars
 
@@ -48,6 +48,10 @@ test: setup lint
 # A real `airflow standalone` driven through its scheduler and REST API (issue 17); not in `make test` yet.
 test-airflow: setup
 	$(BIN)/pytest -m airflow_scheduler tests/e2e/test_airflow_scheduler.py $(PYTEST_ARGS)
+
+# The tests kept out of `make test` until they pass: the real-scheduler test and the known_failing ones.
+test-open: setup
+	$(BIN)/pytest -m "airflow_scheduler or known_failing" $(PYTEST_ARGS)
 
 bench: setup
 	$(BIN)/python bench/assignors.py --quick

@@ -370,3 +370,23 @@ def test_a_member_that_consumed_nothing_has_no_measured_capacity(sqlite_url) -> 
     spec = parse_group_spec({k: docs["s"][k] for k in ("group_id", "members", "partitions")})
     assert [m.capacity for m in spec.members] == [None, None]
     store.db.dispose(sqlite_url)
+
+
+def test_a_busy_member_is_measured_while_one_partition_keeps_backlog(sqlite_url) -> None:
+    """m1 holds t-0 (backlog at both snapshots) and t-1 (caught up at both: served in full by fair
+    fetching). Over 100 s it consumed 300 (t-0) + 50 (t-1): capacity 3.5/s, measured. m2's only
+    partition is caught up at both ends: not measured, so it gets the group median 3.5."""
+    store.upgrade(sqlite_url)
+    t0 = datetime(2030, 1, 1, tzinfo=UTC)
+    members = [("b", "m1", None, [("t", 0), ("t", 1)]), ("b", "m2", None, [("t", 2)])]
+    ends = {("t", 0): 1000, ("t", 1): 100, ("t", 2): 100}
+    c0 = {("b", "t", 0): 100, ("b", "t", 1): 100, ("b", "t", 2): 100}
+    store.write_snapshot(_snap(t0, ends, c0, members), sqlite_url)
+    ends1 = {("t", 0): 1200, ("t", 1): 150, ("t", 2): 120}
+    c1 = {("b", "t", 0): 400, ("b", "t", 1): 150, ("b", "t", 2): 120}
+    later = _snap(t0 + timedelta(seconds=100), ends1, c1, members)
+    store.write_snapshot(later, sqlite_url)
+    cap = store.load_snapshot(later.snapshot_id, sqlite_url).rates.capacity
+    assert cap[("b", "m1")][:2] == (3.5, "measured")
+    assert cap[("b", "m2")][:2] == (3.5, "group_median")
+    store.db.dispose(sqlite_url)

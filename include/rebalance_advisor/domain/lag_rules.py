@@ -280,7 +280,7 @@ def derive_rates(
     without a previous observation. Time lag per committed offset: 0 when caught up, else snapshot
     time - the record timestamp the collector read (``current.record_timestamps``), else lag /
     produce rate, else unknown. Capacity per member: measured (Σ its consume rates over an interval
-    in which it owned the same partitions with backlog on each at both ends, smoothed like rates,
+    in which it owned the same partitions with backlog on at least one at both ends, smoothed like rates,
     carried while it stays, up to ``capacity_max_age_s``), else the group's median measured, else
     the configured value for the group, else unknown (``equal``).
     """
@@ -421,18 +421,27 @@ def _capacity_sample(
     committed: Mapping[tuple[str, str, int], int],
     consume_sample: Mapping[tuple[str, str, int], float],
 ) -> float | None:
-    """Σ consume rates of a member that held the same partitions (the caller checked the count),
-    each with backlog at both ends; None otherwise, and None when that sum is 0."""
+    """Σ consume rates of a member that held the same partitions (the caller checked the count)
+    while at least one of them had backlog at both ends; None otherwise, and None when that sum is 0.
+
+    One backlogged partition is enough: a consumer shares its fetches fairly among the partitions
+    that have records, so while any of them has backlog it works at its full rate, and its light
+    partitions, served in full, are caught up (requiring backlog on every partition would almost
+    never measure an overloaded member; bench/drain.py's `--capacity-rule any`)."""
     total = 0.0
+    backlogged = False
     for topic, partition in assignment:
         gtp = (group_id, topic, partition)
         if previous.owners.get(gtp) != key or gtp not in consume_sample:
             return None
         e0, c0 = previous.lag_ends.get((topic, partition)), previous.committed.get(gtp)
         e1, c1 = ends.get((topic, partition)), committed.get(gtp)
-        if e0 is None or c0 is None or e1 is None or c1 is None or e0 - c0 <= 0 or e1 - c1 <= 0:
+        if e0 is None or c0 is None or e1 is None or c1 is None:
             return None
+        backlogged = backlogged or (e0 - c0 > 0 and e1 - c1 > 0)
         total += consume_sample[gtp]
+    if not backlogged:
+        return None
     # Nothing committed over the interval (a stalled member, or one that does not commit) says
     # nothing about how fast it can consume: no sample, rather than a capacity of 0.
     return total if total > 0 else None
