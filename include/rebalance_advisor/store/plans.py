@@ -16,6 +16,7 @@ standing plans committed meanwhile (:func:`_apply_concurrent_cooldown`).
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -223,18 +224,7 @@ def write_run(
         if plan.status == "recommended":
             recommended_groups.append(r.group_id)
         # every row names the same columns: an executemany takes its columns from the first row
-        assignments.extend(
-            {
-                "plan_id": plan_id,
-                "member_id": m,
-                "topic": t,
-                "partition": p,
-                "lag": lag,
-                "key_hash_start": None,
-                "key_hash_end": None,
-            }
-            for m, t, p, lag in plan.assignments
-        )
+        whole = ((m, t, p, lag, None, None) for m, t, p, lag in plan.assignments)
         assignments.extend(
             {
                 "plan_id": plan_id,
@@ -245,7 +235,7 @@ def write_run(
                 "key_hash_start": lo,
                 "key_hash_end": hi,
             }
-            for m, t, p, lag, lo, hi in plan.key_ranges
+            for m, t, p, lag, lo, hi in itertools.chain(whole, plan.key_ranges)
         )
         transitions.append(
             {
