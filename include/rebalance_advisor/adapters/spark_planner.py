@@ -221,25 +221,22 @@ def _run_planner(
     plan_fn: PlanFn,
 ) -> PlannerRun:
     from rebalance_advisor.domain.lag_rules import ResetPolicy
-    from rebalance_advisor.store import db, static_members_table
-    from rebalance_advisor.store import plans as store_plans
-    from rebalance_advisor.store.snapshot_reader import read_snapshot_tables
-    from rebalance_advisor.store.snapshots import resolve_snapshot_id
+    from rebalance_advisor.store import db
+    from rebalance_advisor.store import plans as plan_store
+    from rebalance_advisor.store.planner_inputs import read_planner_inputs
 
     started = time.perf_counter()
     started_at = now or datetime.now(UTC)
-    snapshot_id = resolve_snapshot_id(snapshot, url)
+    # Unit of work 1 of 2: one read transaction (store/planner_inputs.py says why not one for all).
     with db.connect(url) as conn:
-        registry = static_members_table.static_member_specs(conn)
-        published = store_plans.published_assignments(conn)
-        standing = store_plans.standing_plans(conn, airflow_run_id)
-    policy = ResetPolicy.parse(reset)
-    docs = build_docs_from_tables(  # rows straight into the documents (planner.read says why)
-        read_snapshot_tables(snapshot_id, url),
-        registry,
+        inputs = read_planner_inputs(conn, snapshot, airflow_run_id)
+    snapshot_id, standing = inputs.snapshot_id, inputs.standing
+    docs = build_docs_from_tables(  # rows straight into the documents (spec_documents says why)
+        inputs.tables,
+        inputs.registry,
         group_pattern=group_pattern,
-        reset=policy,
-        published=published,
+        reset=ResetPolicy.parse(reset),
+        published=inputs.published,
     )
     for doc in docs:
         plan = standing.get(doc["group_id"])
@@ -261,9 +258,9 @@ def _run_planner(
     }
     run_id = None
     plan_ids: dict[str, int] = {}
-    if not dry_run:
+    if not dry_run:  # unit of work 2 of 2: one write transaction, re-checked under the plan-write lock
         with db.connect(url) as conn:
-            run_id, plan_ids, results = store_plans.write_run(
+            run_id, plan_ids, results = plan_store.write_run(
                 conn,
                 snapshot_id=snapshot_id,
                 results=results,

@@ -19,12 +19,12 @@ import signal
 import socket
 import subprocess
 import tempfile
-import time
 import uuid
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from rebalance_advisor.errors import AdvisorError
+from rebalance_advisor.polling import poll_until
 from rebalance_advisor.settings import INCLUDE_DIR, cache_dir, home_dir
 
 KAFKA_FILES = INCLUDE_DIR / "kafka"
@@ -290,17 +290,17 @@ def start(
     _state_file(state_dir).write_text(json.dumps(asdict(info)))
     del libs
 
-    deadline = time.monotonic() + timeout
-    while (remaining := deadline - time.monotonic()) > 0:
+    def answers() -> bool:
         if process.poll() is not None:
             _state_file(state_dir).unlink(missing_ok=True)
             raise LocalKafkaError(
                 f"the broker exited with code {process.returncode} while starting; its log ends:\n"
                 f"{_log_tail(log_file)}"
             )
-        if _answers_metadata(info.bootstrap_servers, timeout=min(2.0, max(remaining, 0.1))):
-            return info
-        time.sleep(min(0.5, max(deadline - time.monotonic(), 0)))
+        return _answers_metadata(info.bootstrap_servers, timeout=2.0)
+
+    if poll_until(answers, timeout=timeout, interval=0.5):
+        return info
     _kill_group(process.pid, grace=5.0)
     _state_file(state_dir).unlink(missing_ok=True)
     raise LocalKafkaError(
@@ -330,15 +330,17 @@ def _kill_group(pid: int, grace: float) -> None:
             os.killpg(pid, sig)
         except ProcessLookupError:
             return
-        deadline = time.monotonic() + wait
-        while time.monotonic() < deadline:
-            try:
-                waited, _ = os.waitpid(pid, os.WNOHANG)
-            except ChildProcessError:
-                waited = 0
-            if waited == pid or not _alive(pid):
-                return
-            time.sleep(0.2)
+        if poll_until(lambda: _reaped(pid), timeout=wait, interval=0.2):
+            return
+
+
+def _reaped(pid: int) -> bool:
+    """True once ``pid`` has exited (reaped here if it is our child)."""
+    try:
+        waited, _ = os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        waited = 0
+    return waited == pid or not _alive(pid)
 
 
 def stop(state_dir: Path | None = None, timeout: float = STOP_TIMEOUT_S) -> bool:

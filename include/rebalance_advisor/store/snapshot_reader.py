@@ -58,77 +58,80 @@ def raw_rows(conn: Connection, query: sa.Select) -> list[Any]:
 def read_snapshot_tables(snapshot_id: int, url: str | None = None) -> SnapshotTables:
     """One stored snapshot's offsets, committed offsets and members; unknown ids raise AdvisorError."""
     with db.connect(url) as conn:
-        s = SnapshotRow.__table__
-        found = conn.execute(
-            sa.select(s.c.isolation_level, s.c.rates_note).where(s.c.id == snapshot_id)
-        ).first()
-        if found is None:
-            raise AdvisorError(f"snapshot {snapshot_id} does not exist")
-        isolation, rates_note = found
-        stable = isolation == "read_committed"  # lags against the LSO (lag_rules.lag_end_offset)
-        p, g, m = PartitionOffsetRow.__table__, ConsumerGroupRow.__table__, GroupMemberRow.__table__
-        a, c = MemberAssignmentRow.__table__, CommittedOffsetRow.__table__
-        offsets = {}
-        produce_rates = {}
-        for topic, partition, start, end, lso, rate in raw_rows(
-            conn,
-            sa.select(p.c.topic, p.c.partition, p.c.log_start_offset, p.c.log_end_offset,
-                      p.c.last_stable_offset, p.c.produce_rate)
-            .where(p.c.snapshot_id == snapshot_id)
-            .order_by(p.c.topic, p.c.partition),
-        ):  # fmt: skip
-            offsets[(topic, partition)] = (start, lso if stable and lso is not None else end)
-            if rate is not None:
-                produce_rates[(topic, partition)] = rate
-        committed: dict[str, dict[tuple[str, int], int]] = {}
-        time_lags: dict[tuple[str, str, int], TimeLag] = {}
-        for group_id, topic, partition, offset, seconds, method in raw_rows(
-            conn,
-            sa.select(c.c.group_id, c.c.topic, c.c.partition, c.c.committed_offset, c.c.time_lag_s,
-                      c.c.time_lag_method)
-            .where(c.c.snapshot_id == snapshot_id)
-            .order_by(c.c.group_id, c.c.topic, c.c.partition),
-        ):  # fmt: skip
-            group = committed.get(group_id)
-            if group is None:
-                group = committed[group_id] = {}
-            group[(topic, partition)] = offset
-            if method is not None:
-                time_lags[(group_id, topic, partition)] = TimeLag(seconds, method)
-        assignments: dict[tuple[str, str], list[tuple[str, int]]] = {}
-        for group_id, member_id, topic, partition in raw_rows(
-            conn,
-            sa.select(a.c.group_id, a.c.member_id, a.c.topic, a.c.partition)
-            .where(a.c.snapshot_id == snapshot_id)
-            .order_by(a.c.group_id, a.c.member_id, a.c.topic, a.c.partition),
-        ):
-            key = (group_id, member_id)
-            held = assignments.get(key)
-            if held is None:
-                held = assignments[key] = []
-            held.append((topic, partition))
-        members: dict[str, list[tuple[str, str | None, tuple[str, ...], tuple[tuple[str, int], ...]]]] = {}
-        capacities: dict[tuple[str, str], MemberCapacity] = {}
-        # SQLAlchemy rows here: few (one per member) and the JSON column needs its type's decoding.
-        member_rows = conn.execute(
-            sa.select(m.c.group_id, m.c.member_id, m.c.group_instance_id, m.c.subscribed_topics,
-                      m.c.capacity, m.c.capacity_source, m.c.capacity_measured_at)
-            .where(m.c.snapshot_id == snapshot_id)
-            .order_by(m.c.group_id, m.c.position)
-        )  # fmt: skip
-        for group_id, member_id, instance_id, topics, capacity, source, measured_at in member_rows:
-            if source is not None:
-                capacities[(group_id, member_id)] = MemberCapacity(capacity, source, measured_at)
-            members.setdefault(group_id, []).append(
-                (
-                    member_id,
-                    instance_id,
-                    tuple(topics or ()),
-                    tuple(assignments.get((group_id, member_id), ())),
-                )
+        return snapshot_tables_in(conn, snapshot_id)
+
+
+def snapshot_tables_in(conn: Connection, snapshot_id: int) -> SnapshotTables:
+    """:func:`read_snapshot_tables` inside the caller's transaction (the planner's one read)."""
+    s = SnapshotRow.__table__
+    found = conn.execute(sa.select(s.c.isolation_level, s.c.rates_note).where(s.c.id == snapshot_id)).first()
+    if found is None:
+        raise AdvisorError(f"snapshot {snapshot_id} does not exist")
+    isolation, rates_note = found
+    stable = isolation == "read_committed"  # lags against the LSO (lag_rules.lag_end_offset)
+    p, g, m = PartitionOffsetRow.__table__, ConsumerGroupRow.__table__, GroupMemberRow.__table__
+    a, c = MemberAssignmentRow.__table__, CommittedOffsetRow.__table__
+    offsets = {}
+    produce_rates = {}
+    for topic, partition, start, end, lso, rate in raw_rows(
+        conn,
+        sa.select(p.c.topic, p.c.partition, p.c.log_start_offset, p.c.log_end_offset,
+                  p.c.last_stable_offset, p.c.produce_rate)
+        .where(p.c.snapshot_id == snapshot_id)
+        .order_by(p.c.topic, p.c.partition),
+    ):  # fmt: skip
+        offsets[(topic, partition)] = (start, lso if stable and lso is not None else end)
+        if rate is not None:
+            produce_rates[(topic, partition)] = rate
+    committed: dict[str, dict[tuple[str, int], int]] = {}
+    time_lags: dict[tuple[str, str, int], TimeLag] = {}
+    for group_id, topic, partition, offset, seconds, method in raw_rows(
+        conn,
+        sa.select(c.c.group_id, c.c.topic, c.c.partition, c.c.committed_offset, c.c.time_lag_s,
+                  c.c.time_lag_method)
+        .where(c.c.snapshot_id == snapshot_id)
+        .order_by(c.c.group_id, c.c.topic, c.c.partition),
+    ):  # fmt: skip
+        group = committed.get(group_id)
+        if group is None:
+            group = committed[group_id] = {}
+        group[(topic, partition)] = offset
+        if method is not None:
+            time_lags[(group_id, topic, partition)] = TimeLag(seconds, method)
+    assignments: dict[tuple[str, str], list[tuple[str, int]]] = {}
+    for group_id, member_id, topic, partition in raw_rows(
+        conn,
+        sa.select(a.c.group_id, a.c.member_id, a.c.topic, a.c.partition)
+        .where(a.c.snapshot_id == snapshot_id)
+        .order_by(a.c.group_id, a.c.member_id, a.c.topic, a.c.partition),
+    ):
+        key = (group_id, member_id)
+        held = assignments.get(key)
+        if held is None:
+            held = assignments[key] = []
+        held.append((topic, partition))
+    members: dict[str, list[tuple[str, str | None, tuple[str, ...], tuple[tuple[str, int], ...]]]] = {}
+    capacities: dict[tuple[str, str], MemberCapacity] = {}
+    # SQLAlchemy rows here: few (one per member) and the JSON column needs its type's decoding.
+    member_rows = conn.execute(
+        sa.select(m.c.group_id, m.c.member_id, m.c.group_instance_id, m.c.subscribed_topics,
+                  m.c.capacity, m.c.capacity_source, m.c.capacity_measured_at)
+        .where(m.c.snapshot_id == snapshot_id)
+        .order_by(m.c.group_id, m.c.position)
+    )  # fmt: skip
+    for group_id, member_id, instance_id, topics, capacity, source, measured_at in member_rows:
+        if source is not None:
+            capacities[(group_id, member_id)] = MemberCapacity(capacity, source, measured_at)
+        members.setdefault(group_id, []).append(
+            (
+                member_id,
+                instance_id,
+                tuple(topics or ()),
+                tuple(assignments.get((group_id, member_id), ())),
             )
-        group_ids = conn.execute(sa.select(g.c.group_id).where(g.c.snapshot_id == snapshot_id)).scalars()
-        groups = {group_id: members.get(group_id, []) for group_id in group_ids}
+        )
+    group_ids = conn.execute(sa.select(g.c.group_id).where(g.c.snapshot_id == snapshot_id)).scalars()
+    groups = {group_id: members.get(group_id, []) for group_id in group_ids}
     return SnapshotTables(
         offsets=offsets,
         committed=committed,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-import time
 from datetime import UTC, datetime, timedelta
 
 import sqlalchemy as sa
@@ -30,6 +29,7 @@ from rebalance_advisor.domain.snapshot_model import (
 )
 from rebalance_advisor.errors import AdvisorError
 from rebalance_advisor.gcpause import gc_paused
+from rebalance_advisor.polling import poll_until
 from rebalance_advisor.store import db
 from rebalance_advisor.store.models import (
     SNAPSHOT_CHILDREN,
@@ -312,33 +312,35 @@ def wait_for_sqlite_writer(url: str | None = None, bound_s: float = SQLITE_LOCK_
     engine = db.engine_for(url)
     if engine.dialect.name != "sqlite":
         return
-    deadline = time.monotonic() + bound_s
     path = engine.url.database
-    said = False
-    while True:
+    probes = 0
+
+    def free() -> bool:
+        nonlocal probes
         probe = sqlite3.connect(path, timeout=0.05, isolation_level=None)
         try:
             probe.execute("BEGIN IMMEDIATE")
             probe.execute("ROLLBACK")
-            return
+            return True
         except sqlite3.OperationalError as error:
             if "locked" not in str(error) and "busy" not in str(error):
                 raise db.unavailable(engine.url, error) from error
         finally:
             probe.close()
-        if time.monotonic() >= deadline:
-            raise db.DatabaseUnavailable(
-                f"database {db._safe(str(engine.url))} is locked by another writer for {bound_s:.0f} s: "
-                "nothing was stored; try again when the other process is done"
-            )
-        if not said:
-            said = True
+        probes += 1
+        if probes == 1:
             print(  # the command would otherwise look hung
                 f"waiting up to {bound_s:.0f} s for another process to finish writing {path} (Ctrl-C to stop)",
                 file=sys.stderr,
                 flush=True,
             )
-        time.sleep(0.1)
+        return False
+
+    if not poll_until(free, timeout=bound_s, interval=0.1):
+        raise db.DatabaseUnavailable(
+            f"database {db._safe(str(engine.url))} is locked by another writer for {bound_s:.0f} s: "
+            "nothing was stored; try again when the other process is done"
+        )
 
 
 def latest_snapshot_id(url: str | None = None) -> int | None:
@@ -379,8 +381,14 @@ def newest_snapshot_id_of_group(conn: Connection, group_id: str) -> int | None:
 
 def resolve_snapshot_id(ref: str | int | None, url: str | None = None) -> int:
     """``latest``/None or a number to an existing snapshot id; a clear error otherwise."""
+    with db.connect(url) as conn:
+        return snapshot_id_in(conn, ref)
+
+
+def snapshot_id_in(conn: Connection, ref: str | int | None) -> int:
+    """:func:`resolve_snapshot_id` inside the caller's transaction."""
     if ref is None or str(ref).strip().lower() == "latest":
-        found = latest_snapshot_id(url)
+        found = conn.execute(sa.select(sa.func.max(SnapshotRow.id))).scalar_one_or_none()
         if found is None:
             raise AdvisorError("no snapshot stored yet: take one with `rebalance-advisor snapshot`")
         return found
@@ -388,9 +396,8 @@ def resolve_snapshot_id(ref: str | int | None, url: str | None = None) -> int:
         wanted = int(ref)
     except ValueError as error:
         raise AdvisorError(f"--snapshot must be a number or 'latest', not {ref!r}") from error
-    with db.connect(url) as conn:
-        if conn.execute(sa.select(SnapshotRow.id).where(SnapshotRow.id == wanted)).first() is None:
-            raise AdvisorError(f"snapshot {wanted} does not exist (pruned, or never taken)")
+    if conn.execute(sa.select(SnapshotRow.id).where(SnapshotRow.id == wanted)).first() is None:
+        raise AdvisorError(f"snapshot {wanted} does not exist (pruned, or never taken)")
     return wanted
 
 
