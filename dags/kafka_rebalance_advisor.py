@@ -1,10 +1,7 @@
 """kafka_rebalance_advisor: plan every group of the newest snapshot and record the advice.
 
-Thin on purpose: schedule, generated params, wiring (task bodies: ``rebalance_advisor.dag_tasks.advisor_tasks``).
-Scheduled on the snapshot DAG's Asset and triggerable with a validated form. Tasks: upgrade_schema ->
-pick_snapshot -> plan (Spark, connection ``spark_default``) -> branch: no_group_flagged |
-hand_to_publishing -> summary (outcomes table). User errors (unknown snapshot, invalid params) fail
-at once; an unreachable database or a Spark failure is retried (``dag_tasks/error_policy.py``).
+Thin: schedule, generated params, wiring. Task bodies: ``rebalance_advisor.dag_tasks.advisor_tasks``;
+errors: ``dag_tasks/error_policy.py``; the whole flow: docs/architecture.md, "Data flow".
 """
 
 from __future__ import annotations
