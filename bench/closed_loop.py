@@ -252,7 +252,7 @@ def advisor_loop(ctx: dict, stop: threading.Event, log: list, first: threading.E
                 taken = take_and_store_snapshot(snapshot_params, kafka, ctx["db"], prune=False)
                 run = advise(spark, ctx["db"], taken.snapshot_id, advisor_params)
                 published = auto_approve_and_publish(run.recommended_plan_ids, ctx["db"], kafka_config=kafka)
-                outcomes = [(o["outcome"], o["reason"][:200]) for o in run.outcomes]
+                outcomes = [(o.outcome, o.reason[:200]) for o in run.outcomes]
                 log.append(
                     {
                         "t": started,

@@ -116,13 +116,13 @@ def test_dag_end_to_end_on_the_demo_workload(airflow_home, connections, demo_gro
     assert first.state == "success", _task_states(first)
     states = _task_states(first)
     assert states["hand_to_publishing"] == "success" and states["no_group_flagged"] == "skipped"
-    outcomes = {o["group_id"]: o for o in store_plans.run_outcomes(None, url)}
-    assert outcomes["kip-example"]["outcome"] == "recommended"
-    assert outcomes["idle-group"]["outcome"] == "idle"
-    assert outcomes["balanced-group"]["outcome"] == "balanced"
-    assert outcomes["manual-assign"]["outcome"] == "no_members"
-    assert not [g for g, o in outcomes.items() if o["outcome"] == "error"]
-    kip_plan = outcomes["kip-example"]["plan_id"]
+    outcomes = {o.group_id: o for o in store_plans.run_outcomes(None, url)}
+    assert outcomes["kip-example"].outcome == "recommended"
+    assert outcomes["idle-group"].outcome == "idle"
+    assert outcomes["balanced-group"].outcome == "balanced"
+    assert outcomes["manual-assign"].outcome == "no_members"
+    assert not [g for g, o in outcomes.items() if o.outcome == "error"]
+    kip_plan = outcomes["kip-example"].plan_id
     plan = store_plans.get_plan(kip_plan, url)
     assert (plan["strategy"], plan["status"], plan["created_by"]) == (
         "lag_aware",
@@ -133,7 +133,7 @@ def test_dag_end_to_end_on_the_demo_workload(airflow_home, connections, demo_gro
     assert store_plans.plan_assignment_map(kip_plan, url) == {"C0": [("t0", 0)], "C1": [("t0", 1), ("t0", 2)]}
     # The summary task's outcomes table (format_outcomes of this run) holds kip-example's numbers.
     head, table = _returned(first, "summary").split("\n", 1)
-    assert head.endswith(f"advisor run {outcomes['kip-example']['run_id']}") and "flagged" in head
+    assert head.endswith(f"advisor run {outcomes['kip-example'].run_id}") and "flagged" in head
     assert sorted(table.splitlines()) == sorted(
         format_outcomes(store_plans.run_outcomes(None, url)).splitlines()
     )
@@ -149,14 +149,14 @@ def test_dag_end_to_end_on_the_demo_workload(airflow_home, connections, demo_gro
     }
     second = dag.test(run_conf={"cooldown_minutes": 30})  # off by default since issue 13
     assert second.state == "success", _task_states(second)
-    outcomes = {o["group_id"]: o for o in store_plans.run_outcomes(None, url)}
-    assert outcomes["kip-example"]["outcome"] == "held_by_cooldown"
-    assert outcomes["kip-example"]["reason"].startswith(f"cool-down: plan {kip_plan} ")
+    outcomes = {o.group_id: o for o in store_plans.run_outcomes(None, url)}
+    assert outcomes["kip-example"].outcome == "held_by_cooldown"
+    assert outcomes["kip-example"].reason.startswith(f"cool-down: plan {kip_plan} ")
     assert {
         p["id"] for p in store_plans.list_plans(url, group="kip-example", status="recommended")
     } == recommended_before
-    assert outcomes["manual-assign"]["outcome"] == "recommended"
-    manual = store_plans.plan_assignment_map(outcomes["manual-assign"]["plan_id"], url)
+    assert outcomes["manual-assign"].outcome == "recommended"
+    manual = store_plans.plan_assignment_map(outcomes["manual-assign"].plan_id, url)
     assert sorted(manual) == ["worker-0", "worker-1"] and sum(map(len, manual.values())) == 6
 
     # Nothing flagged (only the idle group): the branch finishes without plans.

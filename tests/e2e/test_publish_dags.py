@@ -214,8 +214,8 @@ def test_advisor_static_mode_end_to_end(
         )
         assert run.state == "success", _states(run)
         (outcome,) = run_outcomes(None, url)
-        assert outcome["outcome"] == "recommended", outcome
-        plan = get_plan(outcome["plan_id"], url)
+        assert outcome.outcome == "recommended", outcome
+        plan = get_plan(outcome.plan_id, url)
         assert (plan["status"], plan["epoch"]) == ("published", 2)  # after the topic's epoch 1
         assert [(t["to_status"], t["actor"], t["airflow_run_id"]) for t in plan["transitions"]] == [
             ("recommended", run.run_id, run.run_id),

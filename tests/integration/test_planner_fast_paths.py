@@ -15,7 +15,8 @@ from typing import Any
 
 import pytest
 from rebalance_advisor import store
-from rebalance_advisor.adapters.spark_planner import bucket_count, compact_outcome, run_planner
+from rebalance_advisor.adapters.spark_planner import bucket_count, run_planner
+from rebalance_advisor.domain.advice import OutcomeLine
 from rebalance_advisor.domain.assignors import lag_aware_sticky
 from rebalance_advisor.domain.decisions import Thresholds
 from rebalance_advisor.domain.group_planning import plan_group
@@ -124,7 +125,7 @@ def test_run_planner_plans_the_documents_of_build_group_docs(spark, sqlite_url):
     thresholds, now = Thresholds(cooldown_minutes=0), datetime(2025, 1, 2, tzinfo=UTC)
     assert first < second
     docs = build_group_docs(store.load_snapshot(second, sqlite_url))
-    expected = [compact_outcome(plan_group(doc, thresholds, now)) for doc in docs]
+    expected = [OutcomeLine.of(plan_group(doc, thresholds, now)) for doc in docs]
     run = run_planner(spark, sqlite_url, second, thresholds, dry_run=True, now=now)
     assert run.outcomes == expected
     # Log ends 1,000 -> 3,000, 1,000 -> 1,100 and 10 -> 10 over 100 s: the rates planned on.

@@ -45,24 +45,24 @@ def test_outcomes_plans_views_and_cooldown(spark, db_url):  # noqa: F811
               "broken": BROKEN}  # fmt: skip
     _store(db_url, groups)
     run = run_planner(spark, db_url, "latest", created_by="test")
-    outcomes = {o["group_id"]: o for o in store_plans.run_outcomes(run.run_id, db_url)}
-    assert {g: o["outcome"] for g, o in outcomes.items()} == {
+    outcomes = {o.group_id: o for o in store_plans.run_outcomes(run.run_id, db_url)}
+    assert {g: o.outcome for g, o in outcomes.items()} == {
         "kip-example": "recommended",
         "idle-group": "idle",
         "balanced-group": "balanced",
         "manual-assign": "no_members",
         "broken": "error",
     }
-    assert "gone" in outcomes["broken"]["reason"]
-    assert outcomes["manual-assign"]["total_lag"] == 35_500
+    assert "gone" in outcomes["broken"].reason
+    assert outcomes["manual-assign"].total_lag == 35_500
     kip = outcomes["kip-example"]
-    assert (kip["max_lag_before"], kip["max_lag_after"], kip["moves"]) == (160_000, 110_000, 1)
+    assert (kip.max_lag_before, kip.max_lag_after, kip.moves) == (160_000, 110_000, 1)
     plans = store_plans.list_plans(db_url)
     assert [(p["group_id"], p["strategy"], p["status"]) for p in plans] == [
         ("kip-example", "lag_aware", "recommended")
     ]
     plan_id = plans[0]["id"]
-    assert kip["plan_id"] == plan_id and run.recommended_plan_ids == [plan_id]
+    assert kip.plan_id == plan_id and run.recommended_plan_ids == [plan_id]
     assert store_plans.plan_assignment_map(plan_id, db_url) == {
         "C0": [("t0", 0)],
         "C1": [("t0", 1), ("t0", 2)],
@@ -85,18 +85,18 @@ def test_outcomes_plans_views_and_cooldown(spark, db_url):  # noqa: F811
     _store(db_url, groups)
     thirty = Thresholds(cooldown_minutes=30)
     second = run_planner(spark, db_url, "latest", thirty, created_by="test")
-    outcomes = {o["group_id"]: o for o in store_plans.run_outcomes(second.run_id, db_url)}
-    assert outcomes["kip-example"]["outcome"] == "held_by_cooldown"
-    assert outcomes["kip-example"]["reason"].startswith(f"cool-down: plan {plan_id} (recommended)")
-    assert outcomes["manual-assign"]["outcome"] == "recommended"
-    manual = store_plans.plan_assignment_map(outcomes["manual-assign"]["plan_id"], db_url)
+    outcomes = {o.group_id: o for o in store_plans.run_outcomes(second.run_id, db_url)}
+    assert outcomes["kip-example"].outcome == "held_by_cooldown"
+    assert outcomes["kip-example"].reason.startswith(f"cool-down: plan {plan_id} (recommended)")
+    assert outcomes["manual-assign"].outcome == "recommended"
+    manual = store_plans.plan_assignment_map(outcomes["manual-assign"].plan_id, db_url)
     # rate_aware (no count constraint), heaviest first to the least loaded: 30,000 alone on worker-a,
     # 2,000 + 2,000 + 1,500 = 5,500 on worker-b: max 30,000 beats the best count-balanced 31,500.
     assert manual == {"worker-a": [("manual-topic", 0)],
                       "worker-b": [("manual-topic", 1), ("manual-topic", 2), ("manual-topic", 3)]}  # fmt: skip
     statuses = [(p["id"], p["status"]) for p in store_plans.list_plans(db_url, group="kip-example")]
     assert statuses == [(plan_id, "recommended")]  # the held-back candidate keeps only its outcome row
-    assert outcomes["kip-example"]["plan_id"] is None
+    assert outcomes["kip-example"].plan_id is None
     # The first recommendation still stands.
     with db.connect(db_url) as conn:
         assert conn.execute(
@@ -105,8 +105,8 @@ def test_outcomes_plans_views_and_cooldown(spark, db_url):  # noqa: F811
 
     # After the cool-down a new recommendation supersedes the old one.
     third = run_planner(spark, db_url, "latest", thirty, now=datetime.now(UTC) + timedelta(minutes=31))
-    new_id = next(o["plan_id"] for o in third.outcomes if o["group_id"] == "kip-example")
-    assert next(o for o in third.outcomes if o["group_id"] == "kip-example")["outcome"] == "recommended"
+    new_id = next(o.plan_id for o in third.outcomes if o.group_id == "kip-example")
+    assert next(o for o in third.outcomes if o.group_id == "kip-example").outcome == "recommended"
     assert store_plans.get_plan(plan_id, db_url)["status"] == "superseded"
     assert store_plans.get_plan(new_id, db_url)["status"] == "recommended"
 
@@ -122,8 +122,8 @@ def test_manual_assign_group_is_measured_against_its_published_plan(spark, db_ur
     for member in ("worker-a", "worker-b"):
         static_members.add("manual-assign", member, ["manual-topic"], db_url)
     (first,) = run_planner(spark, db_url, "latest").outcomes
-    assert first["outcome"] == "recommended" and "no member owns" in first["reason"]
-    plan_id = first["plan_id"]
+    assert first.outcome == "recommended" and "no member owns" in first.reason
+    plan_id = first.plan_id
     plan_lifecycle.approve(plan_id, "test", db_url)
     topic = f"asg-{uuid.uuid4().hex[:10]}"
     plan_lifecycle.publish(plan_id, {"bootstrap.servers": kafka_bootstrap}, "test", db_url, topic=topic)
@@ -135,9 +135,9 @@ def test_manual_assign_group_is_measured_against_its_published_plan(spark, db_ur
     _store(db_url, {"manual-assign": MANUAL})
     later = datetime.now(UTC) + timedelta(minutes=31)
     (second,) = run_planner(spark, db_url, "latest", now=later).outcomes
-    assert second["outcome"] == "no_better_plan", second["reason"]
-    assert second["max_lag_before"] == published["max_lag_after"] == 30_000
-    assert (second["max_lag_after"], second["moves"], second["plan_id"]) == (30_000, 0, None)
+    assert second.outcome == "no_better_plan", second.reason
+    assert second.max_lag_before == published["max_lag_after"] == 30_000
+    assert (second.max_lag_after, second.moves, second.plan_id) == (30_000, 0, None)
     assert [(p["id"], p["status"]) for p in store_plans.list_plans(db_url, group="manual-assign")] == [
         (plan_id, "published")
     ]
@@ -145,10 +145,10 @@ def test_manual_assign_group_is_measured_against_its_published_plan(spark, db_ur
     # A member unregistered: it drops out, its partitions are unowned, a new plan gives them out.
     static_members.remove("manual-assign", "worker-b", db_url)
     (third,) = run_planner(spark, db_url, "latest", now=later).outcomes
-    assert third["outcome"] == "recommended"
-    before = store_plans.get_plan(third["plan_id"], db_url)["metrics"]["before"]
+    assert third.outcome == "recommended"
+    before = store_plans.get_plan(third.plan_id, db_url)["metrics"]["before"]
     assert (before["member_lag"], before["unowned_lag"]) == ({"worker-a": 30_000}, 5_500)  # 2,000+2,000+1,500
-    assert store_plans.plan_assignment_map(third["plan_id"], db_url) == {
+    assert store_plans.plan_assignment_map(third.plan_id, db_url) == {
         "worker-a": [("manual-topic", p) for p in range(4)]
     }
 
@@ -173,10 +173,10 @@ def test_planner_equals_direct_assignor_calls(spark, sqlite_url):  # noqa: F811
     for name in ("range", "roundrobin", "sticky", "lag_aware", "lag_aware_sticky"):
         run = run_planner(spark, sqlite_url, snapshot_id, Thresholds(strategies=(name,), cooldown_minutes=0))
         for doc in docs:
-            outcome = next(o for o in run.outcomes if o["group_id"] == doc["group_id"])
+            outcome = next(o for o in run.outcomes if o.group_id == doc["group_id"])
             spec_doc = {k: doc[k] for k in ("group_id", "members", "partitions")}  # as plan_group does
             expected = get_assignor(name).assign(parse_group_spec(spec_doc))
-            got = store_plans.plan_assignment_map(outcome["plan_id"], sqlite_url)
+            got = store_plans.plan_assignment_map(outcome.plan_id, sqlite_url)
             assert got == {m: parts for m, parts in expected.items() if parts}, (name, doc["group_id"])
 
 
@@ -195,7 +195,7 @@ def test_unknown_empty_dry_run_and_rerun(spark, sqlite_url):  # noqa: F811
     assert _count(sqlite_url, "plans") == 0
     first = run_planner(spark, sqlite_url, airflow_run_id="manual__1")
     again = run_planner(spark, sqlite_url, airflow_run_id="manual__1")  # same Airflow run: replaces
-    assert again.outcomes[0]["outcome"] == "recommended"  # not held back by its own first attempt
+    assert again.outcomes[0].outcome == "recommended"  # not held back by its own first attempt
     assert _count(sqlite_url, "advisor_runs", "WHERE airflow_run_id = 'manual__1'") == 1
     assert _count(sqlite_url, "plans") == 1 and first.outcomes == again.outcomes
 

@@ -266,4 +266,4 @@ def test_two_attempts_of_one_airflow_run_leave_one_run(
     again = run_planner(live_spark(), url, snapshot_id, airflow_run_id="scheduled__same", created_by="retry")
     assert totals() == counted
     assert sorted(_rows(url, "SELECT group_id, outcome FROM group_outcomes")) == outcomes
-    assert sorted((o["group_id"], o["outcome"]) for o in again.outcomes) == outcomes
+    assert sorted((o.group_id, o.outcome) for o in again.outcomes) == outcomes

@@ -74,14 +74,14 @@ def _plans(url: str) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     for outcome in store_plans.run_outcomes(None, url):
         row = {k: v for k, v in outcome.items() if k not in VOLATILE}
-        if outcome["plan_id"] is not None:
-            plan = store_plans.get_plan(outcome["plan_id"], url)
+        if outcome.plan_id is not None:
+            plan = store_plans.get_plan(outcome.plan_id, url)
             assert plan is not None
             row["plan"] = {k: v for k, v in plan.items() if k not in VOLATILE | {"transitions"}}
             row["plan"]["transitions"] = [
                 (t["from_status"], t["to_status"], t["note"]) for t in plan["transitions"]
             ]
-        out[outcome["group_id"]] = row
+        out[outcome.group_id] = row
     return out
 
 

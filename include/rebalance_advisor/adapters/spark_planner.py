@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from rebalance_advisor.domain.advice import GroupAdvice
+from rebalance_advisor.domain.advice import GroupAdvice, OutcomeLine
 from rebalance_advisor.domain.decisions import FLAGGED_OUTCOMES, Thresholds
 from rebalance_advisor.domain.group_planning import plan_group
 from rebalance_advisor.domain.spec_documents import build_docs_from_tables
@@ -48,17 +48,17 @@ class PlannerRun:
 
     snapshot_id: int
     run_id: int | None  # None for a dry run (nothing written)
-    outcomes: list[dict[str, Any]]
+    outcomes: list[OutcomeLine]
     timings: dict[str, float] = field(default_factory=dict)
     dry_run: bool = False
 
     @property
     def flagged(self) -> list[str]:
-        return [o["group_id"] for o in self.outcomes if o["outcome"] in FLAGGED_OUTCOMES]
+        return [o.group_id for o in self.outcomes if o.outcome in FLAGGED_OUTCOMES]
 
     @property
     def recommended_plan_ids(self) -> list[int]:
-        return [o["plan_id"] for o in self.outcomes if o["outcome"] == "recommended" and o.get("plan_id")]
+        return [o.plan_id for o in self.outcomes if o.outcome == "recommended" and o.plan_id]
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able (the DAG passes it on through XCom)."""
@@ -148,22 +148,6 @@ def plan_documents(
     if len(results) != len(docs):
         raise PlannerFailed(f"Spark returned {len(results)} results for {len(docs)} groups; nothing written")
     return sorted(results, key=lambda r: r.group_id)
-
-
-def compact_outcome(result: GroupAdvice, plan_id: int | None = None) -> dict[str, Any]:
-    """The outcome row the DAG summary and the CLI print (JSON-able: it travels through XCom)."""
-    return {
-        "group_id": result.group_id,
-        "outcome": result.outcome,
-        "reason": result.reason,
-        "total_lag": result.total_lag,
-        "max_lag_before": result.max_lag_before,
-        "max_lag_after": result.max_lag_after,
-        "moves": result.moves,
-        "best_strategy": result.best_strategy,
-        "plan_status": None if result.plan is None else result.plan.status,
-        "plan_id": plan_id,
-    }
 
 
 def run_planner(
@@ -270,7 +254,7 @@ def _run_planner(
                 created_by=created_by,
             )
     write_s = time.perf_counter() - started - read_s - plan_s
-    outcomes = [compact_outcome(r, plan_ids.get(r.group_id)) for r in results]
+    outcomes = [OutcomeLine.of(r, plan_ids.get(r.group_id)) for r in results]
     timings = {
         "read_s": read_s,
         "plan_s": plan_s,
@@ -281,7 +265,7 @@ def _run_planner(
         "planned snapshot %s: %d groups, %d flagged, run %s (%.2f s)",
         snapshot_id,
         len(results),
-        sum(o["outcome"] in FLAGGED_OUTCOMES for o in outcomes),
+        sum(o.outcome in FLAGGED_OUTCOMES for o in outcomes),
         run_id,
         timings["total_s"],
     )

@@ -114,12 +114,14 @@ def hand_to_publishing(
 def summarize_run(result: Mapping[str, Any], params: Mapping[str, Any]) -> str:
     """Log the outcomes table (group, outcome, max lag before -> after, moves) and return it."""
     from rebalance_advisor.adapters.airflow_connections import database_url_from_connection
+    from rebalance_advisor.domain.advice import OutcomeLine
     from rebalance_advisor.services.outcome_report import format_outcomes
     from rebalance_advisor.store.plans import run_outcomes
 
-    outcomes = result.get("outcomes")
-    if outcomes is None:
+    if result.get("outcomes") is None:  # too many groups for XCom: read them back
         outcomes = run_outcomes(result["run_id"], database_url_from_connection(_params(params).db_conn_id))
+    else:
+        outcomes = [OutcomeLine.from_dict(o) for o in result["outcomes"]]
     head = (
         f"snapshot {result['snapshot_id']}: {result['group_count']} group(s), {len(result['flagged'])} flagged, "
         + ("dry run (nothing written)" if result.get("dry_run") else f"advisor run {result['run_id']}")

@@ -178,3 +178,47 @@ def finite(value: Any) -> Any:
 @cache
 def _adapter() -> TypeAdapter[GroupAdvice]:
     return TypeAdapter(GroupAdvice)
+
+
+@dataclass(frozen=True)
+class OutcomeLine:
+    """One group's outcome in one run, as stored (``group_outcomes``) and printed (the DAG summary,
+    ``advise``, the demo). JSON-able through :meth:`to_dict` / :meth:`from_dict` (Airflow's XCom)."""
+
+    group_id: str
+    outcome: str
+    reason: str
+    total_lag: int
+    max_lag_before: int | None = None
+    max_lag_after: int | None = None
+    imbalance_before: float | None = None
+    imbalance_after: float | None = None
+    moves: int | None = None
+    best_strategy: str | None = None
+    plan_id: int | None = None
+    plan_status: str | None = None  # known right after planning; the stored row does not keep it
+    run_id: int | None = None  # known once stored
+
+    @classmethod
+    def of(cls, advice: GroupAdvice, plan_id: int | None = None) -> OutcomeLine:
+        return cls(
+            group_id=advice.group_id,
+            outcome=advice.outcome,
+            reason=advice.reason,
+            total_lag=advice.total_lag,
+            max_lag_before=advice.max_lag_before,
+            max_lag_after=advice.max_lag_after,
+            imbalance_before=advice.imbalance_before,
+            imbalance_after=advice.imbalance_after,
+            moves=advice.moves,
+            best_strategy=advice.best_strategy,
+            plan_id=plan_id,
+            plan_status=None if advice.plan is None else advice.plan.status,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> OutcomeLine:
+        return cls(**{k: data.get(k) for k in cls.__dataclass_fields__ if k in data})

@@ -128,13 +128,13 @@ def _candidate_table(candidates: Sequence[Mapping[str, Any]], chosen: str | None
 
 def group_load_report(group_id: str, db_url: str | None = None) -> str:
     """The three tables of the module docstring for ``group_id`` in the newest advisor run."""
-    outcome = next((o for o in run_outcomes(None, db_url) if o["group_id"] == group_id), None)
+    outcome = next((o for o in run_outcomes(None, db_url) if o.group_id == group_id), None)
     if outcome is None:
         raise AdvisorError(f"group {group_id} is not in the newest advisor run: run the advisor first")
     snapshot = store.load_snapshot(store.latest_snapshot_id(db_url), db_url)
     names = _member_names(snapshot, group_id)
-    plan = get_plan(outcome["plan_id"], db_url) if outcome.get("plan_id") else None
-    lines = [f"{group_id}: {outcome['outcome']}: {outcome['reason']}", ""]
+    plan = get_plan(outcome.plan_id, db_url) if outcome.plan_id else None
+    lines = [f"{group_id}: {outcome.outcome}: {outcome.reason}", ""]
     planned = {}
     if plan is not None:
         planned = {(a["topic"], a["partition"]): names.get(a["member_id"], a["member_id"])

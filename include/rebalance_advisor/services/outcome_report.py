@@ -9,6 +9,8 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+from rebalance_advisor.domain.advice import OutcomeLine
+
 
 def _num(value: Any) -> str:
     return "-" if value is None else f"{value:,}"
@@ -26,20 +28,20 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]], right: set[int]
     return "\n".join([line(header), line(["-" * w for w in widths]), *(line(r) for r in rows)])
 
 
-def format_outcomes(outcomes: Sequence[dict[str, Any]]) -> str:
+def format_outcomes(outcomes: Sequence[OutcomeLine]) -> str:
     """group, outcome, max member lag before -> after, moves, strategy, plan: one line per group."""
     if not outcomes:
         return "(no groups)"
     rows = [
         [
-            o["group_id"],
-            o["outcome"],
-            f"{_num(o.get('max_lag_before'))} -> {_num(o.get('max_lag_after'))}"
-            if o.get("max_lag_after") is not None
-            else _num(o.get("max_lag_before")),
-            _num(o.get("moves")),
-            o.get("best_strategy") or "-",
-            str(o["plan_id"]) if o.get("plan_id") else "-",
+            o.group_id,
+            o.outcome,
+            f"{_num(o.max_lag_before)} -> {_num(o.max_lag_after)}"
+            if o.max_lag_after is not None
+            else _num(o.max_lag_before),
+            _num(o.moves),
+            o.best_strategy or "-",
+            str(o.plan_id) if o.plan_id else "-",
         ]
         for o in outcomes
     ]
@@ -48,9 +50,9 @@ def format_outcomes(outcomes: Sequence[dict[str, Any]]) -> str:
     )
 
 
-def outcome_reasons(outcomes: Sequence[dict[str, Any]]) -> str:
+def outcome_reasons(outcomes: Sequence[OutcomeLine]) -> str:
     """One ``group: reason`` line per group (what the table has no room for)."""
-    return "\n".join(f"{o['group_id']}: {o['reason']}" for o in outcomes)
+    return "\n".join(f"{o.group_id}: {o.reason}" for o in outcomes)
 
 
 def _plain(value: Any) -> Any:

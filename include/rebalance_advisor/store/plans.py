@@ -25,7 +25,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from rebalance_advisor.domain.advice import GroupAdvice
+from rebalance_advisor.domain.advice import GroupAdvice, OutcomeLine
 from rebalance_advisor.domain.decisions import STANDING_STATUSES, StandingPlan, Thresholds
 from rebalance_advisor.domain.group_planning import hold_back
 from rebalance_advisor.errors import AdvisorError
@@ -270,23 +270,7 @@ def write_run(
             }
             for pid in older_ids
         )
-    outcomes = [
-        {
-            "run_id": run_id,
-            "group_id": r.group_id,
-            "outcome": r.outcome,
-            "reason": r.reason,
-            "total_lag": r.total_lag,
-            "max_lag_before": r.max_lag_before,
-            "max_lag_after": r.max_lag_after,
-            "imbalance_before": r.imbalance_before,
-            "imbalance_after": r.imbalance_after,
-            "moves": r.moves,
-            "best_strategy": r.best_strategy,
-            "plan_id": plan_ids.get(r.group_id),
-        }
-        for r in results
-    ]
+    outcomes = [{**_stored(OutcomeLine.of(r, plan_ids.get(r.group_id))), "run_id": run_id} for r in results]
     for model, rows in (
         (PlanAssignment, assignments),
         (PlanTransition, transitions),
@@ -412,8 +396,8 @@ def plan_assignment_map(plan_id: int, url: str | None = None) -> dict[str, list[
     return result
 
 
-def run_outcomes(run_id: int | None = None, url: str | None = None) -> list[dict[str, Any]]:
-    """One row per group of an advisor run (default: the newest run), by group id."""
+def run_outcomes(run_id: int | None = None, url: str | None = None) -> list[OutcomeLine]:
+    """One line per group of an advisor run (default: the newest run), by group id."""
     with db.connect(url) as conn:
         if run_id is None:
             run_id = conn.execute(sa.select(sa.func.max(AdvisorRun.id))).scalar_one_or_none()
@@ -421,7 +405,14 @@ def run_outcomes(run_id: int | None = None, url: str | None = None) -> list[dict
                 return []
         table = GroupOutcome.__table__
         query = sa.select(table).where(table.c.run_id == run_id).order_by(table.c.group_id)
-        return [dict(row) for row in conn.execute(query).mappings()]
+        return [OutcomeLine.from_dict(dict(row)) for row in conn.execute(query).mappings()]
+
+
+def _stored(line: OutcomeLine) -> dict[str, Any]:
+    """The ``group_outcomes`` columns of ``line`` (the plan's status lives on the plan row)."""
+    row = line.to_dict()
+    del row["plan_status"]
+    return row
 
 
 def advisor_runs(url: str | None = None, limit: int = 20) -> list[dict[str, Any]]:
