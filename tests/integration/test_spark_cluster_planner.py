@@ -73,7 +73,7 @@ def _plans(url: str) -> dict[str, dict[str, Any]]:
 
     out: dict[str, dict[str, Any]] = {}
     for outcome in store_plans.run_outcomes(None, url):
-        row = {k: v for k, v in outcome.items() if k not in VOLATILE}
+        row = {k: v for k, v in outcome.to_dict().items() if k not in VOLATILE}
         if outcome.plan_id is not None:
             plan = store_plans.get_plan(outcome.plan_id, url)
             assert plan is not None
