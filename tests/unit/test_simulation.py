@@ -190,19 +190,20 @@ def test_observation_rates_and_capacity_estimates():
     simulate(parse_scenario(data), rec)
     first, _ = rec.seen[0]
     assert np.isnan(first.produce_rate).all() and np.isnan(first.capacity).all()
-    assert first.capacity_source == ("unknown", "unknown")
+    assert first.capacity_source == ("equal", "equal")
     obs, truth = rec.seen[3]
     np.testing.assert_allclose(obs.produce_rate, [250, 250, 300], atol=1 / 60)
     np.testing.assert_allclose(obs.capacity, [200, 200], atol=1 / 60)
-    assert obs.capacity_source == ("estimated", "estimated")
+    assert obs.capacity_source == ("measured", "measured")
     assert truth.capacity.tolist() == [200.0, 200.0] and truth.produce_rate.tolist() == [250, 250, 300]
     # the lag a snapshot shows: 1,000 + (inflow - capacity) x t per member, split by fair share
     assert obs.lag.sum() == pytest.approx(3000 + (800 - 400) * obs.time_s, abs=3)
 
 
-def test_capacity_unknown_for_an_idle_member_is_left_unknown():
-    # a keeps up (100 msg/s inflow, capacity 1,000): never backlogged, so never estimated (NaN: the
-    # load model takes the group median); b is overloaded and estimated at its capacity, 50.
+def test_an_unmeasured_member_gets_at_least_1_2_times_its_own_consume_rate():
+    # a keeps up (t-0, 100 msg/s, capacity 1,000): never backlogged, never measured.
+    # Range gives a t-0 and b (capacity 50) t-1: b (80 msg/s > 50) is overloaded and measured at 50. a then gets max(median 50, 1.2 x its consume rate 100) = 120
+    # (source own_rate), not the median 50, which would call it overloaded (100 >= 50).
     data = {
         "topics": [{"name": "t", "partitions": 2, "rates": [100, 80], "start_lag": 0}],
         "members": [{"id": "a", "capacity": 1000}, {"id": "b", "capacity": 50}],
@@ -211,8 +212,27 @@ def test_capacity_unknown_for_an_idle_member_is_left_unknown():
     rec = Recorder()
     simulate(parse_scenario(data), rec)
     obs, _ = rec.seen[-1]
-    assert obs.capacity_source == ("unknown", "estimated")
-    assert np.isnan(obs.capacity[0]) and obs.capacity[1] == pytest.approx(50, abs=1 / 60)
+    assert obs.owner.tolist() == [0, 1]
+    assert obs.capacity_source == ("own_rate", "measured")
+    assert obs.capacity[0] == pytest.approx(120, abs=0.05) and obs.capacity[1] == pytest.approx(
+        50, abs=1 / 60
+    )
+
+
+def test_an_unmeasured_member_below_the_median_gets_the_median():
+    # three members; b and c overloaded (80 and 90 msg/s on capacities 40 and 60) are measured at
+    # 40 and 60; a reads 10 msg/s: 1.2 x 10 = 12 < median(40, 60) = 50, so a gets 50 (group_median).
+    data = {
+        "topics": [{"name": "t", "partitions": 3, "rates": [10, 80, 90]}],
+        "members": [{"id": "a", "capacity": 500}, {"id": "b", "capacity": 40}, {"id": "c", "capacity": 60}],
+        "hours": 0.1,
+    }
+    rec = Recorder()
+    simulate(parse_scenario(data), rec)
+    obs, _ = rec.seen[-1]
+    assert obs.owner.tolist() == [0, 1, 2]
+    assert obs.capacity_source == ("group_median", "measured", "measured")
+    np.testing.assert_allclose(obs.capacity, [50, 40, 60], atol=0.05)
 
 
 @dataclass
@@ -301,22 +321,27 @@ def test_bad_scenarios_name_the_field(change, field):
     assert "\n" not in str(caught.value)
 
 
-def test_capacity_rule_any_measures_a_busy_member_whose_light_partition_is_caught_up():
+def test_a_busy_member_whose_light_partition_is_caught_up_is_measured():
     # b (capacity 100) owns t-2 (150 msg/s) and t-3 (10 msg/s). Fair sharing serves t-3 in full
-    # (10 < the fair level 50), so t-3 never has backlog and DESIGN.md's rule ("backlog on every
-    # owned partition") never measures b; "any" does: b reads 100 msg/s while t-2 has backlog.
+    # (10 < the fair level 50), so t-3 never has backlog; b is still measured at 100 msg/s, because
+    # t-2 has backlog (the snapshot's rule: backlog on at least one owned partition). a (capacity
+    # 1,000, 40 msg/s) is not measured: max(median 100, 1.2 x 40 = 48) = 100.
     data = {
         "topics": [{"name": "t", "partitions": 4, "rates": [20, 20, 150, 10]}],
         "members": [{"id": "a", "capacity": 1000}, {"id": "b", "capacity": 100}],
         "hours": 0.1,
     }
-    for rule, expected in (("all", ("unknown", "unknown")), ("any", ("unknown", "estimated"))):
-        rec = Recorder()
-        simulate(parse_scenario({**data, "capacity_rule": rule}), rec)
-        obs, _ = rec.seen[-1]
-        assert obs.owner.tolist() == [0, 0, 1, 1]  # range: a t-0, t-1; b t-2, t-3
-        assert obs.capacity_source == expected
-    assert obs.capacity[1] == pytest.approx(100, abs=1 / 60)
+    rec = Recorder()
+    simulate(parse_scenario(data), rec)
+    obs, _ = rec.seen[-1]
+    assert obs.owner.tolist() == [0, 0, 1, 1]  # range: a t-0, t-1; b t-2, t-3
+    assert obs.capacity_source == ("group_median", "measured")
+    np.testing.assert_allclose(obs.capacity, [100, 100], atol=1 / 60)
+
+
+def test_capacity_rule_is_no_longer_a_scenario_field():
+    with pytest.raises(AdvisorError, match="capacity_rule"):
+        parse_scenario({**WORKED, "capacity_rule": "all"})
 
 
 def test_snapshot_offsets_never_show_negative_lag():

@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -193,6 +193,11 @@ class RateParameters:
     max_interval_s: float = 3600.0
     #: a measured capacity is carried to later snapshots (while its member stays) this long
     capacity_max_age_s: float = 3600.0
+    #: an unmeasured member keeps up with what it owns, so it can consume at least its own consume
+    #: rate, and probably more: it gets max(the group's median measured capacity, this factor x its
+    #: own consume rate) (:func:`fill_capacities`). The median alone is biased low: the members that
+    #: get measured are the saturated, i.e. the slow, ones (bench/drain.py, capacities x2 apart).
+    unmeasured_capacity_factor: float = 1.2
 
 
 @dataclass(frozen=True)
@@ -352,7 +357,85 @@ def derive_rates(
         else:
             out.time_lag[key] = TimeLag(None, None)
 
-    out.capacity = _capacities(current, previous, params, capacities, consume_sample, problem is None)
+    out.capacity = _capacities(
+        current, previous, params, capacities, consume_sample, out.consume, problem is None
+    )
+    return out
+
+
+# ---- the capacity rule: one copy, used by snapshots (derive_rates) and the simulator -----------
+
+
+def busy_capacity_sample(
+    lag_before: Sequence[float], lag_after: Sequence[float], consume_rate: Sequence[float]
+) -> float | None:
+    """A member's capacity sample over one interval: Σ its partitions' consume rates, when at least
+    one of them had backlog at both ends; None otherwise, and None when that sum is 0.
+
+    One backlogged partition is enough: a consumer shares its fetches fairly among the partitions
+    that have records, so while any of them has backlog it works at its full rate, and its light
+    partitions, served in full, are caught up (requiring backlog on every partition almost never
+    measures an overloaded member). A sum of 0 (a stalled member, or one that does not commit) says
+    nothing about how fast it can consume. The caller checks that the member held the same
+    partitions over the interval, with no handover pause.
+    """
+    busy = any(b > 0 and a > 0 for b, a in zip(lag_before, lag_after, strict=True))
+    if not busy:
+        return None
+    total = float(sum(consume_rate))
+    return total if total > 0 else None
+
+
+def next_capacity(
+    sample: float | None,
+    carried: float | None,
+    carried_age_s: float,
+    elapsed_s: float,
+    params: RateParameters,
+) -> tuple[float, bool] | None:
+    """A member's measured capacity after an interval of ``elapsed_s``: (value, freshly measured).
+
+    A new sample is smoothed into the carried value like a rate (EWMA, τ = ``time_constant_s``); without
+    one the carried value stays while it is at most ``capacity_max_age_s`` old; else unknown (None).
+    """
+    if carried is not None and carried_age_s > params.capacity_max_age_s:
+        carried = None
+    if sample is not None:
+        alpha = 1.0 - math.exp(-elapsed_s / params.time_constant_s)
+        return _smooth(sample, carried, alpha), True
+    return (carried, False) if carried is not None else None
+
+
+def fill_capacities(
+    measured: Sequence[float | None],
+    own_rate: Sequence[float | None] | None = None,
+    configured: float | None = None,
+    factor: float | None = None,
+) -> list[tuple[float | None, str]]:
+    """(capacity, source) per member (``snapshot_model.CAPACITY_SOURCES``) from the measured ones.
+
+    Unmeasured members, when some member of the group is measured, get max(the median measured
+    capacity, ``factor`` x their own consume rate) (source ``group_median`` or ``own_rate``): an
+    unmeasured member keeps up, so it can do at least its consume rate, while the median is biased
+    low (the measured members are the saturated, slow ones); ``factor`` defaults to
+    :attr:`RateParameters.unmeasured_capacity_factor`. With none measured: the configured value, else
+    unknown (``equal``).
+    """
+    factor = RateParameters.unmeasured_capacity_factor if factor is None else factor
+    known = [c for c in measured if c is not None]
+    median = statistics.median(known) if known else None
+    rates = list(own_rate) if own_rate is not None else [None] * len(measured)
+    out: list[tuple[float | None, str]] = []
+    for value, rate in zip(measured, rates, strict=True):
+        if value is not None:
+            out.append((value, "measured"))
+        elif median is not None:
+            floor = factor * rate if rate is not None and rate > 0 else 0.0
+            out.append((floor, "own_rate") if floor > median else (median, "group_median"))
+        elif configured is not None:
+            out.append((configured, "configured"))
+        else:
+            out.append((None, "equal"))
     return out
 
 
@@ -362,6 +445,7 @@ def _capacities(
     params: RateParameters,
     policy: CapacityPolicy,
     consume_sample: Mapping[tuple[str, str, int], float],
+    consume: Mapping[tuple[str, str, int], RateEstimate],
     interval_ok: bool,
 ) -> dict[tuple[str, str], MemberCapacity]:
     isolation = current.isolation_level
@@ -370,9 +454,12 @@ def _capacities(
     held_before: Counter[tuple[str, str]] = Counter()
     if previous is not None:
         held_before.update((g, owner) for (g, _, _), owner in previous.owners.items())
+    elapsed = (current.taken_at - previous.taken_at).total_seconds() if previous is not None else 0.0
     out: dict[tuple[str, str], MemberCapacity] = {}
     for g in current.groups:
-        measured: dict[str, MemberCapacity] = {}
+        measured: list[float | None] = []
+        measured_at: list[datetime | None] = []
+        own_rate: list[float | None] = []
         for m in g.members:
             key = member_key(m.member_id, m.group_instance_id)
             sample = None
@@ -386,29 +473,22 @@ def _capacities(
                     g.group_id, key, m.assignment, previous, ends, committed, consume_sample
                 )
             carried = previous.capacities.get((g.group_id, key)) if previous is not None else None
-            if carried is not None and (
-                (current.taken_at - carried[1]).total_seconds() > params.capacity_max_age_s
-            ):
-                carried = None
-            if sample is not None:
-                alpha = 1.0 - math.exp(
-                    -(current.taken_at - previous.taken_at).total_seconds() / params.time_constant_s  # type: ignore[union-attr]
-                )
-                value = _smooth(sample, carried[0] if carried else None, alpha)
-                measured[m.member_id] = MemberCapacity(value, "measured", current.taken_at)
-            elif carried is not None:
-                measured[m.member_id] = MemberCapacity(carried[0], "measured", carried[1])
-        median = statistics.median(c.capacity for c in measured.values()) if measured else None
-        configured = policy.for_group(g.group_id)
-        for m in g.members:
-            if m.member_id in measured:
-                out[(g.group_id, m.member_id)] = measured[m.member_id]
-            elif median is not None:
-                out[(g.group_id, m.member_id)] = MemberCapacity(median, "group_median")
-            elif configured is not None:
-                out[(g.group_id, m.member_id)] = MemberCapacity(configured, "configured")
-            else:
-                out[(g.group_id, m.member_id)] = MemberCapacity(None, "equal")
+            age = (current.taken_at - carried[1]).total_seconds() if carried is not None else 0.0
+            value = next_capacity(sample, carried[0] if carried else None, age, elapsed, params)
+            measured.append(None if value is None else value[0])
+            measured_at.append(
+                None if value is None else (current.taken_at if value[1] else carried[1])  # type: ignore[index]
+            )
+            rates = [consume.get((g.group_id, t, p), RateEstimate(None)).rate for t, p in m.assignment]
+            known = [r for r in rates if r is not None]
+            own_rate.append(sum(known) if known else None)
+        filled = fill_capacities(
+            measured, own_rate, policy.for_group(g.group_id), params.unmeasured_capacity_factor
+        )
+        for m, (value, source), at in zip(g.members, filled, measured_at, strict=True):
+            out[(g.group_id, m.member_id)] = MemberCapacity(
+                value, source, at if source == "measured" else None
+            )
     return out
 
 
@@ -421,15 +501,11 @@ def _capacity_sample(
     committed: Mapping[tuple[str, str, int], int],
     consume_sample: Mapping[tuple[str, str, int], float],
 ) -> float | None:
-    """Σ consume rates of a member that held the same partitions (the caller checked the count)
-    while at least one of them had backlog at both ends; None otherwise, and None when that sum is 0.
-
-    One backlogged partition is enough: a consumer shares its fetches fairly among the partitions
-    that have records, so while any of them has backlog it works at its full rate, and its light
-    partitions, served in full, are caught up (requiring backlog on every partition would almost
-    never measure an overloaded member; bench/drain.py's `--capacity-rule any`)."""
-    total = 0.0
-    backlogged = False
+    """:func:`busy_capacity_sample` of a member that held the same partitions (the caller checked
+    the count) over the interval; None when an offset or a consume rate is missing."""
+    before: list[int] = []
+    after: list[int] = []
+    rates: list[float] = []
     for topic, partition in assignment:
         gtp = (group_id, topic, partition)
         if previous.owners.get(gtp) != key or gtp not in consume_sample:
@@ -438,13 +514,10 @@ def _capacity_sample(
         e1, c1 = ends.get((topic, partition)), committed.get(gtp)
         if e0 is None or c0 is None or e1 is None or c1 is None:
             return None
-        backlogged = backlogged or (e0 - c0 > 0 and e1 - c1 > 0)
-        total += consume_sample[gtp]
-    if not backlogged:
-        return None
-    # Nothing committed over the interval (a stalled member, or one that does not commit) says
-    # nothing about how fast it can consume: no sample, rather than a capacity of 0.
-    return total if total > 0 else None
+        before.append(e0 - c0)
+        after.append(e1 - c1)
+        rates.append(consume_sample[gtp])
+    return busy_capacity_sample(before, after, rates)
 
 
 @dataclass(frozen=True)

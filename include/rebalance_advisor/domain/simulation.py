@@ -22,8 +22,11 @@ Model, per step of ``step_s`` seconds (default 5 s):
 
 Every ``replan_interval_s`` the planner gets an :class:`Observation`: what a snapshot would show
 (integer lags, owners, produce rates estimated from log-end offsets over the last
-``rate_window_s``, capacities estimated as docs/architecture.md ("The load model") says — the consume rate of a member over a
-snapshot interval in which it had backlog on every partition it owned and no handover — or the
+``rate_window_s``, capacities as a snapshot estimates them — the same functions of
+``lag_rules``: measured as a member's consume rate over a snapshot interval in which it held the
+same partitions, with backlog on at least one of them at both ends and no handover
+(``busy_capacity_sample``), smoothed and carried up to an hour (``next_capacity``); unmeasured
+members get max(group median, 1.2 x their own consume rate) (``fill_capacities``) — or the
 true ones when ``capacities_known``, and the recent moves). Only the oracle also gets the
 :class:`Truth` (true rates and capacities). Its answer becomes the new ownership at once
 (auto-approve, publish static assignments).
@@ -53,6 +56,12 @@ from rebalance_advisor.domain.assignors import ASSIGNORS, get_assignor
 from rebalance_advisor.domain.decisions import Thresholds
 from rebalance_advisor.domain.group_planning import advise_group
 from rebalance_advisor.domain.group_spec import GroupSpec, Member
+from rebalance_advisor.domain.lag_rules import (
+    RateParameters,
+    busy_capacity_sample,
+    fill_capacities,
+    next_capacity,
+)
 from rebalance_advisor.errors import AdvisorError
 
 #: planners the simulator knows besides the plain assignors (see :func:`make_planner`); a name here
@@ -71,6 +80,8 @@ FLAP_WINDOW_S = 1800.0
 ORACLE_HORIZON_S = 300.0
 #: arbitrary wall-clock origin for planners that take datetimes (the current rule's cool-down).
 EPOCH = datetime(2025, 1, 1, tzinfo=UTC)
+#: how capacities are measured and filled: the snapshot's own parameters (lag_rules)
+RATE_PARAMETERS = RateParameters()
 #: most steps one run may take (memory: the history is steps x partitions floats).
 MAX_STEPS = 200_000
 
@@ -160,12 +171,6 @@ class Scenario(_Model):
     rate_window_s: float = Field(300.0, gt=0)
     backlog_age_s: float = Field(0.0, ge=0, description="starting lag was produced over this long before 0")
     sample_s: float = Field(30.0, gt=0, description="time lag is sampled this often (a multiple of step_s)")
-    capacity_rule: Literal["all", "any", "any_floor"] = Field(
-        "all",
-        description="capacity is measured over intervals with backlog on every owned partition (DESIGN.md) "
-        "or on any (a fair-fetching consumer is busy while any partition has backlog); any_floor also "
-        "gives an unmeasured member max(group median, 1.2 x its consume rate): it keeps up, so it can do more",
-    )
     seed: int = 0
 
     @model_validator(mode="after")
@@ -249,7 +254,7 @@ class Observation:
     owner: np.ndarray  # int32 [P]
     produce_rate: np.ndarray  # float [P], NaN unknown
     consume_rate: np.ndarray  # float [P], NaN unknown
-    capacity: np.ndarray  # float [M], NaN unknown (the load model then takes the group median)
+    capacity: np.ndarray  # float [M], NaN unknown (no member measured yet: source "equal")
     capacity_source: tuple[str, ...]
     recent_moves: tuple[RecentMove, ...]  # moves from an owner within the flap window, oldest first
     snapshots_seen: int
@@ -566,6 +571,9 @@ class Summary:
     flaps: int
     overloaded_share: float
     time_to_drain_s: float | None
+    #: p99 time lag over the samples after the first drain (None: never drained): the steady part,
+    #: apart from the initial backlog's drain, which no rule can make fast (bench/drain.py)
+    p99_time_lag_after_drain_s: float | None
     starting_lag: float
     produced: float
     processed: float
@@ -693,8 +701,8 @@ def simulate(
     # initial ownership: the initial strategy over the present members, no pause, no move counted
     owner = np.full(num_p, -1, dtype=np.int32)
     snaps: deque[tuple[float, np.ndarray, np.ndarray, np.ndarray]] = deque()
-    cap_est = np.full(num_m, np.nan)
-    cap_src = ["unknown"] * num_m
+    cap_est = np.full(num_m, np.nan)  # measured capacity (NaN: not measured or too old)
+    cap_at = np.zeros(num_m)  # when it was last measured
     member_changed = np.zeros(num_m)  # last time its partition set changed
     moves_log: deque[tuple[float, RecentMove]] = deque()
 
@@ -722,16 +730,16 @@ def simulate(
         if sc.capacities_known:
             capacity = lay.capacity[idx]
             sources = ("given",) * len(idx)
-        else:  # unknown ones stay NaN: the load model fills them (group median)
-            capacity = cap_est[idx].copy()
-            sources = tuple(cap_src[m] if not np.isnan(cap_est[m]) else "unknown" for m in idx)
-            unknown = np.isnan(capacity)
-            if sc.capacity_rule == "any_floor" and unknown.any() and (~unknown).any() and len(snaps) >= 2:
+        else:  # the snapshot's rule (lag_rules.fill_capacities); "equal" ones stay NaN (unknown)
+            own_rate: list[float | None] = [None] * len(idx)
+            if len(snaps) >= 2:
                 held = owner >= 0
-                rate_of = np.bincount(owner[held], weights=np.nan_to_num(consume[held]), minlength=num_m)[idx]
-                floor = np.maximum(float(np.median(capacity[~unknown])), 1.2 * rate_of)
-                capacity = np.where(unknown, floor, capacity)
-                sources = tuple("lower_bound" if u else src for u, src in zip(unknown, sources, strict=True))
+                rate_of = np.bincount(owner[held], weights=np.nan_to_num(consume[held]), minlength=num_m)
+                own_rate = rate_of[idx].tolist()
+            measured = [None if np.isnan(cap_est[m]) else float(cap_est[m]) for m in idx]
+            filled = fill_capacities(measured, own_rate, factor=RATE_PARAMETERS.unmeasured_capacity_factor)
+            capacity = np.asarray([math.nan if v is None else v for v, _ in filled], dtype=np.float64)
+            sources = tuple(source for _, source in filled)
         obs = Observation(
             time_s=t,
             member_ids=tuple(lay.member_ids[m] for m in idx),
@@ -750,23 +758,27 @@ def simulate(
         return obs, Truth(truth_rate.copy(), lay.capacity[idx].copy()), idx
 
     def _estimate_capacity(t: float) -> None:
-        """Members with backlog on every (``capacity_rule`` "all") or some ("any") owned partition
-        at both ends of the last interval, holding the same partitions, no handover pause."""
+        """The snapshot's capacity rule (lag_rules.busy_capacity_sample, next_capacity) over the last
+        interval, for members that held the same partitions throughout, with no handover pause."""
         (tp, _ep, cp, owner_p), (tc, _ec, cc, owner_c) = snaps[-2], snaps[-1]
         lag_prev = _ep - cp
         lag_cur = snaps[-1][1] - cc
-        backlogged = (lag_prev > 0) & (lag_cur > 0)
+        consumed = (cc - cp) / (tc - tp)
         for m in np.flatnonzero(present).tolist():
             mine = owner_c == m
-            if not mine.any() or member_changed[m] > tp or (owner_p[mine] != m).any():
-                continue
-            busy = backlogged[mine].all() if sc.capacity_rule == "all" else backlogged[mine].any()
-            if not busy:
-                continue
-            if (pause_until[mine] * dt > tp).any():
-                continue
-            cap_est[m] = float((cc[mine] - cp[mine]).sum()) / (tc - tp)
-            cap_src[m] = "estimated"
+            sample = None
+            if (
+                mine.any()
+                and member_changed[m] <= tp
+                and not (owner_p[mine] != m).any()
+                and not (pause_until[mine] * dt > tp).any()
+            ):
+                sample = busy_capacity_sample(lag_prev[mine], lag_cur[mine], consumed[mine])
+            carried = None if np.isnan(cap_est[m]) else float(cap_est[m])
+            value = next_capacity(sample, carried, tc - cap_at[m], tc - tp, RATE_PARAMETERS)
+            cap_est[m] = math.nan if value is None else value[0]
+            if value is not None and value[1]:
+                cap_at[m] = tc
 
     snapshot_count = [0]
     produced_now = [lay.lag0.copy()]  # cumulative produced incl. starting backlog, at the step start
@@ -891,6 +903,10 @@ def simulate(
             log_drift = log_drift * decay + drift_sd * rng.standard_normal(num_p)
 
     all_samples = time_lag.ravel()
+    after_drain = None
+    if drained_at is not None:
+        steady = time_lag[(sample_steps + 1) * dt > drained_at + 1e-9]
+        after_drain = float(np.percentile(steady, 99)) if steady.size else None
     start = float(lay.lag0.sum())
     summary = Summary(
         strategy=planner.name,
@@ -905,6 +921,7 @@ def simulate(
         flaps=flaps,
         overloaded_share=float((out_over > 0).mean()),
         time_to_drain_s=drained_at,
+        p99_time_lag_after_drain_s=after_drain,
         starting_lag=start,
         produced=float(out_prod.sum()),
         processed=float(out_proc.sum()),

@@ -1,0 +1,59 @@
+"""The one capacity rule (lag_rules): what a snapshot and the simulator both call. Expected values
+are worked out by hand in each test."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from rebalance_advisor.domain.lag_rules import (
+    RateParameters,
+    busy_capacity_sample,
+    fill_capacities,
+    next_capacity,
+)
+
+
+def test_one_backlogged_partition_is_enough_to_measure():
+    # backlog 500 -> 300 on the first partition, the second caught up at both ends (served in full):
+    # the member was busy, its capacity sample is 40 + 10 = 50 msg/s
+    assert busy_capacity_sample([500, 0], [300, 0], [40.0, 10.0]) == 50.0
+
+
+def test_no_sample_without_backlog_at_both_ends_or_without_consumption():
+    assert busy_capacity_sample([500, 0], [0, 0], [40.0, 10.0]) is None  # drained during the interval
+    assert busy_capacity_sample([0, 0], [10, 0], [40.0, 10.0]) is None  # backlog only at the end
+    assert busy_capacity_sample([0, 7], [3, 0], [40.0, 10.0]) is None  # never on the same partition twice
+    assert busy_capacity_sample([500], [700], [0.0]) is None  # stalled: says nothing about capacity
+
+
+def test_next_capacity_smooths_carries_and_forgets():
+    params = RateParameters(time_constant_s=300.0, capacity_max_age_s=3600.0)
+    # first sample taken as is
+    assert next_capacity(80.0, None, 0.0, 60.0, params) == (80.0, True)
+    # a new sample after 300 s: alpha = 1 - e^-1 = 0.632...; 100 + 0.632 x (200 - 100) = 163.2
+    value, fresh = next_capacity(200.0, 100.0, 300.0, 300.0, params)
+    assert fresh and value == pytest.approx(100 + (1 - math.exp(-1)) * 100)
+    # no sample: carried while at most an hour old, then unknown
+    assert next_capacity(None, 100.0, 3600.0, 60.0, params) == (100.0, False)
+    assert next_capacity(None, 100.0, 3601.0, 60.0, params) is None
+    # a sample after the carried one aged out starts afresh
+    assert next_capacity(70.0, 100.0, 3601.0, 60.0, params) == (70.0, True)
+
+
+def test_fill_capacities_median_own_rate_configured_equal():
+    # measured 40 and 60 -> median 50. The unmeasured ones: consume 10/s -> 1.2 x 10 = 12 < 50 ->
+    # group_median 50; consume 100/s -> 120 > 50 -> own_rate 120; consume unknown -> median 50.
+    filled = fill_capacities([40.0, None, 60.0, None, None], [30.0, 10.0, 55.0, 100.0, None], 999.0)
+    assert filled == [
+        (40.0, "measured"),
+        (50.0, "group_median"),
+        (60.0, "measured"),
+        (pytest.approx(120.0), "own_rate"),
+        (50.0, "group_median"),
+    ]
+    # none measured: the configured value for every member, whatever its rate; else unknown
+    assert fill_capacities([None, None], [100.0, 5.0], 40.0) == [(40.0, "configured"), (40.0, "configured")]
+    assert fill_capacities([None], [100.0]) == [(None, "equal")]
+    # the factor is a parameter: 2 x 100 = 200
+    assert fill_capacities([50.0, None], [None, 100.0], factor=2.0)[1] == (200.0, "own_rate")
