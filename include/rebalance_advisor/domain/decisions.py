@@ -23,7 +23,9 @@ The rule is in *time* when capacities are known (the load model, ``load_model``)
   load (without) by at least ``min_improvement`` (10 %).
 - **payback** (:func:`repaid`): with capacities, the plan's backlog area over ``horizon_s`` (900 s),
   charged a pause of ``handover_cost_s`` (5 s) per handed-over partition, is below the current one.
-  Handing over unowned partitions and feeding empty members is never blocked by it.
+  Handing over unowned partitions, feeding empty members and fewer overloaded members (also
+  partial relief, 8 -> 7) are never blocked by it. Without capacities the pause is charged in the
+  load: the receiving member's backlog grows by rate x ``handover_cost_s``.
 - ``cooldown_minutes`` (default 0, off): the old fixed silence after a standing plan, kept for runs
   that ask for it; outcome ``held_by_cooldown``.
 
@@ -35,6 +37,9 @@ Outcomes: ``error``, ``no_members``, ``idle``, ``balanced``, then for flagged gr
 Best candidate (:func:`rank_key`): fewest overloaded members, then shortest predicted catch-up,
 then lowest max load, then fewest handovers, then :data:`STRATEGY_PREFERENCE`. On a full tie
 ``lag_aware`` wins: naming it after the published KAFKA-5337 algorithm makes it reproducible.
+The plan recommended is the one with the fewest handovers among those within ``min_improvement``
+of that best (:func:`fewest_moves_near_best`, :func:`as_good`): a full repack that is barely better
+than a sticky plan is not worth its extra handovers.
 """
 
 from __future__ import annotations
@@ -194,9 +199,18 @@ def improvement_reason(candidate: CandidatePlan, state: GroupState, thresholds: 
 
 
 def repaid(candidate: CandidatePlan, state: GroupState) -> bool:
-    """The payback rule: with the handover pause charged, less backlog over the horizon than now."""
+    """The payback rule: with the handover pause charged, less backlog over the horizon than now.
+
+    Never blocks handing over orphans, feeding an empty member, or fewer overloaded members (also
+    partial relief, 8 -> 7): an overloaded member's backlog grows without bound, so whatever a
+    finite horizon says, the pauses are repaid some time; and between members that stay overloaded
+    a move only shifts the growth, so the horizon's area would refuse every step of a fix that
+    takes more than one plan.
+    """
     if state.load.unowned_backlog > 0 or state.load.unowned_inflow > 0 or state.empty_members:
         return True  # handing over orphans or feeding an empty member is never blocked
+    if candidate.load.overloaded < state.load.overloaded:
+        return True
     before, after = state.load.backlog_area, candidate.load.backlog_area
     if before is None or after is None:
         return True  # no capacities: the pause cannot be priced
@@ -226,6 +240,44 @@ def rank_key(candidate: CandidatePlan) -> tuple:
 
 def best_candidate(candidates: Sequence[CandidatePlan]) -> CandidatePlan | None:
     return min(candidates, key=rank_key, default=None)
+
+
+def as_good(candidate: CandidatePlan, best: CandidatePlan, thresholds: Thresholds) -> bool:
+    """Whether ``candidate`` is within ``min_improvement`` of ``best`` (the fewer-moves rule).
+
+    No more overloaded or empty members and no more left unowned; then, with capacities, a predicted
+    catch-up at most ``min_improvement`` x max(best's, ``target_catch_up_s``) longer (below the
+    target a few seconds do not matter); otherwise, or when both are infinite, a max load at most
+    ``min_improvement`` higher.
+    """
+    c, b = candidate.load, best.load
+    if (
+        c.overloaded > b.overloaded
+        or candidate.empty_members > best.empty_members
+        or c.unowned_backlog + c.unowned_inflow > b.unowned_backlog + b.unowned_inflow
+    ):
+        return False
+    tolerance = thresholds.min_improvement
+    if c.max_catch_up_s is not None and b.max_catch_up_s is not None:
+        if math.isinf(b.max_catch_up_s) != math.isinf(c.max_catch_up_s):
+            return False
+        if not math.isinf(b.max_catch_up_s):
+            slack = tolerance * max(b.max_catch_up_s, thresholds.target_catch_up_s)
+            return c.max_catch_up_s <= b.max_catch_up_s + slack + 1e-9
+    return c.max_load <= b.max_load * (1.0 + tolerance) + 1e-12
+
+
+def fewest_moves_near_best(
+    candidates: Sequence[CandidatePlan], thresholds: Thresholds
+) -> CandidatePlan | None:
+    """The fewer-moves rule: of the candidates :func:`as_good` as the best, the one with fewest
+    handovers (then :func:`rank_key`). A full repack that is barely better than a sticky plan does
+    not pay for its extra handovers in churn: each pauses a partition and is one more move to flap."""
+    best = best_candidate(candidates)
+    if best is None:
+        return None
+    close = [c for c in candidates if as_good(c, best, thresholds)]
+    return min(close, key=lambda c: (c.moves, rank_key(c)))
 
 
 # ---- the decision -------------------------------------------------------------------------
@@ -300,7 +352,8 @@ def decide(
             f"{b.load.backlog_area:,.0f} msg*s with {b.moves} handover(s) x {thresholds.handover_cost_s:g} s",
             best=b,
         )
-    chosen = best_candidate(paying)
+    chosen = fewest_moves_near_best(paying, thresholds)
+    assert chosen is not None  # paying is not empty
     change = f"{chosen.strategy}: {worth[chosen.strategy]}, {chosen.moves} handover(s)"
     until = cooldown_until(standing, now, thresholds)
     if (

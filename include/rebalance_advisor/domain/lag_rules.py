@@ -191,8 +191,12 @@ class RateParameters:
     min_interval_s: float = 5.0
     #: intervals longer than this give no rate: the average would hide what happened in between
     max_interval_s: float = 3600.0
-    #: a measured capacity is carried to later snapshots (while its member stays) this long
-    capacity_max_age_s: float = 3600.0
+    #: a measured capacity is carried to later snapshots (while its member stays) this long. A day:
+    #: capacity can only be measured while the member is saturated, and a good plan keeps it from
+    #: being saturated, so a short age forgets exactly the members a plan fixed (with 1 h,
+    #: bench/drain.py cap2x-z1.5 saw every capacity expire and the advisor call an overloaded group
+    #: idle); a member that got slower is re-measured as soon as it saturates
+    capacity_max_age_s: float = 86400.0
     #: an unmeasured member keeps up with what it owns, so it can consume at least its own consume
     #: rate, and probably more: it gets max(the group's median measured capacity, this factor x its
     #: own consume rate) (:func:`fill_capacities`). The median alone is biased low: the members that

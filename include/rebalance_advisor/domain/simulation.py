@@ -24,7 +24,7 @@ Every ``replan_interval_s`` the planner gets an :class:`Observation`: what a sna
 (integer lags, owners, produce rates estimated from log-end offsets over the last
 ``rate_window_s``, capacities as a snapshot estimates them — the same functions of
 ``lag_rules``: measured as a member's consume rate over a snapshot interval in which it held the
-same partitions, with backlog on at least one of them at both ends and no handover
+same partitions at both ends, with backlog on at least one of them at both ends
 (``busy_capacity_sample``), smoothed and carried up to an hour (``next_capacity``); unmeasured
 members get max(group median, 1.2 x their own consume rate) (``fill_capacities``) — or the
 true ones when ``capacities_known``, and the recent moves). Only the oracle also gets the
@@ -759,7 +759,7 @@ def simulate(
 
     def _estimate_capacity(t: float) -> None:
         """The snapshot's capacity rule (lag_rules.busy_capacity_sample, next_capacity) over the last
-        interval, for members that held the same partitions throughout, with no handover pause."""
+        interval, for members that held the same partitions at both ends (as a snapshot checks)."""
         (tp, _ep, cp, owner_p), (tc, _ec, cc, owner_c) = snaps[-2], snaps[-1]
         lag_prev = _ep - cp
         lag_cur = snaps[-1][1] - cc
@@ -767,12 +767,7 @@ def simulate(
         for m in np.flatnonzero(present).tolist():
             mine = owner_c == m
             sample = None
-            if (
-                mine.any()
-                and member_changed[m] <= tp
-                and not (owner_p[mine] != m).any()
-                and not (pause_until[mine] * dt > tp).any()
-            ):
+            if mine.any() and member_changed[m] <= tp and not (owner_p[mine] != m).any():
                 sample = busy_capacity_sample(lag_prev[mine], lag_cur[mine], consumed[mine])
             carried = None if np.isnan(cap_est[m]) else float(cap_est[m])
             value = next_capacity(sample, carried, tc - cap_at[m], tc - tp, RATE_PARAMETERS)
