@@ -215,9 +215,12 @@ def test_pause_not_repaid_within_the_horizon():
     # 30,000 backlog: areas over 900 s: now 40,000*500 - 80*500^2/2 = 10.0 M; plan 8.89 M + 5.63 M = 14.5 M.
     d = doc([("C0", [0, 1], 100), ("C1", [2], 100)], [(40_000, 10), (0, 10), (0, 10)])
     assert plan_group(d, T, NOW).outcome == "recommended"  # 5 s pause: repaid
-    r = plan_group(d, Thresholds(handover_cost_s=3000), NOW)
+    r = plan_group(d, Thresholds(handover_cost_s=3000, capacity_margin=0), NOW)
     assert r.outcome == "not_repaid", r.reason
     assert "backlog area 10,000,000 ->" in r.reason
+    # with the default 2 % margin the rule predicts against 98/s: area = 40,000^2 / (2 x 78) = 10,256,410
+    r = plan_group(d, Thresholds(handover_cost_s=3000), NOW)
+    assert r.outcome == "not_repaid" and "backlog area 10,256,410 ->" in r.reason, r.reason
 
 
 # ---- the rule over time: a small fluid model of our own ---------------------------------------

@@ -77,3 +77,62 @@ def test_sticky_within_min_improvement_of_the_best_is_chosen_without_capacities(
     # a larger min_improvement widens the slack: 11.1 <= 10 x 1.2
     wide = Thresholds(min_improvement=0.2)
     assert decide(now, [lpt, plan("rate_aware_sticky", 4, 0, None, 11.1)], wide).chosen.moves == 4
+
+
+def test_capacity_margin_counts_a_member_at_98_percent_as_overloaded():
+    # C0 owns p0 (60/s) + p1 (39/s) = 99/s on capacity 100: below capacity, but at >= 98 % of it, so
+    # the rule (default margin 2 %) flags it and moves p1 to C1 (1/s): 60 and 40 of 100, under 98.
+    from datetime import UTC, datetime
+
+    from rebalance_advisor.domain.group_planning import plan_group
+    from rebalance_advisor.domain.group_spec import parse_group_spec
+    from rebalance_advisor.domain.load_model import load_inputs, summarize
+
+    doc = {
+        "group_id": "g",
+        "members": [
+            {"member_id": "C0", "topics": ["t"], "owned": [["t", 0], ["t", 1]], "capacity": 100},
+            {"member_id": "C1", "topics": ["t"], "owned": [["t", 2]], "capacity": 100},
+        ],
+        "partitions": [
+            {"topic": "t", "partition": p, "lag": 0, "produce_rate": r} for p, r in enumerate((60, 39, 1))
+        ],
+    }
+    now = datetime(2025, 1, 1, tzinfo=UTC)
+    advice = plan_group(doc, T, now)
+    assert advice.outcome == "recommended", advice.reason
+    assert "1 member(s) overloaded (inflow >= 98% of capacity)" in advice.reason
+    assert {(m, p) for m, _t, p, _lag in advice.plan.assignments} == {("C0", 0), ("C1", 1), ("C1", 2)}
+    # no margin: 99 < 100 and nothing is behind, so the group is idle (no lag, nobody overloaded)
+    assert plan_group(doc, Thresholds(capacity_margin=0), now).outcome == "idle"
+    # what people see stays against the full capacity: C0 is not overloaded there, caught up (0 s)
+    spec = parse_group_spec({k: doc[k] for k in ("group_id", "members", "partitions")})
+    summary, members = summarize(spec, spec.owner, load_inputs(spec), 900.0, margin=0.02)
+    assert summary.overloaded == 1 and members.catch_up_s == (0.0, 0.0)
+
+
+def test_sticky_relieves_an_overloaded_member_by_an_ejection_chain():
+    # capacities 100. A: p0 60 + p1 45 = 105 (overloaded); B: p2 50 + p3 10 = 60; C: p4 50 + p5 10 = 60.
+    # No single move helps: A's lighter p1 (45) would put B or C at 105. The chain makes room on B
+    # (most room, first in order) by moving B's lightest p3 (10) to C (70), then p1 goes to B (95).
+    # After that B (0.95) is below the rule's 98 % and no move lowers the top: 2 handovers in all.
+    from rebalance_advisor.domain.assignors import get_assignor
+    from rebalance_advisor.domain.group_spec import parse_group_spec
+
+    rates = (60, 45, 50, 10, 50, 10)
+    owned = {"A": [0, 1], "B": [2, 3], "C": [4, 5]}
+    spec = parse_group_spec(
+        {
+            "group_id": "g",
+            "members": [
+                {"member_id": m, "topics": ["t"], "owned": [["t", p] for p in ps], "capacity": 100}
+                for m, ps in owned.items()
+            ],
+            "partitions": [
+                {"topic": "t", "partition": p, "lag": 0, "produce_rate": r} for p, r in enumerate(rates)
+            ],
+        }
+    )
+    owners = get_assignor("rate_aware_sticky").owners(spec, margin=0.02)
+    names = [spec.member_ids[m] for m in owners.tolist()]
+    assert names == ["A", "B", "B", "C", "C", "C"]

@@ -8,7 +8,9 @@ The rule is in *time* when capacities are known (the load model, ``load_model``)
 - **idle** (:func:`is_idle`): total lag < ``lag_floor`` (1,000 messages, always messages), no
   member overloaded and no inflow on partitions no member owns.
 - **flagged** (:func:`flag_reasons`): partitions no member owns have lag or inflow; a member owns
-  nothing while an eligible peer holds two or more; a member is overloaded (inflow ≥ capacity); the
+  nothing while an eligible peer holds two or more; a member is overloaded (inflow ≥ (1 −
+  ``capacity_margin``) × capacity: 98 % by default, a margin for rates estimated over past minutes
+  that drift; catch-up and the payback area are predicted against that usable capacity too); the
   predicted catch-up exceeds ``target_catch_up_s`` (300 s). Without capacities the time rule cannot
   apply and the load w = inflow + backlog / horizon is compared instead: flagged when
   max / mean member load ≥ ``imbalance_threshold`` (1.25) — with no rates either, w is lag / horizon
@@ -143,7 +145,12 @@ def flag_reasons(state: GroupState, thresholds: Thresholds) -> list[str]:
         reasons.append(f"{state.empty_members} member(s) own nothing while a peer holds two or more")
     if state.capacities_known:
         if load.overloaded:
-            reasons.append(f"{load.overloaded} member(s) overloaded (inflow >= capacity)")
+            at = (
+                "capacity"
+                if not thresholds.capacity_margin
+                else f"{1 - thresholds.capacity_margin:.0%} of capacity"
+            )
+            reasons.append(f"{load.overloaded} member(s) overloaded (inflow >= {at})")
         elif load.max_catch_up_s is not None and load.max_catch_up_s > thresholds.target_catch_up_s:
             reasons.append(
                 f"predicted catch-up {seconds(load.max_catch_up_s)} > target {thresholds.target_catch_up_s:g} s"

@@ -55,7 +55,11 @@ def strategy_options(strategy: str, thresholds: Thresholds) -> dict[str, Any]:
     if strategy == "rate_aware":
         return {"horizon_s": thresholds.horizon_s}
     if strategy == "rate_aware_sticky":
-        return {"move_budget": thresholds.move_budget, "horizon_s": thresholds.horizon_s}
+        return {
+            "move_budget": thresholds.move_budget,
+            "horizon_s": thresholds.horizon_s,
+            "margin": thresholds.capacity_margin,
+        }
     return {}
 
 
@@ -156,7 +160,8 @@ def moves_back(
 
 def group_state(spec: GroupSpec, inputs: LoadInputs, thresholds: Thresholds) -> tuple[GroupState, Any]:
     """The rules' view of the current assignment, and its per-member load."""
-    summary, members = summarize(spec, spec.owner, inputs, thresholds.horizon_s)
+    summary, _ = summarize(spec, spec.owner, inputs, thresholds.horizon_s, margin=thresholds.capacity_margin)
+    members = summarize(spec, spec.owner, inputs, thresholds.horizon_s)[1]
     inflow, backlog = member_totals(spec, spec.owner, inputs.rate)
     load = inflow + backlog / thresholds.horizon_s
     mean = float(load.mean()) if len(load) else 0.0
@@ -194,7 +199,9 @@ def advise_group(observation: GroupObservation, thresholds: Thresholds, now: dat
         handovers = int(np.count_nonzero((o >= 0) & (o != spec.owner)))
         m = dataclasses.replace(_rounded(compute_metrics(spec, o, bound)), moves=handovers)
         metrics_by_strategy[name] = m
-        load, _ = summarize(spec, o, inputs, thresholds.horizon_s, thresholds.handover_cost_s)
+        load, _ = summarize(
+            spec, o, inputs, thresholds.horizon_s, thresholds.handover_cost_s, thresholds.capacity_margin
+        )
         candidates.append(
             CandidatePlan(
                 name,

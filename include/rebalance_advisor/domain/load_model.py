@@ -145,8 +145,14 @@ def summarize(
     inputs: LoadInputs,
     horizon_s: float,
     pause_s: float = 0.0,
+    margin: float = 0.0,
 ) -> tuple[LoadSummary, MemberLoad]:
     """The load model of ``owners``; ``pause_s`` > 0 charges a handover pause to moved partitions.
+
+    ``margin`` (the rule's ``capacity_margin``): the summary the rules compare counts a member
+    overloaded at inflow >= (1 - margin) x capacity and predicts catch-up against that usable
+    capacity, a margin for rates that are estimated over past minutes and drift; the per-member
+    predictions (:class:`MemberLoad`, what people see) stay against the full capacity.
 
     A moved partition (one whose owner changes, or an unowned one that gets an owner) is not
     consumed for ``pause_s`` seconds while its producers go on, so its new owner starts with
@@ -177,16 +183,18 @@ def summarize(
             spec.member_ids, tuple(inflow.tolist()), tuple(backlog.tolist()), None, None
         )
     t = catch_up_time(backlog_f, inflow, caps)
-    overloaded = int(np.count_nonzero(inflow >= caps))
-    max_t = float(t.max()) if len(t) else 0.0
+    usable = caps * (1.0 - margin) if margin > 0 else caps
+    t_usable = catch_up_time(backlog_f, inflow, usable) if margin > 0 else t
+    overloaded = int(np.count_nonzero(inflow >= usable))
+    max_t = float(t_usable.max()) if len(t) else 0.0
     if unowned_backlog > 0 or unowned_inflow > 0:
         max_t = math.inf
-    area = float(backlog_area(backlog_f, inflow, caps, horizon_s).sum())
+    area = float(backlog_area(backlog_f, inflow, usable, horizon_s).sum())
     area += unowned_backlog * horizon_s + unowned_inflow * horizon_s * horizon_s / 2.0
     summary = LoadSummary(
         overloaded=overloaded,
         max_catch_up_s=max_t,
-        max_load=float((load / caps).max()) if len(load) else 0.0,
+        max_load=float((load / usable).max()) if len(load) else 0.0,
         backlog_area=area,
         unowned_backlog=unowned_backlog,
         unowned_inflow=unowned_inflow,

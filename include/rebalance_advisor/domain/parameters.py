@@ -185,6 +185,11 @@ class Thresholds(ParamModel):
         5.0, ge=0.0, le=86400.0, cli="--handover-cost", section=RULES,
         description="seconds a moved partition pauses while it changes owner",
     )  # fmt: skip
+    capacity_margin: float = surface(
+        0.02, ge=0.0, lt=1.0, cli="--capacity-margin", section=RULES,
+        description="the rule counts a member overloaded at inflow >= (1 - this) x capacity: rates are "
+        "estimated over past minutes and drift (0: at capacity)",
+    )  # fmt: skip
     hysteresis_window_s: float = surface(
         1800.0, ge=0.0, le=10**7, cli="--hysteresis-window", section=RULES,
         description="a partition does not move back to an owner it left within this many seconds "

@@ -5,7 +5,13 @@ are placed as ``rate_aware`` places them, onto the loads members already carry (
 forced and do not count against the budget). Then, while the budget allows, take the member with
 the highest utilisation u = load / capacity (load and weights as in ``rate_aware``) and move the
 one partition, to an eligible member, that lowers max(u_from, u_to) most; stop when the best move
-lowers the top utilisation by less than ``min_gain`` (default 1 %) of it. Every move lowers the
+lowers the top utilisation by less than ``min_gain`` (default 1 %) of it — unless, with capacities,
+the top member is overloaded (utilisation >= 1 - ``margin``, the rule's ``capacity_margin``): then any move that lowers it is made, since a
+small partition off an overloaded member may be what removes the overload; and when no single
+move helps it, one level of ejection chain (:func:`ejection_chain`: make room on a peer by moving
+the peer's lightest partitions elsewhere), instead of leaving the fix to a full repack that moves
+nearly every partition (bench/drain.py large-500: 3,192 handovers for one overloaded member). Every
+single move lowers the
 top member's utilisation without raising the receiver above it, so the max utilisation never rises.
 
 ``move_budget`` caps the owned partitions moved (None: no cap besides the gain threshold).
@@ -18,15 +24,20 @@ import numpy as np
 from rebalance_advisor.domain.assignors import rate_aware
 from rebalance_advisor.domain.assignors._options import optional_amount, optional_count
 from rebalance_advisor.domain.group_spec import GroupSpec
+from rebalance_advisor.domain.load_model import load_inputs
+from rebalance_advisor.errors import AdvisorError
 
 NAME = "rate_aware_sticky"
 OPTIONS = {
     "move_budget": optional_count("move_budget"),
     "horizon_s": optional_amount("horizon_s"),
     "min_gain": optional_amount("min_gain"),
+    "margin": optional_amount("margin"),
 }
 
 DEFAULT_MIN_GAIN = 0.01
+#: peers (most room first) an ejection chain tries before giving up
+CHAIN_PEERS = 8
 
 
 def owners(
@@ -34,6 +45,7 @@ def owners(
     move_budget: int | None = None,
     horizon_s: float | None = None,
     min_gain: float | None = None,
+    margin: float | None = None,
 ) -> np.ndarray:
     weights, caps = rate_aware.partition_weights(spec, horizon_s)
     out = np.where(spec.owner_valid, spec.owner, -1).astype(np.int32)
@@ -44,10 +56,16 @@ def owners(
     if members < 2:
         return out
     gain_floor = DEFAULT_MIN_GAIN if min_gain is None else min_gain
+    known_caps = load_inputs(spec).capacity is not None
+    if margin is not None and margin >= 1:
+        raise AdvisorError(f"option margin={margin!r}: must be below 1 (a fraction of each capacity)")
+    full = 1.0 - (margin or 0.0)  # utilisation at which the rule counts a member overloaded
     elig = None if spec.identical_subscriptions else rate_aware.eligibility(spec)
     budget = spec.num_partitions if move_budget is None else move_budget
     moved = 0
-    while moved < budget:
+    steps = 0  # a guard: each step lowers the top utilisation, but ties could in theory cycle
+    while moved < budget and steps < 4 * spec.num_partitions + 16:
+        steps += 1
         util = load / caps
         top = int(np.argmax(util))
         mine = np.flatnonzero(out == top)
@@ -62,12 +80,75 @@ def owners(
         if elig is not None:
             worst = np.where(elig[spec.topic_index[mine]], worst, np.inf)
         i, b = np.unravel_index(int(np.argmin(worst)), worst.shape)
-        if not worst[i, b] < util[top] * (1.0 - gain_floor):
+        # a move must gain min_gain, or, with capacities, at least make an overloaded member less so
+        enough = worst[i, b] < util[top] * (1.0 - gain_floor)
+        if not (enough or (known_caps and util[top] >= full and worst[i, b] < util[top])):
+            if known_caps and util[top] >= full:
+                chain = ejection_chain(spec, out, load, weights, caps * full, elig, top, budget - moved)
+                if chain:
+                    moved += sum(spec.owner[k] >= 0 for k, _ in chain)
+                    continue
             break
         k = int(mine[i])
-        out[k] = b
-        load[top] -= weights[k]
-        load[b] += weights[k]
+        _move(out, load, weights, k, int(b))
         if spec.owner[k] >= 0:
             moved += 1
     return out
+
+
+def _move(out: np.ndarray, load: np.ndarray, weights: np.ndarray, k: int, to: int) -> None:
+    load[out[k]] -= weights[k]
+    load[to] += weights[k]
+    out[k] = to
+
+
+def ejection_chain(
+    spec: GroupSpec,
+    out: np.ndarray,
+    load: np.ndarray,
+    weights: np.ndarray,
+    caps: np.ndarray,
+    elig: np.ndarray | None,
+    top: int,
+    budget: int,
+) -> list[tuple[int, int]]:
+    """Relieve an overloaded ``top`` none of whose partitions fits anywhere: make room on a peer by
+    moving the peer's lightest partitions to third members, then move top's lightest partition
+    there (one level, as the oracle of domain/simulation.py does). Applied in place only when it
+    works within ``budget`` moves and leaves every member it touches below capacity; returns the
+    moves made (partition, new owner), empty when none.
+    """
+    mine = np.flatnonzero(out == top)
+    if len(mine) < 2:
+        return []  # a single partition above capacity: no plan helps
+    k = int(mine[np.argmin(weights[mine])])
+    room = caps - load
+    peers = np.flatnonzero(room > 0)
+    if elig is not None:
+        peers = peers[elig[spec.topic_index[k], peers]]
+    peers = peers[peers != top]
+    for b in peers[np.argsort(-room[peers], kind="stable")][:CHAIN_PEERS].tolist():
+        if load[b] - weights[out == b].sum() + weights[k] >= caps[b]:
+            continue  # even emptied, b could not take k
+        trial_out, trial_load = out.copy(), load.copy()
+        made: list[tuple[int, int]] = []
+        theirs = np.flatnonzero(out == b)
+        for j in theirs[np.argsort(weights[theirs], kind="stable")].tolist():
+            if trial_load[b] + weights[k] < caps[b] or len(made) + 1 >= budget:
+                break
+            fits = (trial_load + weights[j]) < caps
+            fits[[top, b]] = False
+            if elig is not None:
+                fits &= elig[spec.topic_index[j]]
+            if not fits.any():
+                continue
+            c = int(np.argmax(np.where(fits, caps - trial_load, -np.inf)))
+            _move(trial_out, trial_load, weights, j, c)
+            made.append((j, c))
+        if trial_load[b] + weights[k] < caps[b] and len(made) < budget:
+            _move(trial_out, trial_load, weights, k, b)
+            made.append((k, b))
+            out[:] = trial_out
+            load[:] = trial_load
+            return made
+    return []
