@@ -202,6 +202,7 @@ def scenario_defs() -> dict[str, dict]:
 QUICK = ("small-z1.1", "cap2x-z1.5", "mixed-leave-return")
 MEASURES = (
     "overloaded_share",
+    "overloaded_share_after_1h",
     "p99_time_lag_s",
     "moves_per_hour",
     "flaps",
@@ -400,6 +401,7 @@ def main(argv: list[str] | None = None) -> int:
             [
                 "strategy",
                 "overloaded",
+                "after 1st h",
                 "p99 time lag s",
                 "p99 after drain s",
                 "drain s",
@@ -416,6 +418,7 @@ def main(argv: list[str] | None = None) -> int:
                 [
                     strategy,
                     f"{a['overloaded_share']:.1%}",
+                    f"{a['overloaded_share_after_1h']:.1%}",
                     f"{a['p99_time_lag_s']:,.1f}",
                     "never drained" if after is None else f"{after:,.1f}",
                     _seconds(a["time_to_drain_s"], a["drained_seeds"], a["seeds"]),
@@ -427,7 +430,7 @@ def main(argv: list[str] | None = None) -> int:
                 ]
             )
         for strategy in not_run:
-            rows.append([strategy, "NOT RUN", "", "", "", "", "", "", "", ""])
+            rows.append([strategy, "NOT RUN", "", "", "", "", "", "", "", "", ""])
         print(table(rows), flush=True)
     print(f"\n== targets for {TARGET_STRATEGY} (means over seeds)")
     lines = []

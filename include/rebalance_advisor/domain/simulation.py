@@ -570,6 +570,8 @@ class Summary:
     moves_per_hour: float
     flaps: int
     overloaded_share: float
+    #: the same after the first hour (a cold start from no rates and no capacities is in the first)
+    overloaded_share_after_1h: float
     time_to_drain_s: float | None
     #: p99 time lag over the samples after the first drain (None: never drained): the steady part,
     #: apart from the initial backlog's drain, which no rule can make fast (bench/drain.py)
@@ -915,6 +917,9 @@ def simulate(
         moves_per_hour=total_moves / (steps * dt / 3600.0),
         flaps=flaps,
         overloaded_share=float((out_over > 0).mean()),
+        overloaded_share_after_1h=float((out_over[time_s > 3600] > 0).mean())
+        if (time_s > 3600).any()
+        else 0.0,
         time_to_drain_s=drained_at,
         p99_time_lag_after_drain_s=after_drain,
         starting_lag=start,
