@@ -160,8 +160,10 @@ def moves_back(
 
 def group_state(spec: GroupSpec, inputs: LoadInputs, thresholds: Thresholds) -> tuple[GroupState, Any]:
     """The rules' view of the current assignment, and its per-member load."""
-    summary, _ = summarize(spec, spec.owner, inputs, thresholds.horizon_s, margin=thresholds.capacity_margin)
-    members = summarize(spec, spec.owner, inputs, thresholds.horizon_s)[1]
+    # the summary against the usable capacity (the rule's margin); the members' view against the full one
+    summary, members = summarize(
+        spec, spec.owner, inputs, thresholds.horizon_s, margin=thresholds.capacity_margin
+    )
     inflow, backlog = member_totals(spec, spec.owner, inputs.rate)
     load = inflow + backlog / thresholds.horizon_s
     mean = float(load.mean()) if len(load) else 0.0

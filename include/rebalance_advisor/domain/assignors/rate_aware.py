@@ -20,7 +20,7 @@ import numpy as np
 
 from rebalance_advisor.domain.assignors._options import optional_amount
 from rebalance_advisor.domain.group_spec import GroupSpec
-from rebalance_advisor.domain.load_model import load_inputs
+from rebalance_advisor.domain.load_model import LoadInputs, load_inputs
 
 NAME = "rate_aware"
 OPTIONS = {"horizon_s": optional_amount("horizon_s")}
@@ -31,8 +31,17 @@ OVERHEAD = 1e-3
 
 
 def partition_weights(spec: GroupSpec, horizon_s: float | None) -> tuple[np.ndarray, np.ndarray]:
-    """(weight per partition incl. overhead, capacity per member: 1.0 where unknown)."""
+    """(weight per partition incl. overhead, capacity per member: 1.0 for every member when unknown)."""
+    return _weights(load_inputs(spec), spec, horizon_s)
+
+
+def weights_and_inputs(spec: GroupSpec, horizon_s: float | None) -> tuple[np.ndarray, np.ndarray, bool]:
+    """:func:`partition_weights` and whether capacities are known (one pass over the load inputs)."""
     inputs = load_inputs(spec)
+    return (*_weights(inputs, spec, horizon_s), inputs.capacity is not None)
+
+
+def _weights(inputs: LoadInputs, spec: GroupSpec, horizon_s: float | None) -> tuple[np.ndarray, np.ndarray]:
     horizon = horizon_s if horizon_s else DEFAULT_HORIZON_S
     w = inputs.rate + spec.lag.astype(np.float64) / horizon
     w = w + max(float(w.mean()) if len(w) else 0.0, 1e-9) * OVERHEAD

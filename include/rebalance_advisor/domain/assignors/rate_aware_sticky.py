@@ -24,7 +24,6 @@ import numpy as np
 from rebalance_advisor.domain.assignors import rate_aware
 from rebalance_advisor.domain.assignors._options import optional_amount, optional_count
 from rebalance_advisor.domain.group_spec import GroupSpec
-from rebalance_advisor.domain.load_model import load_inputs
 from rebalance_advisor.errors import AdvisorError
 
 NAME = "rate_aware_sticky"
@@ -47,7 +46,7 @@ def owners(
     min_gain: float | None = None,
     margin: float | None = None,
 ) -> np.ndarray:
-    weights, caps = rate_aware.partition_weights(spec, horizon_s)
+    weights, caps, known_caps = rate_aware.weights_and_inputs(spec, horizon_s)
     out = np.where(spec.owner_valid, spec.owner, -1).astype(np.int32)
     members = spec.num_members
     held = out >= 0
@@ -56,7 +55,6 @@ def owners(
     if members < 2:
         return out
     gain_floor = DEFAULT_MIN_GAIN if min_gain is None else min_gain
-    known_caps = load_inputs(spec).capacity is not None
     if margin is not None and margin >= 1:
         raise AdvisorError(f"option margin={margin!r}: must be below 1 (a fraction of each capacity)")
     full = 1.0 - (margin or 0.0)  # utilisation at which the rule counts a member overloaded
