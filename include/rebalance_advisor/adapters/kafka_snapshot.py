@@ -29,6 +29,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from rebalance_advisor.adapters.share_groups import ShareGroupReader, ShareGroupsRead
 from rebalance_advisor.domain.safe_regex import SafeRegex, compile_safe_regex
 from rebalance_advisor.domain.snapshot_model import (
     CommittedOffset,
@@ -137,6 +138,8 @@ class SnapshotOptions:
     #: requests one at a time, so more can help a slow broker; measured on one local broker with
     #: 500 groups/19,000 partitions, 1 was as fast as 2, 4 or 8 (client CPU is the limit there).
     connections: int = DEFAULT_CONNECTIONS
+    #: also read share groups (KIP-932) through Kafka's Java AdminClient (adapters/share_groups.py)
+    share_groups: bool = True
 
 
 def read_client_config(path: str | Path) -> dict[str, str]:
@@ -695,6 +698,7 @@ def _collect(
     include_internal = options.include_internal_topics
 
     started = time.monotonic()
+    share_reader = ShareGroupReader(conf, options.timeout_s) if options.share_groups else None
     taken_at = datetime.now(UTC)
     c = _Collector(admins, bootstrap_servers, options, connection_errors)
     group_ids = c.list_groups()
@@ -827,15 +831,19 @@ def _collect(
         record_timestamps = _record_timestamps(conf, committed, partitions, isolation, options.timeout_s)
     stage("record_timestamps")
 
+    share = share_reader.result(options.groups.accepts, keep_topic) if share_reader else ShareGroupsRead()
+    stage("share_groups")
+
     return Snapshot(
         taken_at=taken_at,
         bootstrap_servers=bootstrap_servers,
         cluster_id=cluster_id,
         duration_s=time.monotonic() - started,
-        groups=groups,
-        committed=committed,
+        groups=groups + share.groups,
+        committed=committed + share.committed,
         partitions=partitions,
-        errors=c.errors,
+        errors=c.errors + share.errors,
         isolation_level=isolation,
         record_timestamps=record_timestamps,
+        share_lags=share.lags,
     )

@@ -118,6 +118,7 @@ def _report(taken) -> None:
 def _lag(args: argparse.Namespace) -> int:
     from rebalance_advisor import store
     from rebalance_advisor.domain.lag_rules import ResetPolicy
+    from rebalance_advisor.domain.snapshot_model import SHARE_GROUP_TYPE
     from rebalance_advisor.errors import AdvisorError
     from rebalance_advisor.services import lag_report
     from rebalance_advisor.store import db
@@ -142,6 +143,14 @@ def _lag(args: argparse.Namespace) -> int:
         for group_id, group_rows in grouped.items():
             if not group_rows:
                 print(f"\nConsumer group '{group_id}' has no active members.", file=sys.stderr)
+        shared = sorted(g.group_id for g in taken.groups if g.group_type == SHARE_GROUP_TYPE)
+        if shared:
+            print(
+                f"\nshare groups (KIP-932; the broker assigns them, not planned): {', '.join(shared)}. "
+                "Their CURRENT-OFFSET is the share-partition start offset and LAG the broker's own figure, "
+                "as kafka-share-groups --describe prints them",
+                file=sys.stderr,
+            )
         if taken.isolation_level == "read_committed":
             print(
                 f"\nsnapshot {snapshot_id} was taken read_committed: LAG is against the last stable offset",

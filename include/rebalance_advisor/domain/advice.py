@@ -45,6 +45,8 @@ class GroupObservation:
     note: str | None = None
     standing: StandingPlan | None = None
     recent_moves: tuple[RecentMove, ...] = ()
+    #: a share group (KIP-932): the broker assigns it, the advisor never plans it
+    broker_assigned: bool = False
 
 
 @dataclass(frozen=True)

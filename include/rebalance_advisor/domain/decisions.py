@@ -77,6 +77,7 @@ OUTCOMES = (
     "held_by_cooldown",
     "idle",
     "no_members",
+    "broker_assigned",
     "error",
 )
 #: outcomes of a group the flag rule caught (:func:`flag_reasons`): the ones a run reports as flagged.

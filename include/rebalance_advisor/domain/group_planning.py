@@ -99,6 +99,7 @@ def observe_document(doc: dict[str, Any]) -> GroupObservation:
         "note": doc.get("note"),
         "standing": standing,
         "recent_moves": parse_recent_moves(doc.get("recent_moves")),
+        "broker_assigned": bool(doc.get("broker_assigned")),
     }
     if not doc.get("members"):
         total_lag = int(sum(int(p.get("lag", 0)) for p in doc.get("partitions") or []))
@@ -183,7 +184,8 @@ def advise_group(observation: GroupObservation, thresholds: Thresholds, now: dat
     group_id = observation.group_id
     spec = observation.spec
     if spec is None:
-        return GroupAdvice(group_id, "no_members", observation.note or NO_MEMBERS, observation.total_lag)
+        outcome = "broker_assigned" if observation.broker_assigned else "no_members"
+        return GroupAdvice(group_id, outcome, observation.note or NO_MEMBERS, observation.total_lag)
     total_lag = int(spec.lag.sum())
     try:
         inputs = load_inputs(spec)

@@ -281,6 +281,10 @@ class SnapshotParams(ParamModel):
         False, cli="--no-time-lag",
         description="do not read record timestamps at committed offsets (time lag then estimated from rates)",
     )  # fmt: skip
+    skip_share_groups: bool = surface(
+        False, cli="--no-share-groups",
+        description="do not read share groups (they are read through Kafka's Java AdminClient, which needs Java)",
+    )  # fmt: skip
     member_capacity: str | None = surface(
         None, max_length=1000, cli="--member-capacity", form={"examples": ["orders-.*=500,audit=50"]},
         description="records/s per member for groups with no measured member, e.g. 'orders-.*=500,audit=50'",

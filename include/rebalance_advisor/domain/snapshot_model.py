@@ -47,11 +47,17 @@ class GroupMemberSnapshot:
     position: int = 0
 
 
+#: ``Group.group_type`` of a share group (KIP-932): the broker assigns its partitions, records go to
+#: whichever member fetches them, so the advisor reports it and never plans it.
+SHARE_GROUP_TYPE = "share"
+
+
 @dataclass(frozen=True)
 class Group:
     group_id: str
     state: str
-    #: ``classic``, ``consumer`` (KIP-848) or ``simple`` (memberless, offsets only)
+    #: ``classic``, ``consumer`` (KIP-848), ``simple`` (memberless, offsets only) or ``share``
+    #: (:data:`SHARE_GROUP_TYPE`; its committed offsets are share-partition start offsets)
     group_type: str
     assignor: str | None
     coordinator_id: int | None
@@ -163,6 +169,9 @@ class Snapshot:
     record_timestamps: dict[tuple[str, str, int], int] = field(default_factory=dict)
     #: rates, time lags and capacities; set when stored or loaded
     rates: SnapshotRates | None = None
+    #: (share group, topic, partition) -> lag as the broker reports it (``kafka-share-groups
+    #: --describe``): records not yet delivered and acknowledged, None where the broker gives none
+    share_lags: dict[tuple[str, str, int], int | None] = field(default_factory=dict)
 
     @property
     def status(self) -> str:

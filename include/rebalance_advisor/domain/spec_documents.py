@@ -14,6 +14,10 @@ told to run): members no longer registered drop out, partitions no longer in the
 are ignored. Without a published plan they own nothing (every partition counts as unowned lag);
 without registered members the document has no members and the group's outcome is ``no_members``.
 
+Share groups (KIP-932): the broker assigns their partitions, so their document has no members,
+``broker_assigned`` true, the broker's lag per started partition, and the note
+:data:`SHARE_NOT_PLANNED`; their outcome is ``broker_assigned``.
+
 Rates (stored with each snapshot, ``rebalance_advisor.domain.lag_rules.derive_rates``): each
 partition carries ``produce_rate`` (records/s, null when unknown) and each member its ``capacity``
 (records/s, null when unknown), the plan JSON's keys (README, plan JSON). Beside them, outside what
@@ -36,7 +40,7 @@ from typing import Any
 
 from rebalance_advisor.domain.lag_rules import ResetPolicy, lag_end_offset, partition_lag
 from rebalance_advisor.domain.safe_regex import compile_safe_regex
-from rebalance_advisor.domain.snapshot_model import MemberCapacity, Snapshot, TimeLag
+from rebalance_advisor.domain.snapshot_model import SHARE_GROUP_TYPE, MemberCapacity, Snapshot, TimeLag
 
 #: group -> member -> the (topic, partition) pairs of the group's latest published plan
 #: (``rebalance_advisor.store.plans.published_assignments``); the owned partitions of manual-assign members.
@@ -82,6 +86,13 @@ class SnapshotTables:
     time_lags: dict[tuple[str, str, int], TimeLag] = field(default_factory=dict)
     #: why the snapshot has no rates at all, if so
     rates_note: str | None = None
+    #: share groups of the snapshot (never planned) and their broker-reported lags
+    share_groups: frozenset[str] = frozenset()
+    share_lags: dict[tuple[str, str, int], int | None] = field(default_factory=dict)
+
+
+#: the outcome reason of a share group
+SHARE_NOT_PLANNED = "not planned: the broker assigns share groups"
 
 
 def snapshot_tables(snapshot: Snapshot) -> SnapshotTables:
@@ -101,6 +112,8 @@ def snapshot_tables(snapshot: Snapshot) -> SnapshotTables:
         capacities=dict(rates.capacity) if rates else {},
         time_lags=dict(rates.time_lag) if rates else {},
         rates_note=rates.note if rates else None,
+        share_groups=frozenset(g.group_id for g in snapshot.groups if g.group_type == SHARE_GROUP_TYPE),
+        share_lags=dict(snapshot.share_lags),
         members={
             g.group_id: [
                 (m.member_id, m.group_instance_id, tuple(m.subscribed_topics), tuple(m.assignment))
@@ -154,6 +167,9 @@ def build_docs_from_tables(
     docs = []
     for group_id in group_ids:
         if matcher is not None and not matcher.fullmatch(group_id):
+            continue
+        if group_id in tables.share_groups:
+            docs.append(_share_group_doc(group_id, sorted(committed.get(group_id, {})), tables))
             continue
         live = tables.members.get(group_id, ())
         members: list[dict[str, Any]] = []
@@ -223,3 +239,22 @@ def build_docs_from_tables(
             }
         )
     return docs
+
+
+def _share_group_doc(group_id: str, started: list[tuple[str, int]], tables: SnapshotTables) -> dict[str, Any]:
+    """A share group's document: no members (never planned), the broker's lags (module docstring)."""
+    lags = [(t, p, tables.share_lags.get((group_id, t, p))) for t, p in started]
+    return {
+        "group_id": group_id,
+        "members": [],
+        "partitions": [
+            {"topic": t, "partition": p, "lag": lag or 0, "produce_rate": tables.produce_rates.get((t, p))}
+            for t, p, lag in lags
+        ],
+        "weight": "lag",
+        "note": SHARE_NOT_PLANNED,
+        "broker_assigned": True,
+        "capacity_sources": {},
+        "time_lags": [],
+        "rates_note": tables.rates_note,
+    }

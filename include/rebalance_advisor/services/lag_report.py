@@ -7,6 +7,11 @@ member holds (consumer columns ``-``); a member with no partitions gets one row 
 tool prints it. In a snapshot taken read_committed, LAG is against the last stable offset (what a
 read_committed consumer can reach; LAG-AGAINST says which), LOG-END-OFFSET stays the high watermark.
 
+Share groups (KIP-932) get one row per partition they have started on, as ``kafka-share-groups
+--describe`` prints them: CURRENT-OFFSET is the share-partition start offset, LAG the broker's own
+figure (LAG-AGAINST ``share_broker_lag``), no consumer columns (every member may fetch from every
+partition).
+
 ``tool`` format: exactly the tool's nine columns. ``table`` adds the time lag (seconds, and
 TIME-LAG-BY: record_timestamp, rate_estimate or caught_up), the produce and consume rates
 (records/s) and FLAGS (below-log-start, above-log-end). json/csv carry every column, also
@@ -17,6 +22,7 @@ and the flags as booleans.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import json
 from dataclasses import dataclass
@@ -29,7 +35,13 @@ from rebalance_advisor.domain.lag_rules import (
     lag_end_offset,
     partition_lag,
 )
-from rebalance_advisor.domain.snapshot_model import RateEstimate, Snapshot, SnapshotRates, TimeLag
+from rebalance_advisor.domain.snapshot_model import (
+    SHARE_GROUP_TYPE,
+    RateEstimate,
+    Snapshot,
+    SnapshotRates,
+    TimeLag,
+)
 
 COLUMNS = (
     "GROUP",
@@ -60,6 +72,9 @@ EXTRA_COLUMNS = (
     "CONSUME-RATE-UNKNOWN",
 )
 MISSING = "-"
+#: LAG-AGAINST of a share group's rows: LAG is the broker's own count (``kafka-share-groups
+#: --describe``), CURRENT-OFFSET the share-partition start offset, no consumer columns
+SHARE_LAG_AGAINST = "share_broker_lag"
 
 
 @dataclass(frozen=True)
@@ -160,6 +175,17 @@ def rows(
             )  # fmt: skip
 
         group_rows: list[Row] = []
+        if g.group_type == SHARE_GROUP_TYPE:  # the broker's lag, one row per started partition
+            for topic, partition in sorted(committed_of.get(g.group_id, ())):
+                share_lag = snapshot.share_lags.get((g.group_id, topic, partition))
+                group_rows.append(
+                    dataclasses.replace(
+                        row(topic, partition), lag=share_lag, policy_lag=share_lag, reset=None,
+                        below_log_start=None, above_log_end=None, lag_against=SHARE_LAG_AGAINST,
+                    )
+                )  # fmt: skip
+            out[g.group_id] = group_rows
+            continue
         held: set[tuple[str, int]] = set()
         members = sorted(g.members, key=lambda m: (-len(m.assignment), m.position))
         for m in members:

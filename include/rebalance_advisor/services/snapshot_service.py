@@ -59,6 +59,7 @@ def take_and_store_snapshot(
         read_committed=params.read_committed,
         timeout_s=params.timeout_s,
         time_lag=not params.skip_time_lag,
+        share_groups=not params.skip_share_groups,
     )
     taken = kafka_snapshot.collect(client_config["bootstrap.servers"], client_config, options)
     capacities = CapacityPolicy.parse(params.member_capacity)

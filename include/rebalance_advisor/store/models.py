@@ -79,7 +79,7 @@ class ConsumerGroupRow(Base):
     snapshot_id: Mapped[int] = mapped_column(_snapshot_fk(), primary_key=True)
     group_id: Mapped[str] = mapped_column(sa.Text, primary_key=True)
     state: Mapped[str] = mapped_column(sa.String(32))
-    group_type: Mapped[str] = mapped_column(sa.String(16))  # classic | consumer | simple
+    group_type: Mapped[str] = mapped_column(sa.String(16))  # classic | consumer | simple | share
     assignor: Mapped[str | None] = mapped_column(sa.Text)
     coordinator_id: Mapped[int | None] = mapped_column(sa.Integer)
     coordinator_host: Mapped[str | None] = mapped_column(sa.Text)
@@ -136,6 +136,8 @@ class CommittedOffsetRow(Base):
     #: seconds behind, and how (record_timestamp | rate_estimate | caught_up)
     time_lag_s: Mapped[float | None] = mapped_column(sa.Float)
     time_lag_method: Mapped[str | None] = mapped_column(sa.String(32))
+    #: share groups only: the broker's lag (``committed_offset`` is then the share-partition start)
+    share_lag: Mapped[int | None] = mapped_column(sa.BigInteger)
 
 
 class SnapshotErrorRow(Base):

@@ -18,7 +18,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from rebalance_advisor.domain.snapshot_model import MemberCapacity, TimeLag
+from rebalance_advisor.domain.snapshot_model import SHARE_GROUP_TYPE, MemberCapacity, TimeLag
 from rebalance_advisor.domain.spec_documents import SnapshotTables
 from rebalance_advisor.errors import AdvisorError
 from rebalance_advisor.store import db
@@ -85,10 +85,11 @@ def snapshot_tables_in(conn: Connection, snapshot_id: int) -> SnapshotTables:
             produce_rates[(topic, partition)] = rate
     committed: dict[str, dict[tuple[str, int], int]] = {}
     time_lags: dict[tuple[str, str, int], TimeLag] = {}
-    for group_id, topic, partition, offset, seconds, method in raw_rows(
+    share_lags: dict[tuple[str, str, int], int | None] = {}
+    for group_id, topic, partition, offset, seconds, method, share_lag in raw_rows(
         conn,
         sa.select(c.c.group_id, c.c.topic, c.c.partition, c.c.committed_offset, c.c.time_lag_s,
-                  c.c.time_lag_method)
+                  c.c.time_lag_method, c.c.share_lag)
         .where(c.c.snapshot_id == snapshot_id)
         .order_by(c.c.group_id, c.c.topic, c.c.partition),
     ):  # fmt: skip
@@ -98,6 +99,8 @@ def snapshot_tables_in(conn: Connection, snapshot_id: int) -> SnapshotTables:
         group[(topic, partition)] = offset
         if method is not None:
             time_lags[(group_id, topic, partition)] = TimeLag(seconds, method)
+        if share_lag is not None:
+            share_lags[(group_id, topic, partition)] = share_lag
     assignments: dict[tuple[str, str], list[tuple[str, int]]] = {}
     for group_id, member_id, topic, partition in raw_rows(
         conn,
@@ -130,8 +133,11 @@ def snapshot_tables_in(conn: Connection, snapshot_id: int) -> SnapshotTables:
                 tuple(assignments.get((group_id, member_id), ())),
             )
         )
-    group_ids = conn.execute(sa.select(g.c.group_id).where(g.c.snapshot_id == snapshot_id)).scalars()
-    groups = {group_id: members.get(group_id, []) for group_id in group_ids}
+    group_types = conn.execute(
+        sa.select(g.c.group_id, g.c.group_type).where(g.c.snapshot_id == snapshot_id)
+    ).all()
+    groups = {group_id: members.get(group_id, []) for group_id, _ in group_types}
+    share_groups = frozenset(group_id for group_id, kind in group_types if kind == SHARE_GROUP_TYPE)
     return SnapshotTables(
         offsets=offsets,
         committed=committed,
@@ -140,4 +146,6 @@ def snapshot_tables_in(conn: Connection, snapshot_id: int) -> SnapshotTables:
         capacities=capacities,
         time_lags=time_lags,
         rates_note=rates_note,
+        share_groups=share_groups,
+        share_lags=share_lags,
     )

@@ -261,9 +261,10 @@ def write_snapshot(
             CommittedOffsetRow,
             ("snapshot_id", "group_id", "topic", "partition", "committed_offset", "leader_epoch",
              "metadata", "consume_rate", "consume_rate_unknown", "record_timestamp_ms", "time_lag_s",
-             "time_lag_method"),
+             "time_lag_method", "share_lag"),
             [(snapshot_id, c.group_id, c.topic, c.partition, c.offset, c.leader_epoch, c.metadata,
-              *consume.get(key, unknown_rate), stamps.get(key), *time_lag.get(key, no_time_lag))
+              *consume.get(key, unknown_rate), stamps.get(key), *time_lag.get(key, no_time_lag),
+              snapshot.share_lags.get(key))
              for c in snapshot.committed
              for key in ((c.group_id, c.topic, c.partition),)],
         )  # fmt: skip
@@ -456,6 +457,7 @@ def load_snapshot(snapshot_id: int, url: str | None = None, groups: list[str] | 
         ]
         committed = []
         stamps: dict[tuple[str, str, int], int] = {}
+        share_lags: dict[tuple[str, str, int], int | None] = {}
         for c in rows(CommittedOffsetRow, "group_id", "topic", "partition"):
             key = (c["group_id"], c["topic"], c["partition"])
             committed.append(CommittedOffset(*key, c["committed_offset"], c["leader_epoch"], c["metadata"]))
@@ -463,6 +465,8 @@ def load_snapshot(snapshot_id: int, url: str | None = None, groups: list[str] | 
             rates.time_lag[key] = TimeLag(c["time_lag_s"], c["time_lag_method"])
             if c["record_timestamp_ms"] is not None:
                 stamps[key] = c["record_timestamp_ms"]
+            if c["share_lag"] is not None:
+                share_lags[key] = c["share_lag"]
         if groups is not None:
             topics = {t for g in loaded_groups for m in g.members for t in m.subscribed_topics}
             topics |= {c.topic for c in committed}
@@ -494,6 +498,7 @@ def load_snapshot(snapshot_id: int, url: str | None = None, groups: list[str] | 
         airflow_run_id=row["airflow_run_id"],
         record_timestamps=stamps,
         rates=rates,
+        share_lags=share_lags,
     )
 
 

@@ -22,6 +22,7 @@ class GroupType(StrEnum):
     classic = "classic"
     consumer = "consumer"
     simple = "simple"
+    share = "share"  # KIP-932: the broker assigns it; outcome broker_assigned
 
 
 class GroupSort(StrEnum):

@@ -1,0 +1,242 @@
+"""Share groups (KIP-932) for the snapshot, read through Kafka's own Java AdminClient.
+
+confluent-kafka 2.16 has a share consumer but no admin API for share groups: its ListGroups leaves
+them out, and it has neither DescribeShareGroups nor DescribeShareGroupOffsets. Kafka's
+``kafka-share-groups`` tool reads them with the Java AdminClient, so this adapter does the same: it
+runs ``include/kafka/ShareGroupSnapshot.java`` (compiled once into the cache) on the cached Kafka
+jars, in the background while the rest of the pass runs, and reads one JSON document back.
+
+Lag is the broker's own figure (DescribeShareGroupOffsets carries it since Kafka 4.2), the one the
+tool prints; the start offset (the share-partition start offset) is stored as the group's
+committed offset. A partition the group has not started on has no offsets, as in the tool's ``-``,
+and is left out. The client configuration reaches the JVM on stdin, never on its command line.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rebalance_advisor.domain.snapshot_model import (
+    SHARE_GROUP_TYPE,
+    CommittedOffset,
+    Group,
+    GroupMemberSnapshot,
+    SnapshotError,
+)
+
+STAGE = "share_groups"
+MAIN_CLASS = "ShareGroupSnapshot"
+#: SASL mechanisms whose credentials map to a JAAS line of Kafka's own login modules
+_JAAS_MODULES = {
+    "PLAIN": "org.apache.kafka.common.security.plain.PlainLoginModule",
+    "SCRAM-SHA-256": "org.apache.kafka.common.security.scram.ScramLoginModule",
+    "SCRAM-SHA-512": "org.apache.kafka.common.security.scram.ScramLoginModule",
+}
+#: librdkafka properties that mean the same in the Java client
+_SAME_NAME = ("bootstrap.servers", "security.protocol", "client.id", "ssl.endpoint.identification.algorithm")
+
+
+class ShareGroupsUnavailable(Exception):
+    """Share groups could not be read at all; the message says why (recorded as a snapshot error)."""
+
+
+@dataclass
+class ShareGroupsRead:
+    """What the reader found: share groups, their start offsets (as committed offsets) and lags."""
+
+    groups: list[Group] = field(default_factory=list)
+    committed: list[CommittedOffset] = field(default_factory=list)
+    #: (group, topic, partition) -> the broker's lag, as ``kafka-share-groups --describe`` prints it
+    lags: dict[tuple[str, str, int], int | None] = field(default_factory=dict)
+    errors: list[SnapshotError] = field(default_factory=list)
+
+
+def java_config(client_config: dict[str, Any], timeout_s: float) -> dict[str, str]:
+    """The Java AdminClient's properties for a librdkafka client config (credentials included).
+
+    Raises :class:`ShareGroupsUnavailable` for a security setting the Java client cannot be given here.
+    """
+    out = {k: str(client_config[k]) for k in _SAME_NAME if k in client_config}
+    mechanism = str(client_config.get("sasl.mechanism") or client_config.get("sasl.mechanisms") or "")
+    if mechanism:
+        module = _JAAS_MODULES.get(mechanism.upper())
+        if module is None:
+            raise ShareGroupsUnavailable(
+                f"SASL mechanism {mechanism} is not supported by the share-group reader "
+                f"(supported: {', '.join(_JAAS_MODULES)})"
+            )
+        user, password = client_config.get("sasl.username"), client_config.get("sasl.password")
+        if user is None or password is None:
+            raise ShareGroupsUnavailable("sasl.username and sasl.password are needed with sasl.mechanism")
+        out["sasl.mechanism"] = mechanism.upper()
+        out["sasl.jaas.config"] = f'{module} required username="{_jaas(user)}" password="{_jaas(password)}";'
+    if "ssl.ca.location" in client_config:
+        out["ssl.truststore.type"] = "PEM"
+        out["ssl.truststore.location"] = str(client_config["ssl.ca.location"])
+    if any(
+        k in client_config for k in ("ssl.certificate.location", "ssl.key.location", "ssl.keystore.location")
+    ):
+        raise ShareGroupsUnavailable("TLS client certificates are not supported by the share-group reader")
+    timeout_ms = str(max(1000, int(timeout_s * 1000)))
+    out["default.api.timeout.ms"] = timeout_ms
+    out["request.timeout.ms"] = timeout_ms
+    return out
+
+
+def _jaas(value: Any) -> str:
+    return str(value).replace("\\", "\\\\").replace('"', '\\"')
+
+
+def _properties(config: dict[str, str]) -> str:
+    """Java ``.properties`` text; values escaped so that ``=``, ``:``, ``\\`` and newlines survive."""
+
+    def escape(text: str) -> str:
+        text = text.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r")
+        return text.replace("=", "\\=").replace(":", "\\:").replace("#", "\\#").replace("!", "\\!")
+
+    return "".join(f"{escape(k)}={escape(v)}\n" for k, v in config.items())
+
+
+def _command() -> list[str]:
+    """The java command line; compiles the reader once per source and Kafka version into the cache."""
+    from rebalance_advisor.devtools import local_kafka
+
+    libs = local_kafka.jar_dir()
+    if not (libs / local_kafka.COMPLETE_MARKER).exists():
+        raise ShareGroupsUnavailable(
+            "the Kafka jars are not cached; run `rebalance-advisor dev kafka fetch`, "
+            "or snapshot with --no-share-groups"
+        )
+    try:
+        java = local_kafka.java_executable()
+    except local_kafka.LocalKafkaError as error:
+        raise ShareGroupsUnavailable(f"{error} (or snapshot with --no-share-groups)") from None
+    source_file = local_kafka.KAFKA_FILES / f"{MAIN_CLASS}.java"
+    source = source_file.read_bytes()
+    digest = hashlib.sha256(source + local_kafka.kafka_version().encode()).hexdigest()[:16]
+    classes = libs.parent / f"share-group-reader-{digest}"
+    classpath = f"{libs}/*"
+    if not (classes / f"{MAIN_CLASS}.class").exists():
+        javac = Path(java).with_name("javac")
+        if javac.exists():
+            staging = Path(tempfile.mkdtemp(prefix=".share-reader-", dir=libs.parent))
+            try:
+                built = subprocess.run(
+                    [str(javac), "-nowarn", "-cp", classpath, "-d", str(staging), str(source_file)],
+                    capture_output=True, text=True, timeout=300,
+                )  # fmt: skip
+                if built.returncode == 0:
+                    staging.rename(classes)
+            except OSError:  # another process renamed first: use that copy
+                pass
+            finally:
+                shutil.rmtree(staging, ignore_errors=True)
+    log4j = f"-Dlog4j2.configurationFile={local_kafka.KAFKA_FILES / 'log4j2.properties'}"
+    jvm = [java, "-Xmx128m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", log4j]
+    if (classes / f"{MAIN_CLASS}.class").exists():
+        return [*jvm, "-cp", f"{classes}{os.pathsep}{classpath}", MAIN_CLASS]
+    return [*jvm, "-cp", classpath, str(source_file)]  # no javac: Java's single-file source launcher
+
+
+class ShareGroupReader:
+    """Reads share groups in a background thread; :meth:`result` waits for them."""
+
+    def __init__(self, client_config: dict[str, Any], timeout_s: float) -> None:
+        self._timeout_s = timeout_s
+        self._raw: dict[str, Any] | None = None
+        self._failure: str | None = None
+        try:
+            self._input = _properties(java_config(client_config, timeout_s))
+        except ShareGroupsUnavailable as error:
+            self._failure = str(error)
+            self._thread = None
+            return
+        self._thread = threading.Thread(target=self._run, name="share-groups", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            command = _command()
+            done = subprocess.run(
+                command, input=self._input, capture_output=True, text=True,
+                timeout=self._timeout_s * 2 + 60, start_new_session=True,
+            )  # fmt: skip
+        except ShareGroupsUnavailable as error:
+            self._failure = str(error)
+            return
+        except subprocess.TimeoutExpired:
+            self._failure = f"the share-group reader did not answer within {self._timeout_s * 2 + 60:.0f} s"
+            return
+        except OSError as error:
+            self._failure = f"the share-group reader could not start: {error.strerror or error}"
+            return
+        if done.returncode != 0:
+            lines = [line for line in done.stderr.splitlines() if line.strip()]
+            reason = lines[-1] if lines else f"exit {done.returncode}"
+            if "UnsupportedVersionException" in reason:
+                self._raw = {"groups": []}  # a broker without share groups has none to read
+                return
+            self._failure = f"listing share groups failed: {reason}"
+            return
+        try:
+            self._raw = json.loads(done.stdout)
+        except ValueError:
+            self._failure = "the share-group reader printed no JSON document"
+
+    def result(self, keep_group: Callable[[str], bool], keep_topic: Callable[[str], bool]) -> ShareGroupsRead:
+        """The share groups ``keep_group`` accepts, on topics ``keep_topic`` accepts."""
+        if self._thread is not None:
+            self._thread.join()
+        read = ShareGroupsRead()
+        if self._failure is not None:
+            read.errors.append(SnapshotError(STAGE, f"share groups not read: {self._failure}"))
+            return read
+        for raw in (self._raw or {}).get("groups", []):
+            group_id = raw["group_id"]
+            if not keep_group(group_id):
+                continue
+            if raw.get("error"):
+                read.errors.append(SnapshotError(STAGE, raw["error"], group_id))
+                continue
+            members = []
+            for position, m in enumerate(raw.get("members", [])):
+                assignment = tuple(sorted((t, int(p)) for t, p in m.get("assignment", []) if keep_topic(t)))
+                members.append(
+                    GroupMemberSnapshot(
+                        member_id=m["member_id"],
+                        client_id=m.get("client_id") or "",
+                        host=m.get("host") or "",
+                        rack=m.get("rack"),
+                        subscribed_topics=tuple(sorted({t for t, _ in assignment})),
+                        assignment=assignment,
+                        position=position,
+                    )
+                )
+            read.groups.append(
+                Group(
+                    group_id=group_id,
+                    state=str(raw.get("state") or "unknown").lower(),
+                    group_type=SHARE_GROUP_TYPE,
+                    assignor=None,
+                    coordinator_id=raw.get("coordinator_id"),
+                    coordinator_host=raw.get("coordinator_host"),
+                    members=tuple(members),
+                )
+            )
+            for o in sorted(raw.get("offsets", []), key=lambda o: (o["topic"], o["partition"])):
+                if o.get("start_offset") is None or not keep_topic(o["topic"]):
+                    continue
+                key = (group_id, o["topic"], int(o["partition"]))
+                read.committed.append(CommittedOffset(*key, int(o["start_offset"]), o.get("leader_epoch")))
+                read.lags[key] = o.get("lag")
+        return read
