@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from rebalance_advisor.errors import AdvisorError
 
@@ -322,7 +322,33 @@ class ApprovalParams(ParamModel):
     db_conn_id: DbConnId
 
 
-Identifier = Annotated[str, Field(min_length=1, max_length=255, pattern=ID_PATTERN)]
+#: Bytes (UTF-8) an id may have to be stored: Kafka takes up to 32,767 characters, but a PostgreSQL
+#: btree index entry holds at most ~2,700 bytes and the store's keys hold a group id, a member id
+#: and a topic name (249) together. Longer ids are refused with this limit named (store/id_limits.py).
+STORED_ID_BYTES = 1200
+
+
+def oversized_id(what: str, value: str) -> str | None:
+    """Why ``value`` is too long to store, naming the limit; None when it fits."""
+    size = len(value.encode("utf-8", "surrogatepass"))
+    if size <= STORED_ID_BYTES:
+        return None
+    return (
+        f"its {what} has {size:,} bytes; the store takes ids up to {STORED_ID_BYTES:,} bytes "
+        "(a PostgreSQL index key holds ~2,700 bytes): use a shorter id"
+    )
+
+
+def _storable_id(value: str) -> str:
+    if reason := oversized_id("id", value):
+        raise ValueError(reason.replace("its id has", "the id has"))
+    return value
+
+
+#: a group or member id the store can keep (characters bound for the forms, bytes checked too)
+Identifier = Annotated[
+    str, Field(min_length=1, max_length=STORED_ID_BYTES, pattern=ID_PATTERN), AfterValidator(_storable_id)
+]
 TopicName = Annotated[str, Field(pattern=TOPIC_PATTERN)]
 
 

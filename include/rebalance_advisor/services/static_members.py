@@ -17,11 +17,11 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from rebalance_advisor.domain.parameters import oversized_id
 from rebalance_advisor.errors import AdvisorError
 from rebalance_advisor.store import db, static_members_table
 
-#: Kafka's own limits: group ids and member ids are strings, topic names at most 249 characters.
-MAX_ID = 255
+#: Kafka's own limit on topic names; ids: the store's limit (domain.parameters.STORED_ID_BYTES)
 MAX_TOPIC = 249
 TOPIC_NAME = re.compile(rf"[A-Za-z0-9._-]{{1,{MAX_TOPIC}}}")
 
@@ -46,8 +46,8 @@ def _check_id(kind: str, value: object) -> str:
         raise AdvisorError(f"{kind} must be a non-empty string, got {value!r}")
     if value != value.strip():
         raise AdvisorError(f"{kind} {value!r} has leading or trailing whitespace")
-    if len(value) > MAX_ID:
-        raise AdvisorError(f"{kind} is longer than {MAX_ID} characters")
+    if reason := oversized_id(kind, value):
+        raise AdvisorError(f"{kind} refused: {reason}")
     return value
 
 

@@ -31,6 +31,7 @@ from rebalance_advisor.errors import AdvisorError
 from rebalance_advisor.gcpause import gc_paused
 from rebalance_advisor.polling import poll_until
 from rebalance_advisor.store import db
+from rebalance_advisor.store.id_limits import drop_unstorable_groups
 from rebalance_advisor.store.models import (
     SNAPSHOT_CHILDREN,
     CommittedOffsetRow,
@@ -180,6 +181,7 @@ def write_snapshot(
     duplicates (and the replaced attempt is not its own predecessor).
     """
     run_id = airflow_run_id or snapshot.airflow_run_id
+    drop_unstorable_groups(snapshot)
     db.require_schema(url)
     wait_for_sqlite_writer(url)
     with gc_paused(), db.connect(url) as conn:

@@ -11,7 +11,7 @@ from typing import Annotated
 from fastapi import APIRouter, Body, Depends, Path, Query, Request
 from fastapi.concurrency import run_in_threadpool
 
-from rebalance_advisor.domain.parameters import ApprovalParams, field_bounds
+from rebalance_advisor.domain.parameters import STORED_ID_BYTES, ApprovalParams, field_bounds
 from rebalance_advisor.webui import plan_decisions, queries
 from rebalance_advisor.webui.auth import TriggerUser, require_read
 from rebalance_advisor.webui.schemas import (
@@ -71,7 +71,9 @@ async def api_list_groups(
     flagged: Annotated[
         bool | None, Query(description="only flagged (true) or unflagged (false) groups")
     ] = None,
-    q: Annotated[str | None, Query(max_length=255, description="substring of the group id")] = None,
+    q: Annotated[
+        str | None, Query(max_length=STORED_ID_BYTES, description="substring of the group id")
+    ] = None,
 ) -> dict:
     data = await run_in_threadpool(queries.group_overview, url)
     rows = data["groups"]
@@ -92,7 +94,7 @@ async def api_list_groups(
 @router.get("/groups/{group_id}", response_model=GroupDetail, responses=NOT_FOUND, summary="One group")
 async def api_get_group(
     url: DbUrl,
-    group_id: Annotated[str, Path(max_length=255)],
+    group_id: Annotated[str, Path(max_length=STORED_ID_BYTES)],
     history: Annotated[int, Query(ge=1, le=500, description="imbalance points (snapshots) to return")] = 20,
     plans: Annotated[int, Query(ge=1, le=100, description="newest plans to return")] = 5,
 ) -> dict:
@@ -102,7 +104,7 @@ async def api_get_group(
 @router.get("/plans", response_model=PlanPage, summary="Plans, newest first, filtered and paged")
 async def api_list_plans(
     url: DbUrl,
-    group: Annotated[str | None, Query(max_length=255)] = None,
+    group: Annotated[str | None, Query(max_length=STORED_ID_BYTES)] = None,
     status: PlanStatus | None = None,
     strategy: Annotated[Strategy | None, Query(description="assignor that produced the plan")] = None,
     page: Annotated[int, Query(ge=1)] = 1,

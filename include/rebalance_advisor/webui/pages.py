@@ -14,7 +14,7 @@ from fastapi import APIRouter, Path, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse
 
-from rebalance_advisor.domain.parameters import Thresholds
+from rebalance_advisor.domain.parameters import STORED_ID_BYTES, Thresholds
 from rebalance_advisor.webui import queries, svg
 from rebalance_advisor.webui.auth import PageUser, approval_dag_id, can_trigger
 from rebalance_advisor.webui.rendering import GroupTableLine, chosen_plan, group_load, key_range, templates
@@ -79,7 +79,7 @@ async def groups_page(request: Request, user: PageUser) -> HTMLResponse:
 
 @router.get("/groups/{group_id}", response_class=HTMLResponse)
 async def group_page(
-    request: Request, user: PageUser, group_id: Annotated[str, Path(max_length=255)]
+    request: Request, user: PageUser, group_id: Annotated[str, Path(max_length=STORED_ID_BYTES)]
 ) -> HTMLResponse:
     url = request.app.state.db_url()
     group = await run_in_threadpool(queries.group_detail, url, group_id, 30, 10)
