@@ -71,15 +71,19 @@ def read_json_input(source: str) -> Any:
             with open(source, encoding="utf-8") as handle:
                 text = handle.read()
     except OSError as error:
-        raise AdvisorError(f"cannot read {source}: {error.strerror or error}") from None
+        raise AdvisorError(f"cannot read input file {source!r}: {error.strerror or error}") from None
     except UnicodeDecodeError:
         raise AdvisorError(f"{source} is not UTF-8 text") from None
+    except ValueError as error:  # a path with a NUL character
+        raise AdvisorError(f"cannot read input file {source!r}: {error}") from None
     try:
         return json.loads(text)
     except json.JSONDecodeError as error:
         raise AdvisorError(
             f"{source} is not valid JSON: {error.msg} at line {error.lineno} column {error.colno}"
         ) from None
+    except RecursionError:
+        raise AdvisorError(f"{source}: JSON nested too deeply") from None
 
 
 def _parse_options(pairs: list[str]) -> dict[str, str]:

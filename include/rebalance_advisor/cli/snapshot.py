@@ -7,15 +7,23 @@ import math
 import sys
 
 
-def _positive(text: str) -> float:
-    """An argparse type: a finite number > 0 (argparse names the flag in its error line)."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f"must be a number > 0, not {text!r}")
-    return value
+def _retention_hours(name: str):
+    """An argparse type for ``db prune``: hours > 0 (0 would prune everything) up to the parameter
+    model's bound for ``name`` (argparse names the flag in its error line)."""
+    from rebalance_advisor.domain.parameters import SnapshotParams, field_bounds
+
+    most = field_bounds(SnapshotParams, name)["le"]
+
+    def check(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        if not (math.isfinite(value) and 0 < value <= most):
+            raise argparse.ArgumentTypeError(f"must be a number of hours > 0 and <= {most:g}, not {text!r}")
+        return value
+
+    return check
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -63,10 +71,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     pr = dbsub.add_parser("prune", help="delete snapshots and advisor history older than the retention")
     pr.add_argument("--db", default=None, help="SQLAlchemy URL")
     retention = SnapshotParams.model_fields["retention_hours"].default
-    pr.add_argument("--retention-hours", type=_positive, default=retention,
+    pr.add_argument("--retention-hours", type=_retention_hours("retention_hours"), default=retention,
                     help=f"keep this many hours (default {retention:g})")  # fmt: skip
     plan_retention = SnapshotParams.model_fields["plan_retention_hours"].default
-    pr.add_argument("--plan-retention-hours", type=_positive, default=plan_retention,
+    pr.add_argument("--plan-retention-hours", type=_retention_hours("plan_retention_hours"),
+                    default=plan_retention,
                     help=f"keep advisor runs and their plans this many hours (default {plan_retention:g}); "
                     "standing plans (recommended, approved, published) and the newest run always stay")  # fmt: skip
     pr.set_defaults(func=_db_prune)
