@@ -310,7 +310,9 @@ class SnapshotParams(ParamModel):
 class ApprovalParams(ParamModel):
     """``kafka_plan_approval``, ``rebalance-advisor plan-status`` and the API's approve/reject."""
 
-    plan_id: int = surface(ge=1, cli="plan_id", description="the plan (see `rebalance-advisor plans`)")
+    plan_id: int = surface(
+        ge=1, le=2**63 - 1, cli="plan_id", description="the plan (see `rebalance-advisor plans`)"
+    )  # a database id: larger numbers cannot be looked up (the driver would overflow)
     decision: ApprovalDecision = surface(
         "ask", description="ask: wait for a person's Approve/Reject in Airflow; approve/reject: decide now"
     )

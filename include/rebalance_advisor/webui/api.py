@@ -107,7 +107,7 @@ async def api_list_plans(
     group: Annotated[str | None, Query(max_length=STORED_ID_BYTES)] = None,
     status: PlanStatus | None = None,
     strategy: Annotated[Strategy | None, Query(description="assignor that produced the plan")] = None,
-    page: Annotated[int, Query(ge=1)] = 1,
+    page: Annotated[int, Query(ge=1, le=1_000_000)] = 1,  # bounded: OFFSET must fit a 64-bit integer
     page_size: Annotated[int, Query(ge=1, le=500)] = 50,
 ) -> dict:
     return await run_in_threadpool(
