@@ -29,6 +29,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from rebalance_advisor.adapters.kafka_acls import is_authorization_error, missing_acl
 from rebalance_advisor.adapters.share_groups import ShareGroupReader, ShareGroupsRead
 from rebalance_advisor.domain.safe_regex import SafeRegex, compile_safe_regex
 from rebalance_advisor.domain.snapshot_model import (
@@ -254,6 +255,8 @@ class _Collector:
 
     def record(self, stage: str, error: BaseException, **where: Any) -> None:
         code, reason, _ = _error_parts(error)
+        if hint := missing_acl(code, where.get("group_id"), where.get("topic")):
+            reason = f"{reason} ({hint})"
         self.errors.append(SnapshotError(stage=stage, reason=reason, error_code=code, **where))
 
     def list_groups(self) -> list[str]:
@@ -790,6 +793,11 @@ def _collect(
     if failed_offsets:
         groups = [g for g in groups if g.group_id not in failed_offsets]
     if group_ids and not groups:
+        if c.errors and all(is_authorization_error(e.error_code) for e in c.errors):
+            raise AdvisorError(  # not an outage: retrying will not help, a grant will
+                f"snapshot of {bootstrap_servers} refused: not authorized to read any group; "
+                f"{c.errors[0].reason}. Nothing was stored."
+            )
         raise c.abort("reading groups", f"every group failed: {c.errors[0].reason if c.errors else '?'}")
     stage("committed")
 

@@ -20,7 +20,7 @@ import socket
 import subprocess
 import tempfile
 import uuid
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from rebalance_advisor.errors import AdvisorError
@@ -202,10 +202,68 @@ def status(state_dir: Path | None = None) -> BrokerInfo | None:
     return info if _alive(info.pid) else None
 
 
-def _answers_metadata(bootstrap_servers: str, timeout: float) -> bool:
+#: SASL mechanism of a secured local broker (``start(secured=...)``)
+SCRAM_MECHANISM = "SCRAM-SHA-512"
+
+
+@dataclass(frozen=True)
+class ScramSuperUser:
+    """The super user a secured local broker is formatted with (it runs the broker's own traffic)."""
+
+    name: str
+    password: str = field(repr=False)
+
+    def client_config(self) -> dict[str, str]:
+        """librdkafka settings that log in as this user."""
+        return scram_client_config(self.name, self.password)
+
+
+def scram_client_config(user: str, password: str) -> dict[str, str]:
+    """librdkafka settings for a SASL/SCRAM login on the secured local broker's listener."""
+    return {
+        "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanism": SCRAM_MECHANISM,
+        "sasl.username": user,
+        "sasl.password": password,
+    }
+
+
+def _secured_properties(text: str, admin: ScramSuperUser) -> str:
+    """``server.properties`` with the client listener on SASL/SCRAM and the standard ACL authorizer.
+
+    The controller listener stays PLAINTEXT on loopback (its principal is ANONYMOUS, a super user
+    so the node can talk to itself); every client must log in, and ACLs decide what it may do.
+    """
+    lines = []
+    for line in text.splitlines():
+        if line.startswith(("listeners=", "advertised.listeners=")):
+            line = line.replace("PLAINTEXT://", "SASL_PLAINTEXT://", 1)
+        elif line.startswith("inter.broker.listener.name="):
+            line = "inter.broker.listener.name=SASL_PLAINTEXT"
+        elif line.startswith("listener.security.protocol.map="):
+            line = "listener.security.protocol.map=SASL_PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT"
+        lines.append(line)
+    jaas = (
+        "org.apache.kafka.common.security.scram.ScramLoginModule required "
+        f'username="{admin.name}" password="{admin.password}";'
+    )
+    lines += [
+        f"sasl.enabled.mechanisms={SCRAM_MECHANISM}",
+        f"sasl.mechanism.inter.broker.protocol={SCRAM_MECHANISM}",
+        f"listener.name.sasl_plaintext.{SCRAM_MECHANISM.lower()}.sasl.jaas.config={jaas}",
+        "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+        f"super.users=User:{admin.name};User:ANONYMOUS",
+        "allow.everyone.if.no.acl.found=false",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _answers_metadata(
+    bootstrap_servers: str, timeout: float, client_config: dict[str, str] | None = None
+) -> bool:
     from confluent_kafka.admin import AdminClient
 
-    admin = AdminClient({"bootstrap.servers": bootstrap_servers, "log_level": 0})
+    admin = AdminClient({**(client_config or {}), "bootstrap.servers": bootstrap_servers, "log_level": 0})
     try:
         metadata = admin.list_topics(timeout=timeout)
     except Exception:  # noqa: BLE001 - any failure means "not yet"
@@ -224,10 +282,14 @@ def start(
     port: int | None = None,
     timeout: float = START_TIMEOUT_S,
     heap: str = JVM_HEAP,
+    secured: ScramSuperUser | None = None,
 ) -> BrokerInfo:
     """Format KRaft storage and start one broker+controller on 127.0.0.1; wait until it answers.
 
     ``heap`` is the broker JVM's ``-Xmx`` option: big clusters (the benchmark's) need more.
+    ``secured``: the client listener takes SASL/SCRAM logins only and ACLs apply; this super user's
+    SCRAM credential is written at format time (its password goes into the broker's own
+    ``server.properties`` in ``state_dir``, never into a log line).
     """
     state_dir = Path(state_dir or default_state_dir())
     running = status(state_dir)
@@ -251,22 +313,37 @@ def start(
     log_dir = state_dir / "data"
     log_dir.mkdir(parents=True)
     properties = state_dir / "server.properties"
-    properties.write_text(
+    text = (
         (KAFKA_FILES / "server.properties.template")
         .read_text()
         .format(port=port, controller_port=controller_port, log_dir=log_dir)
     )
+    properties.write_text(_secured_properties(text, secured) if secured else text)
+    properties.chmod(0o600)
+    scram = []
+    if secured:
+        scram = ["--add-scram", f"{SCRAM_MECHANISM}=[name={secured.name},password={secured.password}]"]
     cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
     formatted = subprocess.run(
         java_command(
-            "kafka.tools.StorageTool", "format", "--standalone", "-t", cluster_id, "-c", str(properties)
+            "kafka.tools.StorageTool",
+            "format",
+            "--standalone",
+            "-t",
+            cluster_id,
+            "-c",
+            str(properties),
+            *scram,
         ),
         capture_output=True,
         text=True,
         timeout=120,
     )
     if formatted.returncode != 0:
-        raise LocalKafkaError(f"formatting KRaft storage failed:\n{formatted.stdout}{formatted.stderr}")
+        output = formatted.stdout + formatted.stderr
+        if secured:
+            output = output.replace(secured.password, "***")
+        raise LocalKafkaError(f"formatting KRaft storage failed:\n{output}")
 
     log_file = state_dir / "broker.log"
     with log_file.open("wb") as log:
@@ -297,7 +374,8 @@ def start(
                 f"the broker exited with code {process.returncode} while starting; its log ends:\n"
                 f"{_log_tail(log_file)}"
             )
-        return _answers_metadata(info.bootstrap_servers, timeout=2.0)
+        login = secured.client_config() if secured else None
+        return _answers_metadata(info.bootstrap_servers, 2.0, login)
 
     if poll_until(answers, timeout=timeout, interval=0.5):
         return info
