@@ -96,8 +96,9 @@ def test_share_group_lag_equals_the_share_tool_and_is_not_planned(
         assert {k: lag for k, (_, lag) in expected.items()} == hand
 
         code = main(
-            ["snapshot", "--bootstrap-servers", kafka_bootstrap, "--db", sqlite_url, "--timeout", "20"]
-        )
+            ["snapshot", "--bootstrap-servers", kafka_bootstrap, "--db", sqlite_url, "--timeout", "20",
+             "--groups", group]
+        )  # fmt: skip
         out, err = capsys.readouterr()
         assert code == 0, err
         assert "(complete)" in out, out

@@ -704,7 +704,13 @@ def _collect(
     share_reader = ShareGroupReader(conf, options.timeout_s) if options.share_groups else None
     taken_at = datetime.now(UTC)
     c = _Collector(admins, bootstrap_servers, options, connection_errors)
-    group_ids = c.list_groups()
+    unmatched: NoGroupMatched | None = None
+    try:
+        group_ids = c.list_groups()
+    except NoGroupMatched as no_match:  # the filter may still match a share group
+        if share_reader is None:
+            raise
+        group_ids, unmatched = [], no_match
     stage("listed")
 
     # Cluster metadata (a blocking call) in a thread while every group's describe and offset fetch
@@ -840,6 +846,8 @@ def _collect(
     stage("record_timestamps")
 
     share = share_reader.result(options.groups.accepts, keep_topic) if share_reader else ShareGroupsRead()
+    if unmatched is not None and not share.groups:
+        raise unmatched
     stage("share_groups")
 
     return Snapshot(

@@ -39,9 +39,7 @@ def drop_unstorable_groups(snapshot: Snapshot) -> None:
     for group_id, reason in refused.items():
         # the error row keeps a readable prefix: the full id is what could not be stored
         shown = group_id[:200] + "..." if len(group_id) > 200 else group_id
-        snapshot.errors.append(
-            SnapshotError("store", f"group {shown!r} not stored: {reason}", group_id=group_id)
-        )
+        snapshot.errors.append(SnapshotError("store", f"group {shown!r} not stored: {reason}"))
 
 
 __all__ = ["STORED_ID_BYTES", "drop_unstorable_groups"]
