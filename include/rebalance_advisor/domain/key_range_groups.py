@@ -15,11 +15,15 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from rebalance_advisor_client.key_ranges import fold_range_commits, parse_range_group
 from rebalance_advisor_client.key_ranges import range_lags as _range_lags
 
 from rebalance_advisor.domain.snapshot_model import CommittedOffset, Group, Snapshot
+
+if TYPE_CHECKING:  # pragma: no cover
+    from rebalance_advisor.domain.spec_documents import SnapshotTables
 
 
 @dataclass(frozen=True)
@@ -63,6 +67,23 @@ def fold_range_groups(snapshot: Snapshot) -> Snapshot:
     for parent in sorted(touched - present):
         groups.append(Group(parent, "Empty", "simple", None, None, None))
     return dataclasses.replace(snapshot, groups=groups, committed=kept)
+
+
+def fold_range_tables(tables: SnapshotTables) -> SnapshotTables:
+    """:func:`fold_range_groups` for the planner's :class:`SnapshotTables` (same rule, same result)."""
+    derived = {g for g in (*tables.committed, *tables.members) if parse_range_group(g)}
+    if not derived:
+        return tables
+    parents = {parse_range_group(g)[0] for g in derived}  # type: ignore[index]
+    members = {g: m for g, m in tables.members.items() if g not in derived}
+    for parent in parents:
+        members.setdefault(parent, [])
+    return dataclasses.replace(
+        tables,
+        committed=fold_range_commits(tables.committed),
+        members=members,
+        time_lags={k: v for k, v in tables.time_lags.items() if k[0] not in derived},
+    )
 
 
 def range_lags(snapshot: Snapshot) -> list[RangeLag]:
