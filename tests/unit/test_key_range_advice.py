@@ -85,3 +85,22 @@ def test_malformed_key_sharing_is_a_group_error_not_a_crash():
     advice = plan_group(doc, _thresholds(), NOW)
     assert advice.outcome == "error"
     assert "counts >= 1" in advice.reason
+
+
+def test_planner_documents_fold_range_groups_into_the_parent():
+    from rebalance_advisor.domain.spec_documents import SnapshotTables, StaticMember, build_docs_from_tables
+
+    half = HASH_SPACE // 2
+    tables = SnapshotTables(
+        offsets={("t", 0): (0, 1000)},
+        committed={
+            "g": {("t", 0): 100},
+            f"g.keyrange.0-{half}": {("t", 0): 500},
+            f"g.keyrange.{half}-{HASH_SPACE}": {("t", 0): 300},
+        },
+        members={"g": [], f"g.keyrange.0-{half}": [], f"g.keyrange.{half}-{HASH_SPACE}": []},
+    )
+    docs = build_docs_from_tables(tables, [StaticMember("g", "w0", ("t",))])
+    assert [d["group_id"] for d in docs] == ["g"]
+    # by hand: ranges at 500 and 300 -> partition progress 300 -> lag 1000 - 300 = 700 (= max of 500, 700)
+    assert [p["lag"] for p in docs[0]["partitions"]] == [700]
