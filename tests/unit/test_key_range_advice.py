@@ -55,7 +55,7 @@ def test_hot_partition_is_shared_by_four_flagged_members():
     assert sorted(r[0] for r in rows) == ["w0", "w1", "w2", "w3"]
     # by hand: each range's lag = 400,000 x its share of the 4,000 sampled keys
     all_hashes = positive_hashes(KEYS)
-    for member, topic, partition, lag, lo, hi in rows:
+    for _member, _topic, _partition, lag, lo, hi in rows:
         share = int(((all_hashes >= lo) & (all_hashes < hi)).sum()) / 4000
         assert abs(lag - 400_000 * share) <= 1
         assert 0.24 <= share <= 0.26
