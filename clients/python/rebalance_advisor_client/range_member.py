@@ -163,3 +163,12 @@ class RangeMember:
             if batch:
                 handle(batch)
             self.commit()
+
+
+def range_members(record: Any, bootstrap: str, config: dict[str, Any] | None = None) -> list[RangeMember]:
+    """One :class:`RangeMember` per key range of a member's assignment record (format 2), each
+    committing under its derived group; the record's whole partitions are left to AssignedConsumer."""
+    return [
+        RangeMember(bootstrap, record.group, topic, partition, lo, hi, config=config)
+        for topic, partition, lo, hi in record.ranges
+    ]
