@@ -104,3 +104,31 @@ def test_planner_documents_fold_range_groups_into_the_parent():
     assert [d["group_id"] for d in docs] == ["g"]
     # by hand: ranges at 500 and 300 -> partition progress 300 -> lag 1000 - 300 = 700 (= max of 500, 700)
     assert [p["lag"] for p in docs[0]["partitions"]] == [700]
+
+
+def test_lag_report_folds_ranges_and_lists_one_row_per_range():
+    from rebalance_advisor.domain.snapshot_model import CommittedOffset, Group, PartitionOffsets, Snapshot
+    from rebalance_advisor.services import lag_report
+
+    half = HASH_SPACE // 2
+    lo_group, hi_group = f"g.keyrange.0-{half}", f"g.keyrange.{half}-{HASH_SPACE}"
+    snapshot = Snapshot(
+        taken_at=NOW,
+        bootstrap_servers="x:9092",
+        cluster_id=None,
+        duration_s=0.1,
+        groups=[Group(n, "Empty", "classic", None, None, None) for n in ("g", lo_group, hi_group)],
+        partitions=[PartitionOffsets("t", 0, 0, 1000)],
+        committed=[
+            CommittedOffset("g", "t", 0, 100),
+            CommittedOffset(lo_group, "t", 0, 600),
+            CommittedOffset(hi_group, "t", 0, 250),
+        ],
+    )
+    grouped = lag_report.rows(snapshot)
+    assert list(grouped) == ["g"]  # derived groups folded into their parent
+    got = [(r.group, r.current_offset, r.lag) for r in grouped["g"]]
+    # by hand: ranges at 600 and 250 -> lags 400 and 750; the parent's lag is the max, 750
+    assert got == [("g", 250, 750), (lo_group, 600, 400), (hi_group, 250, 750)]
+    text = lag_report.format_tool(grouped)
+    assert lo_group in text and hi_group in text
