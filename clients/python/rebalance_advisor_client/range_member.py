@@ -7,8 +7,8 @@ hash is in its range and that no earlier owner processed, and commits its positi
 derived group (the parent group for a whole partition).
 
 It does not follow published epochs and does not fence: whoever runs it must stop the previous
-owners of the partition's hashes before starting it (the handover). Folding it into the
-epoch-following, fenced ``AssignedConsumer`` is the next step (issue 15, item 4).
+owners of the partition's hashes before starting it (the handover). ``AssignedConsumer`` runs one
+per published range through :mod:`range_set` (which says what is fenced there and what is not).
 """
 
 from __future__ import annotations
@@ -59,18 +59,22 @@ def _committed(bootstrap: str, group: str, topic: str, partition: int, timeout: 
     return tp.offset if tp.error is None and tp.offset >= 0 else None
 
 
+def range_group_ids(bootstrap: str, parent: str, timeout: float = 30.0) -> list[str]:
+    """The derived key-range groups of ``parent`` the cluster knows (one ListGroups request)."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    listed = admin.list_consumer_groups(request_timeout=timeout).result(timeout)
+    return sorted(g.group_id for g in listed.valid if (parse_range_group(g.group_id) or ("",))[0] == parent)
+
+
 def read_progress(
     bootstrap: str, parent: str, topic: str, partition: int, timeout: float = 30.0
 ) -> HashProgress:
     """Committed progress of a partition over the hash space: the parent group's and each derived group's."""
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    listed = admin.list_consumer_groups(request_timeout=timeout).result(timeout)
     ranges: dict[tuple[int, int], int] = {}
-    for g in listed.valid:
-        parsed = parse_range_group(g.group_id)
-        if parsed is None or parsed[0] != parent:
-            continue
-        offset = _committed(bootstrap, g.group_id, topic, partition, timeout)
+    for group_id in range_group_ids(bootstrap, parent, timeout):
+        parsed = parse_range_group(group_id)
+        assert parsed is not None
+        offset = _committed(bootstrap, group_id, topic, partition, timeout)
         if offset is not None:
             ranges[parsed[1], parsed[2]] = offset
     return HashProgress.from_commits(_committed(bootstrap, parent, topic, partition, timeout), ranges)
@@ -142,11 +146,10 @@ class RangeMember:
         picked = np.flatnonzero(keep).tolist()
         return msgs if len(picked) == len(msgs) else [msgs[i] for i in picked]
 
-    def commit(self) -> None:
-        """Commit the position: every record of this range below it is processed."""
-        self.consumer.commit(
-            offsets=[TopicPartition(self.topic, self.partition, self.position)], asynchronous=False
-        )
+    def commit(self, position: int | None = None) -> None:
+        """Commit ``position`` (default: the position): every record of this range below it is processed."""
+        at = self.position if position is None else position
+        self.consumer.commit(offsets=[TopicPartition(self.topic, self.partition, at)], asynchronous=False)
 
     def close(self) -> None:
         self.consumer.close()
