@@ -277,7 +277,10 @@ class AssignedConsumer:
         self._next_check = 0.0
         self._last_call = time.monotonic()
         # key ranges of split partitions (record format 2): their own consumers, see range_set.py
-        self._ranges = RangeSet(self._settings, group_id, member_id, self._whole_owner_released)
+        self._ranges = RangeSet(
+            self._settings, group_id, member_id, self._whole_owner_released,
+            instance=self.instance, epoch=lambda: self.epoch, takeover_timeout=takeover_timeout,
+        )  # fmt: skip
         self._follower = AssignmentFollower(self._settings, topic, group_id, member_id)
         self._follower.start()
         if not self._follower.ready.wait(ready_timeout):
@@ -727,6 +730,10 @@ class AssignedConsumer:
             log.warning("%s: cannot check partitions to claim yet: %s", self.member_id, error)
             return
         wanted = [tp for tp in tps if self._decide(tp, marks[tp][1]) in (Claim.TAKE, Claim.TAKE_OVER)]
+        # a merge: the partition's key ranges must be released too (range_set.py)
+        wanted = [
+            tp for tp in wanted if self._ranges.ranges_released(tp, time.monotonic() - self._pending[tp])
+        ]
         if not wanted:
             return
         if self.fenced:

@@ -37,7 +37,14 @@ _RETRIABLE = {
 
 
 def _committed(bootstrap: str, group: str, topic: str, partition: int, timeout: float) -> int | None:
-    """The group's committed offset of one partition, or None.
+    """The group's committed offset of one partition, or None (see :func:`committed_with_metadata`)."""
+    return committed_with_metadata(bootstrap, group, topic, partition, timeout)[0]
+
+
+def committed_with_metadata(
+    bootstrap: str, group: str, topic: str, partition: int, timeout: float
+) -> tuple[int | None, str | None]:
+    """The group's committed offset of one partition (or None) and the commit's metadata.
 
     Read with a consumer of that group (``committed()``), not with the AdminClient's
     ``list_consumer_group_offsets``, which can crash the process for a group the coordinator does
@@ -56,12 +63,14 @@ def _committed(bootstrap: str, group: str, topic: str, partition: int, timeout: 
                 time.sleep(0.2)
     finally:
         consumer.close()
-    return tp.offset if tp.error is None and tp.offset >= 0 else None
+    if tp.error is not None or tp.offset < 0:
+        return None, None
+    return tp.offset, tp.metadata
 
 
-def range_group_ids(bootstrap: str, parent: str, timeout: float = 30.0) -> list[str]:
+def range_group_ids(bootstrap: str, parent: str, timeout: float = 30.0, admin: Any = None) -> list[str]:
     """The derived key-range groups of ``parent`` the cluster knows (one ListGroups request)."""
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin = admin or AdminClient({"bootstrap.servers": bootstrap})
     listed = admin.list_consumer_groups(request_timeout=timeout).result(timeout)
     return sorted(g.group_id for g in listed.valid if (parse_range_group(g.group_id) or ("",))[0] == parent)
 
@@ -146,10 +155,14 @@ class RangeMember:
         picked = np.flatnonzero(keep).tolist()
         return msgs if len(picked) == len(msgs) else [msgs[i] for i in picked]
 
-    def commit(self, position: int | None = None) -> None:
-        """Commit ``position`` (default: the position): every record of this range below it is processed."""
+    def commit(self, position: int | None = None, metadata: str | None = None) -> None:
+        """Commit ``position`` (default: the position): every record of this range below it is processed;
+        ``metadata``: the owner mark AssignedConsumer writes with it (range_set.py)."""
         at = self.position if position is None else position
-        self.consumer.commit(offsets=[TopicPartition(self.topic, self.partition, at)], asynchronous=False)
+        tp = TopicPartition(self.topic, self.partition, at)
+        if metadata is not None:
+            tp = TopicPartition(self.topic, self.partition, at, metadata=metadata)
+        self.consumer.commit(offsets=[tp], asynchronous=False)
 
     def close(self) -> None:
         self.consumer.close()

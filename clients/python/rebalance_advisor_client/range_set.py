@@ -9,14 +9,15 @@ reorders a key's records once the previous owners have committed. A whole-partit
 partition that had ranges (a merge) starts at the least progress over the hash space and skips
 the records a range owner already committed (:meth:`RangeSet.merged_start`, :meth:`already_done`).
 
-What is fenced and what is not: a range is started only after the partition's whole-partition
-owner (the parent group's owner mark) has released it, or after ``takeover_timeout`` — the same
-rule as a whole-partition claim (``handover_rules.claim_decision``). Ranges themselves carry no
-owner marks and no transactions: when ranges move between members (a re-split, or a merge into a
-whole owner), the new owner starts from the committed progress at that moment; records a previous
-range owner processes after that, before it sees the new epoch (about one ``check_interval``),
-are processed twice. Fencing per range (a transactional id per group + partition + range) is
-not built.
+What is fenced and what is not: range commits carry the helper's owner mark (member, epoch,
+OWNED or RELEASED, instance) in their metadata, as whole-partition commits do. A range starts only
+after the partition's whole owner (the parent group's mark) and every other member's range of
+that partition that overlaps it have been released, or after ``takeover_timeout``; a whole claim
+of a partition that had ranges (a merge) waits the same way for all of its ranges. So split,
+re-split and merge are exact between members that release (a new epoch seen, or ``close()``).
+Not fenced: a range owner paused longer than ``takeover_timeout`` is taken over without being
+stopped, and may then process records twice; ranges use no transactions (per-range fencing, a
+transactional id per group + partition + range, is not built).
 """
 
 from __future__ import annotations
@@ -30,9 +31,15 @@ from typing import Any
 import numpy as np
 
 from rebalance_advisor_client.assignment_records import KeyRangeKey
-from rebalance_advisor_client.key_hash import positive_hashes
-from rebalance_advisor_client.key_ranges import HashProgress
-from rebalance_advisor_client.range_member import RangeMember, range_group_ids, read_progress
+from rebalance_advisor_client.handover_rules import OWNED, RELEASED, OwnerMark, decode_mark
+from rebalance_advisor_client.key_hash import HASH_SPACE, positive_hashes
+from rebalance_advisor_client.key_ranges import HashProgress, parse_range_group
+from rebalance_advisor_client.range_member import (
+    RangeMember,
+    committed_with_metadata,
+    range_group_ids,
+    read_progress,
+)
 
 log = logging.getLogger(__name__)
 
@@ -50,16 +57,28 @@ class _Lane:
 class RangeSet:
     """Held key ranges and their consumers (module docstring)."""
 
-    def __init__(self, settings: Mapping[str, Any], group_id: str, member_id: str, released: ReleasedCheck):
+    def __init__(
+        self,
+        settings: Mapping[str, Any],
+        group_id: str,
+        member_id: str,
+        released: ReleasedCheck,
+        *,
+        instance: str = "",
+        epoch: Callable[[], int] = lambda: 0,
+        takeover_timeout: float = 60.0,
+    ):
         self._bootstrap = str(settings.get("bootstrap.servers", ""))
         self._config = {k: v for k, v in settings.items() if k != "bootstrap.servers"}
         self.group_id, self.member_id = group_id, member_id
         self._released = released
+        self._instance, self._epoch, self._takeover_timeout = instance, epoch, takeover_timeout
         self._lanes: dict[KeyRangeKey, _Lane] = {}
         self._waiting: dict[KeyRangeKey, float] = {}  # assigned, whole owner not yet released -> since
         self._turn = 0
         self._next_try = 0.0
         self._merged: dict[tuple[str, int], HashProgress] = {}
+        self._admin_client: Any = None
 
     @property
     def held(self) -> frozenset[KeyRangeKey]:
@@ -86,7 +105,10 @@ class RangeSet:
         self._next_try = time.monotonic() + every
         for key in sorted(self._waiting):
             topic, partition, lo, hi = key
-            if not self._released((topic, partition), time.monotonic() - self._waiting[key]):
+            waited = time.monotonic() - self._waiting[key]
+            if not self._released((topic, partition), waited):
+                continue
+            if not self.ranges_released((topic, partition), waited, lo, hi):
                 continue
             del self._waiting[key]
             member = RangeMember(
@@ -113,12 +135,47 @@ class RangeSet:
                 return message
         return None
 
+    def _admin(self) -> Any:
+        """One AdminClient for the group listings (made on first use)."""
+        if self._admin_client is None:
+            from confluent_kafka.admin import AdminClient
+
+            self._admin_client = AdminClient({"bootstrap.servers": self._bootstrap, **self._config})
+        return self._admin_client
+
+    def _mark(self, state: str) -> str:
+        return OwnerMark(self.member_id, self._epoch(), state, self._instance).encode()
+
+    def ranges_released(self, tp: tuple[str, int], waited: float, lo: int = 0, hi: int = HASH_SPACE) -> bool:
+        """Have other members' ranges of ``tp`` overlapping ``[lo, hi)`` been released (their last
+        commit marked RELEASED, or no mark at all)? True after ``takeover_timeout`` whatever they say."""
+        if waited > self._takeover_timeout:
+            return True
+        try:
+            groups = range_group_ids(self._bootstrap, self.group_id, timeout=10.0, admin=self._admin())
+            for group_id in groups:
+                parsed = parse_range_group(group_id)
+                if parsed is None or parsed[2] <= lo or parsed[1] >= hi:
+                    continue
+                _, metadata = committed_with_metadata(self._bootstrap, group_id, tp[0], tp[1], 10.0)
+                mark = decode_mark(metadata)
+                if (
+                    mark is not None
+                    and mark.state == OWNED
+                    and not mark.written_by(self.member_id, self._instance)
+                ):
+                    return False
+        except Exception as error:  # noqa: BLE001 - any client error: check again later
+            log.warning("%s: cannot read key-range owners of %s-%d yet: %s", self.member_id, *tp, error)
+            return False
+        return True
+
     def merged_start(self, tp: tuple[str, int], offset: int) -> int:
         """Where a whole-partition claim of ``tp`` starts when key ranges of it made progress (a
         merge): the least progress over the hash space; records up to the furthest range are then
         filtered by :meth:`already_done`. Unchanged when no range got ahead of ``offset``."""
         try:
-            if not range_group_ids(self._bootstrap, self.group_id, timeout=10.0):
+            if not range_group_ids(self._bootstrap, self.group_id, timeout=10.0, admin=self._admin()):
                 return offset  # never shared: the usual whole-partition claim
             progress = read_progress(self._bootstrap, self.group_id, tp[0], tp[1])
         except Exception as error:  # noqa: BLE001 - any client error: start as a whole claim would
@@ -146,7 +203,7 @@ class RangeSet:
         for key, lane in self._lanes.items():
             position = lane.member.position if not lane.buffer else lane.handed
             if position is not None:
-                lane.member.commit(position)
+                lane.member.commit(position, self._mark(OWNED))
                 done[key] = position
         return done
 
@@ -159,8 +216,7 @@ class RangeSet:
         lane = self._lanes.pop(key)
         try:
             position = lane.member.position if not lane.buffer else lane.handed
-            if position is not None:
-                lane.member.commit(position)
+            lane.member.commit(lane.member.position if position is None else position, self._mark(RELEASED))
         finally:
             lane.member.close()
         log.info("%s: key range %s-%d [%d, %d) stopped", self.member_id, *key)

@@ -256,7 +256,9 @@ def start(
         .read_text()
         .format(port=port, controller_port=controller_port, log_dir=log_dir)
     )
-    cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    cluster_id = "-"
+    while cluster_id.startswith("-"):  # kafka-storage reads an id starting with '-' as an option (as Kafka's
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")  # Uuid avoids)
     formatted = subprocess.run(
         java_command(
             "kafka.tools.StorageTool", "format", "--standalone", "-t", cluster_id, "-c", str(properties)
