@@ -281,7 +281,7 @@ def test_newer_record_version_releases_everything(kafka_bootstrap: str, data_top
     try:
         _take(consumer, 3)
         newer = (
-            b'{"version":2,"group":"%s","member":"m","epoch":2,"plan_id":"p2","partitions":[],'
+            b'{"version":3,"group":"%s","member":"m","epoch":2,"plan_id":"p2","partitions":[],'
             b'"ranges":[],"published_at":"x"}' % group.encode()
         )
         producer = Producer(config)

@@ -13,8 +13,7 @@ from rebalance_advisor.domain.assignors.key_range import KeySample, KeySharingPo
 from rebalance_advisor.domain.decisions import Thresholds
 from rebalance_advisor.domain.group_planning import plan_group
 from rebalance_advisor.domain.group_spec import GroupSpec, Member, PartitionLag
-from rebalance_advisor.errors import AdvisorError
-from rebalance_advisor.services import plan_lifecycle, static_members
+from rebalance_advisor.services import static_members
 from rebalance_advisor.store import db
 from rebalance_advisor.store.plans import get_plan, plan_assignment_map, write_run
 from rebalance_advisor_client.key_hash import HASH_SPACE
@@ -69,7 +68,7 @@ def _ranged_plan_id(url: str) -> tuple[int, list[tuple[str, str, int, int, int, 
     return ids["orders"], ranges
 
 
-def test_ranges_are_stored_shown_and_not_published_whole(url: str, capsys) -> None:
+def test_ranges_are_stored_shown_and_read_for_publishing(url: str, capsys) -> None:
     plan_id, ranges = _ranged_plan_id(url)
     stored = get_plan(plan_id, url)
     rows = sorted(
@@ -87,10 +86,9 @@ def test_ranges_are_stored_shown_and_not_published_whole(url: str, capsys) -> No
     for member, topic, partition, lag, lo, hi in ranges:
         assert f"key range {topic}-{partition} [{lo}, {hi}) -> {member} (lag {lag})" in out
 
-    with pytest.raises(AdvisorError, match="splits hot-0 into key ranges"):
-        plan_assignment_map(plan_id, url)
-    plan_lifecycle.approve(plan_id, "tests", url)
-    rc = main(["plan-status", "publish", str(plan_id), "--db", url, "--bootstrap-servers", "127.0.0.1:1"])
-    err = capsys.readouterr().err
-    assert rc == 1 and "cannot be published as whole partitions" in err and "Traceback" not in err
-    assert get_plan(plan_id, url)["status"] == "approved"  # nothing half-done
+    # publishing reads the ranges as (topic, partition, hash_lo, hash_hi) holdings, whole ones as pairs
+    held = plan_assignment_map(plan_id, url)
+    assert sorted((m, *h) for m, hs in held.items() for h in hs if len(h) == 4) == sorted(
+        (m, t, p, lo, hi) for m, t, p, _, lo, hi in ranges
+    )
+    assert [h for hs in held.values() for h in hs if len(h) == 2] == [("hot", 1)]

@@ -174,8 +174,8 @@ def test_record_without_version_is_version_one() -> None:
 
 def test_newer_record_version_is_refused_not_consumed() -> None:
     """A helper that does not know a newer format (e.g. key ranges) must not consume whole partitions."""
-    newer = {**GOOD, "version": 2, "epoch": 7, "ranges": [{"from": 0, "to": 99}]}
-    with pytest.raises(UnsupportedVersion, match="format version 2.*upgrade") as info:
+    newer = {**GOOD, "version": 3, "epoch": 7, "ranges": [{"from": 0, "to": 99}]}
+    with pytest.raises(UnsupportedVersion, match="format version 3.*upgrade") as info:
         decode_record(b"g/m", json.dumps(newer).encode())
     assert (info.value.group, info.value.member, info.value.epoch) == ("g", "m", 7)
 

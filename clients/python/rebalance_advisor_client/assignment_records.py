@@ -9,9 +9,15 @@ One compacted record per (group, member) holds that member's partitions at an ep
   (1; absent in records written before it existed), ``epoch`` a positive integer, ``plan_id`` a
   string, ``published_at`` ISO-8601 UTC
 
-A record of a newer version than :data:`RECORD_VERSION` (for instance one carrying key ranges)
-raises :class:`UnsupportedVersion`: a helper must not consume whole partitions that a newer plan
-split. Compaction keeps the latest record per key; a member dropped from a plan gets ``[]``.
+Version 2 (key-range sharing, issue 15) adds ``"ranges": [{"topic", "partition", "hash_lo",
+"hash_hi"}]``: key ranges ``[hash_lo, hash_hi)`` of the positive murmur2 key hash (``key_hash``) of
+partitions the plan split; the member reads such a partition and keeps only the records whose key
+hash lies in its range. A record without ranges is still written as version 1, so helpers that
+predate ranges keep following whole-partition plans; a record with ranges is version 2, which such
+a helper refuses (it must not consume a split partition whole).
+
+A record of a newer version than :data:`RECORD_VERSION` raises :class:`UnsupportedVersion`.
+Compaction keeps the latest record per key; a member dropped from a plan gets ``[]``.
 """
 
 from __future__ import annotations
@@ -20,12 +26,18 @@ import json
 from dataclasses import dataclass
 from urllib.parse import quote, unquote
 
+from rebalance_advisor_client.key_hash import HASH_SPACE
+
 DEFAULT_TOPIC = "_rebalance_advisor_assignments"
-#: the newest record format this package reads and the one it writes
-RECORD_VERSION = 1
+#: the newest record format this package reads (it writes 1 without ranges, 2 with them)
+RECORD_VERSION = 2
+RANGES_VERSION = 2
 _FIELDS = {"group", "member", "epoch", "plan_id", "partitions", "published_at"}
+_RANGE_FIELDS = {"topic", "partition", "hash_lo", "hash_hi"}
 
 TopicPartitionKey = tuple[str, int]
+#: (topic, partition, hash_lo, hash_hi): a key range [hash_lo, hash_hi) of a split partition
+KeyRangeKey = tuple[str, int, int, int]
 
 
 class MalformedRecord(ValueError):
@@ -50,14 +62,21 @@ class AssignmentRecord:
     plan_id: str
     partitions: tuple[TopicPartitionKey, ...]
     published_at: str
+    #: key ranges of split partitions (version 2), sorted; a partition is whole or ranged, not both
+    ranges: tuple[KeyRangeKey, ...] = ()
 
     @property
     def key(self) -> bytes:
         return encode_key(self.group, self.member)
 
+    @property
+    def holdings(self) -> tuple[TopicPartitionKey | KeyRangeKey, ...]:
+        """Whole partitions and key ranges together (what a publish compares)."""
+        return (*self.partitions, *self.ranges)
+
     def encode_value(self) -> bytes:
         value = {
-            "version": RECORD_VERSION,
+            "version": RANGES_VERSION if self.ranges else 1,
             "group": self.group,
             "member": self.member,
             "epoch": self.epoch,
@@ -65,6 +84,10 @@ class AssignmentRecord:
             "partitions": [{"topic": t, "partition": p} for t, p in self.partitions],
             "published_at": self.published_at,
         }
+        if self.ranges:
+            value["ranges"] = [
+                {"topic": t, "partition": p, "hash_lo": lo, "hash_hi": hi} for t, p, lo, hi in self.ranges
+            ]
         return json.dumps(value, separators=(",", ":")).encode()
 
 
@@ -102,6 +125,30 @@ def _partitions(raw: object) -> tuple[TopicPartitionKey, ...]:
     return tuple(sorted(result))
 
 
+def _ranges(raw: object, whole: tuple[TopicPartitionKey, ...]) -> tuple[KeyRangeKey, ...]:
+    if not isinstance(raw, list) or not raw:
+        raise MalformedRecord("ranges is not a non-empty list")
+    result = []
+    for item in raw:
+        if not isinstance(item, dict) or set(item) != _RANGE_FIELDS:
+            raise MalformedRecord(f"range entry {item!r} is not {{topic, partition, hash_lo, hash_hi}}")
+        topic, partition, lo, hi = (item[k] for k in ("topic", "partition", "hash_lo", "hash_hi"))
+        if not isinstance(topic, str) or not topic:
+            raise MalformedRecord(f"range entry {item!r} has no topic name")
+        numbers = (partition, lo, hi)
+        if not all(isinstance(n, int) and not isinstance(n, bool) for n in numbers) or partition < 0:
+            raise MalformedRecord(f"range entry {item!r} has no valid partition or bounds")
+        if not 0 <= lo < hi <= HASH_SPACE:
+            raise MalformedRecord(f"range entry {item!r}: need 0 <= hash_lo < hash_hi <= {HASH_SPACE}")
+        result.append((topic, partition, lo, hi))
+    split = [(t, p) for t, p, _, _ in result]
+    if len(set(split)) != len(split):
+        raise MalformedRecord("a member holds two key ranges of one partition")
+    if set(split) & set(whole):
+        raise MalformedRecord("a partition is listed both whole and as a key range")
+    return tuple(sorted(result))
+
+
 def _version(data: dict, group: str, member: str) -> int:
     version = data.pop("version", 1)
     if not isinstance(version, int) or isinstance(version, bool) or version < 1:
@@ -129,10 +176,12 @@ def decode_record(key: bytes | None, value: bytes | None) -> AssignmentRecord:
         raise MalformedRecord(f"value of {group}/{member} is not JSON: {error}") from error
     if not isinstance(data, dict):
         raise MalformedRecord(f"value of {group}/{member} is a {type(data).__name__}, not an object")
-    _version(data, group, member)
-    if set(data) != _FIELDS:
+    version = _version(data, group, member)
+    raw_ranges = data.pop("ranges", None) if version >= RANGES_VERSION else None
+    if set(data) != _FIELDS or (version >= RANGES_VERSION and raw_ranges is None):
+        expected = _FIELDS | {"version"} | ({"ranges"} if version >= RANGES_VERSION else set())
         raise MalformedRecord(
-            f"value of {group}/{member} has fields {sorted(data)}, expected {sorted(_FIELDS | {'version'})}"
+            f"value of {group}/{member} has fields {sorted(data)}, expected {sorted(expected)}"
         )
     if (data["group"], data["member"]) != (group, member):
         raise MalformedRecord(f"value names {data['group']}/{data['member']} under key {group}/{member}")
@@ -143,9 +192,9 @@ def decode_record(key: bytes | None, value: bytes | None) -> AssignmentRecord:
         raise MalformedRecord(f"plan_id of {group}/{member} is not a non-empty string")
     if not isinstance(data["published_at"], str):
         raise MalformedRecord(f"published_at of {group}/{member} is not a string")
-    return AssignmentRecord(
-        group, member, epoch, data["plan_id"], _partitions(data["partitions"]), data["published_at"]
-    )
+    whole = _partitions(data["partitions"])
+    ranges = () if raw_ranges is None else _ranges(raw_ranges, whole)
+    return AssignmentRecord(group, member, epoch, data["plan_id"], whole, data["published_at"], ranges)
 
 
 #: consumer settings that belong to a consumer group, never copied to the topic's own clients

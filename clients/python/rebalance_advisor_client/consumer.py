@@ -63,6 +63,7 @@ from rebalance_advisor_client.handover_rules import (
     may_commit,
     plan_handover,
 )
+from rebalance_advisor_client.range_set import RangeSet
 
 log = logging.getLogger(__name__)
 
@@ -275,6 +276,11 @@ class AssignedConsumer:
         self._warm: dict[TopicPartitionKey, PartitionTransaction] = {}  # fenced: producers made ahead
         self._next_check = 0.0
         self._last_call = time.monotonic()
+        # key ranges of split partitions (record format 2): their own consumers, see range_set.py
+        self._ranges = RangeSet(
+            self._settings, group_id, member_id, self._whole_owner_released,
+            instance=self.instance, epoch=lambda: self.epoch, takeover_timeout=takeover_timeout,
+        )  # fmt: skip
         self._follower = AssignmentFollower(self._settings, topic, group_id, member_id)
         self._follower.start()
         if not self._follower.ready.wait(ready_timeout):
@@ -314,6 +320,16 @@ class AssignedConsumer:
             self._note_gap()
             self._maintain()
             remaining = deadline - time.monotonic()
+            if self._ranges.held:  # key ranges first (without waiting while whole partitions are held)
+                message = self._ranges.poll(
+                    0.0 if self._held else max(min(remaining, self.check_interval), 0)
+                )
+                if message is not None:
+                    return message
+                if not self._held:
+                    if time.monotonic() >= deadline:
+                        return None
+                    continue
             message = self._consumer.poll(max(min(remaining, self.check_interval), 0))
             self._note_gap()
             if message is not None:
@@ -324,6 +340,9 @@ class AssignedConsumer:
                     tp = (message.topic(), message.partition())
                     held = self._held.get(tp)
                     if held is not None and not held.paused and message.offset() >= held.position:
+                        if self._ranges.already_done(tp, message):  # a merge: a range owner did it
+                            held.position = message.offset() + 1
+                            continue
                         if held.txn is not None:
                             try:
                                 held.txn.begin()
@@ -375,17 +394,18 @@ class AssignedConsumer:
         """
         self._note_gap()
         self._maintain()
+        ranged = self._ranges.commit()  # key ranges: unfenced commits under their derived groups
         if self.fenced:
-            return self._commit_fenced(OWNED)
+            return {**self._commit_fenced(OWNED), **ranged}
         changed = {tp: h.position for tp, h in self._held.items() if h.committed != h.position}
         try:
             written, refused = self._checked_commit(changed, OWNED)
         except ClientError as error:
             log.warning("%s: commit failed, will retry: %s", self.member_id, error)
-            return {}
+            return ranged
         for tp in refused:
             self._drop(tp, fenced=True)
-        return written
+        return {**written, **ranged}
 
     def close(self, release: bool = True) -> None:
         """Commit and release what this member holds (so a successor need not wait), then stop."""
@@ -393,6 +413,7 @@ class AssignedConsumer:
             if release and self._held:
                 self._release(sorted(self._held))
         finally:
+            self._ranges.close()
             for held in self._held.values():
                 if held.txn is not None:
                     held.txn.close()
@@ -418,6 +439,7 @@ class AssignedConsumer:
         record = self._follower.latest()
         if record is not None and record.epoch > self.epoch:
             self._apply(record)
+        self._ranges.start_ready()
         if self._pending and time.monotonic() >= self._next_check:
             self._next_check = time.monotonic() + self.check_interval
             try:
@@ -452,6 +474,18 @@ class AssignedConsumer:
                 self._pending.setdefault(tp, now)
         self._warm_up()
         self._next_check = 0.0
+        self._ranges.apply(record.ranges)  # after our own releases: a split of ours starts from them
+
+    def _whole_owner_released(self, tp: TopicPartitionKey, waited: float) -> bool:
+        """May a key range of ``tp`` start: its whole-partition owner (parent group's mark) let it go?"""
+        if waited > self.takeover_timeout:
+            return True
+        try:
+            _, mark = self._read_marks([tp])[tp]
+        except ClientError as error:
+            log.warning("%s: cannot check %s-%d before starting a key range: %s", self.member_id, *tp, error)
+            return False
+        return mark is None or mark.state == RELEASED or mark.written_by(self.member_id, self.instance)
 
     def _revalidate(self, tps: list[TopicPartitionKey]) -> None:
         """Check partitions we hold against their marks (fenced: by committing); drop the lost ones."""
@@ -696,6 +730,10 @@ class AssignedConsumer:
             log.warning("%s: cannot check partitions to claim yet: %s", self.member_id, error)
             return
         wanted = [tp for tp in tps if self._decide(tp, marks[tp][1]) in (Claim.TAKE, Claim.TAKE_OVER)]
+        # a merge: the partition's key ranges must be released too (range_set.py)
+        wanted = [
+            tp for tp in wanted if self._ranges.ranges_released(tp, time.monotonic() - self._pending[tp])
+        ]
         if not wanted:
             return
         if self.fenced:
@@ -829,6 +867,7 @@ class AssignedConsumer:
     def _assign(self, claims: dict[TopicPartitionKey, int], txns: dict) -> None:
         if not claims:
             return
+        claims = {tp: self._ranges.merged_start(tp, off) for tp, off in claims.items()}
         self._consumer.incremental_assign([TopicPartition(t, p, off) for (t, p), off in claims.items()])
         for tp, offset in claims.items():
             self._held[tp] = _Held(self.epoch, offset, offset, txns.get(tp))

@@ -7,8 +7,8 @@ hash is in its range and that no earlier owner processed, and commits its positi
 derived group (the parent group for a whole partition).
 
 It does not follow published epochs and does not fence: whoever runs it must stop the previous
-owners of the partition's hashes before starting it (the handover). Folding it into the
-epoch-following, fenced ``AssignedConsumer`` is the next step (issue 15, item 4).
+owners of the partition's hashes before starting it (the handover). ``AssignedConsumer`` runs one
+per published range through :mod:`range_set` (which says what is fenced there and what is not).
 """
 
 from __future__ import annotations
@@ -37,7 +37,14 @@ _RETRIABLE = {
 
 
 def _committed(bootstrap: str, group: str, topic: str, partition: int, timeout: float) -> int | None:
-    """The group's committed offset of one partition, or None.
+    """The group's committed offset of one partition, or None (see :func:`committed_with_metadata`)."""
+    return committed_with_metadata(bootstrap, group, topic, partition, timeout)[0]
+
+
+def committed_with_metadata(
+    bootstrap: str, group: str, topic: str, partition: int, timeout: float
+) -> tuple[int | None, str | None]:
+    """The group's committed offset of one partition (or None) and the commit's metadata.
 
     Read with a consumer of that group (``committed()``), not with the AdminClient's
     ``list_consumer_group_offsets``, which can crash the process for a group the coordinator does
@@ -56,21 +63,27 @@ def _committed(bootstrap: str, group: str, topic: str, partition: int, timeout: 
                 time.sleep(0.2)
     finally:
         consumer.close()
-    return tp.offset if tp.error is None and tp.offset >= 0 else None
+    if tp.error is not None or tp.offset < 0:
+        return None, None
+    return tp.offset, tp.metadata
+
+
+def range_group_ids(bootstrap: str, parent: str, timeout: float = 30.0, admin: Any = None) -> list[str]:
+    """The derived key-range groups of ``parent`` the cluster knows (one ListGroups request)."""
+    admin = admin or AdminClient({"bootstrap.servers": bootstrap})
+    listed = admin.list_consumer_groups(request_timeout=timeout).result(timeout)
+    return sorted(g.group_id for g in listed.valid if (parse_range_group(g.group_id) or ("",))[0] == parent)
 
 
 def read_progress(
     bootstrap: str, parent: str, topic: str, partition: int, timeout: float = 30.0
 ) -> HashProgress:
     """Committed progress of a partition over the hash space: the parent group's and each derived group's."""
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    listed = admin.list_consumer_groups(request_timeout=timeout).result(timeout)
     ranges: dict[tuple[int, int], int] = {}
-    for g in listed.valid:
-        parsed = parse_range_group(g.group_id)
-        if parsed is None or parsed[0] != parent:
-            continue
-        offset = _committed(bootstrap, g.group_id, topic, partition, timeout)
+    for group_id in range_group_ids(bootstrap, parent, timeout):
+        parsed = parse_range_group(group_id)
+        assert parsed is not None
+        offset = _committed(bootstrap, group_id, topic, partition, timeout)
         if offset is not None:
             ranges[parsed[1], parsed[2]] = offset
     return HashProgress.from_commits(_committed(bootstrap, parent, topic, partition, timeout), ranges)
@@ -142,11 +155,14 @@ class RangeMember:
         picked = np.flatnonzero(keep).tolist()
         return msgs if len(picked) == len(msgs) else [msgs[i] for i in picked]
 
-    def commit(self) -> None:
-        """Commit the position: every record of this range below it is processed."""
-        self.consumer.commit(
-            offsets=[TopicPartition(self.topic, self.partition, self.position)], asynchronous=False
-        )
+    def commit(self, position: int | None = None, metadata: str | None = None) -> None:
+        """Commit ``position`` (default: the position): every record of this range below it is processed;
+        ``metadata``: the owner mark AssignedConsumer writes with it (range_set.py)."""
+        at = self.position if position is None else position
+        tp = TopicPartition(self.topic, self.partition, at)
+        if metadata is not None:
+            tp = TopicPartition(self.topic, self.partition, at, metadata=metadata)
+        self.consumer.commit(offsets=[tp], asynchronous=False)
 
     def close(self) -> None:
         self.consumer.close()
@@ -163,3 +179,12 @@ class RangeMember:
             if batch:
                 handle(batch)
             self.commit()
+
+
+def range_members(record: Any, bootstrap: str, config: dict[str, Any] | None = None) -> list[RangeMember]:
+    """One :class:`RangeMember` per key range of a member's assignment record (format 2), each
+    committing under its derived group; the record's whole partitions are left to AssignedConsumer."""
+    return [
+        RangeMember(bootstrap, record.group, topic, partition, lo, hi, config=config)
+        for topic, partition, lo, hi in record.ranges
+    ]

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from rebalance_advisor_client.assignment_records import AssignmentRecord, TopicPartitionKey
+from rebalance_advisor_client.assignment_records import AssignmentRecord, KeyRangeKey, TopicPartitionKey
+from rebalance_advisor_client.key_hash import range_cover_problem
 
 from rebalance_advisor.adapters import assignment_topic
 from rebalance_advisor.errors import AdvisorError
@@ -45,35 +46,66 @@ def transactional_id(group_id: str) -> str:
     return f"rebalance-advisor-publisher.{group_id}"
 
 
+#: a member's holding in a plan: a whole partition (topic, partition) or a key range
+#: (topic, partition, hash_lo, hash_hi) of a split partition
+Holding = TopicPartitionKey | KeyRangeKey
+
+
 def normalize_plan(
-    assignments: Mapping[str, Iterable[tuple[str, int]]],
-) -> dict[str, tuple[TopicPartitionKey, ...]]:
-    """Validate a plan's assignments (each partition to at most one member) and sort them."""
+    assignments: Mapping[str, Iterable[tuple]],
+) -> dict[str, tuple[Holding, ...]]:
+    """Validate a plan's assignments and sort them: each whole partition to at most one member; the
+    key ranges of a split partition tile the hash space, one member each; no partition both."""
     if not assignments:
         raise AdvisorError("the plan assigns no members: nothing to publish")
     owners: dict[TopicPartitionKey, str] = {}
+    split: dict[TopicPartitionKey, list[tuple[int, int, str]]] = {}
     result = {}
-    for member, partitions in assignments.items():
+    for member, holdings in assignments.items():
         if not isinstance(member, str) or not member:
             raise AdvisorError(f"member id {member!r} is not a non-empty string")
-        parts = []
-        for topic, partition in partitions:
+        parts: list[Holding] = []
+        for item in holdings:
+            topic, partition = item[0], item[1]
             if not isinstance(topic, str) or not topic or not isinstance(partition, int) or partition < 0:
                 raise AdvisorError(f"member {member}: ({topic!r}, {partition!r}) is not a (topic, partition)")
+            if len(item) == 4:
+                lo, hi = item[2], item[3]
+                if any(r[2] == member for r in split.get((topic, partition), ())):
+                    raise AdvisorError(f"member {member} holds two key ranges of {topic}-{partition}")
+                split.setdefault((topic, partition), []).append((lo, hi, member))
+                parts.append((topic, partition, lo, hi))
+                continue
+            if len(item) != 2:
+                raise AdvisorError(f"member {member}: {item!r} is neither (topic, partition) nor a key range")
             if (topic, partition) in owners:
                 raise AdvisorError(
                     f"{topic}-{partition} is assigned to both {owners[(topic, partition)]} and {member}"
                 )
             owners[(topic, partition)] = member
             parts.append((topic, partition))
-        result[member] = tuple(sorted(parts))
+        result[member] = tuple(sorted(parts, key=lambda h: (len(h) == 4, h)))  # as AssignmentRecord.holdings
+    for (topic, partition), ranges in split.items():
+        if (topic, partition) in owners:
+            raise AdvisorError(f"{topic}-{partition} is both split into key ranges and assigned whole")
+        problem = range_cover_problem([(lo, hi) for lo, hi, _ in ranges])
+        if problem:
+            raise AdvisorError(f"key ranges of {topic}-{partition}: {problem}")
     return result
+
+
+def _record(
+    group_id: str, member: str, epoch: int, plan_id: str, holdings: Iterable[Holding], published_at: str
+) -> AssignmentRecord:
+    whole = tuple(h for h in holdings if len(h) == 2)
+    ranges = tuple(h for h in holdings if len(h) == 4)
+    return AssignmentRecord(group_id, member, epoch, plan_id, whole, published_at, ranges)  # type: ignore[arg-type]
 
 
 def plan_records(
     group_id: str,
     plan_id: str,
-    plan: Mapping[str, tuple[TopicPartitionKey, ...]],
+    plan: Mapping[str, tuple[Holding, ...]],
     existing: Mapping[str, AssignmentRecord],
     previous_members: Iterable[str],
     published_at: str,
@@ -88,7 +120,7 @@ def plan_records(
     latest = max((r.epoch for r in existing.values()), default=0)
     at_latest = {m: r for m, r in existing.items() if r.epoch == latest}
     if at_latest and all(r.plan_id == plan_id for r in at_latest.values()):
-        published = {m: r.partitions for m, r in at_latest.items() if r.partitions or m in plan}
+        published = {m: r.holdings for m, r in at_latest.items() if r.holdings or m in plan}
         if published == dict(plan):
             return (
                 latest,
@@ -101,9 +133,9 @@ def plan_records(
             "assignments: a changed plan needs a new plan id"
         )
     epoch = max(latest, after_epoch) + 1
-    holders = {m for m, r in existing.items() if r.partitions} | set(previous_members)
+    holders = {m for m, r in existing.items() if r.holdings} | set(previous_members)
     dropped = tuple(sorted(holders - set(plan)))
-    records = [AssignmentRecord(group_id, m, epoch, plan_id, plan[m], published_at) for m in sorted(plan)]
+    records = [_record(group_id, m, epoch, plan_id, plan[m], published_at) for m in sorted(plan)]
     records += [AssignmentRecord(group_id, m, epoch, plan_id, (), published_at) for m in dropped]
     return epoch, tuple(records), dropped, True
 
@@ -120,7 +152,7 @@ def publish_assignments(
     config: Mapping[str, Any],
     group_id: str,
     plan_id: str,
-    assignments: Mapping[str, Iterable[tuple[str, int]]],
+    assignments: Mapping[str, Iterable[tuple]],
     previous_members: Iterable[str] = (),
     *,
     topic: str = assignment_topic.DEFAULT_TOPIC,

@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
-from rebalance_advisor.domain.assignors.key_range import KeySample
+from rebalance_advisor.domain.assignors.key_range import KeySample, KeySharingPolicy
+from rebalance_advisor.domain.key_range_advice import KeySharingInputs
+from rebalance_advisor.domain.parameters import Thresholds
 from rebalance_advisor.errors import AdvisorError
 
 #: records read per partition unless told otherwise: enough for a 1 % load share per range
@@ -79,3 +82,73 @@ def sample_keys(
     finally:
         consumer.close()
     return {tp: KeySample.from_keys(k) for tp, k in keys.items() if k}
+
+
+#: most partitions one advisor run samples (the heaviest by lag): bounds the run's Kafka reads
+MAX_SAMPLED_PARTITIONS = 64
+
+
+def sharing_candidates(
+    docs: Sequence[dict[str, Any]], policy: KeySharingPolicy, flagged: Mapping[str, frozenset[str]]
+) -> dict[str, list[tuple[str, int, int]]]:
+    """group -> [(topic, partition, lag)] key_range could split: an allow-listed topic with
+    backlog or inflow, subscribed by at least two of the group's flagged members."""
+    out: dict[str, list[tuple[str, int, int]]] = {}
+    for doc in docs:
+        members = flagged.get(doc["group_id"], frozenset())
+        sharers: dict[str, int] = {}
+        for m in doc.get("members") or ():
+            if m["member_id"] in members:
+                for topic in m.get("topics") or ():
+                    sharers[topic] = sharers.get(topic, 0) + 1
+        for p in doc.get("partitions") or ():
+            busy = int(p.get("lag") or 0) > 0 or float(p.get("produce_rate") or 0.0) > 0
+            if busy and sharers.get(p["topic"], 0) >= 2 and policy.topic_allowed(p["topic"]):
+                out.setdefault(doc["group_id"], []).append((p["topic"], int(p["partition"]), int(p["lag"])))
+    return out
+
+
+def attach_key_samples(
+    docs: Sequence[dict[str, Any]],
+    thresholds: Thresholds,
+    flagged_members: Mapping[str, frozenset[str]],
+    kafka_config: Mapping[str, Any],
+    per_partition: int = DEFAULT_SAMPLE,
+) -> int:
+    """Put ``key_sharing`` (flagged members, key samples) into the documents key_range may split.
+
+    Only when the run allows key sharing and names ``key_range``; reads at most
+    :data:`MAX_SAMPLED_PARTITIONS` partitions (the heaviest by lag), each at most ``per_partition``
+    records, once even when several groups read it. Returns how many partitions were sampled.
+    """
+    if not (
+        thresholds.key_sharing and "key_range" in thresholds.strategies and thresholds.key_sharing_topics
+    ):
+        return 0
+    policy = KeySharingPolicy.from_run(thresholds, ())
+    allowed_groups = [
+        d for d in docs if any(policy.topic_allowed(p["topic"]) for p in d.get("partitions") or ())
+    ]
+    flagged = {d["group_id"]: flagged_members.get(d["group_id"], frozenset()) for d in allowed_groups}
+    candidates = sharing_candidates(allowed_groups, policy, flagged)
+    heaviest: dict[tuple[str, int], int] = {}
+    for parts in candidates.values():
+        for topic, partition, lag in parts:
+            heaviest[topic, partition] = max(lag, heaviest.get((topic, partition), 0))
+    chosen = sorted(heaviest, key=lambda tp: (-heaviest[tp], tp))[:MAX_SAMPLED_PARTITIONS]
+    if not chosen:
+        return 0
+    config = dict(kafka_config)
+    bootstrap = config.pop("bootstrap.servers", None)
+    if not bootstrap:
+        raise AdvisorError(
+            "key sharing samples record keys: the Kafka connection has no bootstrap.servers "
+            "(give --bootstrap-servers or set the run's Kafka connection)"
+        )
+    samples = sample_keys(str(bootstrap), chosen, per_partition, client_config=config)
+    for doc in allowed_groups:
+        parts = candidates.get(doc["group_id"], ())
+        found = {(t, p): samples[t, p] for t, p, _ in parts if (t, p) in samples}
+        if found:
+            doc["key_sharing"] = KeySharingInputs(flagged[doc["group_id"]], found).to_doc()
+    return len(samples)

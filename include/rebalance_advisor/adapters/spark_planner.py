@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -26,7 +26,7 @@ from rebalance_advisor.domain.advice import GroupAdvice, OutcomeLine
 from rebalance_advisor.domain.decisions import FLAGGED_OUTCOMES, Thresholds
 from rebalance_advisor.domain.group_planning import plan_group
 from rebalance_advisor.domain.spec_documents import build_docs_from_tables
-from rebalance_advisor.errors import InfrastructureUnavailable
+from rebalance_advisor.errors import AdvisorError, InfrastructureUnavailable
 from rebalance_advisor.gcpause import gc_paused
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -164,12 +164,15 @@ def run_planner(
     publish_mode: str = "recommend",
     now: datetime | None = None,
     plan_fn: PlanFn = plan_group,
+    kafka_config: Mapping[str, Any] | None = None,
 ) -> PlannerRun:
     """Plan one snapshot (``latest`` or an id) and store the run; see the module docstring.
 
     ``plan_fn`` is the per-group function (tests pass one that fails mid-job to prove nothing
     lands). ``reset`` is the lag module's reset policy (``"latest"``, ``"orders-.*=earliest,..."``).
     Unknown snapshots raise AdvisorError; an empty snapshot gives a run with no outcomes.
+    ``kafka_config`` (client settings with ``bootstrap.servers``) is needed only when the run lets
+    ``key_range`` share keys: the driver then samples the candidate partitions' keys.
     """
     thresholds = thresholds or Thresholds()
     with gc_paused():
@@ -186,6 +189,7 @@ def run_planner(
             publish_mode=publish_mode,
             now=now,
             plan_fn=plan_fn,
+            kafka_config=kafka_config,
         )
 
 
@@ -203,17 +207,25 @@ def _run_planner(
     publish_mode: str,
     now: datetime | None,
     plan_fn: PlanFn,
+    kafka_config: Mapping[str, Any] | None = None,
 ) -> PlannerRun:
     from rebalance_advisor.domain.lag_rules import ResetPolicy
-    from rebalance_advisor.store import db
+    from rebalance_advisor.store import db, static_members_table
     from rebalance_advisor.store import plans as plan_store
     from rebalance_advisor.store.planner_inputs import read_planner_inputs
 
     started = time.perf_counter()
     started_at = now or datetime.now(UTC)
+    sharing = thresholds.key_sharing and "key_range" in thresholds.strategies
+    if sharing and kafka_config is None:
+        raise AdvisorError(
+            "key sharing (key_range with --key-sharing) samples record keys: give the Kafka "
+            "connection (--bootstrap-servers, or the DAG's kafka_conn_id)"
+        )
     # Unit of work 1 of 2: one read transaction (store/planner_inputs.py says why not one for all).
     with db.connect(url) as conn:
         inputs = read_planner_inputs(conn, snapshot, airflow_run_id)
+        key_sharers = static_members_table.key_sharing_members_by_group(conn) if sharing else {}
     snapshot_id, standing = inputs.snapshot_id, inputs.standing
     docs = build_docs_from_tables(  # rows straight into the documents (spec_documents says why)
         inputs.tables,
@@ -230,6 +242,10 @@ def _run_planner(
                 "status": plan.status,
                 "created_at": plan.created_at.isoformat(),
             }
+    if sharing:  # bounded key samples for key_range, read in the driver (domain/key_range_advice.py)
+        from rebalance_advisor.adapters.key_sampling import attach_key_samples
+
+        attach_key_samples(docs, thresholds, key_sharers, kafka_config or {})
     read_s = time.perf_counter() - started
     results = plan_documents(spark, docs, thresholds, started_at, plan_fn)
     plan_s = time.perf_counter() - started - read_s

@@ -21,6 +21,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     adv.add_argument("--db", default=None, help=DB_HELP)
     add_options(adv, AdvisorParams)
     adv.add_argument("--master", default="local[2]", help="Spark master (default local[2])")
+    adv.add_argument(
+        "--bootstrap-servers",
+        default=None,
+        help="HOST:PORT[,...] to sample record keys when key_range may share keys "
+        "(default: $KAFKA_BOOTSTRAP_SERVERS, else the local broker)",
+    )
+    adv.add_argument("--config", default=None, help="librdkafka .properties file (security settings etc.)")
     adv.add_argument("--format", choices=("table", "json"), default="table")
     adv.set_defaults(func=_advise)
 
@@ -44,9 +51,14 @@ def _advise(args: argparse.Namespace) -> int:
 
     params = params_from(args, AdvisorParams)
     db.require_schema(args.db)  # the one schema check, before Spark starts (fails fast)
+    kafka_config = None
+    if params.key_sharing and "key_range" in params.strategies:  # key samples need the cluster
+        from rebalance_advisor.cli.plan_status import kafka_config_from_args
+
+        kafka_config = kafka_config_from_args(args)
     spark = spark_session(args.master, "rebalance-advisor-advise")
     try:
-        run = advise(spark, args.db, params.snapshot, params)
+        run = advise(spark, args.db, params.snapshot, params, kafka_config=kafka_config)
     finally:
         spark.stop()
     if args.format == "json":

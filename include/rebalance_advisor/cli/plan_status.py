@@ -49,7 +49,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         p.set_defaults(func=_run, action=action)
 
 
-def _kafka_config(args: argparse.Namespace) -> dict:
+def kafka_config_from_args(args: argparse.Namespace) -> dict:
+    """Client settings from ``--config`` and ``--bootstrap-servers`` (shared with ``advise``)."""
     from rebalance_advisor.adapters import kafka_snapshot
     from rebalance_advisor.cli.demo import resolve_bootstrap
 
@@ -99,7 +100,7 @@ def _run(args: argparse.Namespace) -> int:
         )
         if not (args.action == "approve" and args.publish):
             return 0
-    config = _kafka_config(args)
+    config = kafka_config_from_args(args)
     result = plan_lifecycle.publish(
         args.plan_id,
         config,

@@ -69,8 +69,18 @@ def plan_snapshot(
     from rebalance_advisor.services.advise import advise
 
     p = _params(params)
+    kafka_config = None
+    if p.key_sharing and "key_range" in p.strategies:  # key_range samples record keys in the driver
+        from rebalance_advisor.adapters.airflow_connections import kafka_client_config
+
+        kafka_config = kafka_client_config(p.kafka_conn_id)
     run = advise(
-        spark, database_url_from_connection(p.db_conn_id), snapshot_id, p, airflow_run_id=airflow_run_id
+        spark,
+        database_url_from_connection(p.db_conn_id),
+        snapshot_id,
+        p,
+        airflow_run_id=airflow_run_id,
+        kafka_config=kafka_config,
     )
     result = run.to_dict()
     if not run.dry_run and len(run.outcomes) > XCOM_OUTCOME_LIMIT:

@@ -323,7 +323,9 @@ def start(
     scram = []
     if secured:
         scram = ["--add-scram", f"{SCRAM_MECHANISM}=[name={secured.name},password={secured.password}]"]
-    cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    cluster_id = "-"
+    while cluster_id.startswith("-"):  # kafka-storage reads an id starting with '-' as an option
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
     formatted = subprocess.run(
         java_command(
             "kafka.tools.StorageTool",

@@ -18,6 +18,7 @@ from typing import Any
 from pydantic import TypeAdapter
 
 from rebalance_advisor.domain.group_spec import GroupSpec, RecentMove
+from rebalance_advisor.domain.key_range_advice import KeySharingInputs
 from rebalance_advisor.domain.load_model import LoadSummary, MemberLoad
 from rebalance_advisor.domain.metrics import GroupMetrics
 
@@ -47,6 +48,8 @@ class GroupObservation:
     recent_moves: tuple[RecentMove, ...] = ()
     #: a share group (KIP-932): the broker assigns it, the advisor never plans it
     broker_assigned: bool = False
+    #: flagged members and key samples for key_range (issue 15; domain/key_range_advice.py)
+    key_sharing: KeySharingInputs | None = None
 
 
 @dataclass(frozen=True)

@@ -41,6 +41,7 @@ from rebalance_advisor.domain.decisions import (
     is_flagged,
 )
 from rebalance_advisor.domain.group_spec import GroupSpec, parse_group_spec, parse_recent_moves
+from rebalance_advisor.domain.key_range_advice import KeySharingInputs, range_rows, ranged_candidate
 from rebalance_advisor.domain.load_model import LoadInputs, load_inputs, member_totals, summarize
 from rebalance_advisor.domain.metrics import GroupMetrics, compute_metrics, lower_bound_max_lag
 from rebalance_advisor.errors import AdvisorError
@@ -100,6 +101,7 @@ def observe_document(doc: dict[str, Any]) -> GroupObservation:
         "standing": standing,
         "recent_moves": parse_recent_moves(doc.get("recent_moves")),
         "broker_assigned": bool(doc.get("broker_assigned")),
+        "key_sharing": KeySharingInputs.from_doc(doc.get("key_sharing")),
     }
     if not doc.get("members"):
         total_lag = int(sum(int(p.get("lag", 0)) for p in doc.get("partitions") or []))
@@ -195,16 +197,25 @@ def advise_group(observation: GroupObservation, thresholds: Thresholds, now: dat
         unowned_lag = int(spec.lag[spec.owner < 0].sum())
         # Idle and balanced groups need no candidates: skipping them is most of a quiet cluster's work.
         owners_by_strategy = candidate_owners(spec, thresholds) if is_flagged(state, thresholds) else {}
+        # key_range with the run's samples: measured in its range view (domain/key_range_advice.py)
+        ranged = None
+        if "key_range" in owners_by_strategy and observation.key_sharing is not None:
+            ranged = ranged_candidate(spec, thresholds, observation.key_sharing, inputs)
+            owners_by_strategy["key_range"] = ranged.plan.owners
     except AdvisorError as error:
         return GroupAdvice(group_id, "error", f"invalid group spec: {error}", total_lag)
     metrics_by_strategy: dict[str, GroupMetrics] = {}
     candidates = []
     for name, o in owners_by_strategy.items():
-        handovers = int(np.count_nonzero((o >= 0) & (o != spec.owner)))
-        m = dataclasses.replace(_rounded(compute_metrics(spec, o, bound)), moves=handovers)
+        s, so, s_inputs, s_bound = spec, o, inputs, bound
+        if name == "key_range" and ranged is not None and ranged.plan.ranges:
+            s, so = ranged.view, ranged.view_owners
+            s_inputs, s_bound = load_inputs(s), lower_bound_max_lag(s)
+        handovers = int(np.count_nonzero((so >= 0) & (so != s.owner)))
+        m = dataclasses.replace(_rounded(compute_metrics(s, so, s_bound)), moves=handovers)
         metrics_by_strategy[name] = m
         load, _ = summarize(
-            spec, o, inputs, thresholds.horizon_s, thresholds.handover_cost_s, thresholds.capacity_margin
+            s, so, s_inputs, thresholds.horizon_s, thresholds.handover_cost_s, thresholds.capacity_margin
         )
         candidates.append(
             CandidatePlan(
@@ -213,8 +224,8 @@ def advise_group(observation: GroupObservation, thresholds: Thresholds, now: dat
                 handovers,
                 m.imbalance,
                 load,
-                moves_back(spec, o, observation.recent_moves, now, thresholds.hysteresis_window_s),
-                empty_members(spec, o),
+                moves_back(s, so, observation.recent_moves, now, thresholds.hysteresis_window_s),
+                empty_members(s, so),
             )
         )
     forced = int(np.count_nonzero(spec.assignable & ~spec.owner_valid))
@@ -222,8 +233,10 @@ def advise_group(observation: GroupObservation, thresholds: Thresholds, now: dat
         state, candidates, thresholds, forced_handovers=forced, standing=observation.standing, now=now
     )
     plan = None
+    reason = decision.reason
     if decision.chosen is not None and decision.plan_status is not None:
         name = decision.chosen.strategy
+        is_ranged = name == "key_range" and ranged is not None and bool(ranged.plan.ranges)
         owners = owners_by_strategy[name]
         member_ids = spec.member_ids
         keys = spec.partition_keys
@@ -247,10 +260,19 @@ def advise_group(observation: GroupObservation, thresholds: Thresholds, now: dat
             ),
             members=summarize(spec, owners, inputs, thresholds.horizon_s)[1],
         )
+        if is_ranged:  # whole partitions as above, plus one row per key range; hot keys in the reason
+            plan = dataclasses.replace(
+                plan,
+                key_ranges=range_rows(ranged),
+                members=summarize(
+                    ranged.view, ranged.view_owners, load_inputs(ranged.view), thresholds.horizon_s
+                )[1],
+            )
+            reason = f"{reason}; key_range: {ranged.plan.reason}"
     return GroupAdvice(
         group_id=group_id,
         outcome=decision.outcome,
-        reason=decision.reason,
+        reason=reason,
         total_lag=total_lag,
         current=current,
         unowned_lag=unowned_lag,

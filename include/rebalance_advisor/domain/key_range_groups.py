@@ -15,11 +15,15 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from rebalance_advisor_client.key_ranges import fold_range_commits, parse_range_group
 from rebalance_advisor_client.key_ranges import range_lags as _range_lags
 
 from rebalance_advisor.domain.snapshot_model import CommittedOffset, Group, Snapshot
+
+#: spec_documents.SnapshotTables (not imported: spec_documents calls this module)
+TablesT = TypeVar("TablesT")
 
 
 @dataclass(frozen=True)
@@ -63,6 +67,24 @@ def fold_range_groups(snapshot: Snapshot) -> Snapshot:
     for parent in sorted(touched - present):
         groups.append(Group(parent, "Empty", "simple", None, None, None))
     return dataclasses.replace(snapshot, groups=groups, committed=kept)
+
+
+def fold_range_tables(tables: TablesT) -> TablesT:
+    """:func:`fold_range_groups` for the planner's ``SnapshotTables`` (same rule, same result)."""
+    t: Any = tables
+    derived = {g for g in (*t.committed, *t.members) if parse_range_group(g)}
+    if not derived:
+        return tables
+    parents = {parse_range_group(g)[0] for g in derived}  # type: ignore[index]
+    members = {g: m for g, m in t.members.items() if g not in derived}
+    for parent in parents:
+        members.setdefault(parent, [])
+    return dataclasses.replace(
+        tables,
+        committed=fold_range_commits(t.committed),
+        members=members,
+        time_lags={k: v for k, v in t.time_lags.items() if k[0] not in derived},
+    )
 
 
 def range_lags(snapshot: Snapshot) -> list[RangeLag]:

@@ -38,6 +38,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from rebalance_advisor.domain.key_range_groups import fold_range_tables
 from rebalance_advisor.domain.lag_rules import ResetPolicy, lag_end_offset, partition_lag
 from rebalance_advisor.domain.safe_regex import compile_safe_regex
 from rebalance_advisor.domain.snapshot_model import SHARE_GROUP_TYPE, MemberCapacity, Snapshot, TimeLag
@@ -154,6 +155,7 @@ def build_docs_from_tables(
     members what they own (module docstring)."""
     matcher = compile_safe_regex(group_pattern, "group pattern") if group_pattern else None
     policy = reset or ResetPolicy()
+    tables = fold_range_tables(tables)  # key-range groups plan as their parent (issue 15)
     offsets = tables.offsets
     partitions_of: dict[str, list[int]] = {}
     for topic, partition in sorted(offsets):

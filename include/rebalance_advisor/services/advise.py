@@ -6,6 +6,7 @@ their Spark session and the validated :class:`~rebalance_advisor.domain.paramete
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from rebalance_advisor.domain.parameters import AdvisorParams
@@ -21,8 +22,12 @@ def advise(
     params: AdvisorParams,
     *,
     airflow_run_id: str | None = None,
+    kafka_config: Mapping[str, Any] | None = None,
 ) -> PlannerRun:
-    """Run the planner on ``snapshot`` with ``params``; a dry run writes nothing (and records no run id)."""
+    """Run the planner on ``snapshot`` with ``params``; a dry run writes nothing (and records no run id).
+
+    ``kafka_config``: client settings, needed only when the run lets key_range share keys.
+    """
     from rebalance_advisor.adapters.spark_planner import run_planner
 
     return run_planner(
@@ -36,4 +41,5 @@ def advise(
         created_by=airflow_run_id or "cli",
         dry_run=params.dry_run,
         publish_mode=params.publish_mode,
+        kafka_config=kafka_config,
     )

@@ -27,6 +27,9 @@ import io
 import json
 from dataclasses import dataclass
 
+from rebalance_advisor_client.key_ranges import range_group
+
+from rebalance_advisor.domain.key_range_groups import fold_range_groups, range_lags
 from rebalance_advisor.domain.lag_rules import (
     ResetPolicy,
     above_log_end,
@@ -132,7 +135,28 @@ class Row:
 def rows(
     snapshot: Snapshot, group: str | None = None, policy: ResetPolicy | None = None
 ) -> dict[str, list[Row]]:
-    """group id -> its rows, in the tool's order. Groups with nothing to show map to []."""
+    """group id -> its rows, in the tool's order. Groups with nothing to show map to [].
+
+    Key-range groups (issue 15) are folded into their parent (its lag of a shared partition = the
+    max over the partition's ranges), then each range gets a row after the parent's rows, GROUP
+    naming the range's derived group (``<parent>.keyrange.<lo>-<hi>``) and CURRENT-OFFSET its
+    range's progress.
+    """
+    out = _rows(fold_range_groups(snapshot), group, policy)
+    for r in range_lags(snapshot):
+        if r.parent in out:
+            end = snapshot.partition_map().get((r.topic, r.partition))
+            out[r.parent].append(
+                Row(range_group(r.parent, r.hash_lo, r.hash_hi), r.topic, r.partition,
+                    None if r.lag is None or end is None else end.log_end_offset - r.lag,
+                    end.log_end_offset if end else None, r.lag, None, None, None)
+            )  # fmt: skip
+    return out
+
+
+def _rows(
+    snapshot: Snapshot, group: str | None = None, policy: ResetPolicy | None = None
+) -> dict[str, list[Row]]:
     policy = policy or ResetPolicy()
     ends = snapshot.partition_map()
     committed = snapshot.committed_map(group)

@@ -28,7 +28,6 @@ from sqlalchemy.engine import Connection
 from rebalance_advisor.domain.advice import GroupAdvice, OutcomeLine
 from rebalance_advisor.domain.decisions import STANDING_STATUSES, StandingPlan, Thresholds
 from rebalance_advisor.domain.group_planning import hold_back
-from rebalance_advisor.errors import AdvisorError
 from rebalance_advisor.store import db
 from rebalance_advisor.store.models import StaticMemberRow
 from rebalance_advisor.store.plan_models import (
@@ -368,12 +367,9 @@ def get_plan(plan_id: int, url: str | None = None) -> dict[str, Any] | None:
     return plan
 
 
-def plan_assignment_map(plan_id: int, url: str | None = None) -> dict[str, list[tuple[str, int]]]:
-    """{member: sorted [(topic, partition)]} of one plan (what publishing and tests compare).
-
-    A plan with key ranges is refused: as whole partitions its ranges would reach several members
-    at once (records of a key processed twice); publishing ranges needs the ranged record format.
-    """
+def plan_assignment_map(plan_id: int, url: str | None = None) -> dict[str, list[tuple]]:
+    """{member: sorted holdings} of one plan (what publishing and tests compare): a whole partition
+    as (topic, partition), a key range of a split partition as (topic, partition, hash_lo, hash_hi)."""
     with db.connect(url) as conn:
         rows = conn.execute(
             sa.select(
@@ -381,18 +377,15 @@ def plan_assignment_map(plan_id: int, url: str | None = None) -> dict[str, list[
                 PlanAssignment.topic,
                 PlanAssignment.partition,
                 PlanAssignment.key_hash_start,
+                PlanAssignment.key_hash_end,
             )
             .where(PlanAssignment.plan_id == plan_id)
             .order_by(PlanAssignment.member_id, PlanAssignment.topic, PlanAssignment.partition)
         )
-        result: dict[str, list[tuple[str, int]]] = {}
-        for member, topic, partition, hash_start in rows:
-            if hash_start is not None:
-                raise AdvisorError(
-                    f"plan {plan_id} splits {topic}-{partition} into key ranges: it cannot be published "
-                    "as whole partitions (publishing key ranges needs the ranged assignment record format)"
-                )
-            result.setdefault(member, []).append((topic, partition))
+        result: dict[str, list[tuple]] = {}
+        for member, topic, partition, hash_start, hash_end in rows:
+            held = (topic, partition) if hash_start is None else (topic, partition, hash_start, hash_end)
+            result.setdefault(member, []).append(held)
     return result
 
 

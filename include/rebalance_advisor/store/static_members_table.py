@@ -89,6 +89,19 @@ def key_sharing_members(conn: Connection, group_id: str) -> frozenset[str]:
     return frozenset(rows.scalars())
 
 
+def key_sharing_members_by_group(conn: Connection) -> dict[str, frozenset[str]]:
+    """group -> member ids that opted in to key-range sharing (one query for a whole advisor run)."""
+    rows = conn.execute(
+        sa.select(StaticMemberRow.group_id, StaticMemberRow.member_id).where(
+            StaticMemberRow.share_keys.is_(True)
+        )
+    )
+    out: dict[str, set[str]] = {}
+    for group_id, member_id in rows:
+        out.setdefault(group_id, set()).add(member_id)
+    return {g: frozenset(m) for g, m in out.items()}
+
+
 def static_member_specs(conn: Connection) -> list[StaticMember]:
     """The whole manual-assign registry, as the planner reads it."""
     rows = conn.execute(
