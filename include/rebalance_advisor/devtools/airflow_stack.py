@@ -396,13 +396,14 @@ class AirflowApi:
                 time.sleep(2.0)
         raise AssertionError("unreachable")
 
-    def request(self, method: str, path: str, **kwargs: Any):
+    def request(self, method: str, path: str, retry: bool | None = None, **kwargs: Any):
         """One call under ``/api/v2``; the raw response (callers check the status they expect).
-        Reads and PATCHes (idempotent) are retried (:meth:`_send`); a trigger is not: never two runs."""
+        Reads and PATCHes (idempotent) are retried (:meth:`_send`); a POST only when the caller
+        says it is idempotent (``retry=True``)."""
         headers = {"Authorization": f"Bearer {self.token()}"}
-        return self._send(
-            method, f"/api/v2{path}", retry=method in ("GET", "PATCH"), headers=headers, **kwargs
-        )
+        if retry is None:
+            retry = method in ("GET", "PATCH")
+        return self._send(method, f"/api/v2{path}", retry=retry, headers=headers, **kwargs)
 
     def json(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
         response = self.request(method, path, **kwargs)
@@ -410,11 +411,20 @@ class AirflowApi:
             raise StackError(f"{method} /api/v2{path}: HTTP {response.status_code}: {response.text[:300]}")
         return response.json()
 
-    def trigger(self, dag_id: str, conf: Mapping[str, Any] | None = None):
-        """POST a DAG run (logical date now); the raw response (400 when the conf breaks the params)."""
-        return self.request(
-            "POST", f"/dags/{dag_id}/dagRuns", json={"logical_date": None, "conf": dict(conf or {})}
+    def trigger(self, dag_id: str, conf: Mapping[str, Any] | None = None, run_id: str | None = None):
+        """POST a DAG run (logical date now); the raw response (400 when the conf breaks the params).
+
+        With ``run_id`` the POST is idempotent, so it is retried after a timeout: if the lost
+        attempt had created the run, the retry gets 409 and the run is fetched (never two runs)."""
+        body: dict[str, Any] = {"logical_date": None, "conf": dict(conf or {})}
+        if run_id is None:
+            return self.request("POST", f"/dags/{dag_id}/dagRuns", json=body)
+        response = self.request(
+            "POST", f"/dags/{dag_id}/dagRuns", retry=True, json=body | {"dag_run_id": run_id}
         )
+        if response.status_code == 409:  # a lost attempt went through: answer as the first would have
+            return self.request("GET", f"/dags/{dag_id}/dagRuns/{run_id}")
+        return response
 
     def runs(self, dag_id: str) -> list[dict[str, Any]]:
         return self.json("GET", f"/dags/{dag_id}/dagRuns", params={"limit": 100})["dag_runs"]
