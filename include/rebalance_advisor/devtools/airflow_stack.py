@@ -60,6 +60,8 @@ SNAPSHOT_DAG = "kafka_offsets_snapshot"
 MARKER_ENV = "REBALANCE_ADVISOR_STACK"
 START_TIMEOUT_S = 300.0
 STOP_GRACE_S = 30.0
+WORKLOAD_STOP_GRACE_S = 5.0
+WORKLOAD = "demo-workload"
 PASSWORD_FILE = "simple_auth_manager_passwords.json.generated"
 ADMIN_USER = "admin"
 REPO_DIR = settings.INCLUDE_DIR.parent
@@ -227,30 +229,39 @@ def _cmdline(pid: int) -> str:
         return "?"
 
 
-def stop_groups(pgids: set[int], grace: float = STOP_GRACE_S, echo=None) -> set[int]:
-    """SIGTERM the process groups at once, SIGKILL what is left after ``grace`` s; those that ran.
+def stop_groups(
+    pgids: set[int], grace: float = STOP_GRACE_S, echo=None, graces: Mapping[int, float] | None = None
+) -> set[int]:
+    """SIGTERM the process groups at once, SIGKILL each one still there after its grace (``graces``
+    by group, else ``grace``); the groups that ran.
 
     At once, not one by one: the scheduler waits for its running tasks, which sit in groups of
     their own, so stopping Airflow before them only waits out the grace period. ``echo`` is told
     which processes ignored SIGTERM.
     """
     running = {g for g in pgids if group_pids(g)}
-    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 10.0)):
-        alive = {g for g in running if group_pids(g)}
-        if sig == signal.SIGKILL and alive and echo:
-            stuck = [f"{pid} {_cmdline(pid)}" for g in alive for pid in group_pids(g)]
-            echo(f"still running {grace:.0f} s after SIGTERM, killed: " + "; ".join(stuck))
+    for pgid in running:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pgid, signal.SIGTERM)
+    began = time.monotonic()
+    deadline = {g: began + (graces or {}).get(g, grace) for g in running}
+    alive, killed = set(running), set()
+    while alive and time.monotonic() < max(deadline.values()) + 10.0:
+        time.sleep(0.2)
         for pgid in alive:
+            _reap(pgid)
+        alive = {g for g in alive if group_pids(g)}
+        late = {g for g in alive - killed if time.monotonic() >= deadline[g]}
+        if late and echo:
+            stuck = [f"{pid} {_cmdline(pid)}" for g in late for pid in group_pids(g)]
+            echo(
+                f"still running {max(deadline[g] for g in late) - began:.0f} s after SIGTERM, killed: "
+                + "; ".join(stuck)
+            )
+        for pgid in late:
             with contextlib.suppress(ProcessLookupError):
-                os.killpg(pgid, sig)
-        deadline = time.monotonic() + wait
-        while alive and time.monotonic() < deadline:
-            time.sleep(0.2)
-            for pgid in alive:
-                _reap(pgid)
-            alive = {g for g in alive if group_pids(g)}
-        if not alive:
-            break
+                os.killpg(pgid, signal.SIGKILL)
+        killed |= late
     return running
 
 
@@ -544,7 +555,7 @@ def start(
             paths.workload_ready.unlink(missing_ok=True)
             command = [sys.executable, "-m", "rebalance_advisor.devtools.airflow_stack", "workload", bootstrap,
                        str(paths.workload_ready), "fresh" if broker_started else "reset"]  # fmt: skip
-            components.append(_spawn("demo-workload", command, env, paths.workload_log, paths.home))
+            components.append(_spawn(WORKLOAD, command, env, paths.workload_log, paths.home))
         paths.airflow_home.mkdir(parents=True, exist_ok=True)
         airflow = str(Path(sys.executable).parent / "airflow")
         components.append(
@@ -591,7 +602,10 @@ def _stop_all(components, paths: StackPaths, broker_started: bool, echo) -> bool
     broker = local_kafka.status(paths.kafka_dir) if broker_started else None
     spared = {broker.pid} if broker else set()  # stopped by its own tool, which also clears its state
     names = {c.pid: c.name for c in components}
-    stopped = stop_groups(({c.pid for c in components} | _marked_groups(paths)) - spared, echo=echo)
+    # the demo workload holds nothing worth a long wait (its consumers' clean leave is a courtesy)
+    quick = {c.pid: WORKLOAD_STOP_GRACE_S for c in components if c.name == WORKLOAD}
+    groups = ({c.pid for c in components} | _marked_groups(paths)) - spared
+    stopped = stop_groups(groups, echo=echo, graces=quick)
     for pgid in sorted(stopped):
         echo(f"stopped {names.get(pgid, 'left-over process group')} ({pgid})")
     if broker_started and local_kafka.stop(paths.kafka_dir):
