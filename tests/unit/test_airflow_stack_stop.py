@@ -37,13 +37,13 @@ def test_each_group_is_killed_after_its_own_grace_and_named() -> None:
     watcher = threading.Thread(target=watch)
     watcher.start()
     stopped = stop_groups(
-        {quick.pid, slow.pid, polite.pid}, grace=4.0, echo=said.append, graces={quick.pid: 0.3}
+        {quick.pid, slow.pid, polite.pid}, grace=2.0, echo=said.append, graces={quick.pid: 0.3}
     )
     watcher.join()
     assert stopped == {quick.pid, slow.pid, polite.pid}
     assert all(group_pids(p.pid) == [] for p in (quick, slow, polite))
     # SIGTERM ends the polite one at once; the stubborn ones only by SIGKILL, the quick one first
     assert gone[polite.pid] < gone[quick.pid] < gone[slow.pid]
-    assert gone[slow.pid] >= 4.0 and gone[quick.pid] < 4.0
+    assert gone[slow.pid] >= 2.0 and gone[quick.pid] < 2.0
     assert len(said) == 2 and str(quick.pid) in said[0] and str(slow.pid) in said[1]
     assert all("after SIGTERM, killed" in line for line in said) and str(polite.pid) not in "".join(said)
