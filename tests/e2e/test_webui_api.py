@@ -364,10 +364,12 @@ def test_pages_render_groups_chart_and_buttons(api: _Caller) -> None:
     for member, series, lag in (("C0", "now", 160000), ("C1", "now", 50000), ("C0", "plan", 100000),
                                 ("C1", "plan", 110000)):  # fmt: skip
         assert f'data-member="{member}" data-series="{series}" data-lag="{lag}"' in html
-    assert 'id="approve"' in html and "<dialog" in html and "imbalance-line" in html
+    # kip-example's consumers subscribe(): its plan is advice only, said up front, with no Approve (a 409)
+    assert 'id="advice-only"' in html and 'id="approve"' not in html and 'id="reject"' in html
+    assert "<dialog" in html and "imbalance-line" in html
     assert "cdn" not in html.lower() and "<script src" not in html
     viewer = api.get("/groups/kip-example", user="viewer").text
-    assert 'id="approve"' not in viewer and "needs the right to trigger" in viewer
+    assert 'id="advice-only"' in viewer and 'id="approve"' not in viewer and 'id="reject"' not in viewer
 
 
 # ----------------------------------------------------------------------------------- faults

@@ -155,19 +155,19 @@ def test_login_see_imbalance_and_approve_in_chromium(api_server, browser, tmp_pa
     moves = browser.find_element(By.ID, "moves").text
     assert "C0" in moves and "C1" in moves
 
-    plan_id = browser.find_element(By.ID, "approve").get_attribute("data-plan")
-    # kip-example's consumers subscribe(): approving is refused, and the page shows why
-    browser.find_element(By.ID, "approve").click()
-    wait.until(ec.visibility_of_element_located((By.ID, "confirm")))
-    browser.find_element(By.ID, "confirm-yes").click()
-    wait.until(ec.text_to_be_present_in_element((By.ID, "decision-result"), "advice only"))
-    assert browser.find_element(By.ID, "decision-result").text.startswith("409: ")
-    assert "recommended" in browser.find_element(By.ID, "plan-status").text
+    # kip-example's consumers subscribe(): the plan is advice only, said before any click, no Approve
+    assert browser.find_element(By.ID, "advice-only").text.startswith("Advice only.")
+    assert not browser.find_elements(By.ID, "approve")
+    plan_id = browser.find_element(By.ID, "reject").get_attribute("data-plan")
+    _screenshot(browser, tmp_path / "kip-example-advice-only.png")
 
     from rebalance_advisor.services import static_members
 
     for member in ("C0", "C1"):  # registered as manual-assign, the plan can be approved
         static_members.add("kip-example", member, ["t0"], db_url)
+    browser.refresh()
+    assert not browser.find_elements(By.ID, "advice-only")
+    assert wait.until(ec.element_to_be_clickable((By.ID, "approve"))).get_attribute("data-plan") == plan_id
     browser.find_element(By.ID, "approve").click()
     dialog = wait.until(ec.visibility_of_element_located((By.ID, "confirm")))
     assert "Approve plan" in dialog.text and "kip-example" in dialog.text
@@ -196,7 +196,8 @@ def test_login_see_imbalance_and_approve_in_chromium(api_server, browser, tmp_pa
     assert len({m.text for m in members}) == 6
     _no_label_overlaps(browser)
     print(
-        f"screenshots in {tmp_path}: groups.png, confirm-dialog.png, kip-example-approved.png, zipf-multi.png"
+        f"screenshots in {tmp_path}: groups.png, kip-example-advice-only.png, confirm-dialog.png, "
+        "kip-example-approved.png, zipf-multi.png"
     )
 
     # the nav entry: Airflow's own plugin API lists the external view for the signed-in user

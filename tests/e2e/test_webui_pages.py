@@ -11,8 +11,12 @@ still shown, intact, as text.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import re
+import socket
+import threading
+import time
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import quote
@@ -23,7 +27,8 @@ from tests.e2e.test_webui_api import _Caller, _client, auth  # noqa: F401
 
 pytestmark = [pytest.mark.spark, pytest.mark.airflow, pytest.mark.slow]
 
-GROUP = '<svg onload=alert("g")>&\'grp'  # no "/": a group id is one URL path segment
+#: slashes (also doubled, leading and trailing), a dot segment, an encoded slash, query and fragment marks
+GROUP = '/<svg onload=alert("g")>&\'grp/../a//b%2Fc?d=1#e/'  # a real group id: Kafka allows all of it
 STATIC = "<img src=x onerror=alert('m')>"  # a static member's group.instance.id
 DYNAMIC = '"><script>alert(1)</script>'  # a dynamic member's id
 TOPIC = 't"<iframe src=javascript:alert(3)>&'
@@ -97,10 +102,36 @@ def hostile_db(tmp_path_factory: pytest.TempPathFactory, airflow_home: Path) -> 
     return url
 
 
+@contextlib.contextmanager
+def _served(app):
+    """``app`` behind a real HTTP server (uvicorn, which Airflow's api-server runs) and an HTTP
+    client. Not the test client: it percent-decodes the path twice, so an id holding "%2F" would
+    arrive as "/" and the route would never see the id a browser sends."""
+    import httpx
+    import uvicorn
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
+        time.sleep(0.05)
+    try:
+        with httpx.Client(base_url=f"http://127.0.0.1:{sock.getsockname()[1]}", timeout=60) as client:
+            yield client
+    finally:
+        server.should_exit = True
+        thread.join(15)
+        sock.close()
+
+
 def test_every_page_escapes_hostile_ids_reasons_and_notes(hostile_db: str, auth) -> None:  # noqa: F811
     from rebalance_advisor.services import static_members
 
-    with _client(hostile_db) as client:
+    with _served(_client(hostile_db).app) as client:
         api = _Caller(client, auth)
         groups = api.get("/")
         assert groups.status_code == 200
@@ -115,10 +146,19 @@ def test_every_page_escapes_hostile_ids_reasons_and_notes(hostile_db: str, auth)
         labels = {v for k, v in seen.attrs if k == "data-member"}
         assert {STATIC, DYNAMIC} <= labels
 
+        # a dynamic (subscribe()) group: advice only up front, no Approve button (it would get a 409)
+        ids = {v for k, v in seen.attrs if k == "id"}
+        assert "advice-only" in ids and "approve" not in ids and "reject" in ids
+        detail = api.get(f"/api{path}")  # the JSON twin: same route shape, same id back
+        assert detail.status_code == 200, detail.text
+        assert (detail.json()["group_id"], detail.json()["manual_assign"]) == (GROUP, False)
+
         plan_id = api.get("/api/groups").json()["groups"][0]["latest_plan_id"]
-        static_members.add(
-            GROUP, STATIC, ["t0"], hostile_db
-        )  # manual-assign: a dynamic group's plan is advice only
+        static_members.add(GROUP, STATIC, ["t0"], hostile_db)  # now manual-assign: Approve is offered
+        registered = _assert_inert(api.get(path).text, HOSTILE[:-1])
+        ids = {v for k, v in registered.attrs if k == "id"}
+        assert "approve" in ids and "advice-only" not in ids
+        assert api.get(f"/api{path}").json()["manual_assign"] is True
         r = api.post(f"/api/plans/{plan_id}/approve", json={"note": NOTE})
         assert r.status_code == 200, r.text
         approved = api.get(path)
@@ -126,9 +166,10 @@ def test_every_page_escapes_hostile_ids_reasons_and_notes(hostile_db: str, auth)
         assert 'id="trigger-link" href="/dags/kafka_plan_approval" target="_top"' in approved.text
         assert NOTE in "".join(seen.text)  # the decision's note, in the plan's history
 
-        missing = api.get(f"/groups/{quote(GROUP + 'x', safe='')}")
-        assert missing.status_code == 404
-        _assert_inert(missing.text, (repr(GROUP + "x"),))  # the message quotes the id with repr()
+        for near in (GROUP + "x", GROUP.rstrip("/"), "/" + GROUP):  # the route keeps every slash
+            missing = api.get(f"/groups/{quote(near, safe='')}")
+            assert missing.status_code == 404, near
+            _assert_inert(missing.text, (repr(near),))  # the message quotes the id with repr()
 
 
 def test_trigger_link_is_a_route_of_the_installed_airflow_ui() -> None:

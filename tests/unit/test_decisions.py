@@ -69,7 +69,7 @@ def test_cooldown_when_asked_keeps_candidate_as_skipped_then_expires():
     thirty = Thresholds(cooldown_minutes=30)
     r = plan_group(doc, thirty, NOW)
     assert (r.outcome, r.plan.status) == ("held_by_cooldown", "skipped")
-    assert r.reason.startswith("cool-down: plan 7 (recommended) still stands until 2025-01-01T12:20:00")
+    assert r.reason.startswith("cool-down: plan 7 (recommended) still stands until 2025-01-01 12:20:00 UTC;")
     assert plan_group(doc, thirty, NOW + timedelta(minutes=21)).outcome == "recommended"
     assert plan_group(doc, T, NOW).outcome == "recommended"  # no fixed silence by default
 

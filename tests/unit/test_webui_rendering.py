@@ -8,6 +8,7 @@ from html.parser import HTMLParser
 from xml.etree import ElementTree as ET
 
 import pytest
+from rebalance_advisor.domain.timestamps import timestamp_text, utc_whole_seconds
 from rebalance_advisor.webui import rendering, svg
 
 HOSTILE = ['"><script>alert(1)</script>', "<img src=x onerror=alert(2)>&amp;", "m' onmouseover='x"]
@@ -78,11 +79,11 @@ def test_predicted_lag_chart_geometry_by_hand() -> None:
 
 def test_timestamps_carry_their_zone_and_no_microseconds() -> None:
     naive = datetime(2025, 1, 2, 3, 4, 5, 678901)  # SQLite: naive, stored as UTC
-    assert rendering.format_timestamp(naive) == "2025-01-02 03:04:05 UTC"
+    assert timestamp_text(naive) == "2025-01-02 03:04:05 UTC"
     berlin = datetime(2025, 1, 2, 3, 4, 5, 999, tzinfo=timezone(timedelta(hours=2)))
-    assert rendering.format_timestamp(berlin) == "2025-01-02 01:04:05 UTC"
+    assert timestamp_text(berlin) == "2025-01-02 01:04:05 UTC"
     assert rendering.iso_timestamp("2025-06-30T23:59:59.5+00:00") == "2025-06-30T23:59:59+00:00"
-    assert rendering.format_timestamp(None) == "—"
+    assert timestamp_text(None) == "—"
 
 
 def test_key_range_column_only_when_a_row_has_one() -> None:
@@ -167,4 +168,4 @@ def test_every_template_autoescapes(name: str) -> None:
 
 
 def test_naive_means_utc_not_local() -> None:
-    assert rendering.utc_whole_seconds(datetime(2025, 1, 1)) == datetime(2025, 1, 1, tzinfo=UTC)
+    assert utc_whole_seconds(datetime(2025, 1, 1)) == datetime(2025, 1, 1, tzinfo=UTC)

@@ -60,6 +60,8 @@ SNAPSHOT_DAG = "kafka_offsets_snapshot"
 MARKER_ENV = "REBALANCE_ADVISOR_STACK"
 START_TIMEOUT_S = 300.0
 STOP_GRACE_S = 30.0
+WORKLOAD_STOP_GRACE_S = 5.0
+WORKLOAD = "demo-workload"
 PASSWORD_FILE = "simple_auth_manager_passwords.json.generated"
 ADMIN_USER = "admin"
 REPO_DIR = settings.INCLUDE_DIR.parent
@@ -227,30 +229,39 @@ def _cmdline(pid: int) -> str:
         return "?"
 
 
-def stop_groups(pgids: set[int], grace: float = STOP_GRACE_S, echo=None) -> set[int]:
-    """SIGTERM the process groups at once, SIGKILL what is left after ``grace`` s; those that ran.
+def stop_groups(
+    pgids: set[int], grace: float = STOP_GRACE_S, echo=None, graces: Mapping[int, float] | None = None
+) -> set[int]:
+    """SIGTERM the process groups at once, SIGKILL each one still there after its grace (``graces``
+    by group, else ``grace``); the groups that ran.
 
     At once, not one by one: the scheduler waits for its running tasks, which sit in groups of
     their own, so stopping Airflow before them only waits out the grace period. ``echo`` is told
     which processes ignored SIGTERM.
     """
     running = {g for g in pgids if group_pids(g)}
-    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 10.0)):
-        alive = {g for g in running if group_pids(g)}
-        if sig == signal.SIGKILL and alive and echo:
-            stuck = [f"{pid} {_cmdline(pid)}" for g in alive for pid in group_pids(g)]
-            echo(f"still running {grace:.0f} s after SIGTERM, killed: " + "; ".join(stuck))
+    for pgid in running:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pgid, signal.SIGTERM)
+    began = time.monotonic()
+    deadline = {g: began + (graces or {}).get(g, grace) for g in running}
+    alive, killed = set(running), set()
+    while alive and time.monotonic() < max(deadline.values()) + 10.0:
+        time.sleep(0.2)
         for pgid in alive:
+            _reap(pgid)
+        alive = {g for g in alive if group_pids(g)}
+        late = {g for g in alive - killed if time.monotonic() >= deadline[g]}
+        if late and echo:
+            stuck = [f"{pid} {_cmdline(pid)}" for g in late for pid in group_pids(g)]
+            echo(
+                f"still running {max(deadline[g] for g in late) - began:.0f} s after SIGTERM, killed: "
+                + "; ".join(stuck)
+            )
+        for pgid in late:
             with contextlib.suppress(ProcessLookupError):
-                os.killpg(pgid, sig)
-        deadline = time.monotonic() + wait
-        while alive and time.monotonic() < deadline:
-            time.sleep(0.2)
-            for pgid in alive:
-                _reap(pgid)
-            alive = {g for g in alive if group_pids(g)}
-        if not alive:
-            break
+                os.killpg(pgid, signal.SIGKILL)
+        killed |= late
     return running
 
 
@@ -396,13 +407,14 @@ class AirflowApi:
                 time.sleep(2.0)
         raise AssertionError("unreachable")
 
-    def request(self, method: str, path: str, **kwargs: Any):
+    def request(self, method: str, path: str, retry: bool | None = None, **kwargs: Any):
         """One call under ``/api/v2``; the raw response (callers check the status they expect).
-        Reads and PATCHes (idempotent) are retried (:meth:`_send`); a trigger is not: never two runs."""
+        Reads and PATCHes (idempotent) are retried (:meth:`_send`); a POST only when the caller
+        says it is idempotent (``retry=True``)."""
         headers = {"Authorization": f"Bearer {self.token()}"}
-        return self._send(
-            method, f"/api/v2{path}", retry=method in ("GET", "PATCH"), headers=headers, **kwargs
-        )
+        if retry is None:
+            retry = method in ("GET", "PATCH")
+        return self._send(method, f"/api/v2{path}", retry=retry, headers=headers, **kwargs)
 
     def json(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
         response = self.request(method, path, **kwargs)
@@ -410,11 +422,20 @@ class AirflowApi:
             raise StackError(f"{method} /api/v2{path}: HTTP {response.status_code}: {response.text[:300]}")
         return response.json()
 
-    def trigger(self, dag_id: str, conf: Mapping[str, Any] | None = None):
-        """POST a DAG run (logical date now); the raw response (400 when the conf breaks the params)."""
-        return self.request(
-            "POST", f"/dags/{dag_id}/dagRuns", json={"logical_date": None, "conf": dict(conf or {})}
+    def trigger(self, dag_id: str, conf: Mapping[str, Any] | None = None, run_id: str | None = None):
+        """POST a DAG run (logical date now); the raw response (400 when the conf breaks the params).
+
+        With ``run_id`` the POST is idempotent, so it is retried after a timeout: if the lost
+        attempt had created the run, the retry gets 409 and the run is fetched (never two runs)."""
+        body: dict[str, Any] = {"logical_date": None, "conf": dict(conf or {})}
+        if run_id is None:
+            return self.request("POST", f"/dags/{dag_id}/dagRuns", json=body)
+        response = self.request(
+            "POST", f"/dags/{dag_id}/dagRuns", retry=True, json=body | {"dag_run_id": run_id}
         )
+        if response.status_code == 409:  # a lost attempt went through: answer as the first would have
+            return self.request("GET", f"/dags/{dag_id}/dagRuns/{run_id}")
+        return response
 
     def runs(self, dag_id: str) -> list[dict[str, Any]]:
         return self.json("GET", f"/dags/{dag_id}/dagRuns", params={"limit": 100})["dag_runs"]
@@ -534,7 +555,7 @@ def start(
             paths.workload_ready.unlink(missing_ok=True)
             command = [sys.executable, "-m", "rebalance_advisor.devtools.airflow_stack", "workload", bootstrap,
                        str(paths.workload_ready), "fresh" if broker_started else "reset"]  # fmt: skip
-            components.append(_spawn("demo-workload", command, env, paths.workload_log, paths.home))
+            components.append(_spawn(WORKLOAD, command, env, paths.workload_log, paths.home))
         paths.airflow_home.mkdir(parents=True, exist_ok=True)
         airflow = str(Path(sys.executable).parent / "airflow")
         components.append(
@@ -581,7 +602,10 @@ def _stop_all(components, paths: StackPaths, broker_started: bool, echo) -> bool
     broker = local_kafka.status(paths.kafka_dir) if broker_started else None
     spared = {broker.pid} if broker else set()  # stopped by its own tool, which also clears its state
     names = {c.pid: c.name for c in components}
-    stopped = stop_groups(({c.pid for c in components} | _marked_groups(paths)) - spared, echo=echo)
+    # the demo workload holds nothing worth a long wait (its consumers' clean leave is a courtesy)
+    quick = {c.pid: WORKLOAD_STOP_GRACE_S for c in components if c.name == WORKLOAD}
+    groups = ({c.pid for c in components} | _marked_groups(paths)) - spared
+    stopped = stop_groups(groups, echo=echo, graces=quick)
     for pgid in sorted(stopped):
         echo(f"stopped {names.get(pgid, 'left-over process group')} ({pgid})")
     if broker_started and local_kafka.stop(paths.kafka_dir):

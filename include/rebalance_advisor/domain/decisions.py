@@ -49,12 +49,13 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 from rebalance_advisor.domain.advice import STANDING_STATUSES, CandidatePlan, StandingPlan
 from rebalance_advisor.domain.assignors import ASSIGNORS, OPT_IN_STRATEGIES
 from rebalance_advisor.domain.load_model import LoadSummary
 from rebalance_advisor.domain.parameters import Thresholds
+from rebalance_advisor.domain.timestamps import as_utc, timestamp_text
 
 #: tie order between strategies with equal numbers (earlier wins); see module docstring.
 STRATEGY_PREFERENCE: tuple[str, ...] = (
@@ -108,11 +109,6 @@ class Decision:
     chosen: CandidatePlan | None = None
     plan_status: str | None = None  # "recommended", "skipped" or None (no plan row)
     best: CandidatePlan | None = field(default=None)  # best candidate, stored or not
-
-
-def as_utc(moment: datetime) -> datetime:
-    """Aware UTC datetime; naive ones are UTC (SQLite hands timestamps back without a zone)."""
-    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
 
 
 def seconds(value: float | None) -> str:
@@ -372,7 +368,7 @@ def decide(
         return Decision(
             "held_by_cooldown",
             f"cool-down: plan {standing.plan_id} ({standing.status}) still stands until "
-            f"{until.isoformat(timespec='seconds')}; candidate {change} kept as skipped",
+            f"{timestamp_text(until)}; candidate {change} kept as skipped",
             chosen=chosen,
             plan_status="skipped",
             best=chosen,

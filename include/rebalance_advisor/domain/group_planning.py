@@ -35,7 +35,6 @@ from rebalance_advisor.domain.assignors import get_assignor
 from rebalance_advisor.domain.decisions import (
     GroupState,
     Thresholds,
-    as_utc,
     cooldown_until,
     decide,
     is_flagged,
@@ -44,6 +43,7 @@ from rebalance_advisor.domain.group_spec import GroupSpec, parse_group_spec, par
 from rebalance_advisor.domain.key_range_advice import KeySharingInputs, range_rows, ranged_candidate
 from rebalance_advisor.domain.load_model import LoadInputs, load_inputs, member_totals, summarize
 from rebalance_advisor.domain.metrics import GroupMetrics, compute_metrics, lower_bound_max_lag
+from rebalance_advisor.domain.timestamps import as_utc, timestamp_text
 from rebalance_advisor.errors import AdvisorError
 
 NO_MEMBERS = "no members and no registered static members"
@@ -301,7 +301,7 @@ def hold_back(
         outcome="held_by_cooldown",
         reason=(
             f"cool-down: plan {standing.plan_id} ({standing.status}), written by a concurrent run, still "
-            f"stands until {until.isoformat(timespec='seconds')}; candidate {advice.plan.strategy} kept as "
+            f"stands until {timestamp_text(until)}; candidate {advice.plan.strategy} kept as "
             f"skipped (was: {advice.reason})"
         ),
         plan=dataclasses.replace(advice.plan, status="skipped"),

@@ -69,6 +69,12 @@ class AdviceOnly(IllegalTransition):
 PUBLISHING_STATUSES = ("approved", "published")
 
 
+def is_manual_assign(conn: Connection, group_id: str) -> bool:
+    """Whether ``group_id`` has registered static members: only its plans may be approved or
+    published (:func:`require_manual_assign`); the pages offer Approve on the same test."""
+    return bool(static_members_table.member_ids(conn, group_id))
+
+
 def require_manual_assign(conn: Connection, plan_id: int, group_id: str) -> None:
     """Refuse to approve or publish a plan of a group that has no registered static members.
 
@@ -76,7 +82,7 @@ def require_manual_assign(conn: Connection, plan_id: int, group_id: str) -> None
     never read the assignment topic, so static assignments for them would be a second, conflicting
     truth. Such plans are advice only until the group is registered as manual-assign.
     """
-    if static_members_table.member_ids(conn, group_id):
+    if is_manual_assign(conn, group_id):
         return
     raise AdviceOnly(
         f"plan {plan_id} is for group {group_id!r}, a dynamic (subscribe()) group: its consumers take "

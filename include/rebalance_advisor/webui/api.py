@@ -91,7 +91,7 @@ async def api_list_groups(
     return data
 
 
-@router.get("/groups/{group_id}", response_model=GroupDetail, responses=NOT_FOUND, summary="One group")
+@router.get("/groups/{group_id:path}", response_model=GroupDetail, responses=NOT_FOUND, summary="One group")
 async def api_get_group(
     url: DbUrl,
     group_id: Annotated[str, Path(max_length=STORED_ID_BYTES)],

@@ -77,7 +77,7 @@ async def groups_page(request: Request, user: PageUser) -> HTMLResponse:
     )
 
 
-@router.get("/groups/{group_id}", response_class=HTMLResponse)
+@router.get("/groups/{group_id:path}", response_class=HTMLResponse)
 async def group_page(
     request: Request, user: PageUser, group_id: Annotated[str, Path(max_length=STORED_ID_BYTES)]
 ) -> HTMLResponse:

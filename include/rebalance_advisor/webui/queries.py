@@ -15,6 +15,7 @@ from rebalance_advisor.domain.decisions import FLAGGED_OUTCOMES, Thresholds
 from rebalance_advisor.domain.lag_rules import ResetPolicy, member_key, partition_lags
 from rebalance_advisor.domain.snapshot_model import Snapshot
 from rebalance_advisor.errors import AdvisorError
+from rebalance_advisor.services.plan_lifecycle import is_manual_assign
 from rebalance_advisor.store import db, plan_queries
 from rebalance_advisor.store.plans import get_plan, published_assignments
 from rebalance_advisor.store.snapshots import (
@@ -127,7 +128,8 @@ def current_assignment(snapshot: Snapshot, group_id: str, policy: ResetPolicy) -
 
 
 def group_detail(url: str, group_id: str, history: int = 20, plans: int = 5) -> dict[str, Any]:
-    """One group: now (newest snapshot holding it), its outcome, latest plans, imbalance history."""
+    """One group: now (newest snapshot holding it), its outcome, latest plans, imbalance history, and
+    whether it is manual-assign (only then can its plans be approved and published)."""
     with db.connect(url) as conn:
         snapshot_id = newest_snapshot_id_of_group(conn, group_id)
         plan_rows = plan_queries.newest_plan_rows_of_group(conn, group_id, plans)
@@ -137,6 +139,7 @@ def group_detail(url: str, group_id: str, history: int = 20, plans: int = 5) -> 
         outcome = plan_queries.latest_outcomes(conn, [group_id]).get(group_id)
         policy = reset_policy(conn)
         trend = plan_queries.imbalance_by_run(conn, group_id)
+        manual_assign = is_manual_assign(conn, group_id)
     per_snapshot: dict[int, float | None] = {}
     for snap, imbalance, _run in trend:  # newest run of each snapshot wins
         per_snapshot.setdefault(snap, imbalance)
@@ -158,6 +161,7 @@ def group_detail(url: str, group_id: str, history: int = 20, plans: int = 5) -> 
         "snapshot_id": snapshot_id,
         **group_row,
         "threshold": threshold,
+        "manual_assign": manual_assign,
         "outcome": outcome,
         "now": now,
         "plans": [plan_summary(p) for p in plan_rows],

@@ -6,7 +6,7 @@ templates read. Imports no Airflow, so it is testable on its own.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 from urllib.parse import quote
 
@@ -15,6 +15,7 @@ from fastapi.templating import Jinja2Templates
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from rebalance_advisor.domain.load_model import lag_curves
+from rebalance_advisor.domain.timestamps import timestamp_text, utc_whole_seconds
 from rebalance_advisor.webui import svg
 
 
@@ -25,26 +26,8 @@ def format_number(value: float | None, digits: int = 0) -> str:
     return f"{value:,.{digits}f}"
 
 
-def utc_whole_seconds(value: datetime | str | None) -> datetime | None:
-    """A stored timestamp in UTC, whole seconds. SQLite hands back naive datetimes: the store
-    writes UTC, so naive means UTC."""
-    if value is None:
-        return None
-    if isinstance(value, str):
-        value = datetime.fromisoformat(value)
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=UTC)
-    return value.astimezone(UTC).replace(microsecond=0)
-
-
-def format_timestamp(value: datetime | str | None) -> str:
-    """ "2025-01-02 03:04:05 UTC": with its time zone, without microseconds (the page's script
-    shows it in the time zone chosen in Airflow's UI)."""
-    moment = utc_whole_seconds(value)
-    return moment.strftime("%Y-%m-%d %H:%M:%S UTC") if moment else "—"
-
-
 def iso_timestamp(value: datetime | str | None) -> str:
+    """The same moment for ``<time datetime=...>`` (the page's script shows it in Airflow's zone)."""
     moment = utc_whole_seconds(value)
     return moment.isoformat() if moment else ""
 
@@ -59,7 +42,7 @@ def environment() -> Environment:
     )
     env.filters.update(
         num=format_number,
-        ts_text=format_timestamp,
+        ts_text=timestamp_text,
         ts_iso=iso_timestamp,
         segment=lambda value: quote(str(value), safe=""),  # one URL path segment
     )

@@ -130,6 +130,10 @@ class GroupDetail(BaseModel):
     assignor: str | None = None
     members: int | None = None
     threshold: float
+    manual_assign: bool = Field(
+        description="registered static members: its plans can be approved and published; "
+        "otherwise (a dynamic subscribe() group) they are advice only"
+    )
     outcome: dict[str, Any] | None = Field(description="the group's newest group_outcomes row")
     now: NowView
     plans: list[PlanSummary] = Field(description="newest plans first")
