@@ -235,7 +235,7 @@ class Events:
 
     publishes: list[tuple[float, int, dict]] = field(default_factory=list)
     pauses: list[tuple[float, float, str, str]] = field(default_factory=list)  # start, end, member, kind
-    kills: list[tuple[float, str]] = field(default_factory=list)
+    kills: list[tuple[float, str, str]] = field(default_factory=list)  # time, member, killed run
     broker_restarts: list[tuple[float, float]] = field(default_factory=list)
 
 
@@ -341,9 +341,10 @@ class Run:
             if now >= next_kill:
                 member = self.random.choice([m for m in self.members if m not in resume] or self.members)
                 resume.pop(member, None)
-                self.current(member).signal(signal.SIGKILL)
-                self.current(member).process.wait(10)
-                self.events.kills.append((time.time(), member))
+                victim = self.current(member)
+                victim.signal(signal.SIGKILL)
+                victim.process.wait(10)
+                self.events.kills.append((time.time(), member, victim.out.name))
                 time.sleep(self.random.uniform(0.5, 2.0))
                 self.start_worker(member)
                 next_kill = time.monotonic() + self.random.uniform(*cfg.kill_every)
@@ -351,8 +352,9 @@ class Run:
                 restarting = threading.Thread(target=self.restart_broker, daemon=True)
                 restarting.start()  # the nemesis goes on continuing paused workers meanwhile
                 next_restart = time.monotonic() + cfg.broker_restart_every
-        for member in resume:
+        for member, (_, started, kind) in resume.items():  # pauses still running at the end count too
             self.current(member).signal(signal.SIGCONT)
+            self.events.pauses.append((started, time.time(), member, kind))
         if restarting.is_alive():
             restarting.join(120)
 
@@ -568,12 +570,24 @@ class Run:
                     events.append((float(found.group(1)), "fenced", int(found.group(2))))
                 if found := aborted.match(line):
                     events.append((float(found.group(1)), "abort", int(found.group(2))))
-            stamped = [line for line in log_lines if re.match(r"^\d+\.\d+ ", line)]
-            closed = any(line.endswith(" closed") for line in log_lines)
-            if stamped and not closed:
-                events.append((float(stamped[-1].split()[0]), "end", None))
+            if not any(line.endswith(" closed") for line in log_lines):
+                events.append((self._end_of_run(worker, log_lines), "end", None))
             per_run[worker.out.name] = events
         return takeovers, per_run
+
+    def _end_of_run(self, worker: h.Worker, log_lines: list[str]) -> float:
+        """When a run that never closed ended: its kill, else the last line of either of its logs.
+
+        Not the last line of the helper's log alone: a killed worker goes on processing (and
+        writing its processing log) for seconds after its helper last logged anything, and the
+        records it processed but never committed are redone by the next owner.
+        """
+        killed = [t for t, _, run in self.events.kills if run == worker.out.name]
+        if killed:
+            return killed[0]
+        stamps = [float(line.split()[0]) for line in log_lines if re.match(r"^\d+\.\d+ ", line)]
+        stamps += [item.at for item in worker.lines()[-1:]]
+        return max(stamps, default=0.0)
 
     def classify_duplicates(self, lines: list[h.Processed], seen: Counter) -> dict[str, int]:
         """Each repeat of a processed record, by what happened to its first processor in between.
@@ -632,7 +646,7 @@ class Run:
                         m in involved and s <= window[1] and e >= window[0]
                         for s, e, m, _ in self.events.pauses
                     )
-                    or any(m in involved and window[0] <= t <= window[1] for t, m in self.events.kills)
+                    or any(m in involved and window[0] <= t <= window[1] for t, m, _ in self.events.kills)
                     or any(q == line.partition and window[0] <= t <= window[1] for t, _, q in takeovers)
                     or any(s <= window[1] and e >= window[0] for s, e in restarts)
                     or any(
