@@ -226,6 +226,7 @@ class Config:
     self_pause: float = 0.01
     kill_every: tuple[float, float] = (15.0, 30.0)
     broker_restart_every: float | None = None
+    first_broker_restart: float | None = None  # seconds into the run (default: broker_restart_every)
     commit_interval: float = 0.1
 
 
@@ -317,7 +318,8 @@ class Run:
         cfg = self.config
         next_pause = time.monotonic() + self.random.uniform(*cfg.pause_every)
         next_kill = time.monotonic() + self.random.uniform(*cfg.kill_every)
-        next_restart = time.monotonic() + cfg.broker_restart_every if cfg.broker_restart_every else None
+        first_restart = cfg.first_broker_restart or cfg.broker_restart_every
+        next_restart = time.monotonic() + first_restart if cfg.broker_restart_every else None
         resume: dict[str, tuple[float, float, str]] = {}  # member -> (continue at, stopped at, kind)
         restarting = threading.Thread()
         while not self.halt.wait(0.05):
@@ -628,13 +630,26 @@ class Run:
                     causes["normal_handover"] += 1
         return dict(causes)
 
+    def _moved_at(self, before: h.Processed) -> float | None:
+        """When the plan first took ``before``'s partition from its member after the epoch it ran under."""
+        for at, epoch, plan in self.events.publishes:
+            if epoch > before.epoch and before.partition not in plan.get(before.member, []):
+                return at
+        return None
+
     def handovers(self, lines: list[h.Processed]) -> dict:
-        """Owner changes per partition; the processing gap of normal handovers (no fault within 2 s)."""
+        """Owner changes per partition; the pause of normal handovers (no fault within 2 s).
+
+        The pause of a handover is from the later of the old owner's last record and the publish
+        of the epoch that moved the partition, to the new owner's first record: the time the
+        partition was not consumed because it moved. ``owner_gap`` (old owner's last record to
+        the new one's first) also counts time the old owner had not consumed it before the move.
+        """
         takeovers, per_run = self._log_events()
         run_of = {item.instance: w.out.name for w in self.all_workers() for item in w.lines()[:1]}
         restarts = self.events.broker_restarts
         last: dict[int, h.Processed] = {}
-        gaps, changes = [], 0
+        gaps, pauses, changes = [], [], 0
         for line in sorted(lines, key=lambda x: x.at):
             before = last.get(line.partition)
             if before is not None and before.instance != line.instance:
@@ -656,19 +671,22 @@ class Run:
                 )
                 if not faulty:
                     gaps.append(line.at - before.at)
+                    pauses.append(line.at - max(before.at, self._moved_at(before) or before.at))
             last[line.partition] = line
-        gaps.sort()
 
-        def pct(q: float) -> float | None:
-            return round(gaps[min(len(gaps) - 1, int(q * len(gaps)))], 3) if gaps else None
+        def pct(values: list[float], q: float) -> float | None:
+            values = sorted(values)
+            return round(values[min(len(values) - 1, int(q * len(values)))], 3) if values else None
 
         return {
             "owner_changes": changes,
             "normal_handovers": len(gaps),
             "takeovers": len(takeovers),
-            "handover_pause_p50_s": pct(0.5),
-            "handover_pause_p99_s": pct(0.99),
-            "handover_pause_max_s": round(gaps[-1], 3) if gaps else None,
+            "handover_pause_p50_s": pct(pauses, 0.5),
+            "handover_pause_p99_s": pct(pauses, 0.99),
+            "handover_pause_max_s": pct(pauses, 1.0),
+            "owner_gap_p50_s": pct(gaps, 0.5),
+            "owner_gap_p99_s": pct(gaps, 0.99),
         }
 
 
