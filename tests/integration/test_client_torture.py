@@ -45,16 +45,20 @@ def _run(config: Config, broker: OwnBroker, tmp_path: Path) -> dict:
 
 
 def test_fenced_mode_under_combined_faults(own_broker: OwnBroker, tmp_path: Path) -> None:
-    """30 s of faults, one of them a broker restart 10 s in (the long run: bench/torture.py)."""
+    """20 s of faults, the last of them a broker restart 12 s in (the long run: bench/torture.py).
+
+    The restart comes late: on a loaded machine the coordinators need half a minute to answer
+    again, and the other faults should have run before.
+    """
     config = Config(
         "fenced-short",
         fenced=True,
-        duration=30,
+        duration=20,
         plan_every=(1.5, 3.0),
-        pause_every=(1.5, 4.0),
-        kill_every=(8.0, 12.0),
-        broker_restart_every=25.0,
-        first_broker_restart=10.0,
+        pause_every=(1.5, 3.5),
+        kill_every=(5.0, 8.0),
+        broker_restart_every=60.0,
+        first_broker_restart=12.0,
     )
     result = _run(config, own_broker, tmp_path)
     assert result["broker_restarts"] == 1
@@ -67,14 +71,14 @@ def test_fenced_mode_under_combined_faults(own_broker: OwnBroker, tmp_path: Path
 
 
 def test_unfenced_mode_under_pauses_and_kills(own_broker: OwnBroker, tmp_path: Path) -> None:
-    """20 s of pauses, kills and plans without fencing (no broker restart)."""
+    """15 s of pauses, kills and plans without fencing (no broker restart)."""
     config = Config(
         "unfenced-short",
         fenced=False,
-        duration=20,
+        duration=15,
         plan_every=(1.5, 3.0),
-        pause_every=(1.5, 4.0),
-        kill_every=(6.0, 10.0),
+        pause_every=(1.5, 3.5),
+        kill_every=(5.0, 8.0),
     )
     result = _run(config, own_broker, tmp_path)
     # The skipped-epoch flaw is gone: no member writes over a newer claim because it skipped epochs.

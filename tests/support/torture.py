@@ -27,7 +27,7 @@ from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from confluent_kafka import Consumer, KafkaError, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from rebalance_advisor.adapters.assignment_publisher import publish_assignments
 from rebalance_advisor.devtools import local_kafka
@@ -361,8 +361,24 @@ class Run:
             restarting.join(120)
 
     def restart_broker(self) -> None:
+        """Restart the broker; the restart ends when the group's coordinator answers again.
+
+        The broker answers metadata seconds before its coordinators have loaded their state:
+        handovers in between are slowed by the restart, not by the helper.
+        """
         started = time.time()
         self.broker.restart(down_for=self.random.uniform(0.5, 3.0))
+        consumer = Consumer({"bootstrap.servers": self.bootstrap, "group.id": self.group})
+        try:
+            deadline = time.monotonic() + 90
+            while time.monotonic() < deadline:
+                try:
+                    consumer.committed([TopicPartition(self.topic, 0)], timeout=5)
+                    break
+                except KafkaException:
+                    time.sleep(0.2)
+        finally:
+            consumer.close()
         self.events.broker_restarts.append((started, time.time()))
 
     def _timelines(self) -> dict[str, list[tuple[float, int]]]:

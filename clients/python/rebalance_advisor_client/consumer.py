@@ -758,9 +758,6 @@ class AssignedConsumer:
             return
         if self.fenced:
             self._claim_fenced(wanted, read_at)
-        elif time.monotonic() - read_at > self.mark_read_bound:
-            log.info("%s: mark read took too long (paused?): reading again before claiming", self.member_id)
-            self._next_check = 0.0
         else:
             self._claim_unfenced(wanted, marks, read_at)
 
@@ -794,8 +791,14 @@ class AssignedConsumer:
                 claims[tp] = start
         if not claims:
             return
-        metadata = {tp: self._mark(tp, OWNED, claimed_at=self.epoch) for tp in claims}
         write_at = time.monotonic()
+        if write_at - read_at > self.mark_read_bound:
+            # checked here, after the start offsets were looked up (a watermark query can be slow
+            # too): a claim written from a stale read overwrote a newer owner's commit in a test
+            log.info("%s: mark read took too long (paused?): reading again before claiming", self.member_id)
+            self._next_check = 0.0
+            return
+        metadata = {tp: self._mark(tp, OWNED, claimed_at=self.epoch) for tp in claims}
         try:
             self._write(claims, metadata)
             check_at = time.monotonic()
