@@ -224,6 +224,7 @@ class Config:
     pause_every: tuple[float, float] = (2.0, 6.0)
     pause_seconds: tuple[float, float] = (0.5, 10.0)
     self_pause: float = 0.01
+    first_self_pause: int = 0  # the n-th read-then-write point of each worker run stops for sure
     kill_every: tuple[float, float] = (15.0, 30.0)
     broker_restart_every: float | None = None
     first_broker_restart: float | None = None  # seconds into the run (default: broker_restart_every)
@@ -297,6 +298,8 @@ class Run:
             str(self.config.commit_interval),
             "--self-pause",
             str(self.config.self_pause),
+            "--first-self-pause",
+            str(self.config.first_self_pause),
         ]
         extra += ["--ready-timeout", "120"]  # a worker restarted while the broker restarts waits for it
         if not self.config.fenced:
