@@ -576,6 +576,7 @@ class Run:
         taking = re.compile(rf"^(\d+\.\d+) \w+ (\S+): taking over {topic}-(\d+)")
         lost = re.compile(rf"^(\d+\.\d+) \w+ \S+: (fenced on|not committing) {topic}-(\d+)")
         dropped = re.compile(rf"^(\d+\.\d+) \w+ \S+: {topic}-(\d+) was taken by")
+        gap = re.compile(r"^(\d+\.\d+) \w+ \S+: (\d+\.\d+) s since the last call")
         aborted = re.compile(
             rf"^(\d+\.\d+) \w+ \S+: (?:commit|begin|produce) of {topic}-(\d+) (?:failed .*aborting|is stuck)"
         )
@@ -591,6 +592,8 @@ class Run:
                     events.append((float(found.group(1)), "fenced", int(found.group(2))))
                 if found := aborted.match(line):
                     events.append((float(found.group(1)), "abort", int(found.group(2))))
+                if found := gap.match(line):  # resumed after a pause: -(its length) in place of a partition
+                    events.append((float(found.group(1)), "gap", -float(found.group(2))))
             if not any(line.endswith(" closed") for line in log_lines):
                 events.append((self._end_of_run(worker, log_lines), "end", None))
             per_run[worker.out.name] = events
@@ -645,6 +648,10 @@ class Run:
                     causes["after_crash"] += 1
                 elif any(first.at - 0.5 <= t <= again.at and q == p for t, _, q in takeovers):
                     causes["after_takeover"] += 1  # the first was paused (SIGSTOP): its log is silent
+                elif self._zombie_record(
+                    again, p, per_run.get(run_of.get(again.instance, ""), []), takeovers
+                ):
+                    causes["after_takeover"] += 1  # the second had it before a pause, the first took over
                 else:
                     causes["normal_handover"] += 1
         return dict(causes)
@@ -655,6 +662,21 @@ class Run:
             if epoch > before.epoch and before.partition not in plan.get(before.member, []):
                 return at
         return None
+
+    @staticmethod
+    def _zombie_record(again: h.Processed, p: int, events: list, takeovers: list) -> bool:
+        """Was ``again`` handed out before a pause during which another member took ``p`` over?
+
+        A worker stopped between ``poll()`` returning a record and its processing writes the
+        line when it resumes, after the new owner processed the record too; its helper logs the
+        pause ("N s since the last call") at its next call.
+        """
+        return any(
+            kind == "gap"
+            and again.at - 0.1 <= t <= again.at + 1.0
+            and any(t + value <= when <= t and q == p for when, _, q in takeovers)
+            for t, kind, value in events
+        )
 
     def handovers(self, lines: list[h.Processed]) -> dict:
         """Owner changes per partition; the pause of normal handovers (no fault within 2 s).
