@@ -36,10 +36,16 @@ COLUMNS = [
     ("commits_from_superseded_owners", "supersed"),
     ("commits_accepted_from_fenced_members", "fenced_ok"),
     ("output_duplicates", "out_dup"),
+    ("outputs_lost", "out_lost"),
+    ("pauses_longer_than_timeout", "long_pause"),
+    ("aimed_pauses", "aimed"),
+    ("kills", "kills"),
+    ("broker_restarts", "restarts"),
     ("normal_handovers", "handovers"),
     ("takeovers", "takeovers"),
     ("handover_pause_p50_s", "p50_s"),
     ("handover_pause_p99_s", "p99_s"),
+    ("owner_gap_p99_s", "gap_p99_s"),
 ]
 
 

@@ -28,12 +28,18 @@ from rebalance_advisor_client import consumer as consumer_module
 _PAUSES_ON = threading.Event()
 
 
-def _aim_pauses(probability: float) -> None:
-    """Wrap the helper's read-then-write points so the process sometimes stops itself there."""
+def _aim_pauses(probability: float, first: int = 0) -> None:
+    """Wrap the helper's read-then-write points so the process sometimes stops itself there.
+
+    ``first``: the ``first``-th pass through any of them stops for sure (so that a short run has
+    aimed pauses even when a loaded machine makes those points rare); after that, by probability.
+    """
     _PAUSES_ON.set()
+    passes = [0]
 
     def maybe_stop(where: str) -> None:
-        if _PAUSES_ON.is_set() and random.random() < probability:
+        passes[0] += 1
+        if _PAUSES_ON.is_set() and (passes[0] == first or random.random() < probability):
             logging.getLogger(__name__).info("self-pause %s", where)
             os.kill(os.getpid(), signal.SIGSTOP)
 
@@ -69,13 +75,14 @@ def main() -> None:
     parser.add_argument("--unfenced", action="store_true")
     parser.add_argument("--output-topic")
     parser.add_argument("--self-pause", type=float, default=0.0)
+    parser.add_argument("--first-self-pause", type=int, default=0)
     parser.add_argument("--ready-timeout", type=float, default=30.0)
     args = parser.parse_args()
     logging.basicConfig(
         filename=args.out + ".log", level=logging.INFO, format="%(created).6f %(levelname)s %(message)s"
     )
     if args.self_pause:
-        _aim_pauses(args.self_pause)
+        _aim_pauses(args.self_pause, args.first_self_pause)
     # SIGUSR1: every thread's stack to OUT.stacks (the harness asks before it kills a hung worker)
     stacks = open(args.out + ".stacks", "w")  # noqa: SIM115 - open for the process's lifetime
     faulthandler.register(signal.SIGUSR1, file=stacks, all_threads=True)

@@ -27,7 +27,7 @@ from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from confluent_kafka import Consumer, KafkaError, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from rebalance_advisor.adapters.assignment_publisher import publish_assignments
 from rebalance_advisor.devtools import local_kafka
@@ -224,8 +224,10 @@ class Config:
     pause_every: tuple[float, float] = (2.0, 6.0)
     pause_seconds: tuple[float, float] = (0.5, 10.0)
     self_pause: float = 0.01
+    first_self_pause: int = 0  # the n-th read-then-write point of each worker run stops for sure
     kill_every: tuple[float, float] = (15.0, 30.0)
     broker_restart_every: float | None = None
+    first_broker_restart: float | None = None  # seconds into the run (default: broker_restart_every)
     commit_interval: float = 0.1
 
 
@@ -235,7 +237,7 @@ class Events:
 
     publishes: list[tuple[float, int, dict]] = field(default_factory=list)
     pauses: list[tuple[float, float, str, str]] = field(default_factory=list)  # start, end, member, kind
-    kills: list[tuple[float, str]] = field(default_factory=list)
+    kills: list[tuple[float, str, str]] = field(default_factory=list)  # time, member, killed run
     broker_restarts: list[tuple[float, float]] = field(default_factory=list)
 
 
@@ -296,6 +298,8 @@ class Run:
             str(self.config.commit_interval),
             "--self-pause",
             str(self.config.self_pause),
+            "--first-self-pause",
+            str(self.config.first_self_pause),
         ]
         extra += ["--ready-timeout", "120"]  # a worker restarted while the broker restarts waits for it
         if not self.config.fenced:
@@ -317,7 +321,8 @@ class Run:
         cfg = self.config
         next_pause = time.monotonic() + self.random.uniform(*cfg.pause_every)
         next_kill = time.monotonic() + self.random.uniform(*cfg.kill_every)
-        next_restart = time.monotonic() + cfg.broker_restart_every if cfg.broker_restart_every else None
+        first_restart = cfg.first_broker_restart or cfg.broker_restart_every
+        next_restart = time.monotonic() + first_restart if cfg.broker_restart_every else None
         resume: dict[str, tuple[float, float, str]] = {}  # member -> (continue at, stopped at, kind)
         restarting = threading.Thread()
         while not self.halt.wait(0.05):
@@ -341,9 +346,10 @@ class Run:
             if now >= next_kill:
                 member = self.random.choice([m for m in self.members if m not in resume] or self.members)
                 resume.pop(member, None)
-                self.current(member).signal(signal.SIGKILL)
-                self.current(member).process.wait(10)
-                self.events.kills.append((time.time(), member))
+                victim = self.current(member)
+                victim.signal(signal.SIGKILL)
+                victim.process.wait(10)
+                self.events.kills.append((time.time(), member, victim.out.name))
                 time.sleep(self.random.uniform(0.5, 2.0))
                 self.start_worker(member)
                 next_kill = time.monotonic() + self.random.uniform(*cfg.kill_every)
@@ -351,14 +357,31 @@ class Run:
                 restarting = threading.Thread(target=self.restart_broker, daemon=True)
                 restarting.start()  # the nemesis goes on continuing paused workers meanwhile
                 next_restart = time.monotonic() + cfg.broker_restart_every
-        for member in resume:
+        for member, (_, started, kind) in resume.items():  # pauses still running at the end count too
             self.current(member).signal(signal.SIGCONT)
+            self.events.pauses.append((started, time.time(), member, kind))
         if restarting.is_alive():
             restarting.join(120)
 
     def restart_broker(self) -> None:
+        """Restart the broker; the restart ends when the group's coordinator answers again.
+
+        The broker answers metadata seconds before its coordinators have loaded their state:
+        handovers in between are slowed by the restart, not by the helper.
+        """
         started = time.time()
         self.broker.restart(down_for=self.random.uniform(0.5, 3.0))
+        consumer = Consumer({"bootstrap.servers": self.bootstrap, "group.id": self.group})
+        try:
+            deadline = time.monotonic() + 90
+            while time.monotonic() < deadline:
+                try:
+                    consumer.committed([TopicPartition(self.topic, 0)], timeout=5)
+                    break
+                except KafkaException:
+                    time.sleep(0.2)
+        finally:
+            consumer.close()
         self.events.broker_restarts.append((started, time.time()))
 
     def _timelines(self) -> dict[str, list[tuple[float, int]]]:
@@ -553,6 +576,7 @@ class Run:
         taking = re.compile(rf"^(\d+\.\d+) \w+ (\S+): taking over {topic}-(\d+)")
         lost = re.compile(rf"^(\d+\.\d+) \w+ \S+: (fenced on|not committing) {topic}-(\d+)")
         dropped = re.compile(rf"^(\d+\.\d+) \w+ \S+: {topic}-(\d+) was taken by")
+        gap = re.compile(r"^(\d+\.\d+) \w+ \S+: (\d+\.\d+) s since the last call")
         aborted = re.compile(
             rf"^(\d+\.\d+) \w+ \S+: (?:commit|begin|produce) of {topic}-(\d+) (?:failed .*aborting|is stuck)"
         )
@@ -568,12 +592,26 @@ class Run:
                     events.append((float(found.group(1)), "fenced", int(found.group(2))))
                 if found := aborted.match(line):
                     events.append((float(found.group(1)), "abort", int(found.group(2))))
-            stamped = [line for line in log_lines if re.match(r"^\d+\.\d+ ", line)]
-            closed = any(line.endswith(" closed") for line in log_lines)
-            if stamped and not closed:
-                events.append((float(stamped[-1].split()[0]), "end", None))
+                if found := gap.match(line):  # resumed after a pause: -(its length) in place of a partition
+                    events.append((float(found.group(1)), "gap", -float(found.group(2))))
+            if not any(line.endswith(" closed") for line in log_lines):
+                events.append((self._end_of_run(worker, log_lines), "end", None))
             per_run[worker.out.name] = events
         return takeovers, per_run
+
+    def _end_of_run(self, worker: h.Worker, log_lines: list[str]) -> float:
+        """When a run that never closed ended: its kill, else the last line of either of its logs.
+
+        Not the last line of the helper's log alone: a killed worker goes on processing (and
+        writing its processing log) for seconds after its helper last logged anything, and the
+        records it processed but never committed are redone by the next owner.
+        """
+        killed = [t for t, _, run in self.events.kills if run == worker.out.name]
+        if killed:
+            return killed[0]
+        stamps = [float(line.split()[0]) for line in log_lines if re.match(r"^\d+\.\d+ ", line)]
+        stamps += [item.at for item in worker.lines()[-1:]]
+        return max(stamps, default=0.0)
 
     def classify_duplicates(self, lines: list[h.Processed], seen: Counter) -> dict[str, int]:
         """Each repeat of a processed record, by what happened to its first processor in between.
@@ -610,17 +648,49 @@ class Run:
                     causes["after_crash"] += 1
                 elif any(first.at - 0.5 <= t <= again.at and q == p for t, _, q in takeovers):
                     causes["after_takeover"] += 1  # the first was paused (SIGSTOP): its log is silent
+                elif self._zombie_record(
+                    again, p, per_run.get(run_of.get(again.instance, ""), []), takeovers
+                ):
+                    causes["after_takeover"] += 1  # the second had it before a pause, the first took over
                 else:
                     causes["normal_handover"] += 1
         return dict(causes)
 
+    def _moved_at(self, before: h.Processed) -> float | None:
+        """When the plan first took ``before``'s partition from its member after the epoch it ran under."""
+        for at, epoch, plan in self.events.publishes:
+            if epoch > before.epoch and before.partition not in plan.get(before.member, []):
+                return at
+        return None
+
+    @staticmethod
+    def _zombie_record(again: h.Processed, p: int, events: list, takeovers: list) -> bool:
+        """Was ``again`` handed out before a pause during which another member took ``p`` over?
+
+        A worker stopped between ``poll()`` returning a record and its processing writes the
+        line when it resumes, after the new owner processed the record too; its helper logs the
+        pause ("N s since the last call") at its next call.
+        """
+        return any(
+            kind == "gap"
+            and again.at - 0.1 <= t <= again.at + 1.0
+            and any(t + value <= when <= t and q == p for when, _, q in takeovers)
+            for t, kind, value in events
+        )
+
     def handovers(self, lines: list[h.Processed]) -> dict:
-        """Owner changes per partition; the processing gap of normal handovers (no fault within 2 s)."""
+        """Owner changes per partition; the pause of normal handovers (no fault within 2 s).
+
+        The pause of a handover is from the later of the old owner's last record and the publish
+        of the epoch that moved the partition, to the new owner's first record: the time the
+        partition was not consumed because it moved. ``owner_gap`` (old owner's last record to
+        the new one's first) also counts time the old owner had not consumed it before the move.
+        """
         takeovers, per_run = self._log_events()
         run_of = {item.instance: w.out.name for w in self.all_workers() for item in w.lines()[:1]}
         restarts = self.events.broker_restarts
         last: dict[int, h.Processed] = {}
-        gaps, changes = [], 0
+        gaps, pauses, changes = [], [], 0
         for line in sorted(lines, key=lambda x: x.at):
             before = last.get(line.partition)
             if before is not None and before.instance != line.instance:
@@ -632,7 +702,7 @@ class Run:
                         m in involved and s <= window[1] and e >= window[0]
                         for s, e, m, _ in self.events.pauses
                     )
-                    or any(m in involved and window[0] <= t <= window[1] for t, m in self.events.kills)
+                    or any(m in involved and window[0] <= t <= window[1] for t, m, _ in self.events.kills)
                     or any(q == line.partition and window[0] <= t <= window[1] for t, _, q in takeovers)
                     or any(s <= window[1] and e >= window[0] for s, e in restarts)
                     or any(
@@ -642,19 +712,22 @@ class Run:
                 )
                 if not faulty:
                     gaps.append(line.at - before.at)
+                    pauses.append(line.at - max(before.at, self._moved_at(before) or before.at))
             last[line.partition] = line
-        gaps.sort()
 
-        def pct(q: float) -> float | None:
-            return round(gaps[min(len(gaps) - 1, int(q * len(gaps)))], 3) if gaps else None
+        def pct(values: list[float], q: float) -> float | None:
+            values = sorted(values)
+            return round(values[min(len(values) - 1, int(q * len(values)))], 3) if values else None
 
         return {
             "owner_changes": changes,
             "normal_handovers": len(gaps),
             "takeovers": len(takeovers),
-            "handover_pause_p50_s": pct(0.5),
-            "handover_pause_p99_s": pct(0.99),
-            "handover_pause_max_s": round(gaps[-1], 3) if gaps else None,
+            "handover_pause_p50_s": pct(pauses, 0.5),
+            "handover_pause_p99_s": pct(pauses, 0.99),
+            "handover_pause_max_s": pct(pauses, 1.0),
+            "owner_gap_p50_s": pct(gaps, 0.5),
+            "owner_gap_p99_s": pct(gaps, 0.99),
         }
 
 

@@ -257,16 +257,17 @@ class AssignedConsumer:
             probe_transactions(
                 self._txn_settings, group_id, member_id, request_timeout, patience=ready_timeout
             )
-        self._consumer = Consumer(
-            {
-                **config,
-                "group.id": group_id,
-                "enable.auto.commit": False,
-                "enable.auto.offset.store": False,
-                # committed() then waits for open transactions: a claim reads settled offsets
-                "isolation.level": "read_committed",
-            }
-        )
+        self._consumer_config = {
+            **config,
+            "group.id": group_id,
+            "enable.auto.commit": False,
+            "enable.auto.offset.store": False,
+            # committed() then waits for open transactions: a claim reads settled offsets
+            "isolation.level": "read_committed",
+        }
+        self._consumer = Consumer(self._consumer_config)
+        #: since when the group coordinator has not answered this consumer (None: it answers)
+        self._unanswered_since: float | None = None
         self.epoch = 0
         self.assigned: frozenset[TopicPartitionKey] = frozenset()  # what the latest known epoch gives us
         self._held: dict[TopicPartitionKey, _Held] = {}
@@ -512,7 +513,9 @@ class AssignedConsumer:
                 [TopicPartition(t, p) for t, p in tps], timeout=self.request_timeout
             )
         except KafkaException as error:
+            self._coordinator_unanswered(error)
             raise ClientError(f"reading committed offsets of group {self.group_id}: {error}") from error
+        self._unanswered_since = None
         marks: Marks = {}
         for item in result:
             if item.error:
@@ -520,6 +523,36 @@ class AssignedConsumer:
             offset = item.offset if item.offset >= 0 else None
             marks[(item.topic, item.partition)] = (offset, decode_mark(item.metadata))
         return marks
+
+    def _coordinator_unanswered(self, error: KafkaException) -> None:
+        """Replace the consumer when its group coordinator requests keep timing out.
+
+        Seen in the torture run: after a broker restart one librdkafka consumer timed out on every
+        ``committed()`` for minutes while a new consumer of the same group was answered in 50 ms,
+        so the member could never claim again. Past three request timeouts the consumer is
+        replaced; what this member holds is assigned to the new one at the processed positions.
+        """
+        code = error.args[0].code() if error.args and isinstance(error.args[0], KafkaError) else None
+        if code != KafkaError._TIMED_OUT:
+            return
+        now = time.monotonic()
+        if self._unanswered_since is None:
+            self._unanswered_since = now
+        elif now - self._unanswered_since >= 3 * self.request_timeout:
+            log.warning(
+                "%s: the group coordinator has not answered this consumer for %.0f s: replacing "
+                "the consumer", self.member_id, now - self._unanswered_since,
+            )  # fmt: skip
+            self._unanswered_since = None
+            old, self._consumer = self._consumer, Consumer(self._consumer_config)
+            held = sorted(self._held.items())
+            if held:
+                self._consumer.incremental_assign([TopicPartition(t, p, h.position) for (t, p), h in held])
+                paused = [TopicPartition(t, p) for (t, p), h in held if h.paused]
+                if paused:
+                    self._consumer.pause(paused)
+            # closing a wedged consumer can block as long as its requests: not on this thread
+            threading.Thread(target=old.close, name="consumer-close", daemon=True).start()
 
     def _mark(self, tp: TopicPartitionKey, state: str, claimed_at: int | None = None) -> str:
         held = self._held.get(tp)
@@ -534,6 +567,7 @@ class AssignedConsumer:
         try:
             result = self._consumer.commit(offsets=batch, asynchronous=False) or []
         except KafkaException as error:
+            self._coordinator_unanswered(error)
             raise ClientError(f"commit for group {self.group_id} failed: {error}") from error
         for item in result:
             if item.error:
@@ -577,7 +611,7 @@ class AssignedConsumer:
     def _commit_fenced(
         self, state: str, only: set | None = None, only_paused: bool = False, force: bool = False
     ) -> dict[TopicPartitionKey, int]:
-        written = {}
+        due = []
         for tp in sorted(self._held):
             held = self._held.get(tp)
             if held is None or only is not None and tp not in only or only_paused and not held.paused:
@@ -585,29 +619,50 @@ class AssignedConsumer:
             outputs = held.txn.outputs if held.txn is not None else 0
             if not force and not held.paused and held.position == held.committed and not outputs:
                 continue
-            if self._commit_one(tp, held, held.position, state):
-                written[tp] = held.position
-        return written
+            due.append(tp)
+        return self._commit_many(due, state)
 
-    def _commit_one(
-        self, tp: TopicPartitionKey, held: _Held, offset: int, state: str, consuming: bool = True
-    ) -> bool:
-        """One partition's transaction: offset (with our mark) and outputs. False when it failed."""
-        mark = self._mark(tp, state)
-        try:
-            held.txn.commit(
-                [TopicPartition(tp[0], tp[1], offset, metadata=mark)],
-                self._consumer.consumer_group_metadata(),
-            )
-        except KafkaException as error:
-            self._transaction_failed(tp, error, "commit", consuming)
-            return False
-        held.committed = offset
-        if held.paused:
-            held.paused = False
-            if consuming:
-                self._resume_at(tp, held.position)
-        return True
+    def _commit_many(
+        self, tps: list[TopicPartitionKey], state: str, consuming: bool = True
+    ) -> dict[TopicPartitionKey, int]:
+        """Each partition's transaction (its processed offset with our mark, and its outputs).
+
+        The transactions run at once, one thread each: a commit is a few round trips to the
+        transaction coordinator, and in sequence they added up in every handover (a release, a
+        claim) and every commit round. Outcomes are handled here, on the caller's thread.
+        Returns what was committed; failed partitions went through ``_transaction_failed``.
+        """
+        if not tps:
+            return {}
+        metadata = self._consumer.consumer_group_metadata()
+        work = {}
+        for tp in tps:
+            held = self._held[tp]
+            offsets = [TopicPartition(tp[0], tp[1], held.position, metadata=self._mark(tp, state))]
+            work[tp] = (held, held.position, offsets)
+        errors: dict[TopicPartitionKey, KafkaException | None] = {}
+
+        def one(tp: TopicPartitionKey) -> None:
+            try:
+                work[tp][0].txn.commit(work[tp][2], metadata)
+                errors[tp] = None
+            except KafkaException as error:
+                errors[tp] = error
+
+        _in_parallel(one, [(tp,) for tp in tps])
+        written = {}
+        for tp, (held, offset, _) in work.items():
+            error = errors.get(tp, KafkaException(KafkaError(KafkaError._FAIL, "commit thread ended")))
+            if error is not None:
+                self._transaction_failed(tp, error, "commit", consuming)
+                continue
+            held.committed = offset
+            written[tp] = offset
+            if held.paused:
+                held.paused = False
+                if consuming:
+                    self._resume_at(tp, held.position)
+        return written
 
     def _resume_at(self, tp: TopicPartitionKey, offset: int) -> None:
         """Fetch again from ``offset``: records dropped while paused are fetched again, none skipped."""
@@ -695,19 +750,19 @@ class AssignedConsumer:
 
     def _release(self, tps: list[TopicPartitionKey]) -> None:
         """Stop fetching first, then commit the processed position with a ``released`` mark."""
+        started = time.monotonic()
         self._consumer.incremental_unassign([TopicPartition(*tp) for tp in tps])
         released = []
         if self.fenced:
-            for tp in tps:
-                held = self._held[tp]
-                deadline = time.monotonic() + self.request_timeout
-                while tp in self._held and time.monotonic() < deadline:
-                    if self._commit_one(tp, held, held.position, RELEASED, consuming=False):
-                        released.append(tp)
-                        break
-                    if tp in self._held and not held.paused:  # aborted and rewound: release what is done
-                        continue
+            deadline = time.monotonic() + self.request_timeout
+            waiting = list(tps)
+            while waiting and time.monotonic() < deadline:
+                released += self._commit_many(waiting, RELEASED, consuming=False)
+                # aborted and rewound: release what is done at once; a retriable failure: wait a bit
+                waiting = [tp for tp in waiting if tp in self._held and tp not in released]
+                if any(self._held[tp].paused for tp in waiting):
                     time.sleep(0.2)
+            for tp in tps:
                 if tp in self._held:
                     self._held.pop(tp).txn.close()
         else:
@@ -719,7 +774,10 @@ class AssignedConsumer:
                 log.error("%s: release of %s failed: %s", self.member_id, _names(tps), error)
             for tp in tps:
                 self._held.pop(tp, None)
-        log.info("%s: released %s at epoch %d", self.member_id, _names(released), self.epoch)
+        log.info(
+            "%s: released %s at epoch %d (%.3f s)",
+            self.member_id, _names(released), self.epoch, time.monotonic() - started,
+        )  # fmt: skip
 
     def _try_claims(self) -> None:
         tps = sorted(self._pending)
@@ -737,12 +795,9 @@ class AssignedConsumer:
         if not wanted:
             return
         if self.fenced:
-            self._claim_fenced(wanted)
-        elif time.monotonic() - read_at > self.mark_read_bound:
-            log.info("%s: mark read took too long (paused?): reading again before claiming", self.member_id)
-            self._next_check = 0.0
+            self._claim_fenced(wanted, read_at)
         else:
-            self._claim_unfenced(wanted, marks)
+            self._claim_unfenced(wanted, marks, read_at)
 
     def _decide(self, tp: TopicPartitionKey, mark: OwnerMark | None, quiet: bool = False) -> Claim:
         who = Claimant(self.member_id, self.instance, self.epoch, self._fenced_at.get(tp) == self.epoch)
@@ -765,7 +820,7 @@ class AssignedConsumer:
             return None
         return low if self._reset_earliest else high
 
-    def _claim_unfenced(self, wanted: list[TopicPartitionKey], marks: Marks) -> None:
+    def _claim_unfenced(self, wanted: list[TopicPartitionKey], marks: Marks, read_at: float) -> None:
         claims: dict[TopicPartitionKey, int] = {}
         for tp in wanted:
             start = claim_start(marks[tp][0], self._remembered.get(tp), None)
@@ -774,9 +829,17 @@ class AssignedConsumer:
                 claims[tp] = start
         if not claims:
             return
+        write_at = time.monotonic()
+        if write_at - read_at > self.mark_read_bound:
+            # checked here, after the start offsets were looked up (a watermark query can be slow
+            # too): a claim written from a stale read overwrote a newer owner's commit in a test
+            log.info("%s: mark read took too long (paused?): reading again before claiming", self.member_id)
+            self._next_check = 0.0
+            return
         metadata = {tp: self._mark(tp, OWNED, claimed_at=self.epoch) for tp in claims}
         try:
             self._write(claims, metadata)
+            check_at = time.monotonic()
             check = self._read_marks(list(claims))  # re-check: did a concurrent claim land after ours?
         except ClientError as error:
             log.warning("%s: claim failed, will retry: %s", self.member_id, error)
@@ -788,18 +851,19 @@ class AssignedConsumer:
                 del claims[tp]
             else:
                 claims[tp] = max(claims[tp], offset or 0)
-        self._assign(claims, {tp: None for tp in claims})
+        self._assign(
+            claims,
+            {tp: None for tp in claims},
+            f"read {write_at - read_at:.3f} s; claim written {check_at - write_at:.3f} s; "
+            f"re-checked {time.monotonic() - check_at:.3f} s",
+        )
 
-    def _claim_fenced(self, wanted: list[TopicPartitionKey]) -> None:
+    def _claim_fenced(self, wanted: list[TopicPartitionKey], read_at: float) -> None:
+        fence_from, warm = time.monotonic(), sum(tp in self._warm for tp in wanted)
         txns = {tp: self._warm.pop(tp, None) or self._new_transaction(tp) for tp in wanted}
-        fenced_ok = {}
-        threads = [
-            threading.Thread(target=self._fence_one, args=(tp, txn, fenced_ok)) for tp, txn in txns.items()
-        ]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
+        fenced_ok: dict[TopicPartitionKey, PartitionTransaction] = {}
+        _in_parallel(self._fence_one, [(tp, txn, fenced_ok) for tp, txn in txns.items()])
+        fenced_at = time.monotonic()
         for tp in wanted:
             if tp not in fenced_ok:
                 txns[tp].close()
@@ -812,6 +876,7 @@ class AssignedConsumer:
             for txn in fenced_ok.values():
                 txn.close()
             return
+        settled_at = time.monotonic()
         claims, txns_ok = {}, {}
         for tp, txn in fenced_ok.items():
             committed, mark = settled[tp]
@@ -826,16 +891,22 @@ class AssignedConsumer:
                 txn.close()
                 continue
             claims[tp], txns_ok[tp] = start, txn
-        # The claim itself: a transaction that writes our mark at the settled offset.
-        for tp in list(claims):
+        # The claim itself: a transaction per partition that writes our mark at the settled offset.
+        for tp in claims:
             self._held[tp] = _Held(self.epoch, claims[tp], claims[tp], txns_ok[tp])
-            if not self._commit_one(tp, self._held[tp], claims[tp], OWNED, consuming=False):
-                self._held.pop(tp, None)
+        claimed = self._commit_many(sorted(claims), OWNED, consuming=False)
+        for tp in list(claims):
+            held = self._held.pop(tp, None)
+            if tp not in claimed or held is None:
                 txns_ok[tp].close()
                 del claims[tp]
-        for tp in claims:
-            del self._held[tp]
-        self._assign(claims, txns_ok)
+        self._assign(
+            claims,
+            txns_ok,
+            f"read {fenced_at - read_at:.3f} s, incl. fencing {len(txns)} ({warm} warm) "
+            f"{fenced_at - fence_from:.3f} s; settled {settled_at - fenced_at:.3f} s; "
+            f"claim transactions {time.monotonic() - settled_at:.3f} s",
+        )
 
     def _new_transaction(self, tp: TopicPartitionKey) -> PartitionTransaction:
         return PartitionTransaction(
@@ -864,7 +935,7 @@ class AssignedConsumer:
         except KafkaException as error:
             log.warning("%s: cannot fence %s-%d yet: %s", self.member_id, tp[0], tp[1], error)
 
-    def _assign(self, claims: dict[TopicPartitionKey, int], txns: dict) -> None:
+    def _assign(self, claims: dict[TopicPartitionKey, int], txns: dict, took: str = "") -> None:
         if not claims:
             return
         claims = {tp: self._ranges.merged_start(tp, off) for tp, off in claims.items()}
@@ -873,7 +944,19 @@ class AssignedConsumer:
             self._held[tp] = _Held(self.epoch, offset, offset, txns.get(tp))
             del self._pending[tp]
             self._remembered.pop(tp, None)
-        log.info("%s: claimed %s at epoch %d", self.member_id, _names(claims), self.epoch)
+        log.info("%s: claimed %s at epoch %d (%s)", self.member_id, _names(claims), self.epoch, took)
+
+
+def _in_parallel(target, calls: list[tuple]) -> None:
+    """Run ``target(*args)`` for each args tuple on a thread of its own; return when all ended."""
+    if len(calls) == 1:
+        target(*calls[0])
+        return
+    threads = [threading.Thread(target=target, args=args, daemon=True) for args in calls]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
 
 
 def _names(tps) -> str:
