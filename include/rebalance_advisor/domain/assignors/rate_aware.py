@@ -27,6 +27,8 @@ OPTIONS = {"horizon_s": optional_amount("horizon_s")}
 
 DEFAULT_HORIZON_S = 900.0
 EXACT_PER_MEMBER = 64
+#: up to this many members (one shared subscription), the exact placement runs in plain Python
+SCALAR_MEMBERS = 32
 OVERHEAD = 1e-3
 
 
@@ -73,9 +75,35 @@ def place(
     members = spec.num_members
     elig = None if spec.identical_subscriptions else eligibility(spec)
     exact = len(order) if elig is not None else min(len(order), EXACT_PER_MEMBER * members)
-    topic_of = spec.topic_index
     inv_caps = 1.0 / caps
-    for k in order[:exact].tolist():
+    head = order[:exact]
+    if elig is None and members <= SCALAR_MEMBERS and _finite_positive(caps, weights[head]):
+        _place_scalar(out, head, weights, inv_caps, load)
+    else:
+        _place_vector(out, head, weights, inv_caps, load, elig, spec.topic_index)
+    tail = order[exact:]
+    for r0 in range(0, len(tail), members):
+        batch = tail[r0 : r0 + members]
+        pick = np.argsort(load * inv_caps, kind="stable")[: len(batch)]
+        out[batch] = pick
+        load[pick] += weights[batch]
+
+
+def _finite_positive(caps: np.ndarray, weights: np.ndarray) -> bool:
+    return bool(np.isfinite(caps).all() and (caps > 0).all() and np.isfinite(weights).all())
+
+
+def _place_vector(
+    out: np.ndarray,
+    order: np.ndarray,
+    weights: np.ndarray,
+    inv_caps: np.ndarray,
+    load: np.ndarray,
+    elig: np.ndarray | None,
+    topic_of: np.ndarray,
+) -> None:
+    """Each of ``order`` in turn to the eligible member of lowest utilisation after it (one argmin)."""
+    for k in order.tolist():
         w = weights[k]
         score = (load + w) * inv_caps
         if elig is not None:
@@ -85,12 +113,28 @@ def place(
             continue  # no subscriber: stays unassigned
         out[k] = m
         load[m] += w
-    tail = order[exact:]
-    for r0 in range(0, len(tail), members):
-        batch = tail[r0 : r0 + members]
-        pick = np.argsort(load * inv_caps, kind="stable")[: len(batch)]
-        out[batch] = pick
-        load[pick] += weights[batch]
+
+
+def _place_scalar(
+    out: np.ndarray, order: np.ndarray, weights: np.ndarray, inv_caps: np.ndarray, load: np.ndarray
+) -> None:
+    """:func:`_place_vector` for few members, every one eligible, finite weights and capacities > 0:
+    the same float64 operations in plain Python (the first minimum wins, as with ``np.argmin``),
+    without NumPy's per-call cost, which is most of the work at ten members."""
+    loads = load.tolist()
+    inv = inv_caps.tolist()
+    rest = range(1, len(loads))
+    picked = []
+    for w in weights[order].tolist():
+        best_m, best = 0, (loads[0] + w) * inv[0]
+        for m in rest:
+            score = (loads[m] + w) * inv[m]
+            if score < best:
+                best_m, best = m, score
+        loads[best_m] += w
+        picked.append(best_m)
+    out[order] = picked
+    load[:] = loads
 
 
 def owners(spec: GroupSpec, horizon_s: float | None = None) -> np.ndarray:
