@@ -206,11 +206,20 @@ def advise_group(observation: GroupObservation, thresholds: Thresholds, now: dat
         return GroupAdvice(group_id, "error", f"invalid group spec: {error}", total_lag)
     metrics_by_strategy: dict[str, GroupMetrics] = {}
     candidates = []
+    # Strategies often agree (range, sticky and the current owners); the numbers depend on the owners alone.
+    seen: dict[bytes, tuple[GroupMetrics, CandidatePlan]] = {}
     for name, o in owners_by_strategy.items():
         s, so, s_inputs, s_bound = spec, o, inputs, bound
+        key: bytes | None = o.astype(np.int64, copy=False).tobytes()
         if name == "key_range" and ranged is not None and ranged.plan.ranges:
             s, so = ranged.view, ranged.view_owners
             s_inputs, s_bound = load_inputs(s), lower_bound_max_lag(s)
+            key = None  # measured in its range view: never shared with whole-partition plans
+        if key is not None and key in seen:
+            m, same = seen[key]
+            metrics_by_strategy[name] = m
+            candidates.append(dataclasses.replace(same, strategy=name))
+            continue
         handovers = int(np.count_nonzero((so >= 0) & (so != s.owner)))
         m = dataclasses.replace(_rounded(compute_metrics(s, so, s_bound)), moves=handovers)
         metrics_by_strategy[name] = m
@@ -228,6 +237,8 @@ def advise_group(observation: GroupObservation, thresholds: Thresholds, now: dat
                 empty_members(s, so),
             )
         )
+        if key is not None:
+            seen[key] = (m, candidates[-1])
     forced = int(np.count_nonzero(spec.assignable & ~spec.owner_valid))
     decision = decide(
         state, candidates, thresholds, forced_handovers=forced, standing=observation.standing, now=now
