@@ -77,7 +77,7 @@ def place(
     exact = len(order) if elig is not None else min(len(order), EXACT_PER_MEMBER * members)
     inv_caps = 1.0 / caps
     head = order[:exact]
-    if elig is None and members <= SCALAR_MEMBERS and _finite_positive(caps, weights[head]):
+    if elig is None and members <= SCALAR_MEMBERS and finite_positive(caps, weights[head]):
         _place_scalar(out, head, weights, inv_caps, load)
     else:
         _place_vector(out, head, weights, inv_caps, load, elig, spec.topic_index)
@@ -89,7 +89,8 @@ def place(
         load[pick] += weights[batch]
 
 
-def _finite_positive(caps: np.ndarray, weights: np.ndarray) -> bool:
+def finite_positive(caps: np.ndarray, weights: np.ndarray) -> bool:
+    """Whether the plain-Python paths apply: no inf or NaN scores can arise (NumPy's argmin rules)."""
     return bool(np.isfinite(caps).all() and (caps > 0).all() and np.isfinite(weights).all())
 
 

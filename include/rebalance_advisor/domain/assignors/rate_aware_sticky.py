@@ -19,6 +19,8 @@ top member's utilisation without raising the receiver above it, so the max utili
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from rebalance_advisor.domain.assignors import rate_aware
@@ -60,6 +62,9 @@ def owners(
     full = 1.0 - (margin or 0.0)  # utilisation at which the rule counts a member overloaded
     elig = None if spec.identical_subscriptions else rate_aware.eligibility(spec)
     budget = spec.num_partitions if move_budget is None else move_budget
+    scalar = (
+        elig is None and members <= rate_aware.SCALAR_MEMBERS and rate_aware.finite_positive(caps, weights)
+    )
     moved = 0
     steps = 0  # a guard: each step lowers the top utilisation, but ties could in theory cycle
     while moved < budget and steps < 4 * spec.num_partitions + 16:
@@ -69,18 +74,11 @@ def owners(
         mine = np.flatnonzero(out == top)
         if len(mine) == 0:
             break
-        w = weights[mine]
-        # utilisation after the move: source (load - w)/cap_top, receiver (load_b + w)/cap_b
-        after_src = (load[top] - w) / caps[top]  # [k]
-        after_dst = (load[None, :] + w[:, None]) / caps[None, :]  # [k, M]
-        worst = np.maximum(after_src[:, None], after_dst)
-        worst[:, top] = np.inf
-        if elig is not None:
-            worst = np.where(elig[spec.topic_index[mine]], worst, np.inf)
-        i, b = np.unravel_index(int(np.argmin(worst)), worst.shape)
+        i, b, best = (scalar_step if scalar else _best_move)(load, caps, weights[mine], top, elig, spec, mine)
+        u_top = util[top]
         # a move must gain min_gain, or, with capacities, at least make an overloaded member less so
-        enough = worst[i, b] < util[top] * (1.0 - gain_floor)
-        if not (enough or (known_caps and util[top] >= full and worst[i, b] < util[top])):
+        enough = best < u_top * (1.0 - gain_floor)
+        if not (enough or (known_caps and u_top >= full and best < u_top)):
             if known_caps and util[top] >= full:
                 chain = ejection_chain(spec, out, load, weights, caps * full, elig, top, budget - moved)
                 if chain:
@@ -88,10 +86,61 @@ def owners(
                     continue
             break
         k = int(mine[i])
-        _move(out, load, weights, k, int(b))
+        _move(out, load, weights, k, b)
         if spec.owner[k] >= 0:
             moved += 1
     return out
+
+
+def _best_move(
+    load: np.ndarray,
+    caps: np.ndarray,
+    w: np.ndarray,
+    top: int,
+    elig: np.ndarray | None,
+    spec: GroupSpec,
+    mine: np.ndarray,
+) -> tuple[int, int, float]:
+    """(row in ``mine``, receiver, max utilisation of the two after it) of the best single move off
+    ``top``: the first minimum in (partition, member) order."""
+    # utilisation after the move: source (load - w)/cap_top, receiver (load_b + w)/cap_b
+    after_src = (load[top] - w) / caps[top]  # [k]
+    after_dst = (load[None, :] + w[:, None]) / caps[None, :]  # [k, M]
+    worst = np.maximum(after_src[:, None], after_dst)
+    worst[:, top] = np.inf
+    if elig is not None:
+        worst = np.where(elig[spec.topic_index[mine]], worst, np.inf)
+    i, b = np.unravel_index(int(np.argmin(worst)), worst.shape)
+    return int(i), int(b), float(worst[i, b])
+
+
+def scalar_step(
+    load: np.ndarray,
+    caps: np.ndarray,
+    w: np.ndarray,
+    top: int,
+    elig: np.ndarray | None,
+    spec: GroupSpec,
+    mine: np.ndarray,
+) -> tuple[int, int, float]:
+    """:func:`_best_move` in plain Python for few members, all eligible, finite weights and
+    capacities > 0: the same float64 operations, the first minimum wins; NumPy's per-call cost is
+    most of the work at ten members."""
+    loads = load.tolist()
+    cap = caps.tolist()
+    others = [b for b in range(len(loads)) if b != top]
+    src_load, src_cap = loads[top], cap[top]
+    best_i, best_b, best = 0, others[0], math.inf
+    for i, wi in enumerate(w.tolist()):
+        src = (src_load - wi) / src_cap
+        if src >= best:
+            continue  # no receiver can make this row better than the best so far
+        for b in others:
+            dst = (loads[b] + wi) / cap[b]
+            worst = dst if dst > src else src
+            if worst < best:
+                best_i, best_b, best = i, b, worst
+    return best_i, best_b, best
 
 
 def _move(out: np.ndarray, load: np.ndarray, weights: np.ndarray, k: int, to: int) -> None:
