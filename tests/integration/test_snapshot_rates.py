@@ -105,6 +105,44 @@ def test_time_lag_of_offsets_in_different_batches_of_one_partition(kafka_bootstr
     }
 
 
+def test_time_lag_of_many_partitions_and_offsets_outside_the_log(kafka_bootstrap) -> None:
+    """32 partitions, each record stamped by (partition, offset), in batches over the reader's 1 KiB
+    fetch size (the broker returns such a batch whole for one partition of a fetch response only). Every partition has a lagging
+    group; on partition 0 another group committed past the log end, on partition 1 one committed
+    below the log start (records deleted): those have no record to read and must not keep the other
+    groups of their partition from their answer. The reader used to wait out a 1 s fetch back-off
+    per partition and left most of them unanswered within the budget."""
+    from confluent_kafka import Producer, TopicPartition
+
+    partitions, records = 32, 20
+    topic = _topic(kafka_bootstrap, partitions)
+    base_ms = int(time.time() * 1000) - 3_600_000
+    producer = Producer({"bootstrap.servers": kafka_bootstrap, "linger.ms": 20})
+    for offset in range(records):
+        for partition in range(partitions):
+            stamp = base_ms + partition * 100_000 + offset * 1000
+            producer.produce(topic, b"r" * 200, partition=partition, timestamp=stamp)
+    assert producer.flush(30) == 0
+    admin = _admin(kafka_bootstrap)
+    for future in admin.delete_records([TopicPartition(topic, 1, 10)]).values():
+        assert future.result(30).low_watermark == 10
+    prefix = f"tm-{uuid.uuid4().hex[:8]}"
+    lagging = {p: (3 + p) % records for p in range(partitions)}
+    lagging[1] = 12
+    _commit(kafka_bootstrap, f"{prefix}-lag", topic, lagging)
+    _commit(kafka_bootstrap, f"{prefix}-past", topic, {0: 50})
+    _commit(kafka_bootstrap, f"{prefix}-deleted", topic, {1: 4})
+    _commit(kafka_bootstrap, f"{prefix}-done", topic, {p: records for p in range(partitions)})
+
+    started = time.monotonic()
+    taken = kafka_snapshot.collect(kafka_bootstrap, options=_options(f"{prefix}-.*"))
+    elapsed = time.monotonic() - started
+    assert taken.record_timestamps == {
+        (f"{prefix}-lag", topic, p): base_ms + p * 100_000 + offset * 1000 for p, offset in lagging.items()
+    }
+    assert elapsed < 8, elapsed  # not the 10 s budget
+
+
 class _Paced:
     """Produces to (and optionally commits for a group on) one topic at fixed rates, in a thread."""
 
