@@ -482,6 +482,41 @@ def wait_until_stable(
         raise AdvisorError(f"demo groups did not become stable within {timeout:.0f} s: {last_seen}")
 
 
+def wait_for_first_commits(
+    bootstrap_servers: str, live: LiveGroup, members: MembersProcess | None = None, timeout: float = 120.0
+) -> None:
+    """Wait until the live group has committed an offset on every partition.
+
+    A consumer rate is a difference of two committed offsets, and a member's capacity is the sum
+    of its partitions' consume rates: a snapshot taken before some partitions have a first commit
+    leaves those rates, hence every capacity, unknown for the next snapshot too. On an idle machine
+    the demo's first snapshot came that early (the consumers work through the first partitions'
+    prefetched backlog before they reach the last ones).
+    """
+    from confluent_kafka import ConsumerGroupTopicPartitions
+
+    admin = _admin(bootstrap_servers)
+    count = len(live.produce_rates)
+    seen = [0]
+
+    def all_committed() -> bool:
+        if members and members.process.poll() is not None:
+            raise AdvisorError(f"the demo members process exited with code {members.process.returncode}")
+        request = [ConsumerGroupTopicPartitions(live.group_id)]
+        try:
+            result = admin.list_consumer_group_offsets(request, request_timeout=10)[live.group_id].result()
+        except Exception:  # noqa: BLE001 - the coordinator may still be loading: ask again
+            return False
+        seen[0] = sum(1 for tp in result.topic_partitions if tp.topic == live.topic and tp.offset >= 0)
+        return seen[0] == count
+
+    if not poll_until(all_committed, timeout, interval=1.0):
+        raise AdvisorError(
+            f"the live group {live.group_id} committed on {seen[0]} of {count} partitions within "
+            f"{timeout:.0f} s (an overloaded machine?): run the demo again when the machine is quieter"
+        )
+
+
 @contextmanager
 def demo_workload(
     bootstrap_servers: str,
@@ -507,6 +542,8 @@ def demo_workload(
     members = start_members(bootstrap_servers, groups, live)
     try:
         wait_until_stable(bootstrap_servers, loaded, members)
+        if live:
+            wait_for_first_commits(bootstrap_servers, live, members)
         yield groups
     finally:
         members.stop()
