@@ -18,7 +18,7 @@ from rebalance_advisor import store
 from rebalance_advisor.domain.snapshot_model import Snapshot
 from rebalance_advisor.errors import AdvisorError
 from rebalance_advisor.services import lag_report
-from rebalance_advisor.services.outcome_report import _table
+from rebalance_advisor.services.outcome_report import _table, catch_up_text
 from rebalance_advisor.store.plans import get_plan, run_outcomes
 
 
@@ -31,13 +31,6 @@ class MemberPrediction:
     capacity: float | None
     backlog: int
     catch_up_s: float | None
-
-
-def catch_up_text(seconds: float | None, overloaded: bool = False) -> str:
-    """``never`` for an overloaded member (or ∞), ``-`` when unknown, else whole seconds."""
-    if overloaded or (seconds is not None and math.isinf(seconds)):
-        return "never"
-    return "-" if seconds is None else f"{seconds:,.0f} s"
 
 
 def member_predictions(members: Mapping[str, Any] | None, names: Mapping[str, str]) -> list[MemberPrediction]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -59,6 +60,14 @@ def _plain(value: Any) -> Any:
     return value.isoformat(timespec="seconds") if isinstance(value, datetime) else value
 
 
+def catch_up_text(seconds: float | None, overloaded: bool = False) -> str:
+    """A predicted catch-up: ``never`` for an overloaded member or group (or ∞; the database JSON
+    stores ∞ as null), ``-`` when unknown (no capacities), else whole seconds."""
+    if overloaded or (seconds is not None and math.isinf(seconds)):
+        return "never"
+    return "-" if seconds is None else f"{seconds:,.0f} s"
+
+
 def format_plans(plans: Sequence[dict[str, Any]], fmt: str = "table") -> str:
     """Plans as ``table`` (the key columns), ``json`` (every column) or ``csv`` (every column)."""
     plain = [{k: _plain(v) for k, v in p.items()} for p in plans]
@@ -81,6 +90,10 @@ def format_plans(plans: Sequence[dict[str, Any]], fmt: str = "table") -> str:
             p["status"],
             f"{_num(p['max_lag_before'])} -> {_num(p['max_lag_after'])}",
             _num(p["moves"]),
+            f"{_num(p.get('overloaded_before'))} -> {_num(p.get('overloaded_after'))}",
+            f"{catch_up_text(p.get('catch_up_before_s'), bool(p.get('overloaded_before')))} -> "
+            f"{catch_up_text(p.get('catch_up_after_s'), bool(p.get('overloaded_after')))}",
+            "-" if p.get("max_time_lag_s") is None else f"{p['max_time_lag_s']:,.1f}",
             str(p["created_at"]),
             p["created_by"],
         ]
@@ -93,7 +106,10 @@ def format_plans(plans: Sequence[dict[str, Any]], fmt: str = "table") -> str:
         "status",
         "max member lag before -> after",
         "moves",
+        "overloaded",
+        "catch-up",
+        "time lag s",
         "created",
         "by",
     ]
-    return _table(header, rows, {0, 4, 5}) + "\n"
+    return _table(header, rows, {0, 4, 5, 6, 7, 8}) + "\n"

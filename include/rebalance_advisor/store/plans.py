@@ -313,8 +313,19 @@ def list_plans(
     run_id: int | None = None,
     limit: int | None = None,
 ) -> list[dict[str, Any]]:
-    """Plans newest first (without the metrics JSON), filtered by group, status or run."""
-    query = sa.select(*(getattr(Plan, c) for c in PLAN_COLUMNS)).order_by(Plan.id.desc())
+    """Plans newest first (without the metrics JSON), filtered by group, status or run, each with
+    its stored load prediction (:data:`PLAN_LOAD_COLUMNS`)."""
+    from rebalance_advisor.store.models import CommittedOffsetRow
+
+    c = CommittedOffsetRow
+    max_time_lag = (
+        sa.select(sa.func.max(c.time_lag_s))
+        .where(c.snapshot_id == Plan.snapshot_id, c.group_id == Plan.group_id)
+        .scalar_subquery()
+        .label("max_time_lag_s")
+    )
+    query = sa.select(*(getattr(Plan, c) for c in PLAN_COLUMNS), Plan.metrics, max_time_lag)
+    query = query.order_by(Plan.id.desc())
     if group is not None:
         query = query.where(Plan.group_id == group)
     if status is not None:
@@ -324,7 +335,31 @@ def list_plans(
     if limit is not None:
         query = query.limit(limit)
     with db.connect(url) as conn:
-        return [dict(row) for row in conn.execute(query).mappings()]
+        rows = [dict(row) for row in conn.execute(query).mappings()]
+    for row in rows:
+        row.update(plan_load(row.pop("metrics"), row["strategy"]))
+    return rows
+
+
+#: The load prediction stored with a plan (issue 13), flat, as ``plans`` lists it. A null catch-up
+#: means "never" when the side has overloaded members, else unknown (no capacities).
+PLAN_LOAD_COLUMNS = ("overloaded_before", "overloaded_after", "catch_up_before_s", "catch_up_after_s")
+
+
+def plan_load(metrics: dict[str, Any] | None, strategy: str) -> dict[str, Any]:
+    """:data:`PLAN_LOAD_COLUMNS` from a plan's ``metrics`` JSON: the current assignment's load
+    (``load_before``) and the plan's (its strategy's candidate)."""
+    metrics = metrics or {}
+    before = metrics.get("load_before") or {}
+    after = next(
+        (c.get("load") or {} for c in metrics.get("candidates", ()) if c.get("strategy") == strategy), {}
+    )
+    return {
+        "overloaded_before": before.get("overloaded"),
+        "overloaded_after": after.get("overloaded"),
+        "catch_up_before_s": before.get("max_catch_up_s"),
+        "catch_up_after_s": after.get("max_catch_up_s"),
+    }
 
 
 def get_plan(plan_id: int, url: str | None = None) -> dict[str, Any] | None:
