@@ -149,7 +149,7 @@ def test_group_load_from_a_plans_metrics() -> None:
 
 
 def test_load_partial_shows_catch_up_overload_and_curves() -> None:
-    load = rendering.group_load({"strategy": "rate_aware"}, METRICS, horizon_s=600)
+    load = rendering.group_load({"strategy": "rate_aware", "max_time_lag_s": 117.25}, METRICS, horizon_s=600)
     html = rendering.templates.env.get_template("load.html").render(
         load=load, load_chart=svg.predicted_lag_lines(load.curves)
     )
@@ -157,6 +157,7 @@ def test_load_partial_shows_catch_up_overload_and_curves() -> None:
     seen.feed(html)
     text = " ".join(" ".join(seen.text).split())
     assert "never at these rates" in text and "47 s" in text and "180" in text
+    assert "time lag 117.2 s" in text or "time lag 117.3 s" in text
     assert text.count("overloaded") == 1 and HOSTILE[0] in text
     assert "script" not in seen.tags and seen.tags.count("polyline") == 2
 

@@ -208,6 +208,12 @@ def plan_detail(url: str, plan_id: int) -> dict[str, Any]:
     try:
         snapshot = load_snapshot(plan["snapshot_id"], url, groups=[plan["group_id"]])
         before = current_assignment(snapshot, plan["group_id"], policy)
+        # the group's time lag as stored with its snapshot (issue 13): the furthest-behind partition
+        plan["max_time_lag_s"] = max(
+            (t.seconds for (g, _, _), t in (snapshot.rates.time_lag.items() if snapshot.rates else ())
+             if g == plan["group_id"] and t.seconds is not None),
+            default=None,
+        )  # fmt: skip
     except AdvisorError:  # the snapshot was pruned: the plan still stands, without a diff
         before = {"members": [], "partitions": []}
     owner_before = baseline_owners(plan, before, published)

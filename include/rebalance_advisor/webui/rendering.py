@@ -107,7 +107,7 @@ class GroupLoadView:
     """Rate-aware numbers of one group, from the pictured plan's stored load model."""
 
     produce_rate: float  # messages/s into the group's assigned partitions
-    time_lag_s: float | None  # how far behind the group is in seconds (needs snapshot rates: not stored yet)
+    time_lag_s: float | None  # the group's furthest-behind partition, in seconds, as stored with its snapshot
     capacities_known: bool
     catch_up_now_s: float | None  # predicted catch-up, current assignment (None: never, if capacities known)
     catch_up_plan_s: float | None  # ... under the plan
@@ -160,7 +160,7 @@ def group_load(
         )
     return GroupLoadView(
         produce_rate=float(sum(before["inflow"])),
-        time_lag_s=None,
+        time_lag_s=plan.get("max_time_lag_s"),  # set by queries.plan_detail from the snapshot
         capacities_known=known,
         catch_up_now_s=now_s if known else None,
         catch_up_plan_s=plan_s if known else None,
