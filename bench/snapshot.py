@@ -315,6 +315,12 @@ def main() -> int:
     parser.add_argument("--topics-per-group", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument(
+        "--collect-only",
+        action="store_true",
+        help="time only collect with and without time lag (no write, CLI or reference tool): "
+        "more rounds of the time-lag ratio in the same time",
+    )
+    parser.add_argument(
         "--bootstrap-servers", default=None, help="use this (empty) cluster instead of a local broker"
     )
     parser.add_argument("--seed", type=int, default=5337)
@@ -398,6 +404,8 @@ def main() -> int:
             ends = ends_of(taken)
             lagging = sum(1 for c in taken.committed if c.offset < ends[(c.topic, c.partition)])
             timestamps.append((len(taken.record_timestamps), lagging))
+            if args.collect_only:
+                return
             started = time.perf_counter()
             store.write_snapshot(taken, db_url)
             runs["write"].append(time.perf_counter() - started)
@@ -411,6 +419,8 @@ def main() -> int:
             return {(p.topic, p.partition): p.log_end_offset for p in taken.partitions}
 
         def reference() -> None:
+            if args.collect_only:
+                return
             elapsed, mem = run_measured(tool_command, args.tool_timeout)
             runs["reference"].append(elapsed)
             rss["reference"] = max(rss["reference"], mem)
@@ -422,12 +432,17 @@ def main() -> int:
             ):
                 measure()
             loads.append(_load())
+            commands = (
+                ""
+                if args.collect_only
+                else f", write {runs['write'][-1]:.3f} s, cli {runs['cli'][-1]:.2f} s, "
+                f"reference {runs['reference'][-1]:.2f} s"
+            )
             print(
                 f"round {round_no}: collect {runs['collect'][-1]:.3f} s "
                 f"(without time lag {runs['collect_no_time_lag'][-1]:.3f} s, "
-                f"{timestamps[-1][0]} of {timestamps[-1][1]} lagging offsets stamped), "
-                f"write {runs['write'][-1]:.3f} s, "
-                f"cli {runs['cli'][-1]:.2f} s, reference {runs['reference'][-1]:.2f} s (load {loads[-1]})",
+                f"{timestamps[-1][0]} of {timestamps[-1][1]} lagging offsets stamped){commands} "
+                f"(load {loads[-1]})",
                 flush=True,
             )
         # Heap peak in a separate, untimed pass: tracemalloc slows Python down several-fold.
@@ -441,7 +456,8 @@ def main() -> int:
             local_kafka.stop(state_dir)
         shutil.rmtree(tmp, ignore_errors=True)
 
-    med = {k: statistics.median(v) for k, v in runs.items()}
+    med = {k: statistics.median(v) if v else None for k, v in runs.items()}
+    ref, cli, write = med["reference"], med["cli"], med["write"]
     result = {
         "shape": shape,
         "rounds": args.rounds,
@@ -451,9 +467,9 @@ def main() -> int:
         "time_lag_cost_ratio": med["collect"] / med["collect_no_time_lag"],
         "time_lag_target": "PASS" if med["collect"] <= 2 * med["collect_no_time_lag"] else "FAIL",
         "record_timestamps_vs_lagging_offsets": timestamps,
-        "speedup_collect_vs_reference": med["reference"] / med["collect"],
-        "speedup_collect_and_write_vs_reference": med["reference"] / (med["collect"] + med["write"]),
-        "speedup_cli_vs_reference": med["reference"] / med["cli"],
+        "speedup_collect_vs_reference": ref / med["collect"] if ref else None,
+        "speedup_collect_and_write_vs_reference": ref / (med["collect"] + write) if ref and write else None,
+        "speedup_cli_vs_reference": ref / cli if ref and cli else None,
         "max_rss_mib": rss,
         "collect_python_heap_peak_mib": round(heap_peak / 2**20, 1),
         "load_average_1m": {"start": loads[0], "after_each_round": loads[1:]},
@@ -465,7 +481,8 @@ def main() -> int:
                         ("collect_no_time_lag", "ours: collect, no time lag"),
                         ("write", "ours: write to SQLite"),
                         ("cli", "ours: CLI snapshot command"), ("reference", "kafka-consumer-groups")):  # fmt: skip
-        print(f"{label:28}{med[name]:>10.3f}")
+        if med[name] is not None:
+            print(f"{label:28}{med[name]:>10.3f}")
     print(
         "collect stages (median s): "
         + ", ".join(f"{k} {v:.3f}" for k, v in result["collect_stage_median_s"].items())
@@ -474,11 +491,12 @@ def main() -> int:
         f"\ntime lag cost: collect with / without = {result['time_lag_cost_ratio']:.2f}x "
         f"(target <= 2x: {result['time_lag_target']})"
     )
-    print(
-        f"speedup vs reference: collect {result['speedup_collect_vs_reference']:.1f}x, "
-        f"collect+write {result['speedup_collect_and_write_vs_reference']:.1f}x, "
-        f"CLI command {result['speedup_cli_vs_reference']:.1f}x"
-    )
+    if ref is not None:
+        print(
+            f"speedup vs reference: collect {result['speedup_collect_vs_reference']:.1f}x, "
+            f"collect+write {result['speedup_collect_and_write_vs_reference']:.1f}x, "
+            f"CLI command {result['speedup_cli_vs_reference']:.1f}x"
+        )
     print(
         f"memory: CLI max RSS {rss['cli']} MiB, reference max RSS {rss['reference']} MiB, "
         f"collect Python heap peak {result['collect_python_heap_peak_mib']} MiB"
