@@ -16,8 +16,15 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from tests.support import postgres
+
+# Property and fuzz tests draw the same examples on every run of `make test` (CI must not pass or fail
+# by chance); `HYPOTHESIS_PROFILE=explore make test` draws fresh ones to look for new failures.
+settings.register_profile("repeatable", derandomize=True, database=None)
+settings.register_profile("explore", derandomize=False)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "repeatable"))
 
 
 @pytest.fixture(scope="session")

@@ -94,9 +94,9 @@ def test_non_positive_timeout_and_retention_are_refused(capsys, sqlite_url, argv
         main([*argv, "--db", sqlite_url])
     err = capsys.readouterr().err
     assert exit_info.value.code == 2
-    # the prune flags' own check, or the parameter model's (the snapshot's --timeout)
+    # the prune flags' own check (hours, bounded by ten years), or the parameter model's (--timeout)
     assert (
-        f"argument {argv[-2]}: must be a number > 0, not {argv[-1]!r}" in err
+        f"argument {argv[-2]}: must be a number of hours > 0 and <= 87600, not {argv[-1]!r}" in err
         or f"argument {argv[-2]}: {argv[-1]!r}: Input should be" in err
     ), err
     assert not Path(sqlite_url.removeprefix("sqlite:///")).exists()  # nothing touched
@@ -128,6 +128,9 @@ def test_lag_without_snapshots_or_schema(capsys, db_url) -> None:
     assert code == 1 and "must be a number or 'latest'" in err
     code, err = _run(capsys, "lag", "--db", db_url, "--snapshot", "99")
     assert code == 1 and "snapshot 99 does not exist" in err
+    huge = str(2**63)  # one past the largest id the column holds: refused, not an overflow traceback
+    code, err = _run(capsys, "lag", "--db", db_url, "--snapshot", huge)
+    assert code == 1 and f"snapshot {huge} does not exist" in err and "Traceback" not in err
     store.db.dispose(db_url)
 
 

@@ -210,3 +210,16 @@ def test_installed_entry_point(tmp_path):
         timeout=120,
     )
     assert bad.returncode == 1 and "Traceback" not in bad.stderr
+
+
+@pytest.mark.parametrize("limit", ["0", "-3", "x", str(2**64)])
+def test_plans_limit_out_of_range_is_refused_before_the_database(limit, tmp_path, capsys) -> None:
+    """``plans --limit`` takes 1 to 1,000,000: a huge one used to reach SQLite and overflow (traceback)."""
+    from rebalance_advisor.cli import main
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["plans", "--limit", limit, "--db", f"sqlite:///{tmp_path / 'none.db'}"])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2
+    assert f"argument --limit: must be a whole number from 1 to 1,000,000, not {limit!r}" in err
+    assert not (tmp_path / "none.db").exists()

@@ -36,9 +36,26 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     plans.add_argument("--group", default=None, help="only this group")
     plans.add_argument("--status", default=None,
                        choices=("recommended", "approved", "published", "superseded", "rejected", "skipped"))  # fmt: skip
-    plans.add_argument("--limit", type=int, default=None, help="newest N only")
+    plans.add_argument("--limit", type=_plan_limit, default=None, help="newest N only (1 to 1,000,000)")
     plans.add_argument("--format", choices=("table", "json", "csv"), default="table")
     plans.set_defaults(func=_plans)
+
+
+#: The most plans ``plans --limit`` lists (also keeps the SQL LIMIT inside a 64-bit integer).
+PLANS_LIMIT_MAX = 1_000_000
+
+
+def _plan_limit(text: str) -> int:
+    """``--limit``: a whole number from 1 to :data:`PLANS_LIMIT_MAX` (argparse names the option)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if not 1 <= value <= PLANS_LIMIT_MAX:
+        raise argparse.ArgumentTypeError(
+            f"must be a whole number from 1 to {PLANS_LIMIT_MAX:,}, not {text!r}"
+        )
+    return value
 
 
 def _advise(args: argparse.Namespace) -> int:

@@ -382,6 +382,10 @@ def newest_snapshot_id_of_group(conn: Connection, group_id: str) -> int | None:
     ).scalar()
 
 
+#: The largest id a snapshot (a 64-bit integer column) can have.
+SQL_ID_MAX = 2**63 - 1
+
+
 def resolve_snapshot_id(ref: str | int | None, url: str | None = None) -> int:
     """``latest``/None or a number to an existing snapshot id; a clear error otherwise."""
     with db.connect(url) as conn:
@@ -399,6 +403,8 @@ def snapshot_id_in(conn: Connection, ref: str | int | None) -> int:
         wanted = int(ref)
     except ValueError as error:
         raise AdvisorError(f"--snapshot must be a number or 'latest', not {ref!r}") from error
+    if not 1 <= wanted <= SQL_ID_MAX:  # also: a larger number does not fit the id column's type
+        raise AdvisorError(f"snapshot {wanted} does not exist (snapshot ids run from 1 to {SQL_ID_MAX})")
     if conn.execute(sa.select(SnapshotRow.id).where(SnapshotRow.id == wanted)).first() is None:
         raise AdvisorError(f"snapshot {wanted} does not exist (pruned, or never taken)")
     return wanted
