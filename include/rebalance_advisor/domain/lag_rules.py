@@ -281,6 +281,7 @@ def derive_rates(
     previous: PreviousSnapshotState | None,
     params: RateParameters | None = None,
     capacities: CapacityPolicy | None = None,
+    assigned: Mapping[str, Mapping[str, Sequence[tuple[str, int]]]] | None = None,
 ) -> SnapshotRates:
     """Produce and consume rates, time lags and member capacities of ``current`` (module docstring).
 
@@ -292,6 +293,12 @@ def derive_rates(
     in which it owned the same partitions with backlog on at least one at both ends, smoothed like rates,
     carried while it stays, up to ``capacity_max_age_s``), else the group's median measured, else
     the configured value for the group, else unknown (``equal``).
+
+    ``assigned``: group -> registered member -> the partitions its latest published plan gave it, for
+    manual-assign (``assign()``) groups, which the broker lists without members. Their members'
+    capacities follow the same rule with those owners (the caller puts them into
+    ``previous.owners`` only when the same plan was in force at the previous snapshot); a group the
+    snapshot lists with members is measured from those members instead.
     """
     params = params or RateParameters()
     capacities = capacities or CapacityPolicy()
@@ -362,7 +369,7 @@ def derive_rates(
             out.time_lag[key] = TimeLag(None, None)
 
     out.capacity = _capacities(
-        current, previous, params, capacities, consume_sample, out.consume, problem is None
+        current, previous, params, capacities, consume_sample, out.consume, problem is None, assigned or {}
     )
     return out
 
@@ -454,6 +461,7 @@ def _capacities(
     consume_sample: Mapping[tuple[str, str, int], float],
     consume: Mapping[tuple[str, str, int], RateEstimate],
     interval_ok: bool,
+    assigned: Mapping[str, Mapping[str, Sequence[tuple[str, int]]]],
 ) -> dict[tuple[str, str], MemberCapacity]:
     isolation = current.isolation_level
     ends = {(p.topic, p.partition): lag_end_offset(p, isolation) for p in current.partitions}
@@ -462,40 +470,49 @@ def _capacities(
     if previous is not None:
         held_before.update((g, owner) for (g, _, _), owner in previous.owners.items())
     elapsed = (current.taken_at - previous.taken_at).total_seconds() if previous is not None else 0.0
+    # group -> its members as (stored member id, key across snapshots, owned partitions)
+    roster: dict[str, list[tuple[str, str, tuple[tuple[str, int], ...]]]] = {
+        g.group_id: [
+            (m.member_id, member_key(m.member_id, m.group_instance_id), tuple(m.assignment))
+            for m in g.members
+        ]
+        for g in current.groups
+        if g.members
+    }
+    for group_id, owned in assigned.items():
+        if group_id not in roster:  # listed members win: they are what the broker sees
+            roster[group_id] = [(member, member, tuple(parts)) for member, parts in sorted(owned.items())]
     out: dict[tuple[str, str], MemberCapacity] = {}
-    for g in current.groups:
+    for group_id, members in roster.items():
         measured: list[float | None] = []
         measured_at: list[datetime | None] = []
         own_rate: list[float | None] = []
-        for m in g.members:
-            key = member_key(m.member_id, m.group_instance_id)
+        for _, key, assignment in members:
             sample = None
             if (
                 interval_ok
                 and previous is not None
-                and m.assignment
-                and held_before[(g.group_id, key)] == len(m.assignment)
+                and assignment
+                and held_before[(group_id, key)] == len(assignment)
             ):
                 sample = _capacity_sample(
-                    g.group_id, key, m.assignment, previous, ends, committed, consume_sample
+                    group_id, key, assignment, previous, ends, committed, consume_sample
                 )
-            carried = previous.capacities.get((g.group_id, key)) if previous is not None else None
+            carried = previous.capacities.get((group_id, key)) if previous is not None else None
             age = (current.taken_at - carried[1]).total_seconds() if carried is not None else 0.0
             value = next_capacity(sample, carried[0] if carried else None, age, elapsed, params)
             measured.append(None if value is None else value[0])
             measured_at.append(
                 None if value is None else (current.taken_at if value[1] else carried[1])  # type: ignore[index]
             )
-            rates = [consume.get((g.group_id, t, p), RateEstimate(None)).rate for t, p in m.assignment]
+            rates = [consume.get((group_id, t, p), RateEstimate(None)).rate for t, p in assignment]
             known = [r for r in rates if r is not None]
             own_rate.append(sum(known) if known else None)
         filled = fill_capacities(
-            measured, own_rate, policy.for_group(g.group_id), params.unmeasured_capacity_factor
+            measured, own_rate, policy.for_group(group_id), params.unmeasured_capacity_factor
         )
-        for m, (value, source), at in zip(g.members, filled, measured_at, strict=True):
-            out[(g.group_id, m.member_id)] = MemberCapacity(
-                value, source, at if source == "measured" else None
-            )
+        for (member_id, _, _), (value, source), at in zip(members, filled, measured_at, strict=True):
+            out[(group_id, member_id)] = MemberCapacity(value, source, at if source == "measured" else None)
     return out
 
 

@@ -11,7 +11,8 @@ Memberless groups (consumers using ``assign()``): members come from the ``static
 registry, with the topics registered there. The snapshot cannot see what such consumers hold, so
 what they own is the group's latest ``published`` plan (``published``: what the consumers were
 told to run): members no longer registered drop out, partitions no longer in the group's topics
-are ignored. Without a published plan they own nothing (every partition counts as unowned lag);
+are ignored; their capacities are measured against those owners when the snapshot is stored.
+Without a published plan they own nothing (every partition counts as unowned lag);
 without registered members the document has no members and the group's outcome is ``no_members``.
 
 Share groups (KIP-932): the broker assigns their partitions, so their document has no members,
@@ -193,16 +194,17 @@ def build_docs_from_tables(
                 capacity_sources[instance_id or member_id] = capacity.source
         else:
             for s in sorted(registry.get(group_id, ()), key=lambda s: s.member_id):
+                capacity = tables.capacities.get((group_id, s.member_id), _EQUAL)  # from published owners
                 members.append(
                     {
                         "member_id": s.member_id,
                         "group_instance_id": None,
                         "topics": list(s.topics),
                         "owned": [],
-                        "capacity": None,
+                        "capacity": capacity.capacity,
                     }
                 )
-                capacity_sources[s.member_id] = "equal"
+                capacity_sources[s.member_id] = capacity.source
         topics = sorted({t for m in members for t in m["topics"]}) or sorted(
             {t for t, _ in committed.get(group_id, {})}
         )

@@ -106,6 +106,25 @@ class GroupMemberRow(Base):
     capacity_measured_at: Mapped[datetime | None] = mapped_column(sa.DateTime(timezone=True))
 
 
+class AssignedCapacityRow(Base):
+    """Capacity of a registered manual-assign (``assign()``) member, per snapshot.
+
+    Why not a ``group_members`` row: the broker lists no members for such a group, and ``lag`` and the
+    member counts show what the broker lists. ``plan_id``: the published plan whose owners the
+    capacity was measured against; a sample needs the same plan in force at both snapshots.
+    """
+
+    __tablename__ = "assigned_capacities"
+
+    snapshot_id: Mapped[int] = mapped_column(_snapshot_fk(), primary_key=True)
+    group_id: Mapped[str] = mapped_column(sa.Text, primary_key=True)
+    member_id: Mapped[str] = mapped_column(sa.Text, primary_key=True)
+    plan_id: Mapped[int] = mapped_column(sa.Integer)
+    capacity: Mapped[float | None] = mapped_column(sa.Float)
+    capacity_source: Mapped[str] = mapped_column(sa.String(16))
+    capacity_measured_at: Mapped[datetime | None] = mapped_column(sa.DateTime(timezone=True))
+
+
 class MemberAssignmentRow(Base):
     __tablename__ = "member_assignments"
     __table_args__ = (sa.Index("ix_member_assignments_partition", "snapshot_id", "topic", "partition"),)
@@ -168,6 +187,7 @@ class StaticMemberRow(Base):
 
 #: Child tables of ``snapshots``, in delete order.
 SNAPSHOT_CHILDREN = (
+    AssignedCapacityRow,
     MemberAssignmentRow,
     GroupMemberRow,
     CommittedOffsetRow,

@@ -52,6 +52,11 @@ def published_assignments(conn: Connection) -> dict[str, dict[str, list[tuple[st
     Why: the snapshot cannot see what ``assign()`` consumers hold; what they were last told to run
     is what they own (``planner.specs``), so the planner measures and moves against it.
     """
+    return {group_id: owners for group_id, (_, owners) in published_plans(conn).items()}
+
+
+def published_plans(conn: Connection) -> dict[str, tuple[int, dict[str, list[tuple[str, int]]]]]:
+    """:func:`published_assignments` with each plan's id (snapshots measure capacities against it)."""
     registered = sa.select(StaticMemberRow.group_id).distinct()
     latest = (
         sa.select(sa.func.max(Plan.id))
@@ -59,14 +64,16 @@ def published_assignments(conn: Connection) -> dict[str, dict[str, list[tuple[st
         .group_by(Plan.group_id)
     )
     rows = conn.execute(
-        sa.select(Plan.group_id, PlanAssignment.member_id, PlanAssignment.topic, PlanAssignment.partition)
+        sa.select(
+            Plan.group_id, Plan.id, PlanAssignment.member_id, PlanAssignment.topic, PlanAssignment.partition
+        )
         .join(PlanAssignment, PlanAssignment.plan_id == Plan.id)
         .where(Plan.id.in_(latest))
         .order_by(Plan.group_id, PlanAssignment.member_id, PlanAssignment.topic, PlanAssignment.partition)
     )
-    result: dict[str, dict[str, list[tuple[str, int]]]] = {}
-    for group_id, member_id, topic, partition in rows:
-        result.setdefault(group_id, {}).setdefault(member_id, []).append((topic, partition))
+    result: dict[str, tuple[int, dict[str, list[tuple[str, int]]]]] = {}
+    for group_id, plan_id, member_id, topic, partition in rows:
+        result.setdefault(group_id, (plan_id, {}))[1].setdefault(member_id, []).append((topic, partition))
     return result
 
 

@@ -23,6 +23,7 @@ from rebalance_advisor.domain.spec_documents import SnapshotTables
 from rebalance_advisor.errors import AdvisorError
 from rebalance_advisor.store import db
 from rebalance_advisor.store.models import (
+    AssignedCapacityRow,
     CommittedOffsetRow,
     ConsumerGroupRow,
     GroupMemberRow,
@@ -133,6 +134,12 @@ def snapshot_tables_in(conn: Connection, snapshot_id: int) -> SnapshotTables:
                 tuple(assignments.get((group_id, member_id), ())),
             )
         )
+    ac = AssignedCapacityRow.__table__  # registered manual-assign members (store.snapshots)
+    for group_id, member_id, capacity, source, measured_at in conn.execute(
+        sa.select(ac.c.group_id, ac.c.member_id, ac.c.capacity, ac.c.capacity_source,
+                  ac.c.capacity_measured_at).where(ac.c.snapshot_id == snapshot_id)
+    ):  # fmt: skip
+        capacities[(group_id, member_id)] = MemberCapacity(capacity, source, measured_at)
     group_types = conn.execute(
         sa.select(g.c.group_id, g.c.group_type).where(g.c.snapshot_id == snapshot_id)
     ).all()

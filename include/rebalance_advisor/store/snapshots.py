@@ -34,6 +34,7 @@ from rebalance_advisor.store import db
 from rebalance_advisor.store.id_limits import drop_unstorable_groups
 from rebalance_advisor.store.models import (
     SNAPSHOT_CHILDREN,
+    AssignedCapacityRow,
     CommittedOffsetRow,
     ConsumerGroupRow,
     GroupMemberRow,
@@ -41,7 +42,9 @@ from rebalance_advisor.store.models import (
     PartitionOffsetRow,
     SnapshotErrorRow,
     SnapshotRow,
+    StaticMemberRow,
 )
+from rebalance_advisor.store.plans import published_plans
 from rebalance_advisor.store.snapshot_reader import raw_rows
 
 #: Rows per INSERT statement on the generic Core path (dialects other than SQLite and PostgreSQL).
@@ -96,11 +99,38 @@ def _delete_snapshots(conn: Connection, ids: list[int]) -> None:
     conn.execute(sa.delete(SnapshotRow.__table__).where(SnapshotRow.__table__.c.id.in_(ids)))
 
 
-def _previous_state(conn: Connection, snapshot: Snapshot) -> PreviousSnapshotState | None:
+#: group -> (published plan id, registered member -> the partitions that plan gave it)
+ManualAssignPlans = dict[str, tuple[int, dict[str, list[tuple[str, int]]]]]
+
+
+def _manual_assign_plans(conn: Connection, snapshot: Snapshot) -> ManualAssignPlans:
+    """Registered manual-assign groups the snapshot lists without members, with a published plan.
+
+    Why: ``assign()`` consumers do not show in DescribeGroups; what they own is their latest published
+    plan (``plans.published_assignments``, as the planner reads it), so their capacities are measured
+    against it. Members no longer registered drop out; registered members the plan left out own nothing.
+    """
+    listed = {g.group_id for g in snapshot.groups if g.members}
+    registered: dict[str, set[str]] = {}
+    for group_id, member_id in conn.execute(sa.select(StaticMemberRow.group_id, StaticMemberRow.member_id)):
+        registered.setdefault(group_id, set()).add(member_id)
+    out: ManualAssignPlans = {}
+    for group_id, (plan_id, owners) in published_plans(conn).items():
+        if group_id in listed or group_id not in registered:
+            continue
+        out[group_id] = (plan_id, {m: list(owners.get(m, ())) for m in sorted(registered[group_id])})
+    return out
+
+
+def _previous_state(
+    conn: Connection, snapshot: Snapshot, manual: ManualAssignPlans | None = None
+) -> PreviousSnapshotState | None:
     """The newest stored snapshot of the same cluster, as :func:`derive_rates` needs it.
 
     Only that one snapshot is read (its offsets, stored rates, owners and capacities): rates are
-    carried forward snapshot by snapshot, never recomputed from older ones.
+    carried forward snapshot by snapshot, never recomputed from older ones. A manual-assign group
+    (``manual``) gets its published owners as the previous owners only when the previous snapshot
+    measured against the same plan: a plan published in between means the partitions moved.
     """
     s = SnapshotRow.__table__
     query = sa.select(s.c.id, s.c.taken_at, s.c.isolation_level)
@@ -151,6 +181,18 @@ def _previous_state(conn: Connection, snapshot: Snapshot) -> PreviousSnapshotSta
             ),
         )
     }
+    ac = AssignedCapacityRow.__table__
+    previous_plan: dict[str, int] = {}
+    for group_id, member_id, plan_id, capacity, source, measured_at in conn.execute(
+        sa.select(ac.c.group_id, ac.c.member_id, ac.c.plan_id, ac.c.capacity, ac.c.capacity_source,
+                  ac.c.capacity_measured_at).where(ac.c.snapshot_id == previous_id)
+    ):  # fmt: skip
+        previous_plan[group_id] = plan_id
+        if source == "measured" and capacity is not None and measured_at is not None:
+            capacities[(group_id, member_id)] = (capacity, _aware(measured_at))
+    for group_id, (plan_id, held) in (manual or {}).items():
+        if previous_plan.get(group_id) == plan_id:
+            owners.update(((group_id, t, p), member) for member, parts in held.items() for t, p in parts)
     return PreviousSnapshotState(
         snapshot_id=previous_id,
         taken_at=_aware(taken_at),
@@ -190,7 +232,14 @@ def write_snapshot(
                 sa.select(SnapshotRow.id).where(SnapshotRow.airflow_run_id == run_id)
             ).scalars()
             _delete_snapshots(conn, list(previous))
-        rates = derive_rates(snapshot, _previous_state(conn, snapshot), rate_parameters, capacities)
+        manual = _manual_assign_plans(conn, snapshot)
+        rates = derive_rates(
+            snapshot,
+            _previous_state(conn, snapshot, manual),
+            rate_parameters,
+            capacities,
+            {group_id: held for group_id, (_, held) in manual.items()},
+        )
         snapshot_id = conn.execute(
             sa.insert(SnapshotRow.__table__).returning(SnapshotRow.__table__.c.id),
             {
@@ -256,6 +305,17 @@ def write_snapshot(
                 for t, p in m.assignment
             ],
         )
+        _insert(  # not group_members rows: the broker lists no members for these groups (models)
+            conn,
+            AssignedCapacityRow,
+            [
+                {**sid, "group_id": group_id, "member_id": member_id, "plan_id": plan_id,
+                 **dict(zip(("capacity", "capacity_source", "capacity_measured_at"),
+                            rates.capacity.get((group_id, member_id), equal), strict=True))}
+                for group_id, (plan_id, held) in manual.items()
+                for member_id in held
+            ],
+        )  # fmt: skip
         consume, time_lag, stamps = rates.consume, rates.time_lag, snapshot.record_timestamps
         no_time_lag = TimeLag(None, None)
         _insert_tuples(
@@ -450,6 +510,11 @@ def load_snapshot(snapshot_id: int, url: str | None = None, groups: list[str] | 
                     assignment=tuple(assignments.get((m["group_id"], m["member_id"]), ())),
                     position=m["position"],
                 )
+            )
+        for r in rows(AssignedCapacityRow, "group_id", "member_id"):
+            measured_at = r["capacity_measured_at"]
+            rates.capacity[(r["group_id"], r["member_id"])] = MemberCapacity(
+                r["capacity"], r["capacity_source"], _aware(measured_at) if measured_at else None
             )
         loaded_groups = [
             Group(
