@@ -142,6 +142,26 @@ def decode_offset_commit(key: bytes, value: bytes | None) -> tuple[str, str, int
     return group, topic, partition, offset, metadata.rstrip("\x00")  # librdkafka sends the C string's NUL
 
 
+def _read_to_end(
+    consumer: Consumer, topic: str, partitions: set[int], handle, bound_s: float = 120
+) -> set[int]:
+    """Hand every record of ``partitions`` (from the start to the end seen at EOF) to ``handle``;
+    other errors are skipped. Returns the partitions not read to the end within ``bound_s``."""
+    pending = set(partitions)
+    consumer.assign([TopicPartition(topic, p, -2) for p in pending])
+    deadline = time.monotonic() + bound_s
+    while pending and time.monotonic() < deadline:
+        message = consumer.poll(0.5)
+        if message is None:
+            continue
+        if message.error():
+            if message.error().code() == KafkaError._PARTITION_EOF:
+                pending.discard(message.partition())
+            continue
+        handle(message)
+    return pending
+
+
 def commit_history(bootstrap: str, group: str, topic: str) -> dict[int, list[Commit]]:
     """Every commit of ``group`` on ``topic`` the broker accepted, per partition, in log order."""
     consumer = Consumer(
@@ -156,21 +176,14 @@ def commit_history(bootstrap: str, group: str, topic: str) -> dict[int, list[Com
     history: dict[int, list[Commit]] = defaultdict(list)
     try:
         meta = consumer.list_topics("__consumer_offsets", timeout=10).topics["__consumer_offsets"]
-        pending = set(meta.partitions)
-        consumer.assign([TopicPartition("__consumer_offsets", p, -2) for p in pending])
-        deadline = time.monotonic() + 120
-        while pending and time.monotonic() < deadline:
-            message = consumer.poll(0.5)
-            if message is None:
-                continue
-            if message.error():
-                if message.error().code() == KafkaError._PARTITION_EOF:
-                    pending.discard(message.partition())
-                continue
+
+        def keep(message) -> None:
             decoded = decode_offset_commit(message.key(), message.value())
             if decoded and decoded[0] == group and decoded[1] == topic:
                 stamp = message.timestamp()[1] / 1000
                 history[decoded[2]].append(Commit(decoded[2], decoded[3], decode_mark(decoded[4]), stamp))
+
+        pending = _read_to_end(consumer, "__consumer_offsets", set(meta.partitions), keep)
         assert not pending, "reading __consumer_offsets did not finish"
     finally:
         consumer.close()
@@ -189,19 +202,12 @@ def read_outputs(bootstrap: str, topic: str, partitions: int) -> Counter:
     )
     seen: Counter = Counter()
     try:
-        pending = set(range(partitions))
-        consumer.assign([TopicPartition(topic, p, -2) for p in pending])
-        deadline = time.monotonic() + 120
-        while pending and time.monotonic() < deadline:
-            message = consumer.poll(0.5)
-            if message is None:
-                continue
-            if message.error():
-                if message.error().code() == KafkaError._PARTITION_EOF:
-                    pending.discard(message.partition())
-                continue
+
+        def count(message) -> None:
             p, o = message.value().decode().split(":")
             seen[(int(p), int(o))] += 1
+
+        _read_to_end(consumer, topic, set(range(partitions)), count)
     finally:
         consumer.close()
     return seen
