@@ -67,12 +67,12 @@ def _reference_input(groups: list[dict]) -> str:
 
 
 def _run_reference(text: str) -> dict[tuple[str, str], dict[str, list[tuple[str, int]]]]:
-    from rebalance_advisor.devtools import local_kafka
+    from rebalance_advisor.adapters import kafka_jars
 
     try:
-        libs = local_kafka.fetch_jars()
-        java = local_kafka.java_executable()
-    except local_kafka.LocalKafkaError as exc:
+        libs = kafka_jars.fetch_jars()
+        java = kafka_jars.java_executable()
+    except kafka_jars.KafkaJarsError as exc:
         pytest.skip(f"Kafka jars or Java unavailable: {exc}")
     result = subprocess.run(
         [java, "-cp", f"{libs}/*", str(SOURCE)],

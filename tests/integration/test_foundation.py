@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 from rebalance_advisor import __version__
+from rebalance_advisor.adapters import kafka_jars
 from rebalance_advisor.cli import main
 from rebalance_advisor.devtools import local_kafka
 from rebalance_advisor.errors import AdvisorError
@@ -58,7 +59,7 @@ def test_missing_java_is_reported(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("JAVA_HOME", "/nonexistent")
     monkeypatch.setenv("PATH", "/nonexistent")
     with pytest.raises(AdvisorError, match="Java not found"):
-        local_kafka.java_executable()
+        kafka_jars.java_executable()
 
 
 def test_parse_describe_output_keeps_dashes() -> None:
@@ -129,12 +130,12 @@ def test_unreachable_maven_leaves_no_partial_cache(tmp_path, monkeypatch: pytest
     monkeypatch.setenv("REBALANCE_ADVISOR_CACHE", str(cache))
     monkeypatch.setenv("REBALANCE_ADVISOR_MAVEN_SETTINGS", str(settings))
     with pytest.raises(
-        local_kafka.LocalKafkaError, match="could not fetch the Kafka .* jars from Maven Central"
+        kafka_jars.KafkaJarsError, match="could not fetch the Kafka .* jars from Maven Central"
     ):
-        local_kafka.fetch_jars()
+        kafka_jars.fetch_jars()
     leftovers = [p for p in cache.rglob("*") if p.is_file()]
     assert leftovers == []
-    assert not local_kafka.jar_dir().exists()
+    assert not kafka_jars.jar_dir().exists()
 
 
 @pytest.mark.kafka

@@ -33,12 +33,12 @@ def _keys() -> list[bytes]:
 
 
 def _reference(keys: list[bytes], partitions: list[int]) -> np.ndarray:
-    from rebalance_advisor.devtools import local_kafka
+    from rebalance_advisor.adapters import kafka_jars
 
     try:
-        libs = local_kafka.fetch_jars()
-        java = local_kafka.java_executable()
-    except local_kafka.LocalKafkaError as exc:
+        libs = kafka_jars.fetch_jars()
+        java = kafka_jars.java_executable()
+    except kafka_jars.KafkaJarsError as exc:
         pytest.skip(f"Kafka jars or Java unavailable: {exc}")
     text = "".join(f"{k.hex() or '-'} {n}\n" for k, n in zip(keys, partitions, strict=True))
     result = subprocess.run(

@@ -10,8 +10,8 @@ import uuid
 from datetime import UTC, datetime
 
 import pytest
+from rebalance_advisor.adapters import kafka_jars
 from rebalance_advisor.cli import main
-from rebalance_advisor.devtools import local_kafka
 from rebalance_advisor.domain.group_planning import plan_group
 from rebalance_advisor.domain.parameters import Thresholds
 from rebalance_advisor.domain.spec_documents import build_docs_from_tables
@@ -26,7 +26,7 @@ RECORDS = 40
 
 def _share_tool(bootstrap: str, group: str) -> dict[tuple[str, int], tuple[str, str]]:
     """(topic, partition) -> (START-OFFSET, LAG) as Kafka's share-group tool prints them."""
-    command = local_kafka.java_command(
+    command = kafka_jars.java_command(
         "org.apache.kafka.tools.consumer.group.ShareGroupCommand",
         "--bootstrap-server", bootstrap, "--describe", "--group", group,
     )  # fmt: skip

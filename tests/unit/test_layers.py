@@ -1,4 +1,5 @@
-"""The architecture as a test: no import cycle inside the package, and a pure domain.
+"""The architecture as a test: no import cycle inside the package, a pure domain, and every import
+pointing down the layers of docs/architecture.md ("Layers").
 
 Imports are read from the source (``ast``), including those inside functions, so a lazy import
 cannot hide a cycle or an I/O dependency of the domain.
@@ -30,6 +31,31 @@ DOMAIN_FORBIDDEN = (
     "rebalance_advisor.devtools",
     "rebalance_advisor.publish",
 )
+
+
+#: layer -> the layers its modules may import (its own included). ``top`` = the package's own
+#: small modules (errors, settings, polling, gcpause). Read bottom-up: top < domain < store <
+#: adapters < services < devtools, dag_tasks, webui, cli.
+ALLOWED = {
+    "top": {"top"},
+    "domain": {"domain", "top"},
+    "store": {"store", "domain", "top"},
+    "adapters": {"adapters", "store", "domain", "top"},
+    "services": {"services", "adapters", "store", "domain", "top"},
+    "devtools": {"devtools", "services", "adapters", "store", "domain", "top"},
+    "dag_tasks": {"dag_tasks", "services", "adapters", "store", "domain", "top"},
+    "webui": {"webui", "services", "adapters", "store", "domain", "top"},
+    "cli": {"cli", "devtools", "services", "adapters", "store", "domain", "top"},
+}
+#: the only shipped modules that may reach dev tooling: the CLI's ``dev`` and ``demo`` commands
+DEVTOOLS_USERS = {"rebalance_advisor.cli.dev", "rebalance_advisor.cli.demo"}
+REPO = PACKAGE.parents[1]
+
+
+def _layer(module: str) -> str:
+    """``rebalance_advisor.<layer>.…`` -> layer; the package's own top-level modules -> ``top``."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 and parts[1] in ALLOWED else "top"
 
 
 def _module_name(path: Path, root: Path = PACKAGE.parent) -> str:
@@ -106,6 +132,33 @@ def test_domain_imports_no_io_and_no_outer_layer() -> None:
     assert offenders == {}
 
 
+def _layer_offences(graph: dict[str, set[str]]) -> list[str]:
+    """Imports that run up the layers, and shipped modules that import dev tooling."""
+    offences = []
+    for module, deps in sorted(graph.items()):
+        for dep in sorted(deps):
+            if _layer(dep) not in ALLOWED[_layer(module)]:
+                offences.append(f"{module} -> {dep} ({_layer(module)} may not import {_layer(dep)})")
+            elif _layer(dep) == "devtools" != _layer(module) and module not in DEVTOOLS_USERS:
+                offences.append(f"{module} -> {dep} (shipped code imports no devtools)")
+    return offences
+
+
+def test_imports_point_down_the_layers() -> None:
+    """Domain imports no store/adapters/services; adapters no services/cli/webui/devtools; and so on."""
+    assert _layer_offences(_graph()) == []
+
+
+def test_dags_and_plugins_import_no_devtools() -> None:
+    """What the Airflow image loads (dags/, plugins/) never reaches the local broker or the demo."""
+    offenders = {}
+    for path in [*(REPO / "dags").glob("*.py"), *(REPO / "plugins").glob("*.py")]:
+        bad = sorted(i for i in _imports(path, REPO) if i.startswith("rebalance_advisor.devtools"))
+        if bad:
+            offenders[path.name] = bad
+    assert offenders == {}
+
+
 def test_the_checks_see_a_cycle_and_a_lazy_import(tmp_path: Path) -> None:
     """The reader is not blind: it finds imports inside functions, and a two-module cycle."""
     pkg = tmp_path / "rebalance_advisor"
@@ -115,3 +168,24 @@ def test_the_checks_see_a_cycle_and_a_lazy_import(tmp_path: Path) -> None:
     (pkg / "b.py").write_text("from rebalance_advisor.a import f\n")
     assert "sqlalchemy" in _imports(pkg / "a.py", tmp_path)
     assert _cycles(_graph(pkg)) == [["rebalance_advisor.a", "rebalance_advisor.b", "rebalance_advisor.a"]]
+
+
+def test_the_layer_check_sees_an_upward_import(tmp_path: Path) -> None:
+    """An adapter reaching into devtools and a domain module reaching the store are both reported;
+    the CLI's dev command may use devtools, another CLI module may not."""
+    pkg = tmp_path / "rebalance_advisor"
+    for folder in ("adapters", "devtools", "domain", "store", "cli"):
+        (pkg / folder).mkdir(parents=True)
+        (pkg / folder / "__init__.py").write_text("")
+    (pkg / "__init__.py").write_text("")
+    (pkg / "devtools" / "broker.py").write_text("")
+    (pkg / "store" / "db.py").write_text("")
+    (pkg / "adapters" / "jars.py").write_text("def f():\n    from rebalance_advisor.devtools import broker\n")
+    (pkg / "domain" / "rule.py").write_text("from rebalance_advisor.store import db\n")
+    (pkg / "cli" / "dev.py").write_text("from rebalance_advisor.devtools import broker\n")
+    (pkg / "cli" / "plan.py").write_text("from rebalance_advisor.devtools import broker\n")
+    assert _layer_offences(_graph(pkg)) == [
+        "rebalance_advisor.adapters.jars -> rebalance_advisor.devtools.broker (adapters may not import devtools)",
+        "rebalance_advisor.cli.plan -> rebalance_advisor.devtools.broker (shipped code imports no devtools)",
+        "rebalance_advisor.domain.rule -> rebalance_advisor.store.db (domain may not import store)",
+    ]

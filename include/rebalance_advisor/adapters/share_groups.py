@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rebalance_advisor.adapters import kafka_jars
 from rebalance_advisor.domain.snapshot_model import (
     SHARE_GROUP_TYPE,
     CommittedOffset,
@@ -109,21 +110,19 @@ def _properties(config: dict[str, str]) -> str:
 
 def _command() -> list[str]:
     """The java command line; compiles the reader once per source and Kafka version into the cache."""
-    from rebalance_advisor.devtools import local_kafka
-
-    libs = local_kafka.jar_dir()
-    if not (libs / local_kafka.COMPLETE_MARKER).exists():
+    libs = kafka_jars.jar_dir()
+    if not (libs / kafka_jars.COMPLETE_MARKER).exists():
         raise ShareGroupsUnavailable(
             "the Kafka jars are not cached; run `rebalance-advisor dev kafka fetch`, "
             "or snapshot with --no-share-groups"
         )
     try:
-        java = local_kafka.java_executable()
-    except local_kafka.LocalKafkaError as error:
+        java = kafka_jars.java_executable()
+    except kafka_jars.KafkaJarsError as error:
         raise ShareGroupsUnavailable(f"{error} (or snapshot with --no-share-groups)") from None
-    source_file = local_kafka.KAFKA_FILES / f"{MAIN_CLASS}.java"
+    source_file = kafka_jars.KAFKA_FILES / f"{MAIN_CLASS}.java"
     source = source_file.read_bytes()
-    digest = hashlib.sha256(source + local_kafka.kafka_version().encode()).hexdigest()[:16]
+    digest = hashlib.sha256(source + kafka_jars.kafka_version().encode()).hexdigest()[:16]
     classes = libs.parent / f"share-group-reader-{digest}"
     classpath = f"{libs}/*"
     if not (classes / f"{MAIN_CLASS}.class").exists():
@@ -141,8 +140,7 @@ def _command() -> list[str]:
                 pass
             finally:
                 shutil.rmtree(staging, ignore_errors=True)
-    log4j = f"-Dlog4j2.configurationFile={local_kafka.KAFKA_FILES / 'log4j2.properties'}"
-    jvm = [java, "-Xmx128m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", log4j]
+    jvm = [java, "-Xmx128m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", kafka_jars.log4j_option()]
     if (classes / f"{MAIN_CLASS}.class").exists():
         return [*jvm, "-cp", f"{classes}{os.pathsep}{classpath}", MAIN_CLASS]
     return [*jvm, "-cp", classpath, str(source_file)]  # no javac: Java's single-file source launcher

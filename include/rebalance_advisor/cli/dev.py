@@ -78,9 +78,9 @@ def _register_airflow(dev_sub: argparse._SubParsersAction) -> None:
 
 
 def _fetch(args: argparse.Namespace) -> int:
-    from rebalance_advisor.devtools import local_kafka
+    from rebalance_advisor.adapters import kafka_jars
 
-    print(local_kafka.fetch_jars(quiet=False))
+    print(kafka_jars.fetch_jars(quiet=False))
     return 0
 
 

@@ -1,8 +1,6 @@
 """A real single-node KRaft Kafka broker on loopback, for the demo and the tests.
 
-No registry here ships a Kafka server package, so the broker's jars come from Maven Central
-(``include/kafka/pom.xml``) into a cache outside git. A fetch lands in a temporary folder and is
-renamed into place only when complete, so a broken download is never mistaken for a cache.
+The broker's jars come from the cache of ``adapters/kafka_jars.py`` (fetched from Maven Central once).
 The broker runs in its own process group; stopping it kills that group, so no JVM is left behind.
 """
 
@@ -12,24 +10,20 @@ import base64
 import contextlib
 import json
 import os
-import re
 import resource
 import shutil
 import signal
 import socket
 import subprocess
-import tempfile
 import uuid
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from rebalance_advisor.adapters.kafka_jars import KAFKA_FILES, fetch_jars, java_command
 from rebalance_advisor.errors import AdvisorError
 from rebalance_advisor.polling import poll_until
-from rebalance_advisor.settings import INCLUDE_DIR, cache_dir, home_dir
+from rebalance_advisor.settings import home_dir
 
-KAFKA_FILES = INCLUDE_DIR / "kafka"
-POM = KAFKA_FILES / "pom.xml"
-COMPLETE_MARKER = "FETCH-COMPLETE"
 START_TIMEOUT_S = 90.0
 STOP_TIMEOUT_S = 30.0
 JVM_HEAP = "-Xmx768m"
@@ -40,88 +34,6 @@ BROKER_OPEN_FILES = 262_144
 
 class LocalKafkaError(AdvisorError):
     """The local broker could not be fetched, started or stopped; the message says why."""
-
-
-def kafka_version() -> str:
-    match = re.search(r"<kafka\.version>([^<]+)</kafka\.version>", POM.read_text())
-    if not match:
-        raise LocalKafkaError(f"{POM} names no <kafka.version>")
-    return match.group(1)
-
-
-def jar_dir() -> Path:
-    return cache_dir() / f"kafka-{kafka_version()}" / "libs"
-
-
-def java_executable() -> str:
-    """The ``java`` to run: ``$JAVA_HOME/bin/java`` when set, else the one on PATH."""
-    java_home = os.environ.get("JAVA_HOME")
-    candidate = Path(java_home, "bin", "java") if java_home else None
-    java = str(candidate) if candidate and candidate.exists() else shutil.which("java")
-    if not java:
-        raise LocalKafkaError(
-            "Java not found: Kafka needs Java 17 or newer. Install it (apt-get install -y "
-            "openjdk-17-jre-headless) or set JAVA_HOME."
-        )
-    return java
-
-
-def fetch_jars(quiet: bool = True) -> Path:
-    """Copy the broker, tools and logging jars into the cache (once); return the folder."""
-    target = jar_dir()
-    if (target / COMPLETE_MARKER).exists():
-        return target
-    java_executable()
-    mvn = shutil.which("mvn")
-    if not mvn:
-        raise LocalKafkaError(
-            "Maven (mvn) not found: it fetches the Kafka jars from Maven Central. "
-            "Install it (apt-get install -y maven) and run again."
-        )
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".libs-partial-", dir=target.parent))
-    options = ["-B", "-q"] if quiet else ["-B"]
-    if settings := os.environ.get("REBALANCE_ADVISOR_MAVEN_SETTINGS"):
-        options += ["-s", settings]  # a mirror or proxy of Maven Central
-    command = [
-        mvn, *options, "-f", str(POM), "dependency:copy-dependencies",
-        f"-DoutputDirectory={staging}", "-DincludeScope=runtime",
-    ]  # fmt: skip
-    try:
-        result = subprocess.run(command, capture_output=True, text=True, timeout=900)
-        jars = list(staging.glob("*.jar"))
-        if result.returncode != 0 or not any(j.name.startswith("kafka_2.13-") for j in jars):
-            tail = "\n".join((result.stdout + result.stderr).strip().splitlines()[-15:])
-            raise LocalKafkaError(
-                f"could not fetch the Kafka {kafka_version()} jars from Maven Central "
-                f"(mvn exit {result.returncode}). Check the network or proxy settings "
-                f"(~/.m2/settings.xml) and run again.\n{tail}"
-            )
-        (staging / COMPLETE_MARKER).write_text(f"kafka {kafka_version()}\n")
-        if target.exists():  # an older, incomplete copy from before markers existed
-            shutil.rmtree(target)
-        staging.rename(target)
-    except subprocess.TimeoutExpired as error:
-        raise LocalKafkaError("fetching the Kafka jars from Maven Central timed out after 900 s") from error
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    return target
-
-
-def java_command(main_class: str, *args: str, heap: str = "-Xmx256m") -> list[str]:
-    """A command line that runs ``main_class`` from the cached jars with our log4j2 config."""
-    libs = fetch_jars()
-    return [
-        java_executable(),
-        heap,
-        "-XX:+UseG1GC",
-        "-Djava.awt.headless=true",
-        f"-Dlog4j2.configurationFile={KAFKA_FILES / 'log4j2.properties'}",
-        "-cp",
-        f"{libs}/*",
-        main_class,
-        *args,
-    ]
 
 
 def consumer_groups_command(bootstrap_servers: str, *args: str) -> list[str]:
