@@ -61,7 +61,7 @@ def test_bad_thresholds_are_refused(kwargs):
         Thresholds(**kwargs)
 
 
-def test_cooldown_when_asked_keeps_candidate_as_skipped_then_expires():
+def test_cooldown_when_asked_holds_the_candidate_back_then_expires():
     standing = StandingPlan(7, "recommended", (NOW - timedelta(minutes=10)).replace(tzinfo=None))
     doc = dict(
         KIP, standing={"plan_id": 7, "status": "recommended", "created_at": standing.created_at.isoformat()}
@@ -70,6 +70,9 @@ def test_cooldown_when_asked_keeps_candidate_as_skipped_then_expires():
     r = plan_group(doc, thirty, NOW)
     assert (r.outcome, r.plan.status) == ("held_by_cooldown", "skipped")
     assert r.reason.startswith("cool-down: plan 7 (recommended) still stands until 2025-01-01 12:20:00 UTC;")
+    # the candidate is named, and the reason does not claim it is kept (write_run stores no skipped plan)
+    assert f"; candidate {r.plan.strategy}: " in r.reason, r.reason
+    assert r.reason.endswith("held back, no plan stored") and "kept" not in r.reason, r.reason
     assert plan_group(doc, thirty, NOW + timedelta(minutes=21)).outcome == "recommended"
     assert plan_group(doc, T, NOW).outcome == "recommended"  # no fixed silence by default
 

@@ -35,5 +35,8 @@ def test_cooldown_reasons_carry_the_zone_and_no_microseconds() -> None:
     assert "still stands until 2026-11-22 20:19:19 UTC;" in held.reason, held.reason
     concurrent = hold_back(plan_group(KIP, thirty, NOW), standing, NOW + timedelta(minutes=1), thirty)
     assert "stands until 2026-11-22 20:19:19 UTC;" in concurrent.reason, concurrent.reason
+    assert ", written by a concurrent run, still stands" in concurrent.reason, concurrent.reason
+    for reason in (held.reason, concurrent.reason):  # neither claims the candidate is kept: it is not stored
+        assert "held back, no plan stored" in reason and "kept" not in reason, reason
     for reason in (held.reason, concurrent.reason):
         assert "+00:00" not in reason and ".654321" not in reason and "T20:19" not in reason

@@ -231,6 +231,16 @@ def cooldown_until(
     return until if as_utc(now) < until else None
 
 
+def cooldown_reason(standing: StandingPlan, until: datetime, candidate: str, concurrent: bool = False) -> str:
+    """The reason of a ``held_by_cooldown`` outcome. The candidate is not stored as a plan (only the
+    outcome row keeps it), so the text says it was held back, not kept."""
+    source = ", written by a concurrent run," if concurrent else ""
+    return (
+        f"cool-down: plan {standing.plan_id} ({standing.status}){source} still stands until "
+        f"{timestamp_text(until)}; candidate {candidate} held back, no plan stored"
+    )
+
+
 def rank_key(candidate: CandidatePlan) -> tuple:
     """Sort key of the best-candidate rule (module docstring)."""
     try:
@@ -367,8 +377,7 @@ def decide(
     ):
         return Decision(
             "held_by_cooldown",
-            f"cool-down: plan {standing.plan_id} ({standing.status}) still stands until "
-            f"{timestamp_text(until)}; candidate {change} kept as skipped",
+            cooldown_reason(standing, until, change),
             chosen=chosen,
             plan_status="skipped",
             best=chosen,

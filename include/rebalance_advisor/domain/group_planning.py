@@ -35,6 +35,7 @@ from rebalance_advisor.domain.assignors import get_assignor
 from rebalance_advisor.domain.decisions import (
     GroupState,
     Thresholds,
+    cooldown_reason,
     cooldown_until,
     decide,
     is_flagged,
@@ -43,7 +44,7 @@ from rebalance_advisor.domain.group_spec import GroupSpec, parse_group_spec, par
 from rebalance_advisor.domain.key_range_advice import KeySharingInputs, range_rows, ranged_candidate
 from rebalance_advisor.domain.load_model import LoadInputs, load_inputs, member_totals, summarize
 from rebalance_advisor.domain.metrics import GroupMetrics, compute_metrics, lower_bound_max_lag
-from rebalance_advisor.domain.timestamps import as_utc, timestamp_text
+from rebalance_advisor.domain.timestamps import as_utc
 from rebalance_advisor.errors import AdvisorError
 
 NO_MEMBERS = "no members and no registered static members"
@@ -310,10 +311,6 @@ def hold_back(
     return dataclasses.replace(
         advice,
         outcome="held_by_cooldown",
-        reason=(
-            f"cool-down: plan {standing.plan_id} ({standing.status}), written by a concurrent run, still "
-            f"stands until {timestamp_text(until)}; candidate {advice.plan.strategy} kept as "
-            f"skipped (was: {advice.reason})"
-        ),
+        reason=f"{cooldown_reason(standing, until, advice.plan.strategy, concurrent=True)} (was: {advice.reason})",
         plan=dataclasses.replace(advice.plan, status="skipped"),
     )
