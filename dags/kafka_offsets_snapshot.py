@@ -14,11 +14,11 @@ from datetime import datetime, timedelta
 
 from airflow.sdk import dag, task
 from rebalance_advisor.adapters.airflow_connections import SNAPSHOT_ASSET
-from rebalance_advisor.dag_tasks import schema_tasks, snapshot_tasks
+from rebalance_advisor.dag_tasks import snapshot_tasks
+from rebalance_advisor.dag_tasks.error_policy import retry_args
 from rebalance_advisor.dag_tasks.forms import dag_params
+from rebalance_advisor.dag_tasks.schema_tasks import upgrade_schema_task
 from rebalance_advisor.domain.parameters import SnapshotParams
-
-RETRIES = {"retries": 3, "retry_delay": timedelta(seconds=20), "retry_exponential_backoff": True}
 
 
 @dag(
@@ -27,19 +27,13 @@ RETRIES = {"retries": 3, "retry_delay": timedelta(seconds=20), "retry_exponentia
     catchup=False,
     max_active_runs=1,
     tags=["rebalance-advisor", "kafka"],
-    default_args={
-        **RETRIES,
-        "max_retry_delay": timedelta(minutes=5),
-        "execution_timeout": timedelta(minutes=10),
-    },
+    default_args=retry_args(
+        3, delay_s=20, max_retry_delay=timedelta(minutes=5), execution_timeout=timedelta(minutes=10)
+    ),
     params=dag_params(SnapshotParams),
     doc_md=__doc__,
 )
 def kafka_offsets_snapshot() -> None:
-    @task
-    def upgrade_schema(params=None) -> str:
-        return schema_tasks.upgrade_schema(params)
-
     @task(outlets=[SNAPSHOT_ASSET])
     def take_snapshot(params=None, run_id=None, outlet_events=None) -> dict:
         result = snapshot_tasks.take_snapshot(params, run_id)
@@ -47,7 +41,7 @@ def kafka_offsets_snapshot() -> None:
         print(result["summary"])
         return result
 
-    upgrade_schema() >> take_snapshot()
+    upgrade_schema_task() >> take_snapshot()
 
 
 kafka_offsets_snapshot()

@@ -14,8 +14,10 @@ from datetime import datetime, timedelta
 
 from airflow.providers.standard.operators.hitl import HITLOperator
 from airflow.sdk import dag, task
-from rebalance_advisor.dag_tasks import publishing_tasks, schema_tasks
+from rebalance_advisor.dag_tasks import publishing_tasks
+from rebalance_advisor.dag_tasks.error_policy import retry_args
 from rebalance_advisor.dag_tasks.forms import dag_params
+from rebalance_advisor.dag_tasks.schema_tasks import upgrade_schema_task
 from rebalance_advisor.domain.parameters import ApprovalParams
 
 
@@ -24,15 +26,11 @@ from rebalance_advisor.domain.parameters import ApprovalParams
     start_date=datetime(2025, 1, 1),
     catchup=False,
     tags=["rebalance-advisor", "kafka", "publishing"],
-    default_args={"retries": 3, "retry_delay": timedelta(seconds=30), "retry_exponential_backoff": True},
+    default_args=retry_args(3, delay_s=30),
     params=dag_params(ApprovalParams),
     doc_md=__doc__,
 )
 def kafka_plan_approval() -> None:
-    @task
-    def upgrade_schema(params=None) -> str:
-        return schema_tasks.upgrade_schema(params)
-
     @task.branch(retries=0)
     def route(params=None) -> str:
         return publishing_tasks.route(params)
@@ -54,7 +52,7 @@ def kafka_plan_approval() -> None:
         )
 
     decided = apply_decision()
-    upgrade_schema() >> route() >> [ask, decided]
+    upgrade_schema_task() >> route() >> [ask, decided]
     ask >> decided
 
 

@@ -10,12 +10,11 @@ from datetime import datetime, timedelta
 
 from airflow.sdk import dag, task
 from rebalance_advisor.adapters.airflow_connections import SNAPSHOT_ASSET
-from rebalance_advisor.adapters.spark_session import DEFAULT_CONF
-from rebalance_advisor.dag_tasks import advisor_tasks, schema_tasks
+from rebalance_advisor.dag_tasks import advisor_tasks
+from rebalance_advisor.dag_tasks.error_policy import retry_args
 from rebalance_advisor.dag_tasks.forms import dag_params
+from rebalance_advisor.dag_tasks.schema_tasks import upgrade_schema_task
 from rebalance_advisor.domain.parameters import AdvisorParams
-
-RETRIES = {"retries": 2, "retry_delay": timedelta(seconds=30), "retry_exponential_backoff": True}
 
 
 @dag(
@@ -24,26 +23,16 @@ RETRIES = {"retries": 2, "retry_delay": timedelta(seconds=30), "retry_exponentia
     catchup=False,
     max_active_runs=1,
     tags=["rebalance-advisor", "kafka", "spark"],
-    default_args={**RETRIES, "execution_timeout": timedelta(minutes=30)},
+    default_args=retry_args(2, delay_s=30, execution_timeout=timedelta(minutes=30)),
     params=dag_params(AdvisorParams),
     doc_md=__doc__,
 )
 def kafka_rebalance_advisor() -> None:
     @task
-    def upgrade_schema(params=None) -> str:
-        return schema_tasks.upgrade_schema(params)
-
-    @task
     def pick_snapshot(params=None, triggering_asset_events=None) -> int:
-        return advisor_tasks.pick_snapshot(
-            params, advisor_tasks.triggering_snapshot_ids(triggering_asset_events)
-        )
+        return advisor_tasks.pick_snapshot(params, triggering_asset_events)
 
-    @task.pyspark(
-        conn_id="spark_default",
-        config_kwargs=dict(DEFAULT_CONF),
-        on_execute_callback=advisor_tasks.prepare_spark_env,
-    )
+    @task.pyspark(**advisor_tasks.spark_task_args())
     def plan(snapshot_id: int, spark=None, params=None, run_id=None) -> dict:
         return advisor_tasks.plan_snapshot(spark, snapshot_id, params, run_id)
 
@@ -63,7 +52,7 @@ def kafka_rebalance_advisor() -> None:
     def summary(result: dict, params=None) -> str:
         return advisor_tasks.summarize_run(result, params)
 
-    result = plan(upgrade_schema() >> pick_snapshot())
+    result = plan(upgrade_schema_task() >> pick_snapshot())
     any_group_flagged(result) >> [no_group_flagged(), hand_to_publishing(result)] >> summary(result)
 
 

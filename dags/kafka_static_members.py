@@ -8,11 +8,13 @@ an unknown one fails the run at once with the reason; an unreachable database is
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from airflow.sdk import dag, task
-from rebalance_advisor.dag_tasks import publishing_tasks, schema_tasks
+from rebalance_advisor.dag_tasks import publishing_tasks
+from rebalance_advisor.dag_tasks.error_policy import retry_args
 from rebalance_advisor.dag_tasks.forms import dag_params
+from rebalance_advisor.dag_tasks.schema_tasks import upgrade_schema_task
 from rebalance_advisor.domain.parameters import StaticMemberParams
 
 
@@ -21,20 +23,16 @@ from rebalance_advisor.domain.parameters import StaticMemberParams
     start_date=datetime(2025, 1, 1),
     catchup=False,
     tags=["rebalance-advisor", "kafka", "publishing"],
-    default_args={"retries": 2, "retry_delay": timedelta(seconds=20)},
+    default_args=retry_args(2, delay_s=20, backoff=False),
     params=dag_params(StaticMemberParams),
     doc_md=__doc__,
 )
 def kafka_static_members() -> None:
     @task
-    def upgrade_schema(params=None) -> str:
-        return schema_tasks.upgrade_schema(params)
-
-    @task
     def apply(params=None) -> dict:
         return publishing_tasks.members_action(params)
 
-    upgrade_schema() >> apply()
+    upgrade_schema_task() >> apply()
 
 
 kafka_static_members()

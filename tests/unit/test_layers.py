@@ -189,3 +189,16 @@ def test_the_layer_check_sees_an_upward_import(tmp_path: Path) -> None:
         "rebalance_advisor.cli.plan -> rebalance_advisor.devtools.broker (shipped code imports no devtools)",
         "rebalance_advisor.domain.rule -> rebalance_advisor.store.db (domain may not import store)",
     ]
+
+
+def test_dag_files_are_thin() -> None:
+    """A DAG file is a schedule, generated params and wiring (docs/architecture.md, "Layers"):
+    about 60 lines at most, and no error handling of its own (the one policy is in dag_tasks)."""
+    too_long, handles_errors = {}, []
+    for path in sorted((REPO / "dags").glob("*.py")):
+        lines = path.read_text().count("\n")
+        if lines > 60:
+            too_long[path.name] = lines
+        if any(isinstance(node, ast.Try) for node in ast.walk(ast.parse(path.read_text()))):
+            handles_errors.append(path.name)
+    assert (too_long, handles_errors) == ({}, [])

@@ -39,6 +39,18 @@ def prepare_spark_env(context: Any = None) -> None:
         os.environ["PATH"] = bin_dir + os.pathsep + os.environ.get("PATH", "")
 
 
+def spark_task_args() -> dict[str, Any]:
+    """The ``plan`` task's ``@task.pyspark`` arguments: the Spark connection, our session conf, and
+    the executors' Python set before the session starts."""
+    from rebalance_advisor.adapters.spark_session import DEFAULT_CONF
+
+    return {
+        "conn_id": "spark_default",
+        "config_kwargs": dict(DEFAULT_CONF),
+        "on_execute_callback": prepare_spark_env,
+    }
+
+
 def triggering_snapshot_ids(triggering_asset_events: Mapping[Any, Iterable[Any]] | None) -> list[int]:
     """Snapshot ids carried by the Asset events that triggered the run (none when triggered by hand)."""
     extras = [dict(e.extra or {}) for events in (triggering_asset_events or {}).values() for e in events]
@@ -46,12 +58,15 @@ def triggering_snapshot_ids(triggering_asset_events: Mapping[Any, Iterable[Any]]
 
 
 @under_error_policy
-def pick_snapshot(params: Mapping[str, Any], asset_snapshot_ids: list[int]) -> int:
+def pick_snapshot(
+    params: Mapping[str, Any], triggering_asset_events: Mapping[Any, Iterable[Any]] | None
+) -> int:
     """The snapshot to plan: an explicit ``snapshot`` param, else the triggering Asset event's, else latest."""
     from rebalance_advisor.adapters.airflow_connections import database_url_from_connection
     from rebalance_advisor.store.snapshots import resolve_snapshot_id
 
     p = _params(params)
+    asset_snapshot_ids = triggering_snapshot_ids(triggering_asset_events)
     ref: str | int = p.snapshot
     if ref == "latest" and asset_snapshot_ids:
         ref = max(asset_snapshot_ids)

@@ -16,7 +16,8 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import ParamSpec, TypeVar
+from datetime import timedelta
+from typing import Any, ParamSpec, TypeVar
 
 from rebalance_advisor.errors import AdvisorError, InfrastructureUnavailable
 
@@ -40,6 +41,15 @@ def fail_fast_on_user_errors() -> Iterator[None]:
         from airflow.sdk.exceptions import AirflowFailException
 
         raise AirflowFailException(str(error)) from error
+
+
+def retry_args(retries: int, delay_s: float, backoff: bool = True, **task_defaults: Any) -> dict[str, Any]:
+    """A DAG's ``default_args``: how often and how soon the errors that may heal are retried (user
+    errors never are, see :func:`fail_fast_on_user_errors`), plus other task defaults."""
+    args = {"retries": retries, "retry_delay": timedelta(seconds=delay_s), **task_defaults}
+    if backoff:
+        args["retry_exponential_backoff"] = True
+    return args
 
 
 def under_error_policy(body: Callable[P, R]) -> Callable[P, R]:

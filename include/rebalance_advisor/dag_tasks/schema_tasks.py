@@ -23,3 +23,14 @@ def upgrade_schema(params: Mapping[str, Any]) -> str:
     revision = db.upgrade(database_url_from_connection(params["db_conn_id"]))
     log.info("advisor database at revision %s", revision)
     return revision
+
+
+def upgrade_schema_task() -> Any:
+    """Add the ``upgrade_schema`` task to the DAG being defined; returns it for the wiring."""
+    from airflow.sdk import task
+
+    @task(task_id="upgrade_schema")
+    def run(params=None) -> str:
+        return upgrade_schema(params)
+
+    return run()
