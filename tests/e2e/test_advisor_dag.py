@@ -124,12 +124,12 @@ def test_dag_end_to_end_on_the_demo_workload(airflow_home, connections, demo_gro
     assert not [g for g, o in outcomes.items() if o.outcome == "error"]
     kip_plan = outcomes["kip-example"].plan_id
     plan = store_plans.get_plan(kip_plan, url)
-    assert (plan["strategy"], plan["status"], plan["created_by"]) == (
+    assert (plan.strategy, plan.status, plan.created_by) == (
         "lag_aware",
         "recommended",
         first.run_id,
     )
-    assert (plan["max_lag_before"], plan["max_lag_after"], plan["moves"]) == (160_000, 110_000, 1)
+    assert (plan.max_lag_before, plan.max_lag_after, plan.moves) == (160_000, 110_000, 1)
     assert store_plans.plan_assignment_map(kip_plan, url) == {"C0": [("t0", 0)], "C1": [("t0", 1), ("t0", 2)]}
     # The summary task's outcomes table (format_outcomes of this run) holds kip-example's numbers.
     head, table = _returned(first, "summary").split("\n", 1)
@@ -145,7 +145,7 @@ def test_dag_end_to_end_on_the_demo_workload(airflow_home, connections, demo_gro
     static_members.add("manual-assign", "worker-0", ["manual-topic"], url)
     static_members.add("manual-assign", "worker-1", ["manual-topic"], url)
     recommended_before = {
-        p["id"] for p in store_plans.list_plans(url, group="kip-example", status="recommended")
+        p.id for p in store_plans.list_plans(url, group="kip-example", status="recommended")
     }
     second = dag.test(run_conf={"cooldown_minutes": 30})  # off by default since issue 13
     assert second.state == "success", _task_states(second)
@@ -153,7 +153,7 @@ def test_dag_end_to_end_on_the_demo_workload(airflow_home, connections, demo_gro
     assert outcomes["kip-example"].outcome == "held_by_cooldown"
     assert outcomes["kip-example"].reason.startswith(f"cool-down: plan {kip_plan} ")
     assert {
-        p["id"] for p in store_plans.list_plans(url, group="kip-example", status="recommended")
+        p.id for p in store_plans.list_plans(url, group="kip-example", status="recommended")
     } == recommended_before
     assert outcomes["manual-assign"].outcome == "recommended"
     manual = store_plans.plan_assignment_map(outcomes["manual-assign"].plan_id, url)

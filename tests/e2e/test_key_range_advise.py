@@ -75,26 +75,24 @@ def test_advise_splits_a_hot_partition_for_flagged_members(kafka_bootstrap, sqli
 
     plan = get_plan(outcome["plan_id"], sqlite_url)
     rows = sorted(
-        (a for a in plan["assignments"] if a["key_hash_start"] is not None), key=lambda a: a["key_hash_start"]
+        (a for a in plan.assignments if a.key_hash_start is not None), key=lambda a: a.key_hash_start
     )
-    assert [a["topic"] for a in plan["assignments"]] == [
-        TOPIC
-    ] * 4  # nothing whole: the one partition is split
-    assert sorted(a["member_id"] for a in rows) == ["w0", "w1", "w2", "w3"]
-    assert rows[0]["key_hash_start"] == 0 and rows[-1]["key_hash_end"] == HASH_SPACE
-    assert all(a["key_hash_end"] == b["key_hash_start"] for a, b in zip(rows, rows[1:], strict=False))
+    assert [a.topic for a in plan.assignments] == [TOPIC] * 4  # nothing whole: the one partition is split
+    assert sorted(a.member_id for a in rows) == ["w0", "w1", "w2", "w3"]
+    assert rows[0].key_hash_start == 0 and rows[-1].key_hash_end == HASH_SPACE
+    assert all(a.key_hash_end == b.key_hash_start for a, b in zip(rows, rows[1:], strict=False))
     hashes = positive_hashes(keys)
     for a in rows:  # by hand: lag of a range = its share of the produced keys x the partition's lag
-        inside = int(((hashes >= a["key_hash_start"]) & (hashes < a["key_hash_end"])).sum())
-        assert abs(a["lag"] - inside) <= 1, (a, inside)
+        inside = int(((hashes >= a.key_hash_start) & (hashes < a.key_hash_end)).sum())
+        assert abs(a.lag - inside) <= 1, (a, inside)
 
     # publish the ranged plan (format 2 records) and let the four range members drain the partition
-    plan_lifecycle.approve(plan["id"], "tests", sqlite_url)
+    plan_lifecycle.approve(plan.id, "tests", sqlite_url)
     config = {"bootstrap.servers": kafka_bootstrap}
-    plan_lifecycle.publish(plan["id"], config, "tests", sqlite_url, topic=ASSIGNMENTS)
+    plan_lifecycle.publish(plan.id, config, "tests", sqlite_url, topic=ASSIGNMENTS)
     on_topic = assignment_topic.read_topic(config, ASSIGNMENTS).group(GROUP)
     assert {m: r.ranges for m, r in on_topic.items() if r.ranges} == {
-        a["member_id"]: ((TOPIC, 0, a["key_hash_start"], a["key_hash_end"]),) for a in rows
+        a.member_id: ((TOPIC, 0, a.key_hash_start, a.key_hash_end),) for a in rows
     }
     assert all(r.partitions == () for r in on_topic.values())
     assert on_topic["plain"].holdings == ()  # the registered member without the flag: nothing

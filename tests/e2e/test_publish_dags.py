@@ -125,8 +125,8 @@ def test_plan_approval_dag(airflow_home, connections: str, kafka_bootstrap: str)
     rejected = record_plan(url, group, ["w0", "w1"], [5000, 100, 100, 100])
     run = dag.test(run_conf={"plan_id": rejected, "decision": "reject", "note": "not now"})
     assert run.state == "success" and _states(run)["ask_a_person"] == "skipped"
-    last = get_plan(rejected, url)["transitions"][-1]
-    assert (last["to_status"], last["actor"], last["airflow_run_id"], last["note"]) == (
+    last = get_plan(rejected, url).transitions[-1]
+    assert (last.to_status, last.actor, last.airflow_run_id, last.note) == (
         "rejected", "dag_test", run.run_id, "not now",
     )  # fmt: skip
 
@@ -134,8 +134,8 @@ def test_plan_approval_dag(airflow_home, connections: str, kafka_bootstrap: str)
     run = dag.test(run_conf={"plan_id": plan_id, "decision": "approve"})
     assert run.state == "success", _states(run)
     plan = get_plan(plan_id, url)
-    assert plan["status"] == "published" and plan["epoch"] >= 1
-    assert [(t["to_status"], t["airflow_run_id"]) for t in plan["transitions"][1:]] == [
+    assert plan.status == "published" and plan.epoch >= 1
+    assert [(t.to_status, t.airflow_run_id) for t in plan.transitions[1:]] == [
         ("approved", run.run_id),
         ("published", run.run_id),
     ]
@@ -143,7 +143,7 @@ def test_plan_approval_dag(airflow_home, connections: str, kafka_bootstrap: str)
     assert {r.plan_id for r in on_topic.values()} == {str(plan_id)} and set(on_topic) == {"w0", "w1"}
     # again: a no-op (the plan is published), not an error
     assert dag.test(run_conf={"plan_id": plan_id, "decision": "approve"}).state == "success"
-    assert len(get_plan(plan_id, url)["transitions"]) == 3
+    assert len(get_plan(plan_id, url).transitions) == 3
     # refused transitions and unknown plans fail the run at once (no retries)
     started = time.monotonic()
     assert dag.test(run_conf={"plan_id": rejected, "decision": "approve"}).state == "failed"
@@ -155,7 +155,7 @@ def test_plan_approval_dag(airflow_home, connections: str, kafka_bootstrap: str)
     dynamic = record_plan(url, dynamic_group, ["c0", "c1"], [5000, 100, 100, 100])
     run = dag.test(run_conf={"plan_id": dynamic, "decision": "approve"})
     assert run.state == "failed" and _states(run)["apply_decision"] == "failed"
-    assert get_plan(dynamic, url)["status"] == "recommended"
+    assert get_plan(dynamic, url).status == "recommended"
     assert read_topic({"bootstrap.servers": kafka_bootstrap}, DEFAULT_TOPIC).group(dynamic_group) == {}
 
 
@@ -216,15 +216,13 @@ def test_advisor_static_mode_end_to_end(
         (outcome,) = run_outcomes(None, url)
         assert outcome.outcome == "recommended", outcome
         plan = get_plan(outcome.plan_id, url)
-        assert (plan["status"], plan["epoch"]) == ("published", 2)  # after the topic's epoch 1
-        assert [(t["to_status"], t["actor"], t["airflow_run_id"]) for t in plan["transitions"]] == [
+        assert (plan.status, plan.epoch) == ("published", 2)  # after the topic's epoch 1
+        assert [(t.to_status, t.actor, t.airflow_run_id) for t in plan.transitions] == [
             ("recommended", run.run_id, run.run_id),
             ("approved", "airflow", run.run_id),
             ("published", "airflow", run.run_id),
         ]
-        planned = {
-            p: member for member, parts in plan_assignment_map(plan["id"], url).items() for _, p in parts
-        }
+        planned = {p: member for member, parts in plan_assignment_map(plan.id, url).items() for _, p in parts}
         assert sorted(planned) == list(range(PARTITIONS))
         assert planned != {0: "w0", 1: "w0", 2: "w1", 3: "w1", 4: "w2", 5: "w2"}  # the plan moves something
 
@@ -319,8 +317,8 @@ def test_plan_approval_asks_a_person(airflow_home, connections: str) -> None:
     assert not problems and run.state == "success", (problems, _states(run))
     assert _states(run)["ask_a_person"] == "success"
     plan = get_plan(plan_id, url)
-    assert plan["status"] == "published"
-    assert [(t["to_status"], t["actor"]) for t in plan["transitions"][1:]] == [
+    assert plan.status == "published"
+    assert [(t.to_status, t.actor) for t in plan.transitions[1:]] == [
         ("approved", "erin"),
         ("published", "erin"),
     ]

@@ -9,8 +9,10 @@ Airflow is imported lazily (after the ``airflow_home`` fixture), as that fixture
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -182,34 +184,45 @@ def test_plan_detail_has_assignment_diff_and_member_lag(api: _Caller) -> None:
 def test_manual_assign_baseline_is_the_published_plan(airflow_home: Path) -> None:
     """No live members in the snapshot: the diff and the "now" bars are what the planner measured
     against (the group's published plan, plan.metrics.before), not "everything unowned"."""
+    from rebalance_advisor.store.plan_records import PlanAssignmentRecord, PlanRecord
     from rebalance_advisor.webui.queries import baseline_owners, member_comparison
+    from rebalance_advisor.webui.schemas import MemberNow, NowView, PartitionNow
 
-    now = {"members": [], "partitions": [{"topic": "m", "partition": p, "owner": None} for p in range(3)]}
+    def partition(p: int, owner: str | None) -> PartitionNow:
+        return PartitionNow(topic="m", partition=p, log_start_offset=0, log_end_offset=0, committed_offset=None,
+                            lag=0, owner=owner)  # fmt: skip
+
+    now = NowView(members=[], partitions=[partition(p, None) for p in range(3)])
     published = {"worker-0": [("m", 0), ("m", 1)], "worker-1": [("m", 2)]}
-    plan = {
-        "status": "recommended",
-        "metrics": {
+    plan = PlanRecord(
+        id=1, run_id=1, snapshot_id=1, group_id="manual", strategy="lag_aware", status="recommended", epoch=None,
+        created_at=datetime(2025, 1, 1), created_by="t", max_lag_before=0, max_lag_after=0, imbalance_before=1.0,
+        imbalance_after=1.0, spread_before=0, spread_after=0, moves=0, lower_bound=0, gap=0.0, reason="r",
+        metrics={
             "before": {"member_lag": {"worker-0": 32_000, "worker-1": 2_000},
                        "member_partitions": {"worker-0": 2, "worker-1": 1}},
             "after": {"member_lag": {"worker-0": 30_000, "worker-1": 4_000}},
         },
-    }  # fmt: skip
+    )  # fmt: skip
     assert baseline_owners(plan, now, published) == {
         ("m", 0): "worker-0",
         ("m", 1): "worker-0",
         ("m", 2): "worker-1",
     }
     assert baseline_owners(plan, now, None) == {("m", p): None for p in range(3)}  # never published: unowned
-    assert baseline_owners({**plan, "status": "published"}, now, published) == {
+    assert baseline_owners(dataclasses.replace(plan, status="published"), now, published) == {
         ("m", p): None for p in range(3)
     }
-    live = {"members": [{"label": "C0"}], "partitions": [{"topic": "m", "partition": 0, "owner": "C0"}]}
+    c0 = MemberNow(
+        member_id="C0", label="C0", group_instance_id=None, client_id="c", host="h", lag=0, partitions=1
+    )
+    live = NowView(members=[c0], partitions=[partition(0, "C0")])
     assert baseline_owners(plan, live, published) == {("m", 0): "C0"}  # a dynamic group: the snapshot
 
-    assignments = [{"member_id": "worker-0", "lag": 30_000}, {"member_id": "worker-1", "lag": 2_000},
-                   {"member_id": "worker-1", "lag": 2_000}]  # fmt: skip
-    assert [(m["label"], m["lag_before"], m["partitions_before"], m["lag_after"], m["partitions_after"])
-            for m in member_comparison(plan, now["members"], assignments)] == [
+    assignments = [PlanAssignmentRecord(member, "m", p, lag, None, None)
+                   for member, p, lag in (("worker-0", 0, 30_000), ("worker-1", 1, 2_000), ("worker-1", 2, 2_000))]  # fmt: skip
+    assert [(m.label, m.lag_before, m.partitions_before, m.lag_after, m.partitions_after)
+            for m in member_comparison(plan, now.members, assignments)] == [
         ("worker-0", 32_000, 2, 30_000, 1),
         ("worker-1", 2_000, 1, 4_000, 2),
     ]  # fmt: skip

@@ -58,18 +58,18 @@ def test_outcomes_plans_views_and_cooldown(spark, db_url):  # noqa: F811
     kip = outcomes["kip-example"]
     assert (kip.max_lag_before, kip.max_lag_after, kip.moves) == (160_000, 110_000, 1)
     plans = store_plans.list_plans(db_url)
-    assert [(p["group_id"], p["strategy"], p["status"]) for p in plans] == [
+    assert [(p.group_id, p.strategy, p.status) for p in plans] == [
         ("kip-example", "lag_aware", "recommended")
     ]
-    plan_id = plans[0]["id"]
+    plan_id = plans[0].id
     assert kip.plan_id == plan_id and run.recommended_plan_ids == [plan_id]
     assert store_plans.plan_assignment_map(plan_id, db_url) == {
         "C0": [("t0", 0)],
         "C1": [("t0", 1), ("t0", 2)],
     }
     detail = store_plans.get_plan(plan_id, db_url)
-    assert detail["metrics"]["before"]["member_lag"] == {"C0": 160_000, "C1": 50_000}
-    assert [(t["from_status"], t["to_status"]) for t in detail["transitions"]] == [(None, "recommended")]
+    assert detail.metrics["before"]["member_lag"] == {"C0": 160_000, "C1": 50_000}
+    assert [(t.from_status, t.to_status) for t in detail.transitions] == [(None, "recommended")]
     with db.connect(db_url) as conn:
         assert conn.execute(sa.text("SELECT group_id, strategy FROM latest_plan_per_group")).all() == [
             ("kip-example", "lag_aware")
@@ -94,7 +94,7 @@ def test_outcomes_plans_views_and_cooldown(spark, db_url):  # noqa: F811
     # 2,000 + 2,000 + 1,500 = 5,500 on worker-b: max 30,000 beats the best count-balanced 31,500.
     assert manual == {"worker-a": [("manual-topic", 0)],
                       "worker-b": [("manual-topic", 1), ("manual-topic", 2), ("manual-topic", 3)]}  # fmt: skip
-    statuses = [(p["id"], p["status"]) for p in store_plans.list_plans(db_url, group="kip-example")]
+    statuses = [(p.id, p.status) for p in store_plans.list_plans(db_url, group="kip-example")]
     assert statuses == [(plan_id, "recommended")]  # the held-back candidate keeps only its outcome row
     assert outcomes["kip-example"].plan_id is None
     # The first recommendation still stands.
@@ -107,8 +107,8 @@ def test_outcomes_plans_views_and_cooldown(spark, db_url):  # noqa: F811
     third = run_planner(spark, db_url, "latest", thirty, now=datetime.now(UTC) + timedelta(minutes=31))
     new_id = next(o.plan_id for o in third.outcomes if o.group_id == "kip-example")
     assert next(o for o in third.outcomes if o.group_id == "kip-example").outcome == "recommended"
-    assert store_plans.get_plan(plan_id, db_url)["status"] == "superseded"
-    assert store_plans.get_plan(new_id, db_url)["status"] == "recommended"
+    assert store_plans.get_plan(plan_id, db_url).status == "superseded"
+    assert store_plans.get_plan(new_id, db_url).status == "recommended"
 
 
 @pytest.mark.postgres
@@ -128,7 +128,7 @@ def test_manual_assign_group_is_measured_against_its_published_plan(spark, db_ur
     topic = f"asg-{uuid.uuid4().hex[:10]}"
     plan_lifecycle.publish(plan_id, {"bootstrap.servers": kafka_bootstrap}, "test", db_url, topic=topic)
     published = store_plans.get_plan(plan_id, db_url)
-    assert published["status"] == "published"
+    assert published.status == "published"
 
     # A newer snapshot with the same lags, planned later: the plan consumers run is already the best
     # (30,000 alone on one member, 5,500 on the other), so no new recommendation.
@@ -136,9 +136,9 @@ def test_manual_assign_group_is_measured_against_its_published_plan(spark, db_ur
     later = datetime.now(UTC) + timedelta(minutes=31)
     (second,) = run_planner(spark, db_url, "latest", now=later).outcomes
     assert second.outcome == "no_better_plan", second.reason
-    assert second.max_lag_before == published["max_lag_after"] == 30_000
+    assert second.max_lag_before == published.max_lag_after == 30_000
     assert (second.max_lag_after, second.moves, second.plan_id) == (30_000, 0, None)
-    assert [(p["id"], p["status"]) for p in store_plans.list_plans(db_url, group="manual-assign")] == [
+    assert [(p.id, p.status) for p in store_plans.list_plans(db_url, group="manual-assign")] == [
         (plan_id, "published")
     ]
 
@@ -146,7 +146,7 @@ def test_manual_assign_group_is_measured_against_its_published_plan(spark, db_ur
     static_members.remove("manual-assign", "worker-b", db_url)
     (third,) = run_planner(spark, db_url, "latest", now=later).outcomes
     assert third.outcome == "recommended"
-    before = store_plans.get_plan(third.plan_id, db_url)["metrics"]["before"]
+    before = store_plans.get_plan(third.plan_id, db_url).metrics["before"]
     assert (before["member_lag"], before["unowned_lag"]) == ({"worker-a": 30_000}, 5_500)  # 2,000+2,000+1,500
     assert store_plans.plan_assignment_map(third.plan_id, db_url) == {
         "worker-a": [("manual-topic", p) for p in range(4)]

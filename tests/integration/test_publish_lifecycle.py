@@ -36,7 +36,7 @@ def topic() -> str:
 
 
 def _statuses(url: str, *plan_ids: int) -> list[str]:
-    return [get_plan(i, url)["status"] for i in plan_ids]
+    return [get_plan(i, url).status for i in plan_ids]
 
 
 def _manual_assign(url: str, *groups: str) -> None:
@@ -70,11 +70,11 @@ def test_transitions_legal_illegal_and_recorded(url: str) -> None:
     with pytest.raises(plan_lifecycle.IllegalTransition, match="'rejected' is final"):
         plan_lifecycle.approve(second, "alice", url)
 
-    transitions = get_plan(first, url)["transitions"]
-    assert [
-        (t["from_status"], t["to_status"], t["actor"], t["airflow_run_id"], t["note"]) for t in transitions
-    ][1:] == [("recommended", "approved", "alice", "manual__1", "ok")]
-    assert [t["to_status"] for t in get_plan(second, url)["transitions"]] == ["recommended", "rejected"]
+    transitions = get_plan(first, url).transitions
+    assert [(t.from_status, t.to_status, t.actor, t.airflow_run_id, t.note) for t in transitions][1:] == [
+        ("recommended", "approved", "alice", "manual__1", "ok")
+    ]
+    assert [t.to_status for t in get_plan(second, url).transitions] == ["recommended", "rejected"]
 
 
 def test_unknown_plan_and_superseded_plan_are_refused(url: str, kafka_bootstrap: str, topic: str) -> None:
@@ -181,16 +181,16 @@ def test_publish_broker_down_then_retry_then_noop_then_superseded(
             first, {"bootstrap.servers": f"127.0.0.1:{_closed_port()}"}, "alice", url, topic=topic, timeout=3
         )
     plan = get_plan(first, url)
-    assert (plan["status"], plan["epoch"]) == ("approved", None)
-    assert [t["to_status"] for t in plan["transitions"]] == ["recommended", "approved"]
+    assert (plan.status, plan.epoch) == ("approved", None)
+    assert [t.to_status for t in plan.transitions] == ["recommended", "approved"]
     assert read_topic(config, topic, timeout=10).group("g") == {}
 
     done = plan_lifecycle.publish(first, config, "alice", url, airflow_run_id="manual__2", topic=topic)
     assert (done.changed, done.epoch) == (True, 1)
     plan = get_plan(first, url)
-    assert (plan["status"], plan["epoch"]) == ("published", 1)
-    last = plan["transitions"][-1]
-    assert (last["from_status"], last["to_status"], last["actor"], last["airflow_run_id"]) == (
+    assert (plan.status, plan.epoch) == ("published", 1)
+    last = plan.transitions[-1]
+    assert (last.from_status, last.to_status, last.actor, last.airflow_run_id) == (
         "approved", "published", "alice", "manual__2",
     )  # fmt: skip
     on_topic = read_topic(config, topic, timeout=10).group("g")
@@ -201,7 +201,7 @@ def test_publish_broker_down_then_retry_then_noop_then_superseded(
 
     again = plan_lifecycle.publish(first, config, "bob", url, topic=topic)
     assert (again.changed, again.epoch) == (False, 1)
-    assert len(get_plan(first, url)["transitions"]) == 3  # nothing recorded for the no-op
+    assert len(get_plan(first, url).transitions) == 3  # nothing recorded for the no-op
     assert read_topic(config, topic, timeout=10).group("g") == on_topic
 
     # The next plan drops w2 from the registry and from the plan: it is told it has nothing now.
@@ -217,8 +217,8 @@ def test_publish_broker_down_then_retry_then_noop_then_superseded(
     assert {m: list(r.partitions) for m, r in on_topic.items() if r.partitions} == plan_assignment_map(
         second, url
     )
-    superseding = get_plan(first, url)["transitions"][-1]
-    assert (superseding["from_status"], superseding["to_status"]) == ("published", "superseded")
+    superseding = get_plan(first, url).transitions[-1]
+    assert (superseding.from_status, superseding.to_status) == ("published", "superseded")
     with pytest.raises(plan_lifecycle.IllegalTransition, match="'superseded'"):
         plan_lifecycle.publish(first, config, "alice", url, topic=topic)
 
@@ -246,8 +246,8 @@ def test_auto_approve_publishes_manual_groups_only_and_retries(
     )  # the retry: approved already, so it only publishes
     assert outcome["advice_only"] == [dynamic] and [p["plan_id"] for p in outcome["published"]] == [manual]
     assert _statuses(url, manual, dynamic) == ["published", "recommended"]
-    transitions = get_plan(manual, url)["transitions"]
-    assert [(t["to_status"], t["actor"], t["airflow_run_id"]) for t in transitions[1:]] == [
+    transitions = get_plan(manual, url).transitions
+    assert [(t.to_status, t.actor, t.airflow_run_id) for t in transitions[1:]] == [
         ("approved", "airflow", "scheduled__1"),
         ("published", "airflow", "scheduled__1"),
     ]

@@ -16,6 +16,7 @@ master).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -77,10 +78,10 @@ def _plans(url: str) -> dict[str, dict[str, Any]]:
         if outcome.plan_id is not None:
             plan = store_plans.get_plan(outcome.plan_id, url)
             assert plan is not None
-            row["plan"] = {k: v for k, v in plan.items() if k not in VOLATILE | {"transitions"}}
-            row["plan"]["transitions"] = [
-                (t["from_status"], t["to_status"], t["note"]) for t in plan["transitions"]
-            ]
+            row["plan"] = {
+                k: v for k, v in dataclasses.asdict(plan).items() if k not in VOLATILE | {"transitions"}
+            }
+            row["plan"]["transitions"] = [(t.from_status, t.to_status, t.note) for t in plan.transitions]
         out[outcome.group_id] = row
     return out
 

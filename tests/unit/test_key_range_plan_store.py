@@ -72,14 +72,14 @@ def test_ranges_are_stored_shown_and_read_for_publishing(url: str, capsys) -> No
     plan_id, ranges = _ranged_plan_id(url)
     stored = get_plan(plan_id, url)
     rows = sorted(
-        (a["member_id"], a["topic"], a["partition"], a["lag"], a["key_hash_start"], a["key_hash_end"])
-        for a in stored["assignments"]
-        if a["key_hash_start"] is not None
+        (a.member_id, a.topic, a.partition, a.lag, a.key_hash_start, a.key_hash_end)
+        for a in stored.assignments
+        if a.key_hash_start is not None
     )
     assert rows == sorted(ranges)
     assert sorted((lo, hi) for *_, lo, hi in rows)[0][0] == 0 and max(hi for *_, hi in rows) == HASH_SPACE
-    whole = [a for a in stored["assignments"] if a["key_hash_start"] is None]
-    assert [(a["topic"], a["partition"]) for a in whole] == [("hot", 1)]
+    whole = [a for a in stored.assignments if a.key_hash_start is None]
+    assert [(a.topic, a.partition) for a in whole] == [("hot", 1)]
 
     assert main(["plan-status", "show", str(plan_id), "--db", url]) == 0
     out = capsys.readouterr().out

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from rebalance_advisor.services.outcome_report import format_plans
+from rebalance_advisor.store.plan_records import PlanListing, PlanLoad
 from rebalance_advisor.store.plans import plan_load
 
 
@@ -23,23 +24,19 @@ def test_plan_load_takes_the_current_load_and_the_plans_own_candidate() -> None:
             "rate_aware_sticky": {"overloaded": 0, "max_catch_up_s": 201.4},
         },
     )
-    assert plan_load(metrics, "rate_aware_sticky") == {
-        "overloaded_before": 1,
-        "overloaded_after": 0,
-        "catch_up_before_s": None,
-        "catch_up_after_s": 201.4,
-    }
-    assert plan_load(None, "range") == dict.fromkeys(
-        ("overloaded_before", "overloaded_after", "catch_up_before_s", "catch_up_after_s")
+    assert plan_load(metrics, "rate_aware_sticky") == PlanLoad(
+        overloaded_before=1, overloaded_after=0, catch_up_before_s=None, catch_up_after_s=201.4
     )
+    assert plan_load(None, "range") == PlanLoad(None, None, None, None)
 
 
-def _row(**load) -> dict:
-    return {
-        "id": 7, "group_id": "g", "strategy": "rate_aware", "status": "recommended",
-        "max_lag_before": 8656, "max_lag_after": 3850, "moves": 8, "created_at": "t", "created_by": "me",
+def _row(**load) -> PlanListing:
+    return PlanListing(
+        id=7, run_id=1, snapshot_id=1, group_id="g", strategy="rate_aware", status="recommended", epoch=None,
+        created_at="t", created_by="me", max_lag_before=8656, max_lag_after=3850, imbalance_before=2.0,
+        imbalance_after=1.0, spread_before=0, spread_after=0, moves=8, lower_bound=0, gap=0.0, reason="r",
         **load,
-    }  # fmt: skip
+    )  # fmt: skip
 
 
 def test_plans_table_says_never_for_an_overloaded_side_and_dash_when_unknown() -> None:

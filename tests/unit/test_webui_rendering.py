@@ -10,6 +10,7 @@ from xml.etree import ElementTree as ET
 import pytest
 from rebalance_advisor.domain.timestamps import timestamp_text, utc_whole_seconds
 from rebalance_advisor.webui import rendering, svg
+from rebalance_advisor.webui.schemas import PlanAssignmentRow
 
 HOSTILE = ['"><script>alert(1)</script>', "<img src=x onerror=alert(2)>&amp;", "m' onmouseover='x"]
 UUID_IDS = [
@@ -87,9 +88,10 @@ def test_timestamps_carry_their_zone_and_no_microseconds() -> None:
 
 
 def test_key_range_column_only_when_a_row_has_one() -> None:
-    assert rendering.key_range({"key_hash_start": None, "key_hash_end": None}) is None
-    assert rendering.key_range({"key_hash_start": 0, "key_hash_end": 32767}) == (0, 32767)
-    assert rendering.key_range({"hash_lo": 5, "hash_hi": 9}) == (5, 9)
+    whole = dict(member_id="m", member_label="m", topic="t", partition=0, lag=5)
+    assert rendering.key_range(PlanAssignmentRow(**whole, key_hash_start=None, key_hash_end=None)) is None
+    assert rendering.key_range(PlanAssignmentRow(**whole, key_hash_start=0, key_hash_end=32767)) == (0, 32767)
+    assert rendering.key_range(PlanAssignmentRow(**whole, key_hash_start=5, key_hash_end=None)) is None
 
 
 class _Collector(HTMLParser):
@@ -127,7 +129,7 @@ METRICS = {
 
 
 def test_group_load_from_a_plans_metrics() -> None:
-    load = rendering.group_load({"strategy": "rate_aware"}, METRICS, horizon_s=600)
+    load = rendering.group_load("rate_aware", None, METRICS, horizon_s=600)
     assert load is not None and load.capacities_known
     assert load.produce_rate == 180.0
     assert (load.catch_up_now_s, load.catch_up_plan_s) == (None, pytest.approx(46.667, abs=1e-3))
@@ -143,13 +145,11 @@ def test_group_load_from_a_plans_metrics() -> None:
     assert current.points[1] == (10.0, 5500.0 + 0 + 100)
     # t = 20 s under the plan: 3,500 - 75 x 20 twice, the third member keeps up
     assert plan.points[2] == (20.0, 4000.0)
-    assert (
-        rendering.group_load({"strategy": "x"}, {"before": {}}, 600) is None
-    )  # a plan from before the model
+    assert rendering.group_load("x", None, {"before": {}}, 600) is None  # a plan from before the model
 
 
 def test_load_partial_shows_catch_up_overload_and_curves() -> None:
-    load = rendering.group_load({"strategy": "rate_aware", "max_time_lag_s": 117.25}, METRICS, horizon_s=600)
+    load = rendering.group_load("rate_aware", 117.25, METRICS, horizon_s=600)
     html = rendering.templates.env.get_template("load.html").render(
         load=load, load_chart=svg.predicted_lag_lines(load.curves)
     )

@@ -68,17 +68,17 @@ def _show(args: argparse.Namespace) -> int:
     plan = get_plan(args.plan_id, args.db)
     if plan is None:
         raise UnknownPlan(f"plan {args.plan_id} does not exist")
-    epoch = f", epoch {plan['epoch']}" if plan["epoch"] is not None else ""
-    nexts = ", ".join(allowed_from(plan["status"])) or "none (final)"
-    print(f"plan {plan['id']} of group {plan['group_id']}: {plan['status']}{epoch}; next: {nexts}")
-    for a in plan["assignments"]:  # key ranges of split partitions (key_range)
-        if a["key_hash_start"] is not None:
-            print(f"  key range {a['topic']}-{a['partition']} [{a['key_hash_start']}, {a['key_hash_end']})"
-                  f" -> {a['member_id']} (lag {a['lag']})")  # fmt: skip
-    for t in plan["transitions"]:
-        run = f" run {t['airflow_run_id']}" if t["airflow_run_id"] else ""
-        print(f"  {t['at']:%Y-%m-%d %H:%M:%S}  {t['from_status'] or '-'} -> {t['to_status']}  by {t['actor']}{run}"
-              + (f"  ({t['note']})" if t["note"] else ""))  # fmt: skip
+    epoch = f", epoch {plan.epoch}" if plan.epoch is not None else ""
+    nexts = ", ".join(allowed_from(plan.status)) or "none (final)"
+    print(f"plan {plan.id} of group {plan.group_id}: {plan.status}{epoch}; next: {nexts}")
+    for a in plan.assignments:  # key ranges of split partitions (key_range)
+        if a.key_hash_start is not None:
+            print(f"  key range {a.topic}-{a.partition} [{a.key_hash_start}, {a.key_hash_end})"
+                  f" -> {a.member_id} (lag {a.lag})")  # fmt: skip
+    for t in plan.transitions:
+        run = f" run {t.airflow_run_id}" if t.airflow_run_id else ""
+        print(f"  {t.at:%Y-%m-%d %H:%M:%S}  {t.from_status or '-'} -> {t.to_status}  by {t.actor}{run}"
+              + (f"  ({t.note})" if t.note else ""))  # fmt: skip
     return 0
 
 

@@ -113,7 +113,7 @@ def _seconds_since_latest_snapshot(db_url: str, interval_s: float) -> float:
         row = latest_snapshot_row(conn)
     if row is None:
         return 0.0
-    taken_at = row["taken_at"] if row["taken_at"].tzinfo else row["taken_at"].replace(tzinfo=UTC)
+    taken_at = row.taken_at if row.taken_at.tzinfo else row.taken_at.replace(tzinfo=UTC)
     return interval_s - (datetime.now(UTC) - taken_at).total_seconds()
 
 

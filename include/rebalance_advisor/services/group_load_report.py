@@ -130,20 +130,19 @@ def group_load_report(group_id: str, db_url: str | None = None) -> str:
     lines = [f"{group_id}: {outcome.outcome}: {outcome.reason}", ""]
     planned = {}
     if plan is not None:
-        planned = {(a["topic"], a["partition"]): names.get(a["member_id"], a["member_id"])
-                   for a in plan["assignments"]}  # fmt: skip
+        planned = {(a.topic, a.partition): names.get(a.member_id, a.member_id) for a in plan.assignments}
     lines += [_partition_table(snapshot, group_id, planned), ""]
     if plan is None:
         return "\n".join(lines)
-    metrics = plan["metrics"] or {}
+    metrics = plan.metrics or {}
     before = member_predictions(metrics.get("members_before"), names)
     after = member_predictions(metrics.get("members_after"), names)
     lines += [
-        f"Per member, now and under the {plan['status']} plan {plan['id']} ({plan['strategy']}); "
+        f"Per member, now and under the {plan.status} plan {plan.id} ({plan.strategy}); "
         "catch-up = backlog / (capacity - inflow):",
         _member_table(before, after),
         "",
         "Every candidate strategy's plan, as the advisor predicted it:",
-        _candidate_table(metrics.get("candidates") or [], plan["strategy"] if plan["status"] == "recommended" else None),
+        _candidate_table(metrics.get("candidates") or [], plan.strategy if plan.status == "recommended" else None),
     ]  # fmt: skip
     return "\n".join(lines)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import json
 import math
@@ -11,6 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from rebalance_advisor.domain.advice import OutcomeLine
+from rebalance_advisor.store.plan_records import PlanListing
 
 
 def _num(value: Any) -> str:
@@ -68,9 +70,9 @@ def catch_up_text(seconds: float | None, overloaded: bool = False) -> str:
     return "-" if seconds is None else f"{seconds:,.0f} s"
 
 
-def format_plans(plans: Sequence[dict[str, Any]], fmt: str = "table") -> str:
+def format_plans(plans: Sequence[PlanListing], fmt: str = "table") -> str:
     """Plans as ``table`` (the key columns), ``json`` (every column) or ``csv`` (every column)."""
-    plain = [{k: _plain(v) for k, v in p.items()} for p in plans]
+    plain = [{k: _plain(v) for k, v in dataclasses.asdict(p).items()} for p in plans]
     if fmt == "json":
         return json.dumps(plain, indent=None) + "\n"
     if fmt == "csv":

@@ -1,7 +1,7 @@
 """Read queries of the web UI over the plan tables (advisor runs, outcomes, plans).
 
-Rows come back as plain dicts, each function on the caller's connection so a page's questions
-share one short transaction; the UI (``webui/queries.py``) composes them.
+Rows come back typed (:mod:`.plan_records`), each function on the caller's connection so a page's
+questions share one short transaction; the UI (``webui/queries.py``) composes them.
 """
 
 from __future__ import annotations
@@ -13,17 +13,18 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from rebalance_advisor.store.plan_models import AdvisorRun, GroupOutcome, Plan
+from rebalance_advisor.store.plan_records import OutcomeRecord, PlanRecord, PlanRef, record
 
 
 def run_params(conn: Connection, run_id: int | None = None) -> dict[str, Any] | None:
-    """The parameters of advisor run ``run_id`` (default: the newest run), or None."""
+    """The parameter document stored with advisor run ``run_id`` (default: the newest run), or None."""
     query = sa.select(AdvisorRun.params).order_by(AdvisorRun.id.desc()).limit(1)
     if run_id is not None:
         query = query.where(AdvisorRun.id == run_id)
     return conn.execute(query).scalar()
 
 
-def latest_outcomes(conn: Connection, group_ids: Iterable[str] | None = None) -> dict[str, dict[str, Any]]:
+def latest_outcomes(conn: Connection, group_ids: Iterable[str] | None = None) -> dict[str, OutcomeRecord]:
     """The newest advisor outcome of every group (highest run id), with the run's snapshot id."""
     newest = (
         sa.select(GroupOutcome.group_id, sa.func.max(GroupOutcome.run_id).label("run_id"))
@@ -40,10 +41,10 @@ def latest_outcomes(conn: Connection, group_ids: Iterable[str] | None = None) ->
     )
     if group_ids is not None:
         query = query.where(GroupOutcome.group_id.in_(list(group_ids)))
-    return {r["group_id"]: dict(r) for r in conn.execute(query).mappings()}
+    return {r["group_id"]: record(OutcomeRecord, r) for r in conn.execute(query).mappings()}
 
 
-def latest_plan_per_group(conn: Connection) -> dict[str, dict[str, Any]]:
+def latest_plan_per_group(conn: Connection) -> dict[str, PlanRef]:
     """The newest non-skipped plan per group (the ``latest_plan_per_group`` view's rule)."""
     newest = (
         sa.select(Plan.group_id, sa.func.max(Plan.id).label("id"))
@@ -52,15 +53,15 @@ def latest_plan_per_group(conn: Connection) -> dict[str, dict[str, Any]]:
         .subquery()
     )
     query = sa.select(Plan.id, Plan.group_id, Plan.status, Plan.strategy).join(newest, newest.c.id == Plan.id)
-    return {r["group_id"]: dict(r) for r in conn.execute(query).mappings()}
+    return {r.group_id: PlanRef(*r) for r in conn.execute(query)}
 
 
-def newest_plan_rows_of_group(conn: Connection, group_id: str, limit: int) -> list[dict[str, Any]]:
+def newest_plan_rows_of_group(conn: Connection, group_id: str, limit: int) -> list[PlanRecord]:
     """The group's newest ``limit`` plan rows, newest first."""
     rows = conn.execute(
         sa.select(Plan.__table__).where(Plan.group_id == group_id).order_by(Plan.id.desc()).limit(limit)
     )
-    return [dict(r) for r in rows.mappings()]
+    return [record(PlanRecord, r) for r in rows.mappings()]
 
 
 def imbalance_by_run(conn: Connection, group_id: str) -> list[tuple[int, float | None, int]]:
@@ -75,7 +76,7 @@ def imbalance_by_run(conn: Connection, group_id: str) -> list[tuple[int, float |
 
 
 def plan_page(conn: Connection, *, group: str | None, status: str | None, strategy: str | None,
-              page: int, page_size: int) -> tuple[int, list[dict[str, Any]]]:  # fmt: skip
+              page: int, page_size: int) -> tuple[int, list[PlanRecord]]:  # fmt: skip
     """(count of every match, one page of plan rows newest first), filtered."""
     query = sa.select(Plan.__table__)
     if group:
@@ -86,10 +87,10 @@ def plan_page(conn: Connection, *, group: str | None, status: str | None, strate
         query = query.where(Plan.strategy == strategy)
     total = conn.execute(sa.select(sa.func.count()).select_from(query.subquery())).scalar_one()
     rows = conn.execute(query.order_by(Plan.id.desc()).offset((page - 1) * page_size).limit(page_size))
-    return total, [dict(r) for r in rows.mappings()]
+    return total, [record(PlanRecord, r) for r in rows.mappings()]
 
 
-def plan_table_row(conn: Connection, plan_id: int) -> dict[str, Any] | None:
+def plan_table_row(conn: Connection, plan_id: int) -> PlanRecord | None:
     """One plan's row (with its metrics JSON), or None."""
     found = conn.execute(sa.select(Plan.__table__).where(Plan.id == plan_id)).mappings().first()
-    return dict(found) if found is not None else None
+    return record(PlanRecord, found) if found is not None else None

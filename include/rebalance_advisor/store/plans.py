@@ -16,6 +16,7 @@ standing plans committed meanwhile (:func:`_apply_concurrent_cooldown`).
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -36,6 +37,15 @@ from rebalance_advisor.store.plan_models import (
     Plan,
     PlanAssignment,
     PlanTransition,
+)
+from rebalance_advisor.store.plan_records import (
+    AdvisorRunRecord,
+    PlanAssignmentRecord,
+    PlanListing,
+    PlanLoad,
+    PlanTransitionRecord,
+    StoredPlan,
+    record,
 )
 
 _INSERT_CHUNK = 5_000
@@ -319,9 +329,9 @@ def list_plans(
     status: str | None = None,
     run_id: int | None = None,
     limit: int | None = None,
-) -> list[dict[str, Any]]:
+) -> list[PlanListing]:
     """Plans newest first (without the metrics JSON), filtered by group, status or run, each with
-    its stored load prediction (:data:`PLAN_LOAD_COLUMNS`)."""
+    its stored load prediction (:class:`PlanLoad`)."""
     from rebalance_advisor.store.models import CommittedOffsetRow
 
     c = CommittedOffsetRow
@@ -342,42 +352,37 @@ def list_plans(
     if limit is not None:
         query = query.limit(limit)
     with db.connect(url) as conn:
-        rows = [dict(row) for row in conn.execute(query).mappings()]
-    for row in rows:
-        row.update(plan_load(row.pop("metrics"), row["strategy"]))
-    return rows
+        rows = list(conn.execute(query).mappings())
+    return [
+        record(PlanListing, row, **dataclasses.asdict(plan_load(row["metrics"], row["strategy"])))
+        for row in rows
+    ]
 
 
-#: The load prediction stored with a plan (issue 13), flat, as ``plans`` lists it. A null catch-up
-#: means "never" when the side has overloaded members, else unknown (no capacities).
-PLAN_LOAD_COLUMNS = ("overloaded_before", "overloaded_after", "catch_up_before_s", "catch_up_after_s")
-
-
-def plan_load(metrics: dict[str, Any] | None, strategy: str) -> dict[str, Any]:
-    """:data:`PLAN_LOAD_COLUMNS` from a plan's ``metrics`` JSON: the current assignment's load
+def plan_load(metrics: dict[str, Any] | None, strategy: str) -> PlanLoad:
+    """A plan's :class:`PlanLoad` from its ``metrics`` JSON: the current assignment's load
     (``load_before``) and the plan's (its strategy's candidate)."""
     metrics = metrics or {}
     before = metrics.get("load_before") or {}
     after = next(
         (c.get("load") or {} for c in metrics.get("candidates", ()) if c.get("strategy") == strategy), {}
     )
-    return {
-        "overloaded_before": before.get("overloaded"),
-        "overloaded_after": after.get("overloaded"),
-        "catch_up_before_s": before.get("max_catch_up_s"),
-        "catch_up_after_s": after.get("max_catch_up_s"),
-    }
+    return PlanLoad(
+        overloaded_before=before.get("overloaded"),
+        overloaded_after=after.get("overloaded"),
+        catch_up_before_s=before.get("max_catch_up_s"),
+        catch_up_after_s=after.get("max_catch_up_s"),
+    )
 
 
-def get_plan(plan_id: int, url: str | None = None) -> dict[str, Any] | None:
+def get_plan(plan_id: int, url: str | None = None) -> StoredPlan | None:
     """One plan with its metrics JSON, its assignments and its transitions."""
     with db.connect(url) as conn:
         row = conn.execute(sa.select(Plan.__table__).where(Plan.id == plan_id)).mappings().first()
         if row is None:
             return None
-        plan = dict(row)
-        plan["assignments"] = [
-            dict(a)
+        assignments = tuple(
+            PlanAssignmentRecord(**a)
             for a in conn.execute(
                 sa.select(
                     PlanAssignment.member_id,
@@ -390,9 +395,9 @@ def get_plan(plan_id: int, url: str | None = None) -> dict[str, Any] | None:
                 .where(PlanAssignment.plan_id == plan_id)
                 .order_by(PlanAssignment.member_id, PlanAssignment.topic, PlanAssignment.partition)
             ).mappings()
-        ]
-        plan["transitions"] = [
-            dict(t)
+        )
+        transitions = tuple(
+            PlanTransitionRecord(**t)
             for t in conn.execute(
                 sa.select(
                     PlanTransition.from_status,
@@ -405,8 +410,8 @@ def get_plan(plan_id: int, url: str | None = None) -> dict[str, Any] | None:
                 .where(PlanTransition.plan_id == plan_id)
                 .order_by(PlanTransition.id)
             ).mappings()
-        ]
-    return plan
+        )
+    return record(StoredPlan, row, assignments=assignments, transitions=transitions)
 
 
 def plan_assignment_map(plan_id: int, url: str | None = None) -> dict[str, list[tuple]]:
@@ -450,11 +455,11 @@ def _stored(line: OutcomeLine) -> dict[str, Any]:
     return row
 
 
-def advisor_runs(url: str | None = None, limit: int = 20) -> list[dict[str, Any]]:
+def advisor_runs(url: str | None = None, limit: int = 20) -> list[AdvisorRunRecord]:
     """The newest advisor runs, newest first."""
     with db.connect(url) as conn:
         rows = conn.execute(sa.select(AdvisorRun.__table__).order_by(AdvisorRun.id.desc()).limit(limit))
-        return [dict(r) for r in rows.mappings()]
+        return [record(AdvisorRunRecord, r) for r in rows.mappings()]
 
 
 # ---- retention (``db prune``, the snapshot DAG) -------------------------------------------------

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 import sqlalchemy as sa
@@ -420,19 +421,42 @@ def previous_snapshot_id(snapshot_id: int, url: str | None = None) -> int | None
         ).scalar_one_or_none()
 
 
-def latest_snapshot_row(conn: Connection) -> dict | None:
-    """The newest snapshot's row (id, taken_at, status, ...), or None when there is none."""
-    found = conn.execute(sa.select(SnapshotRow.__table__).order_by(SnapshotRow.id.desc()).limit(1))
-    row = found.mappings().first()
-    return dict(row) if row is not None else None
+@dataclass(frozen=True)
+class SnapshotHead:
+    """What a page says about a stored snapshot: its id, when it was taken, complete or partial."""
+
+    id: int
+    taken_at: datetime
+    status: str
 
 
-def snapshot_group_rows(conn: Connection, snapshot_id: int) -> list[dict]:
-    """The ``consumer_groups`` rows of one snapshot."""
+@dataclass(frozen=True)
+class GroupHead:
+    """A group as one snapshot saw it, without members or offsets."""
+
+    group_id: str
+    state: str
+    group_type: str
+    assignor: str | None
+    member_count: int
+
+
+def latest_snapshot_row(conn: Connection) -> SnapshotHead | None:
+    """The newest snapshot's id, time and status, or None when there is none."""
+    s = SnapshotRow
+    row = conn.execute(sa.select(s.id, s.taken_at, s.status).order_by(s.id.desc()).limit(1)).first()
+    return SnapshotHead(*row) if row is not None else None
+
+
+def snapshot_group_rows(conn: Connection, snapshot_id: int) -> list[GroupHead]:
+    """The groups (``consumer_groups`` rows) of one snapshot."""
+    g = ConsumerGroupRow
     rows = conn.execute(
-        sa.select(ConsumerGroupRow.__table__).where(ConsumerGroupRow.snapshot_id == snapshot_id)
+        sa.select(g.group_id, g.state, g.group_type, g.assignor, g.member_count).where(
+            g.snapshot_id == snapshot_id
+        )
     )
-    return [dict(r) for r in rows.mappings()]
+    return [GroupHead(*r) for r in rows]
 
 
 def newest_snapshot_id_of_group(conn: Connection, group_id: str) -> int | None:

@@ -19,6 +19,7 @@ from rebalance_advisor.webui.schemas import (
     ErrorBody,
     GroupDetail,
     GroupList,
+    GroupRow,
     GroupSort,
     GroupType,
     Outcome,
@@ -51,13 +52,13 @@ DbUrl = Annotated[str, Depends(db_url)]
 PlanId = Annotated[int, Path(**field_bounds(ApprovalParams, "plan_id"))]
 
 
-def sort_groups(rows: list[dict], sort: GroupSort, order: SortOrder) -> list[dict]:
+def sort_groups(rows: list[GroupRow], sort: GroupSort, order: SortOrder) -> list[GroupRow]:
     """Sort with missing values last whatever the order (an unplanned group is never "most lagged")."""
     key = sort.value
-    present = [r for r in rows if r[key] is not None]
-    missing = [r for r in rows if r[key] is None]
-    present.sort(key=lambda r: (r[key], r["group_id"]), reverse=order is SortOrder.desc)
-    return present + sorted(missing, key=lambda r: r["group_id"])
+    present = [r for r in rows if getattr(r, key) is not None]
+    missing = [r for r in rows if getattr(r, key) is None]
+    present.sort(key=lambda r: (getattr(r, key), r.group_id), reverse=order is SortOrder.desc)
+    return present + sorted(missing, key=lambda r: r.group_id)
 
 
 @router.get("/groups", response_model=GroupList, summary="Groups of the newest snapshot")
@@ -74,21 +75,20 @@ async def api_list_groups(
     q: Annotated[
         str | None, Query(max_length=STORED_ID_BYTES, description="substring of the group id")
     ] = None,
-) -> dict:
+) -> GroupList:
     data = await run_in_threadpool(queries.group_overview, url)
-    rows = data["groups"]
+    rows = data.groups
     if state:
-        rows = [r for r in rows if r["state"].lower() == state.lower()]
+        rows = [r for r in rows if r.state.lower() == state.lower()]
     if type:
-        rows = [r for r in rows if r["type"] == type.value]
+        rows = [r for r in rows if r.type == type.value]
     if outcome:
-        rows = [r for r in rows if r["outcome"] == outcome.value]
+        rows = [r for r in rows if r.outcome == outcome.value]
     if flagged is not None:
-        rows = [r for r in rows if r["flagged"] is flagged]
+        rows = [r for r in rows if r.flagged is flagged]
     if q:
-        rows = [r for r in rows if q.lower() in r["group_id"].lower()]
-    data["groups"] = sort_groups(rows, sort, order)
-    return data
+        rows = [r for r in rows if q.lower() in r.group_id.lower()]
+    return data.model_copy(update={"groups": sort_groups(rows, sort, order)})
 
 
 @router.get("/groups/{group_id:path}", response_model=GroupDetail, responses=NOT_FOUND, summary="One group")
@@ -97,7 +97,7 @@ async def api_get_group(
     group_id: Annotated[str, Path(max_length=STORED_ID_BYTES)],
     history: Annotated[int, Query(ge=1, le=500, description="imbalance points (snapshots) to return")] = 20,
     plans: Annotated[int, Query(ge=1, le=100, description="newest plans to return")] = 5,
-) -> dict:
+) -> GroupDetail:
     return await run_in_threadpool(queries.group_detail, url, group_id, history, plans)
 
 
@@ -109,7 +109,7 @@ async def api_list_plans(
     strategy: Annotated[Strategy | None, Query(description="assignor that produced the plan")] = None,
     page: Annotated[int, Query(ge=1, le=1_000_000)] = 1,  # bounded: OFFSET must fit a 64-bit integer
     page_size: Annotated[int, Query(ge=1, le=500)] = 50,
-) -> dict:
+) -> PlanPage:
     return await run_in_threadpool(
         queries.plan_list_page,
         url,
@@ -124,8 +124,8 @@ async def api_list_plans(
 @router.get(
     "/plans/{plan_id}", response_model=PlanDetail, responses=NOT_FOUND, summary="One plan and its moves"
 )
-async def api_get_plan(url: DbUrl, plan_id: PlanId) -> dict:
-    return await run_in_threadpool(queries.plan_detail, url, plan_id)
+async def api_get_plan(url: DbUrl, plan_id: PlanId) -> PlanDetail:
+    return (await run_in_threadpool(queries.plan_detail, url, plan_id)).detail
 
 
 DECISION_ERRORS = {
@@ -145,7 +145,7 @@ async def approve_plan(
     user: TriggerUser,
     plan_id: PlanId,
     body: Annotated[DecisionBody | None, Body()] = None,
-) -> dict:
+) -> PlanSummary:
     note = body.note if body else None
     return await run_in_threadpool(
         plan_decisions.decide_from_ui, url, plan_id, "approve", user.get_name(), note
@@ -160,7 +160,7 @@ async def reject_plan(
     user: TriggerUser,
     plan_id: PlanId,
     body: Annotated[DecisionBody | None, Body()] = None,
-) -> dict:
+) -> PlanSummary:
     note = body.note if body else None
     return await run_in_threadpool(
         plan_decisions.decide_from_ui, url, plan_id, "reject", user.get_name(), note

@@ -48,29 +48,29 @@ def error_page(request: Request, title: str, message: str, status_code: int) -> 
 @router.get("/", response_class=HTMLResponse)
 async def groups_page(request: Request, user: PageUser) -> HTMLResponse:
     data = await run_in_threadpool(queries.group_overview, request.app.state.db_url())
-    threshold = data["threshold"]
+    threshold = data.threshold
     rows = [
         GroupTableLine(
-            group_id=g["group_id"],
-            state=g["state"],
-            type=g["type"],
-            members=g["members"],
-            total_lag=g["total_lag"],
-            imbalance=g["imbalance"],
-            hot=g["imbalance"] is not None and g["imbalance"] >= threshold,
-            flagged=g["flagged"],
-            outcome=g["outcome"],
-            reason=g["reason"],
-            plan_id=g["latest_plan_id"],
-            plan_status=g["latest_plan_status"],
+            group_id=g.group_id,
+            state=g.state,
+            type=g.type,
+            members=g.members,
+            total_lag=g.total_lag,
+            imbalance=g.imbalance,
+            hot=g.imbalance is not None and g.imbalance >= threshold,
+            flagged=g.flagged,
+            outcome=g.outcome,
+            reason=g.reason,
+            plan_id=g.latest_plan_id,
+            plan_status=g.latest_plan_status,
         )
-        for g in sorted(data["groups"], key=lambda r: (-(r["imbalance"] or 0), r["group_id"]))
+        for g in sorted(data.groups, key=lambda r: (-(r.imbalance or 0), r.group_id))
     ]
     return render(
         request,
         "groups.html",
         title="Consumer groups",
-        snapshot=data["snapshot"],
+        snapshot=data.snapshot,
         threshold=threshold,
         groups=rows,
         user_name=user.get_name(),
@@ -83,26 +83,29 @@ async def group_page(
 ) -> HTMLResponse:
     url = request.app.state.db_url()
     group = await run_in_threadpool(queries.group_detail, url, group_id, 30, 10)
-    chosen = chosen_plan(group["plans"])
-    detail = await run_in_threadpool(queries.plan_detail, url, chosen["id"]) if chosen else None
-    threshold = group["threshold"]
+    chosen = chosen_plan(group.plans)
+    picture = await run_in_threadpool(queries.plan_detail, url, chosen.id) if chosen else None
+    detail = picture.detail if picture else None
+    threshold = group.threshold
     if detail:
-        members = detail["members"]
+        compared = detail.members
         chart = svg.member_lag_bars(
-            [m["label"] for m in members],
-            [m["lag_before"] for m in members],
-            [m["lag_after"] for m in members],
+            [m.label for m in compared], [m.lag_before for m in compared], [m.lag_after for m in compared]
         )
     else:
-        members = group["now"]["members"]
-        chart = svg.member_lag_bars([m["label"] for m in members], [m["lag"] for m in members], None)
+        members = group.now.members
+        chart = svg.member_lag_bars([m.label for m in members], [m.lag for m in members], None)
     history = svg.imbalance_line(
-        [(str(p["snapshot_id"]), p["imbalance"]) for p in group["imbalance_history"]], threshold
+        [(str(p.snapshot_id), p.imbalance) for p in group.imbalance_history], threshold
     )
-    outcome = group["outcome"] or {}
-    imbalance = outcome.get("imbalance_before")
-    plan = detail["plan"] if detail else None
-    load = group_load(plan, detail["metrics"], Thresholds().horizon_s) if detail else None
+    outcome = group.outcome
+    imbalance = outcome.imbalance_before if outcome else None
+    plan = detail.plan if detail else None
+    load = (
+        group_load(plan.strategy, picture.max_time_lag_s, picture.metrics, Thresholds().horizon_s)
+        if picture and plan
+        else None
+    )
     return render(
         request,
         "group.html",
@@ -116,12 +119,14 @@ async def group_page(
         chart=chart,
         history=history,
         detail=detail,
+        run_threshold=picture.run_threshold if picture else None,
         plan=plan,
         standing=plan is not None
-        and plan["status"] == "recommended"
-        and outcome.get("run_id") not in (None, plan["run_id"]),
-        assignments=[(a, key_range(a)) for a in detail["assignments"]] if detail else [],
-        has_ranges=bool(detail) and any(key_range(a) for a in detail["assignments"]),
+        and plan.status == "recommended"
+        and outcome is not None
+        and outcome.run_id != plan.run_id,
+        assignments=[(a, key_range(a)) for a in detail.assignments] if detail else [],
+        has_ranges=bool(detail) and any(key_range(a) for a in detail.assignments),
         load=load,
         load_chart=svg.predicted_lag_lines(load.curves) if load and load.curves else None,
         allowed=can_trigger(user),

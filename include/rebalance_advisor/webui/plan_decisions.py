@@ -7,11 +7,12 @@ plan lifecycle's (``rebalance_advisor.services.plan_lifecycle``); this module ma
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from rebalance_advisor.errors import AdvisorError
 from rebalance_advisor.store import db
-from rebalance_advisor.webui.queries import NotFound, plan_row
+from rebalance_advisor.webui.queries import NotFound, plan_row, plan_summary
+from rebalance_advisor.webui.schemas import PlanSummary
 
 Action = Literal["approve", "reject"]
 TARGET: dict[str, str] = {"approve": "approved", "reject": "rejected"}
@@ -23,7 +24,7 @@ class Conflict(AdvisorError):
 
 def decide_from_ui(
     url: str, plan_id: int, action: Action, actor: str, note: str | None = None
-) -> dict[str, Any]:
+) -> PlanSummary:
     """Move plan ``plan_id`` from ``recommended`` to approved/rejected; return the updated row."""
     from rebalance_advisor.services import plan_lifecycle
 
@@ -37,4 +38,4 @@ def decide_from_ui(
         except plan_lifecycle.IllegalTransition as error:
             raise Conflict(str(error)) from error
         plan = plan_row(conn, plan_id)
-    return {k: v for k, v in plan.items() if k != "metrics"}
+    return plan_summary(plan)

@@ -1,12 +1,16 @@
 """Read side of the UI: the few questions the pages and the JSON API ask of the plan database.
 
-Plain dicts out (the API's pydantic models validate them), one short transaction per question.
+Typed out: the API's response models (:mod:`.schemas`), which the pages read too; one short
+transaction per question.
 The SQL is in the store: snapshots through :mod:`rebalance_advisor.store.snapshots`, plan rows
 through :mod:`rebalance_advisor.store.plan_queries`. Lag "now" follows the lag rule (docs/architecture.md, "Lag") (see :func:`partition_lag`).
 """
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy.engine import Connection
@@ -17,12 +21,31 @@ from rebalance_advisor.domain.snapshot_model import Snapshot
 from rebalance_advisor.errors import AdvisorError
 from rebalance_advisor.services.plan_lifecycle import is_manual_assign
 from rebalance_advisor.store import db, plan_queries
+from rebalance_advisor.store.plan_records import PlanAssignmentRecord, PlanRecord
 from rebalance_advisor.store.plans import get_plan, published_assignments
 from rebalance_advisor.store.snapshots import (
     latest_snapshot_row,
     load_snapshot,
     newest_snapshot_id_of_group,
     snapshot_group_rows,
+)
+from rebalance_advisor.webui.schemas import (
+    GroupDetail,
+    GroupList,
+    GroupRow,
+    ImbalancePoint,
+    MemberComparison,
+    MemberNow,
+    Move,
+    NowView,
+    OutcomeRow,
+    PartitionNow,
+    PlanAssignmentRow,
+    PlanDetail,
+    PlanPage,
+    PlanSummary,
+    SnapshotRef,
+    TransitionItem,
 )
 
 
@@ -40,45 +63,41 @@ def imbalance_threshold(conn: Connection, run_id: int | None = None) -> float:
         return Thresholds().imbalance_threshold
 
 
-def group_overview(url: str) -> dict[str, Any]:
+def group_overview(url: str) -> GroupList:
     """Every group of the newest snapshot with its newest advisor outcome and plan."""
     with db.connect(url) as conn:
         snapshot = latest_snapshot_row(conn)
         threshold = imbalance_threshold(conn)
         if snapshot is None:
-            return {"snapshot": None, "threshold": threshold, "groups": []}
-        groups = snapshot_group_rows(conn, snapshot["id"])
-        outcomes = plan_queries.latest_outcomes(conn, [g["group_id"] for g in groups])
+            return GroupList(snapshot=None, threshold=threshold, groups=[])
+        groups = snapshot_group_rows(conn, snapshot.id)
+        outcomes = plan_queries.latest_outcomes(conn, [g.group_id for g in groups])
         plans = plan_queries.latest_plan_per_group(conn)
     rows = []
     for g in groups:
-        outcome = outcomes.get(g["group_id"], {})
-        plan = plans.get(g["group_id"], {})
-        imbalance = outcome.get("imbalance_before")
+        outcome = outcomes.get(g.group_id)
+        plan = plans.get(g.group_id)
         rows.append(
-            {
-                "group_id": g["group_id"],
-                "state": g["state"],
-                "type": g["group_type"],
-                "assignor": g["assignor"],
-                "members": g["member_count"],
-                "total_lag": outcome.get("total_lag"),
-                "max_member_lag": outcome.get("max_lag_before"),
-                "imbalance": imbalance,
-                "flagged": outcome.get("outcome") in FLAGGED_OUTCOMES,
-                "outcome": outcome.get("outcome"),
-                "reason": outcome.get("reason"),
-                "outcome_snapshot_id": outcome.get("snapshot_id"),
-                "best_strategy": outcome.get("best_strategy"),
-                "latest_plan_id": plan.get("id"),
-                "latest_plan_status": plan.get("status"),
-            }
+            GroupRow(
+                group_id=g.group_id,
+                state=g.state,
+                type=g.group_type,
+                assignor=g.assignor,
+                members=g.member_count,
+                total_lag=outcome.total_lag if outcome else None,
+                max_member_lag=outcome.max_lag_before if outcome else None,
+                imbalance=outcome.imbalance_before if outcome else None,
+                flagged=outcome is not None and outcome.outcome in FLAGGED_OUTCOMES,
+                outcome=outcome.outcome if outcome else None,
+                reason=outcome.reason if outcome else None,
+                outcome_snapshot_id=outcome.snapshot_id if outcome else None,
+                best_strategy=outcome.best_strategy if outcome else None,
+                latest_plan_id=plan.id if plan else None,
+                latest_plan_status=plan.status if plan else None,
+            )
         )
-    return {"snapshot": _snapshot_summary(snapshot), "threshold": threshold, "groups": rows}
-
-
-def _snapshot_summary(row: dict[str, Any]) -> dict[str, Any]:
-    return {"id": row["id"], "taken_at": row["taken_at"], "status": row["status"]}
+    head = SnapshotRef(id=snapshot.id, taken_at=snapshot.taken_at, status=snapshot.status)
+    return GroupList(snapshot=head, threshold=threshold, groups=rows)
 
 
 def reset_policy(conn: Connection) -> ResetPolicy:
@@ -90,44 +109,44 @@ def reset_policy(conn: Connection) -> ResetPolicy:
         return ResetPolicy()
 
 
-def current_assignment(snapshot: Snapshot, group_id: str, policy: ResetPolicy) -> dict[str, Any]:
+def current_assignment(snapshot: Snapshot, group_id: str, policy: ResetPolicy) -> NowView:
     """Per-partition lag and owner (named as plans name members), per-member totals, in one snapshot."""
     group = snapshot.group(group_id)
     key_of = {
         m.member_id: member_key(m.member_id, m.group_instance_id) for m in (group.members if group else ())
     }
     partitions = [
-        {
-            "topic": x.topic,
-            "partition": x.partition,
-            "log_start_offset": x.log_start,
-            "log_end_offset": x.log_end,
-            "committed_offset": x.committed,
-            "lag": x.lag,
-            "owner": key_of.get(x.member_id, x.member_id) if x.member_id else None,
-        }
+        PartitionNow(
+            topic=x.topic,
+            partition=x.partition,
+            log_start_offset=x.log_start,
+            log_end_offset=x.log_end,
+            committed_offset=x.committed,
+            lag=x.lag,
+            owner=key_of.get(x.member_id, x.member_id) if x.member_id else None,
+        )
         for x in partition_lags(snapshot, policy)
         if x.group_id == group_id
     ]
     members = []
     for m in group.members if group else ():
         label = key_of[m.member_id]
-        mine = [p for p in partitions if p["owner"] == label]
+        mine = [p for p in partitions if p.owner == label]
         members.append(
-            {
-                "member_id": m.member_id,
-                "label": label,
-                "group_instance_id": m.group_instance_id,
-                "client_id": m.client_id,
-                "host": m.host,
-                "lag": sum(p["lag"] for p in mine),
-                "partitions": len(mine),
-            }
+            MemberNow(
+                member_id=m.member_id,
+                label=label,
+                group_instance_id=m.group_instance_id,
+                client_id=m.client_id,
+                host=m.host,
+                lag=sum(p.lag for p in mine),
+                partitions=len(mine),
+            )
         )
-    return {"members": members, "partitions": partitions}
+    return NowView(members=members, partitions=partitions)
 
 
-def group_detail(url: str, group_id: str, history: int = 20, plans: int = 5) -> dict[str, Any]:
+def group_detail(url: str, group_id: str, history: int = 20, plans: int = 5) -> GroupDetail:
     """One group: now (newest snapshot holding it), its outcome, latest plans, imbalance history, and
     whether it is manual-assign (only then can its plans be approved and published)."""
     with db.connect(url) as conn:
@@ -144,108 +163,108 @@ def group_detail(url: str, group_id: str, history: int = 20, plans: int = 5) -> 
     for snap, imbalance, _run in trend:  # newest run of each snapshot wins
         per_snapshot.setdefault(snap, imbalance)
     points = sorted(per_snapshot.items())[-history:]
-    now: dict[str, Any] = {"members": [], "partitions": []}
-    group_row: dict[str, Any] = {}
+    now = NowView(members=[], partitions=[])
+    seen: dict[str, Any] = {}
     if snapshot_id is not None:
         snapshot = load_snapshot(snapshot_id, url, groups=[group_id])
         now = current_assignment(snapshot, group_id, policy)
         g = snapshot.group(group_id)
-        group_row = {
-            "state": g.state,
-            "type": g.group_type,
-            "assignor": g.assignor,
-            "members": g.member_count,
-        }
-    return {
-        "group_id": group_id,
-        "snapshot_id": snapshot_id,
-        **group_row,
-        "threshold": threshold,
-        "manual_assign": manual_assign,
-        "outcome": outcome,
-        "now": now,
-        "plans": [plan_summary(p) for p in plan_rows],
-        "imbalance_history": [{"snapshot_id": s, "imbalance": v} for s, v in points],
-    }
+        seen = {"state": g.state, "type": g.group_type, "assignor": g.assignor, "members": g.member_count}
+    return GroupDetail(
+        group_id=group_id,
+        snapshot_id=snapshot_id,
+        **seen,
+        threshold=threshold,
+        manual_assign=manual_assign,
+        outcome=OutcomeRow.model_validate(outcome, from_attributes=True) if outcome else None,
+        now=now,
+        plans=[plan_summary(p) for p in plan_rows],
+        imbalance_history=[ImbalancePoint(snapshot_id=s, imbalance=v) for s, v in points],
+    )
 
 
-def plan_summary(p: dict[str, Any]) -> dict[str, Any]:
+def plan_summary(plan: PlanRecord) -> PlanSummary:
     """A plan row without its bulky per-member metrics (those are in :func:`plan_detail`)."""
-    return {k: v for k, v in p.items() if k != "metrics"}
+    return PlanSummary.model_validate(plan, from_attributes=True)
 
 
 def plan_list_page(url: str, *, group: str | None, status: str | None, strategy: str | None,
-               page: int, page_size: int) -> dict[str, Any]:  # fmt: skip
+               page: int, page_size: int) -> PlanPage:  # fmt: skip
     """Plans newest first, filtered, one page; ``total`` counts every match."""
     with db.connect(url) as conn:
         total, rows = plan_queries.plan_page(
             conn, group=group, status=status, strategy=strategy, page=page, page_size=page_size
         )
-    items = [plan_summary(r) for r in rows]
-    return {"total": total, "page": page, "page_size": page_size, "items": items}
+    return PlanPage(total=total, page=page, page_size=page_size, items=[plan_summary(r) for r in rows])
 
 
-def plan_row(conn: Connection, plan_id: int) -> dict[str, Any]:
+def plan_row(conn: Connection, plan_id: int) -> PlanRecord:
     found = plan_queries.plan_table_row(conn, plan_id)
     if found is None:
         raise NotFound(f"plan {plan_id} does not exist")
     return found
 
 
-def plan_detail(url: str, plan_id: int) -> dict[str, Any]:
+@dataclass(frozen=True)
+class PlanPicture:
+    """What the group page pictures of a plan: the API's :class:`PlanDetail`, plus (not in the API)
+    the imbalance threshold of the run that made it (its reason cites it), the plan's stored load
+    model (``metrics`` JSON) and the group's time lag in the plan's snapshot."""
+
+    detail: PlanDetail
+    run_threshold: float
+    metrics: dict[str, Any] | None
+    max_time_lag_s: float | None
+
+
+def plan_detail(url: str, plan_id: int) -> PlanPicture:
     """A plan, its assignment and transitions, per-member lag before/after, and the moves against the
     baseline its ``moves`` count uses: the owners in the snapshot it was planned from, or for a
     manual-assign group its published plan (:func:`baseline_owners`)."""
     plan = get_plan(plan_id, url)
     if plan is None:
         raise NotFound(f"plan {plan_id} does not exist")
-    assignments = plan.pop("assignments")
-    transitions = plan.pop("transitions")
     with db.connect(url) as conn:
         policy = reset_policy(conn)
-        published = published_assignments(conn).get(plan["group_id"])
-        run_threshold = imbalance_threshold(conn, plan["run_id"])  # the threshold its reason cites
+        published = published_assignments(conn).get(plan.group_id)
+        run_threshold = imbalance_threshold(conn, plan.run_id)  # the threshold its reason cites
+    max_time_lag_s = None
     try:
-        snapshot = load_snapshot(plan["snapshot_id"], url, groups=[plan["group_id"]])
-        before = current_assignment(snapshot, plan["group_id"], policy)
+        snapshot = load_snapshot(plan.snapshot_id, url, groups=[plan.group_id])
+        before = current_assignment(snapshot, plan.group_id, policy)
         # the group's time lag as stored with its snapshot (issue 13): the furthest-behind partition
-        plan["max_time_lag_s"] = max(
+        max_time_lag_s = max(
             (t.seconds for (g, _, _), t in (snapshot.rates.time_lag.items() if snapshot.rates else ())
-             if g == plan["group_id"] and t.seconds is not None),
+             if g == plan.group_id and t.seconds is not None),
             default=None,
         )  # fmt: skip
     except AdvisorError:  # the snapshot was pruned: the plan still stands, without a diff
-        before = {"members": [], "partitions": []}
+        before = NowView(members=[], partitions=[])
     owner_before = baseline_owners(plan, before, published)
-    moves = []
-    for a in sorted(assignments, key=lambda a: (a["topic"], a["partition"], a["key_hash_start"] or 0)):
-        previous = owner_before.get((a["topic"], a["partition"]))
-        a["member_label"] = a["member_id"]  # plans already name static members by instance id
-        if previous != a["member_id"]:
-            moves.append(
-                {
-                    "topic": a["topic"],
-                    "partition": a["partition"],
-                    "lag": a["lag"],
-                    "from_member": previous,
-                    "from_label": previous,
-                    "to_member": a["member_id"],
-                    "to_label": a["member_label"],
-                }
-            )
-    return {
-        "plan": plan_summary(plan),
-        "members": member_comparison(plan, before["members"], assignments),
-        "assignments": assignments,
-        "moves": moves,
-        "transitions": transitions,
-        "run_threshold": run_threshold,
-        "metrics": plan.get("metrics"),  # the load model the page pictures (not in the API's model)
-    }
+    assignments = [
+        PlanAssignmentRow(
+            **dataclasses.asdict(a), member_label=a.member_id
+        )  # plans name static members by instance id
+        for a in sorted(plan.assignments, key=lambda a: (a.topic, a.partition, a.key_hash_start or 0))
+    ]
+    moves = [
+        Move(topic=a.topic, partition=a.partition, lag=a.lag, from_member=previous, from_label=previous,
+             to_member=a.member_id, to_label=a.member_label)
+        for a in assignments
+        if (previous := owner_before.get((a.topic, a.partition))) != a.member_id
+    ]  # fmt: skip
+    detail = PlanDetail(
+        plan=plan_summary(plan),
+        members=member_comparison(plan, before.members, plan.assignments),
+        assignments=assignments,
+        moves=moves,
+        transitions=[TransitionItem.model_validate(t, from_attributes=True) for t in plan.transitions],
+    )
+    return PlanPicture(detail, run_threshold, plan.metrics, max_time_lag_s)
 
 
 def baseline_owners(
-    plan: dict[str, Any], now: dict[str, Any], published: dict[str, list[tuple[str, int]]] | None
+    plan: PlanRecord, now: NowView, published: dict[str, list[tuple[str, int]]] | None
 ) -> dict[tuple[str, int], str | None]:
     """Who held each partition in the baseline the planner measured ``plan`` against.
 
@@ -256,8 +275,8 @@ def baseline_owners(
     partition was unowned. A plan that is itself published (or superseded) has that baseline
     replaced by itself or a newer plan, so it keeps the snapshot's owners.
     """
-    owners = {(p["topic"], p["partition"]): p["owner"] for p in now["partitions"]}
-    if now["members"] or not published or plan["status"] in ("published", "superseded"):
+    owners = {(p.topic, p.partition): p.owner for p in now.partitions}
+    if now.members or not published or plan.status in ("published", "superseded"):
         return owners
     return owners | {
         (topic, partition): member for member, held in published.items() for topic, partition in held
@@ -265,36 +284,36 @@ def baseline_owners(
 
 
 def member_comparison(
-    plan: dict[str, Any], now: list[dict[str, Any]], assignments: list[dict[str, Any]]
-) -> list[dict[str, Any]]:
+    plan: PlanRecord, now: Sequence[MemberNow], assignments: Sequence[PlanAssignmentRecord]
+) -> list[MemberComparison]:
     """Per member (plan naming): lag and partition count in the plan's snapshot and under the plan.
 
     The planner's own per-member numbers (``metrics.before/after``: ``member_lag``,
     ``member_partitions``) win where present: for a manual-assign group they are its published
     plan's, which the snapshot cannot show. The snapshot and the plan's assignment rows fill in the rest.
     """
-    metrics = plan.get("metrics") or {}
+    metrics = plan.metrics or {}
     measured = metrics.get("before") or {}
     before = measured.get("member_lag") or {}
     after = (metrics.get("after") or {}).get("member_lag") or {}
-    lag_now = {m["label"]: m["lag"] for m in now} | {k: int(v) for k, v in before.items()}
-    count_now = {m["label"]: m["partitions"] for m in now} | {
+    lag_now = {m.label: m.lag for m in now} | {k: int(v) for k, v in before.items()}
+    count_now = {m.label: m.partitions for m in now} | {
         k: int(v) for k, v in (measured.get("member_partitions") or {}).items()
     }
     lag_plan: dict[str, int] = {}
     count_plan: dict[str, int] = {}
     for a in assignments:
-        lag_plan[a["member_id"]] = lag_plan.get(a["member_id"], 0) + int(a["lag"])
-        count_plan[a["member_id"]] = count_plan.get(a["member_id"], 0) + 1
+        lag_plan[a.member_id] = lag_plan.get(a.member_id, 0) + int(a.lag)
+        count_plan[a.member_id] = count_plan.get(a.member_id, 0) + 1
     lag_plan |= {k: int(v) for k, v in after.items()}
     return [
-        {
-            "member_id": m,
-            "label": m,
-            "lag_before": lag_now.get(m, 0),
-            "lag_after": lag_plan.get(m, 0),
-            "partitions_before": count_now.get(m, 0),
-            "partitions_after": count_plan.get(m, 0),
-        }
+        MemberComparison(
+            member_id=m,
+            label=m,
+            lag_before=lag_now.get(m, 0),
+            lag_after=lag_plan.get(m, 0),
+            partitions_before=count_now.get(m, 0),
+            partitions_after=count_plan.get(m, 0),
+        )
         for m in sorted(set(lag_now) | set(lag_plan))
     ]

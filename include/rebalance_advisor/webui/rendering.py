@@ -5,6 +5,7 @@ templates read. Imports no Airflow, so it is testable on its own.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -17,6 +18,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from rebalance_advisor.domain.load_model import lag_curves
 from rebalance_advisor.domain.timestamps import timestamp_text, utc_whole_seconds
 from rebalance_advisor.webui import svg
+from rebalance_advisor.webui.schemas import PlanAssignmentRow, PlanSummary
 
 
 def format_number(value: float | None, digits: int = 0) -> str:
@@ -76,19 +78,18 @@ class GroupTableLine:
         return self.plan_status == "recommended" and self.outcome != "recommended"
 
 
-def chosen_plan(plans: list[dict[str, Any]]) -> dict[str, Any] | None:
+def chosen_plan(plans: Sequence[PlanSummary]) -> PlanSummary | None:
     """The plan to picture: the newest recommended one, else the newest that is not skipped."""
     for wanted in (("recommended",), ("approved", "published", "rejected", "superseded")):
         for p in plans:
-            if p["status"] in wanted:
+            if p.status in wanted:
                 return p
     return None
 
 
-def key_range(row: dict[str, Any]) -> tuple[int, int] | None:
+def key_range(row: PlanAssignmentRow) -> tuple[int, int] | None:
     """The key-hash range a key-range plan gives this (member, partition) row, if any."""
-    lo = row.get("hash_lo", row.get("key_hash_start"))
-    hi = row.get("hash_hi", row.get("key_hash_end"))
+    lo, hi = row.key_hash_start, row.key_hash_end
     return None if lo is None or hi is None else (int(lo), int(hi))
 
 
@@ -123,10 +124,11 @@ def _total_lag_curve(members: dict[str, Any], times: np.ndarray) -> tuple[tuple[
 
 
 def group_load(
-    plan: dict[str, Any], metrics: dict[str, Any] | None, horizon_s: float
+    strategy: str, time_lag_s: float | None, metrics: dict[str, Any] | None, horizon_s: float
 ) -> GroupLoadView | None:
     """The view of a plan's ``metrics`` JSON (``members_before/after``, ``load_before``, the chosen
-    candidate's ``load``); None for plans stored before the load model or without measured rates.
+    candidate's ``load``: the plan's ``strategy``); None for plans stored before the load model or
+    without measured rates. ``time_lag_s``: the group's time lag in the plan's snapshot.
 
     The curves are the load model's fluid lag B(t) = max(B + (Λ − μ) t, 0) summed over members
     (:func:`rebalance_advisor.domain.load_model.lag_curves`), drawn until both have caught up
@@ -137,7 +139,7 @@ def group_load(
     if not before or not any(before["inflow"]):
         return None
     known = before.get("capacity") is not None
-    chosen = next((c for c in metrics.get("candidates") or () if c["strategy"] == plan["strategy"]), {})
+    chosen = next((c for c in metrics.get("candidates") or () if c["strategy"] == strategy), {})
     now_s = (metrics.get("load_before") or {}).get("max_catch_up_s")
     plan_s = (chosen.get("load") or {}).get("max_catch_up_s")
     rows = tuple(
@@ -160,7 +162,7 @@ def group_load(
         )
     return GroupLoadView(
         produce_rate=float(sum(before["inflow"])),
-        time_lag_s=plan.get("max_time_lag_s"),  # set by queries.plan_detail from the snapshot
+        time_lag_s=time_lag_s,
         capacities_known=known,
         catch_up_now_s=now_s if known else None,
         catch_up_plan_s=plan_s if known else None,

@@ -5,7 +5,6 @@ from __future__ import annotations
 from copy import copy
 from datetime import datetime
 from enum import StrEnum
-from typing import Any
 
 from pydantic import BaseModel, Field, create_model
 
@@ -122,6 +121,25 @@ class ImbalancePoint(BaseModel):
     imbalance: float | None
 
 
+class OutcomeRow(BaseModel):
+    """A group's newest ``group_outcomes`` row, with its run's snapshot and when the run finished."""
+
+    run_id: int
+    group_id: str
+    outcome: str
+    reason: str
+    total_lag: int
+    max_lag_before: int | None
+    max_lag_after: int | None
+    imbalance_before: float | None
+    imbalance_after: float | None
+    moves: int | None
+    best_strategy: str | None
+    plan_id: int | None
+    snapshot_id: int
+    planned_at: datetime | None
+
+
 class GroupDetail(BaseModel):
     group_id: str
     snapshot_id: int | None = Field(description="newest snapshot holding the group")
@@ -134,7 +152,7 @@ class GroupDetail(BaseModel):
         description="registered static members: its plans can be approved and published; "
         "otherwise (a dynamic subscribe() group) they are advice only"
     )
-    outcome: dict[str, Any] | None = Field(description="the group's newest group_outcomes row")
+    outcome: OutcomeRow | None = Field(description="the group's newest group_outcomes row")
     now: NowView
     plans: list[PlanSummary] = Field(description="newest plans first")
     imbalance_history: list[ImbalancePoint] = Field(description="oldest first, one point per snapshot")

@@ -1,0 +1,165 @@
+"""The typed rows the plan store hands out: what the CLI, the services and the web UI read.
+
+Frozen dataclasses, one per question, named after their table; a ``metrics`` or ``params`` field
+is the stored JSON document itself (the planner's load model, a run's parameters). Built by
+:func:`record` from a SQL row mapping, so a column the class names but the query lacks fails loudly.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, TypeVar
+
+R = TypeVar("R")
+
+
+def record(cls: type[R], row: Mapping[str, Any], **extra: Any) -> R:
+    """``cls`` from the row's columns of the same names (plus ``extra``); other columns are ignored."""
+    values = {**row, **extra}
+    return cls(**{f.name: values[f.name] for f in dataclasses.fields(cls) if f.name in values})  # type: ignore[call-arg]
+
+
+@dataclass(frozen=True)
+class PlanAssignmentRecord:
+    """One (member, partition) row of a plan; a key range of a split partition when the hashes are set."""
+
+    member_id: str
+    topic: str
+    partition: int
+    lag: int
+    key_hash_start: int | None
+    key_hash_end: int | None
+
+
+@dataclass(frozen=True)
+class PlanTransitionRecord:
+    """One status change of a plan."""
+
+    from_status: str | None
+    to_status: str
+    actor: str
+    airflow_run_id: str | None
+    at: datetime
+    note: str | None
+
+
+@dataclass(frozen=True)
+class PlanRecord:
+    """One ``plans`` row, with its ``metrics`` JSON (the planner's numbers and load model)."""
+
+    id: int
+    run_id: int
+    snapshot_id: int
+    group_id: str
+    strategy: str
+    status: str
+    epoch: int | None
+    created_at: datetime
+    created_by: str
+    max_lag_before: int
+    max_lag_after: int
+    imbalance_before: float
+    imbalance_after: float
+    spread_before: int
+    spread_after: int
+    moves: int
+    lower_bound: int
+    gap: float
+    reason: str
+    metrics: dict[str, Any] | None
+
+
+@dataclass(frozen=True)
+class StoredPlan(PlanRecord):
+    """A plan with its assignment rows and its status history (oldest first)."""
+
+    assignments: tuple[PlanAssignmentRecord, ...] = ()
+    transitions: tuple[PlanTransitionRecord, ...] = ()
+
+
+@dataclass(frozen=True)
+class PlanLoad:
+    """The load prediction stored with a plan (issue 13), flat, as ``plans`` lists it. A null catch-up
+    means "never" when the side has overloaded members, else unknown (no capacities)."""
+
+    overloaded_before: int | None
+    overloaded_after: int | None
+    catch_up_before_s: float | None
+    catch_up_after_s: float | None
+
+
+@dataclass(frozen=True)
+class PlanListing:
+    """A line of ``plans``: the plan's columns without the metrics JSON, the group's max time lag in
+    the plan's snapshot, and the stored load prediction (:class:`PlanLoad`'s fields)."""
+
+    id: int
+    run_id: int
+    snapshot_id: int
+    group_id: str
+    strategy: str
+    status: str
+    epoch: int | None
+    created_at: datetime
+    created_by: str
+    max_lag_before: int
+    max_lag_after: int
+    imbalance_before: float
+    imbalance_after: float
+    spread_before: int
+    spread_after: int
+    moves: int
+    lower_bound: int
+    gap: float
+    reason: str
+    max_time_lag_s: float | None
+    overloaded_before: int | None
+    overloaded_after: int | None
+    catch_up_before_s: float | None
+    catch_up_after_s: float | None
+
+
+@dataclass(frozen=True)
+class PlanRef:
+    """The newest non-skipped plan of a group: enough to link to it."""
+
+    id: int
+    group_id: str
+    status: str
+    strategy: str
+
+
+@dataclass(frozen=True)
+class OutcomeRecord:
+    """A group's ``group_outcomes`` row, with its run's snapshot and when the run finished."""
+
+    run_id: int
+    group_id: str
+    outcome: str
+    reason: str
+    total_lag: int
+    max_lag_before: int | None
+    max_lag_after: int | None
+    imbalance_before: float | None
+    imbalance_after: float | None
+    moves: int | None
+    best_strategy: str | None
+    plan_id: int | None
+    snapshot_id: int
+    planned_at: datetime | None
+
+
+@dataclass(frozen=True)
+class AdvisorRunRecord:
+    """One ``advisor_runs`` row; ``params`` is the run's parameter document as stored."""
+
+    id: int
+    snapshot_id: int
+    airflow_run_id: str | None
+    started_at: datetime
+    finished_at: datetime | None
+    status: str
+    params: dict[str, Any]
