@@ -237,7 +237,7 @@ def advisor_loop(ctx: dict, stop: threading.Event, log: list, first: threading.E
     advisor's default thresholds) -> auto_approve_and_publish (publish mode static)."""
     from rebalance_advisor.adapters.spark_session import spark_session
     from rebalance_advisor.domain.parameters import AdvisorParams, SnapshotParams
-    from rebalance_advisor.services.advise import advise
+    from rebalance_advisor.services.advise_service import advise
     from rebalance_advisor.services.plan_lifecycle import auto_approve_and_publish
     from rebalance_advisor.services.snapshot_service import take_and_store_snapshot
 

@@ -85,6 +85,16 @@ def sqlite_url(tmp_path: Path) -> str:
     return _sqlite_url(tmp_path)
 
 
+@pytest.fixture
+def url(db_url: str) -> Iterator[str]:
+    """``db_url`` migrated to the newest schema revision; its engines are disposed afterwards."""
+    from rebalance_advisor.store import db
+
+    db.upgrade(db_url)
+    yield db_url
+    db.dispose(db_url)
+
+
 @pytest.fixture(scope="session")
 def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """Master URL of a real Spark standalone cluster (one master, one 1-core worker) on 127.0.0.1.

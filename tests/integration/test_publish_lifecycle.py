@@ -23,13 +23,6 @@ OTHER = [100, 200, 300, 400, 500, 9000]
 
 
 @pytest.fixture
-def url(db_url: str) -> str:
-    db.upgrade(db_url)
-    yield db_url
-    db.dispose(db_url)
-
-
-@pytest.fixture
 def topic() -> str:
     """A fresh assignment topic per test: publishes never see another test's records."""
     return f"asg-{uuid.uuid4().hex[:10]}"

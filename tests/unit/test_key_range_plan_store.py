@@ -7,7 +7,6 @@ from __future__ import annotations
 import dataclasses
 from datetime import UTC, datetime
 
-import pytest
 from rebalance_advisor.cli import main
 from rebalance_advisor.domain.assignors.key_range import KeySample, KeySharingPolicy, plan
 from rebalance_advisor.domain.decisions import Thresholds
@@ -17,13 +16,6 @@ from rebalance_advisor.services import static_members
 from rebalance_advisor.store import db
 from rebalance_advisor.store.plans import get_plan, plan_assignment_map, write_run
 from rebalance_advisor_client.key_hash import HASH_SPACE
-
-
-@pytest.fixture
-def url(db_url: str) -> str:
-    db.upgrade(db_url)
-    yield db_url
-    db.dispose(db_url)
 
 
 def _ranged_plan_id(url: str) -> tuple[int, list[tuple[str, str, int, int, int, int]]]:

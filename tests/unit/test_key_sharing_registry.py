@@ -12,13 +12,6 @@ from rebalance_advisor.services import static_members
 from rebalance_advisor.store import db, static_members_table
 
 
-@pytest.fixture
-def url(db_url: str) -> str:
-    db.upgrade(db_url)
-    yield db_url
-    db.dispose(db_url)
-
-
 def test_share_keys_flag_is_stored_and_read(url: str) -> None:
     static_members.add("orders", "w-0", ["orders-in"], url, share_keys=True)
     static_members.add("orders", "w-1", ["orders-in"], url)

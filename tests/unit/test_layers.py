@@ -202,3 +202,47 @@ def test_dag_files_are_thin() -> None:
         if any(isinstance(node, ast.Try) for node in ast.walk(ast.parse(path.read_text()))):
             handles_errors.append(path.name)
     assert (too_long, handles_errors) == ({}, [])
+
+
+CLIENT = REPO / "clients" / "python" / "rebalance_advisor_client"
+
+
+def _name_clashes(roots: list[Path]) -> dict[str, dict[str, list[str]]]:
+    """Module basenames and public top-level class names defined in more than one file under ``roots``
+    (``__init__``/``__main__`` and migration revisions aside: those names are a convention)."""
+    modules: dict[str, list[str]] = {}
+    classes: dict[str, list[str]] = {}
+    for root in roots:
+        for path in sorted(root.rglob("*.py")):
+            if "migrations" in path.parts or path.name in ("__init__.py", "__main__.py"):
+                continue
+            where = str(path.relative_to(root.parent))
+            modules.setdefault(path.stem, []).append(where)
+            for node in ast.parse(path.read_text()).body:
+                if isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
+                    classes.setdefault(node.name, []).append(where)
+    return {
+        "modules": {k: v for k, v in modules.items() if len(v) > 1},
+        "classes": {k: v for k, v in classes.items() if len(v) > 1},
+    }
+
+
+def test_module_and_class_names_are_unique() -> None:
+    """A name says where it lives: no two modules of the package share a basename, and no public
+    class name is defined twice in the package and the client helper it imports."""
+    assert _name_clashes([PACKAGE]) == {"modules": {}, "classes": {}}
+    assert _name_clashes([PACKAGE, CLIENT])["classes"] == {}
+
+
+def test_the_name_check_sees_a_clash(tmp_path: Path) -> None:
+    for folder, text in (
+        ("a", "class Member:\n    pass\n"),
+        ("b", "class Member:\n    pass\nclass _Own:\n    pass\n"),
+    ):
+        (tmp_path / "pkg" / folder).mkdir(parents=True)
+        (tmp_path / "pkg" / folder / "spec.py").write_text(text)
+        (tmp_path / "pkg" / folder / "__init__.py").write_text("class Member:\n    pass\n")
+    assert _name_clashes([tmp_path / "pkg"]) == {
+        "modules": {"spec": ["pkg/a/spec.py", "pkg/b/spec.py"]},
+        "classes": {"Member": ["pkg/a/spec.py", "pkg/b/spec.py"]},
+    }

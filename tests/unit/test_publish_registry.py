@@ -18,13 +18,6 @@ from rebalance_advisor.store.static_members_table import static_member_specs
 from tests._planner import make_snapshot
 
 
-@pytest.fixture
-def url(db_url: str) -> str:
-    db.upgrade(db_url)
-    yield db_url
-    db.dispose(db_url)
-
-
 def test_add_list_remove(url: str) -> None:
     added = static_members.add("orders", "worker-1", ["orders-in", "orders-retry", "orders-in"], url)
     assert added.topics == ("orders-in", "orders-retry")  # duplicates dropped, order kept

@@ -62,7 +62,7 @@ def _advise(args: argparse.Namespace) -> int:
     from rebalance_advisor.adapters.spark_session import spark_session
     from rebalance_advisor.cli.options import params_from
     from rebalance_advisor.domain.parameters import AdvisorParams
-    from rebalance_advisor.services.advise import advise
+    from rebalance_advisor.services.advise_service import advise
     from rebalance_advisor.services.outcome_report import format_outcomes, outcome_reasons
     from rebalance_advisor.store import db
 

@@ -81,7 +81,7 @@ def plan_snapshot(
 ) -> dict[str, Any]:
     """The Spark task: run the planner on the provider's session; a compact result for XCom."""
     from rebalance_advisor.adapters.airflow_connections import database_url_from_connection
-    from rebalance_advisor.services.advise import advise
+    from rebalance_advisor.services.advise_service import advise
 
     p = _params(params)
     kafka_config = None

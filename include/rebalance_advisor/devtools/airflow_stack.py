@@ -54,7 +54,6 @@ PROJECT_DAGS = (
     "kafka_plan_approval",
     "kafka_static_members",
 )
-SNAPSHOT_DAG = "kafka_offsets_snapshot"
 #: every process the stack starts carries this variable (value: the stack's home), so ``stop`` and
 #: the tests can find what a process group escaped (a task's Spark JVM, the demo's consumers)
 MARKER_ENV = "REBALANCE_ADVISOR_STACK"
@@ -471,18 +470,6 @@ def admin_password(paths: StackPaths) -> str | None:
         return json.loads(paths.password_file.read_text()).get(ADMIN_USER)
     except (OSError, ValueError):
         return None
-
-
-def api_client(paths: StackPaths | None = None) -> AirflowApi:
-    """A REST client for the running stack, logged in as the admin user."""
-    paths = paths or StackPaths.current()
-    state = read_state(paths)
-    password = admin_password(paths)
-    if state is None or password is None:
-        raise StackError(
-            "no local Airflow stack is running: start it with `rebalance-advisor dev airflow start`"
-        )
-    return AirflowApi(state.url, ADMIN_USER, password)
 
 
 # ---- start / stop / status ---------------------------------------------------------------------
