@@ -34,6 +34,7 @@ from rebalance_advisor.domain.decisions import STANDING_STATUSES
 from rebalance_advisor.errors import AdvisorError
 from rebalance_advisor.store import db, plan_transitions, static_members_table
 from rebalance_advisor.store.plan_models import PLAN_STATUSES
+from rebalance_advisor.store.plan_records import PlanTransitionRecord
 from rebalance_advisor.store.plans import plan_assignment_map
 
 log = logging.getLogger(__name__)
@@ -93,15 +94,11 @@ def require_manual_assign(conn: Connection, plan_id: int, group_id: str) -> None
 
 
 @dataclass(frozen=True)
-class Transition:
+class Transition(PlanTransitionRecord):
+    """A status change just made: the transition row, and which plan of which group it moved."""
+
     plan_id: int
     group_id: str
-    from_status: str
-    to_status: str
-    actor: str
-    airflow_run_id: str | None
-    at: datetime
-    note: str | None
 
 
 @dataclass(frozen=True)
@@ -183,7 +180,10 @@ def transition(
     plan_transitions.insert_transition_row(
         conn, plan_id, status, to_status, str(actor), airflow_run_id, now, note
     )
-    return Transition(plan_id, group_id, status, to_status, str(actor), airflow_run_id, now, note)
+    return Transition(
+        from_status=status, to_status=to_status, actor=str(actor), airflow_run_id=airflow_run_id, at=now,
+        note=note, plan_id=plan_id, group_id=group_id,
+    )  # fmt: skip
 
 
 def _decide(

@@ -47,8 +47,8 @@ class PlanTransitionRecord:
 
 
 @dataclass(frozen=True)
-class PlanRecord:
-    """One ``plans`` row, with its ``metrics`` JSON (the planner's numbers and load model)."""
+class PlanColumns:
+    """A ``plans`` row without its ``metrics`` JSON: what lists and summaries show."""
 
     id: int
     run_id: int
@@ -69,6 +69,12 @@ class PlanRecord:
     lower_bound: int
     gap: float
     reason: str
+
+
+@dataclass(frozen=True)
+class PlanRecord(PlanColumns):
+    """One ``plans`` row, with its ``metrics`` JSON (the planner's numbers and load model)."""
+
     metrics: dict[str, Any] | None
 
 
@@ -92,34 +98,14 @@ class PlanLoad:
 
 
 @dataclass(frozen=True)
-class PlanListing:
-    """A line of ``plans``: the plan's columns without the metrics JSON, the group's max time lag in
-    the plan's snapshot, and the stored load prediction (:class:`PlanLoad`'s fields)."""
+class _PlanTimeLag(PlanColumns):
+    max_time_lag_s: float | None  # the group's furthest-behind partition in the plan's snapshot
 
-    id: int
-    run_id: int
-    snapshot_id: int
-    group_id: str
-    strategy: str
-    status: str
-    epoch: int | None
-    created_at: datetime
-    created_by: str
-    max_lag_before: int
-    max_lag_after: int
-    imbalance_before: float
-    imbalance_after: float
-    spread_before: int
-    spread_after: int
-    moves: int
-    lower_bound: int
-    gap: float
-    reason: str
-    max_time_lag_s: float | None
-    overloaded_before: int | None
-    overloaded_after: int | None
-    catch_up_before_s: float | None
-    catch_up_after_s: float | None
+
+@dataclass(frozen=True)
+class PlanListing(PlanLoad, _PlanTimeLag):
+    """A line of ``plans``: the plan's columns without the metrics JSON, the group's max time lag in
+    the plan's snapshot, and the stored load prediction (:class:`PlanLoad`'s fields), in that order."""
 
 
 @dataclass(frozen=True)

@@ -2,15 +2,33 @@
 
 from __future__ import annotations
 
+import dataclasses
+import typing
 from copy import copy
 from datetime import datetime
 from enum import StrEnum
+from typing import Any
 
 from pydantic import BaseModel, Field, create_model
 
 from rebalance_advisor.domain.decisions import OUTCOMES
 from rebalance_advisor.domain.parameters import STRATEGY_NAMES, ApprovalParams, ParamModel
 from rebalance_advisor.store.plan_models import PLAN_STATUSES
+from rebalance_advisor.store.plan_records import (
+    OutcomeRecord,
+    PlanAssignmentRecord,
+    PlanColumns,
+    PlanTransitionRecord,
+)
+
+
+def record_model(record: type, name: str, **extra: Any) -> type[BaseModel]:
+    """A response model with the fields (names, types) of a store record, plus ``extra`` fields: the
+    API's JSON and the store's typed rows cannot drift apart."""
+    hints = typing.get_type_hints(record)
+    fields: dict[str, Any] = {f.name: (hints[f.name], ...) for f in dataclasses.fields(record)}
+    return create_model(name, __doc__=record.__doc__, **fields, **extra)
+
 
 PlanStatus = StrEnum("PlanStatus", {s: s for s in PLAN_STATUSES})
 Outcome = StrEnum("Outcome", {s: s for s in OUTCOMES})
@@ -94,26 +112,8 @@ class NowView(BaseModel):
     partitions: list[PartitionNow]
 
 
-class PlanSummary(BaseModel):
-    id: int
-    run_id: int
-    snapshot_id: int
-    group_id: str
-    strategy: str
-    status: str
-    epoch: int | None
-    created_at: datetime
-    created_by: str
-    max_lag_before: int
-    max_lag_after: int
-    imbalance_before: float
-    imbalance_after: float
-    spread_before: int
-    spread_after: int
-    moves: int
-    lower_bound: int
-    gap: float
-    reason: str
+#: a plan without its metrics JSON: the store's plan columns, name for name
+PlanSummary = record_model(PlanColumns, "PlanSummary")
 
 
 class ImbalancePoint(BaseModel):
@@ -121,23 +121,8 @@ class ImbalancePoint(BaseModel):
     imbalance: float | None
 
 
-class OutcomeRow(BaseModel):
-    """A group's newest ``group_outcomes`` row, with its run's snapshot and when the run finished."""
-
-    run_id: int
-    group_id: str
-    outcome: str
-    reason: str
-    total_lag: int
-    max_lag_before: int | None
-    max_lag_after: int | None
-    imbalance_before: float | None
-    imbalance_after: float | None
-    moves: int | None
-    best_strategy: str | None
-    plan_id: int | None
-    snapshot_id: int
-    planned_at: datetime | None
+#: a group's newest ``group_outcomes`` row, with its run's snapshot and when the run finished
+OutcomeRow = record_model(OutcomeRecord, "OutcomeRow")
 
 
 class GroupDetail(BaseModel):
@@ -165,14 +150,9 @@ class PlanPage(BaseModel):
     items: list[PlanSummary]
 
 
-class PlanAssignmentRow(BaseModel):
-    member_id: str
-    member_label: str
-    topic: str
-    partition: int
-    lag: int
-    key_hash_start: int | None
-    key_hash_end: int | None
+#: one assignment row of a plan, with the member's label (plans already name static members by
+#: instance id, so the label is the member id)
+PlanAssignmentRow = record_model(PlanAssignmentRecord, "PlanAssignmentRow", member_label=(str, ...))
 
 
 class MemberComparison(BaseModel):
@@ -194,13 +174,8 @@ class Move(BaseModel):
     to_label: str
 
 
-class TransitionItem(BaseModel):
-    from_status: str | None
-    to_status: str
-    actor: str
-    airflow_run_id: str | None
-    at: datetime
-    note: str | None
+#: one status change of a plan
+TransitionItem = record_model(PlanTransitionRecord, "TransitionItem")
 
 
 class PlanDetail(BaseModel):
