@@ -7,7 +7,9 @@ samples the partition's keys from the broker; the stored plan must give the flag
 contiguous ranges tiling [0, 2^31), each with an estimated lag that matches, by hand, the share of
 the produced keys falling into it; the unflagged member gets nothing of the split partition.
 The plan is then approved and published (assignment records format 2 with the ranges), and one
-range member per published range drains the partition: every record exactly once.
+range member per published range drains half the partition; a second snapshot and advisor run
+must see the published ranges as the current (owned) state and recommend nothing new; then the
+range members drain the rest: every record exactly once.
 """
 
 from __future__ import annotations
@@ -97,7 +99,30 @@ def test_advise_splits_a_hot_partition_for_flagged_members(kafka_bootstrap, sqli
     assert all(r.partitions == () for r in on_topic.values())
     assert on_topic["plain"].holdings == ()  # the registered member without the flag: nothing
     seen: list[tuple[bytes, int]] = []
-    for record in (r for r in on_topic.values() if r.ranges):
+    half = RECORDS // 2
+    for record in (r for r in on_topic.values() if r.ranges):  # each range owner gets half way
+        (member,) = range_members(record, kafka_bootstrap)
+        member.run(lambda batch: seen.extend((m.key(), m.offset()) for m in batch), until_offset=half)
+        member.close()
+
+    # the next run sees the published ranges as the current state: owned, not re-split, no new plan
+    assert (
+        main(["snapshot", "--bootstrap-servers", kafka_bootstrap, "--db", sqlite_url, "--groups", GROUP]) == 0
+    )
+    capsys.readouterr()
+    assert main([*base, *sharing, "--bootstrap-servers", kafka_bootstrap]) == 0
+    (second,) = json.loads(capsys.readouterr().out)["outcomes"]
+    assert second["outcome"] != "recommended", second["reason"]
+    assert second.get("plan_id") is None
+    assert "no member owns" not in second["reason"]
+    assert second["total_lag"] == RECORDS - half  # parent lag = max over the ranges (all at half)
+    # by hand: a range's lag = its keys among the records not yet read (the second half); the
+    # current state's max member lag is the largest of these (w0..w3 hold one range each)
+    rest = positive_hashes(keys[half:])
+    by_range = [int(((rest >= a["key_hash_start"]) & (rest < a["key_hash_end"])).sum()) for a in rows]
+    assert abs(second["max_lag_before"] - max(by_range)) <= 1, (second, by_range)
+
+    for record in (r for r in on_topic.values() if r.ranges):  # and then to the end
         (member,) = range_members(record, kafka_bootstrap)
         member.run(lambda batch: seen.extend((m.key(), m.offset()) for m in batch), until_offset=RECORDS)
         member.close()

@@ -132,3 +132,78 @@ def test_lag_report_folds_ranges_and_lists_one_row_per_range():
     assert got == [("g", 250, 750), (lo_group, 600, 400), (hi_group, 250, 750)]
     text = lag_report.format_tool(grouped)
     assert lo_group in text and hi_group in text
+
+
+def _ranged_doc(behind):
+    """The group after its ranged plan was published: nobody owns hot-0 whole, w0..w3 hold a quarter
+    of the hash space each (cuts by hand), each ``behind`` records behind the log end."""
+    doc = _doc()
+    for member in doc["members"]:
+        member["owned"] = []
+    quarter = HASH_SPACE // 4
+    cuts = [0, quarter, 2 * quarter, 3 * quarter, HASH_SPACE]
+    doc["current_ranges"] = [
+        {"member_id": f"w{i}", "topic": "hot", "partition": 0, "hash_lo": cuts[i], "hash_hi": cuts[i + 1],
+         "behind": b}
+        for i, b in enumerate(behind)
+    ]  # fmt: skip
+    return doc
+
+
+def test_a_published_ranged_plan_is_the_current_state_not_unowned_lag():
+    """The second run after a ranged plan: the split partition is owned by its ranges (no new plan)."""
+    doc = _ranged_doc([400_000] * 4)
+    advice = plan_group(doc, _thresholds(), NOW)
+    assert advice.outcome != "recommended", advice.reason
+    assert advice.plan is None
+    assert advice.unowned_lag == 0
+    # by hand: 4 ranges of a uniform 4,000-key sample, each ~1/4 of 400,000
+    assert 96_000 <= advice.current.max_member_lag <= 104_000
+    # the same document without its current ranges: the partition counts as unowned and is re-planned
+    del doc["current_ranges"]
+    again = plan_group(doc, _thresholds(), NOW)
+    assert again.outcome == "recommended" and again.unowned_lag == 400_000
+
+
+def test_a_range_far_behind_is_measured_as_its_member_s_load():
+    """Ranges at different progress: a range's lag = how far behind x its share (by hand)."""
+    doc = _ranged_doc([400_000, 100_000, 100_000, 100_000])
+    advice = plan_group(doc, _thresholds(strategies=["lag_aware"]), NOW)
+    all_hashes = positive_hashes(KEYS)
+    share0 = int((all_hashes < HASH_SPACE // 4).sum()) / 4000
+    assert abs(advice.current.max_member_lag - 400_000 * share0) <= 1
+
+
+def test_current_ranges_in_the_document_come_from_published_ranges_and_range_commits():
+    from rebalance_advisor.domain.spec_documents import SnapshotTables, StaticMember, build_docs_from_tables
+
+    half = HASH_SPACE // 2
+    tables = SnapshotTables(
+        offsets={("t", 0): (0, 1000)},
+        committed={
+            "g": {("t", 0): 100},
+            f"g.keyrange.0-{half}": {("t", 0): 500},
+            f"g.keyrange.{half}-{HASH_SPACE}": {("t", 0): 300},
+        },
+        members={"g": [], f"g.keyrange.0-{half}": [], f"g.keyrange.{half}-{HASH_SPACE}": []},
+    )
+    registry = [StaticMember("g", "a", ("t",)), StaticMember("g", "b", ("t",))]
+    published = {"g": [("a", "t", 0, 0, half), ("b", "t", 0, half, HASH_SPACE), ("gone", "t", 0, 0, half)]}
+    (doc,) = build_docs_from_tables(tables, registry, published_ranges=published)
+    # by hand: a's range committed 500 -> 500 behind, b's 300 -> 700; an unregistered member is left out
+    assert [(r["member_id"], r["hash_lo"], r["behind"]) for r in doc["current_ranges"]] == [
+        ("a", 0, 500),
+        ("b", half, 700),
+    ]
+    assert all(m["owned"] == [] for m in doc["members"])
+
+
+def test_a_group_filter_takes_the_derived_range_groups_of_the_groups_it_selects():
+    """``snapshot --groups app``: app's range groups are part of app's lag (folded), so they come along."""
+    from rebalance_advisor.adapters.kafka_snapshot import GroupFilter
+
+    picked = GroupFilter.parse("app")
+    assert picked.accepts("app") and picked.accepts(f"app.keyrange.0-{HASH_SPACE}")
+    assert not picked.accepts(f"other.keyrange.0-{HASH_SPACE}") and not picked.accepts("app.keyrange.x")
+    dropped = GroupFilter.parse(None, "app")
+    assert not dropped.accepts(f"app.keyrange.0-{HASH_SPACE}") and dropped.accepts("other")

@@ -30,6 +30,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from rebalance_advisor_client.key_ranges import parse_range_group
+
 from rebalance_advisor.adapters.kafka_acls import is_authorization_error, missing_acl
 from rebalance_advisor.adapters.share_groups import ShareGroupReader, ShareGroupsRead
 from rebalance_advisor.domain.safe_regex import SafeRegex, compile_safe_regex
@@ -117,6 +119,11 @@ class GroupFilter:
         return self.include is not None or self.exclude is not None
 
     def accepts(self, group_id: str) -> bool:
+        """A derived key-range group (``<parent>.keyrange.<lo>-<hi>``) is judged by its parent's id:
+        the snapshot folds it into the parent, whose lag it is (issue 15)."""
+        parsed = parse_range_group(group_id)
+        if parsed is not None:
+            group_id = parsed[0]
         if self.include is not None and not self.include.fullmatch(group_id):
             return False
         return not (self.exclude is not None and self.exclude.fullmatch(group_id))

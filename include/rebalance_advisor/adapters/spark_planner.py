@@ -233,6 +233,7 @@ def _run_planner(
         group_pattern=group_pattern,
         reset=ResetPolicy.parse(reset),
         published=inputs.published,
+        published_ranges=inputs.published_ranges,
     )
     for doc in docs:
         plan = standing.get(doc["group_id"])

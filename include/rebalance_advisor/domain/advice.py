@@ -18,7 +18,7 @@ from typing import Any
 from pydantic import TypeAdapter
 
 from rebalance_advisor.domain.group_spec import GroupSpec, RecentMove
-from rebalance_advisor.domain.key_range_advice import KeySharingInputs
+from rebalance_advisor.domain.key_range_advice import CurrentRange, KeySharingInputs
 from rebalance_advisor.domain.load_model import LoadSummary, MemberLoad
 from rebalance_advisor.domain.metrics import GroupMetrics
 
@@ -50,6 +50,8 @@ class GroupObservation:
     broker_assigned: bool = False
     #: flagged members and key samples for key_range (issue 15; domain/key_range_advice.py)
     key_sharing: KeySharingInputs | None = None
+    #: the key ranges of the group's latest published plan (issue 15; domain/key_range_advice.py)
+    current_ranges: tuple[CurrentRange, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -41,7 +41,13 @@ from rebalance_advisor.domain.decisions import (
     is_flagged,
 )
 from rebalance_advisor.domain.group_spec import GroupSpec, parse_group_spec, parse_recent_moves
-from rebalance_advisor.domain.key_range_advice import KeySharingInputs, range_rows, ranged_candidate
+from rebalance_advisor.domain.key_range_advice import (
+    KeySharingInputs,
+    current_range_view,
+    current_ranges_from_doc,
+    range_rows,
+    ranged_candidate,
+)
 from rebalance_advisor.domain.load_model import LoadInputs, load_inputs, member_totals, summarize
 from rebalance_advisor.domain.metrics import GroupMetrics, compute_metrics, lower_bound_max_lag
 from rebalance_advisor.domain.timestamps import as_utc
@@ -103,6 +109,7 @@ def observe_document(doc: dict[str, Any]) -> GroupObservation:
         "recent_moves": parse_recent_moves(doc.get("recent_moves")),
         "broker_assigned": bool(doc.get("broker_assigned")),
         "key_sharing": KeySharingInputs.from_doc(doc.get("key_sharing")),
+        "current_ranges": current_ranges_from_doc(doc.get("current_ranges")),
     }
     if not doc.get("members"):
         total_lag = int(sum(int(p.get("lag", 0)) for p in doc.get("partitions") or []))
@@ -192,16 +199,28 @@ def advise_group(observation: GroupObservation, thresholds: Thresholds, now: dat
     total_lag = int(spec.lag.sum())
     try:
         inputs = load_inputs(spec)
-        state, current_members = group_state(spec, inputs, thresholds)
         bound = lower_bound_max_lag(spec)
-        current = _rounded(compute_metrics(spec, spec.owner, bound))
-        unowned_lag = int(spec.lag[spec.owner < 0].sum())
+        # key ranges of a published ranged plan: the current state is measured in their range view
+        # (domain/key_range_advice.py), where each range is owned by its member
+        sharing = observation.key_sharing
+        now_spec = spec
+        if observation.current_ranges:
+            samples = sharing.samples if sharing is not None else None
+            now_spec = current_range_view(spec, observation.current_ranges, samples) or spec
+        now_inputs = inputs if now_spec is spec else load_inputs(now_spec)
+        state, current_members = group_state(now_spec, now_inputs, thresholds)
+        current = _rounded(
+            compute_metrics(
+                now_spec, now_spec.owner, bound if now_spec is spec else lower_bound_max_lag(now_spec)
+            )
+        )
+        unowned_lag = int(now_spec.lag[now_spec.owner < 0].sum())
         # Idle and balanced groups need no candidates: skipping them is most of a quiet cluster's work.
         owners_by_strategy = candidate_owners(spec, thresholds) if is_flagged(state, thresholds) else {}
         # key_range with the run's samples: measured in its range view (domain/key_range_advice.py)
         ranged = None
-        if "key_range" in owners_by_strategy and observation.key_sharing is not None:
-            ranged = ranged_candidate(spec, thresholds, observation.key_sharing, inputs)
+        if "key_range" in owners_by_strategy and sharing is not None:
+            ranged = ranged_candidate(spec, thresholds, sharing, inputs, observation.current_ranges)
             owners_by_strategy["key_range"] = ranged.plan.owners
     except AdvisorError as error:
         return GroupAdvice(group_id, "error", f"invalid group spec: {error}", total_lag)
@@ -240,7 +259,7 @@ def advise_group(observation: GroupObservation, thresholds: Thresholds, now: dat
         )
         if key is not None:
             seen[key] = (m, candidates[-1])
-    forced = int(np.count_nonzero(spec.assignable & ~spec.owner_valid))
+    forced = int(np.count_nonzero(now_spec.assignable & ~now_spec.owner_valid))
     decision = decide(
         state, candidates, thresholds, forced_handovers=forced, standing=observation.standing, now=now
     )

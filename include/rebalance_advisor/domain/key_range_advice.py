@@ -14,6 +14,16 @@ owner), so the metrics, the load model and ``decisions.decide`` compare a ranged
 whole-partition ones without knowing about ranges; a range given to a member other than the
 partition's current owner counts as one handover.
 
+The current ranges (a published ranged plan, issue 15): the document's ``current_ranges`` lists each
+range of the group's latest published plan with its member and how far behind it is (records of
+the partition below the log end its owner has not passed: ``end`` minus the range's progress from
+the derived groups' commits). :func:`current_range_view` is the current assignment in the same
+range view: each split partition replaced by its current ranges, owned by their members, lag =
+how far behind times the range's share (of the sample when there is one, else of the hash width).
+The rules measure the group's state in that view, so a stable ranged group is owned and balanced,
+not "unowned lag". A candidate range counts as a handover unless one member's current range (or
+whole partition) covers it and that member keeps it.
+
 The load key_range splits by is the rules' member load (records/s of inflow plus backlog over the
 horizon); its capacity is the least known capacity among the flagged members (None when unknown).
 """
@@ -26,6 +36,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from rebalance_advisor_client.key_hash import HASH_SPACE, range_cover_problem
 
 from rebalance_advisor.domain.assignors import key_range
 from rebalance_advisor.domain.assignors.key_range import KeyRangePlan, KeySample, KeySharingPolicy
@@ -82,6 +93,56 @@ class KeySharingInputs:
         return cls(frozenset(members), samples)
 
 
+@dataclass(frozen=True)
+class CurrentRange:
+    """One key range of the group's latest published plan, and how far behind its owner is."""
+
+    member_id: str
+    topic: str
+    partition: int
+    hash_lo: int
+    hash_hi: int
+    behind: int  # records of the partition below the log end the range's owner has not passed
+
+    def to_doc(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def current_ranges_from_doc(raw: Any) -> tuple[CurrentRange, ...]:
+    """The document's ``current_ranges`` (empty when absent); AdvisorError names what is malformed."""
+    if raw is None:
+        return ()
+    fields = [f.name for f in dataclasses.fields(CurrentRange)]
+    if not isinstance(raw, list):
+        raise AdvisorError(f"current_ranges must be a list of {{{', '.join(fields)}}}")
+    out = []
+    for j, item in enumerate(raw):
+        if not isinstance(item, dict) or set(item) != set(fields):
+            raise AdvisorError(f"current_ranges[{j}] must have exactly {', '.join(fields)}")
+        if not isinstance(item["member_id"], str) or not isinstance(item["topic"], str):
+            raise AdvisorError(f"current_ranges[{j}]: member_id and topic must be strings")
+        numbers = [item[f] for f in fields[2:]]
+        if not all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in numbers):
+            raise AdvisorError(f"current_ranges[{j}]: partition, bounds and behind must be integers >= 0")
+        out.append(CurrentRange(item["member_id"], item["topic"], *numbers))
+    return tuple(out)
+
+
+def _current_by_partition(
+    spec: GroupSpec, current: tuple[CurrentRange, ...]
+) -> dict[tuple[str, int], list[CurrentRange]]:
+    """Current ranges per partition of the spec, only where they tile the hash space (else ignored)."""
+    by_partition: dict[tuple[str, int], list[CurrentRange]] = {}
+    for r in current:
+        by_partition.setdefault((r.topic, r.partition), []).append(r)
+    keys = set(spec.partition_keys)
+    return {
+        tp: sorted(rs, key=lambda r: r.hash_lo)
+        for tp, rs in by_partition.items()
+        if tp in keys and range_cover_problem([(r.hash_lo, r.hash_hi) for r in rs]) is None
+    }
+
+
 @dataclass(frozen=True, eq=False)
 class RangedCandidate:
     """key_range's plan for a group and the range view the rules measure it in (module docstring)."""
@@ -99,7 +160,11 @@ def rule_load(spec: GroupSpec, inputs: LoadInputs, horizon_s: float) -> np.ndarr
 
 
 def ranged_candidate(
-    spec: GroupSpec, thresholds: Thresholds, sharing: KeySharingInputs, inputs: LoadInputs
+    spec: GroupSpec,
+    thresholds: Thresholds,
+    sharing: KeySharingInputs,
+    inputs: LoadInputs,
+    current: tuple[CurrentRange, ...] = (),
 ) -> RangedCandidate:
     """Plan ``spec`` with key_range under the run's policy and build its range view."""
     policy = KeySharingPolicy.from_run(thresholds, sharing.members)
@@ -111,11 +176,13 @@ def ranged_candidate(
     plan = key_range.plan(
         spec, policy, sharing.samples, capacity, rule_load(spec, inputs, thresholds.horizon_s)
     )
-    return range_view(spec, plan, sharing.samples)
+    return range_view(spec, plan, sharing.samples, current)
 
 
-def _shares(sample: KeySample, bounds: list[tuple[int, int]]) -> np.ndarray:
-    """Each range's share of the sample's records."""
+def _shares(sample: KeySample | None, bounds: list[tuple[int, int]]) -> np.ndarray:
+    """Each range's share of the sample's records (of the hash width without a sample)."""
+    if sample is None or sample.total == 0:
+        return np.asarray([(hi - lo) / HASH_SPACE for lo, hi in bounds], dtype=np.float64)
     cum = np.concatenate([[0], np.cumsum(sample.counts)])
     lo = np.searchsorted(sample.hashes, [b[0] for b in bounds], side="left")
     hi = np.searchsorted(sample.hashes, [b[1] for b in bounds], side="left")
@@ -130,18 +197,26 @@ def _split_int(total: int, shares: np.ndarray) -> np.ndarray:
 
 
 def range_view(
-    spec: GroupSpec, plan: KeyRangePlan, samples: Mapping[tuple[str, int], KeySample]
+    spec: GroupSpec,
+    plan: KeyRangePlan,
+    samples: Mapping[tuple[str, int], KeySample],
+    current: tuple[CurrentRange, ...] = (),
 ) -> RangedCandidate:
-    """The spec with each split partition replaced by its ranges (module docstring), and the owners."""
+    """The spec with each split partition replaced by its ranges (module docstring), and the owners.
+
+    The view's current owner of a range: the member whose current range (or whole partition)
+    covers it; -1 when none does (giving it to anyone is a handover)."""
     member_index = {m: i for i, m in enumerate(spec.member_ids)}
     by_partition: dict[tuple[str, int], list[Any]] = {}
     for r in plan.ranges:
         by_partition.setdefault((r.topic, r.partition), []).append(r)
+    held_ranges = _current_by_partition(spec, current)
     rate = spec.produce_rate
     idx: list[int] = []
     lag: list[int] = []
     rates: list[float] = []
     owners: list[int] = []
+    holders: list[int] = []
     ranges: list[tuple[int, int] | None] = []
     for k, key in enumerate(spec.partition_keys):
         parts = by_partition.get(key)
@@ -150,33 +225,96 @@ def range_view(
             lag.append(int(spec.lag[k]))
             rates.append(np.nan if rate is None else float(rate[k]))
             owners.append(int(plan.owners[k]))
+            holders.append(int(spec.owner[k]))
             ranges.append(None)
             continue
-        shares = _shares(samples[key], [(r.hash_lo, r.hash_hi) for r in parts])
+        shares = _shares(samples.get(key), [(r.hash_lo, r.hash_hi) for r in parts])
         lag.extend(_split_int(int(spec.lag[k]), shares).tolist())
         for r, share in zip(parts, shares, strict=True):
             idx.append(k)
             rates.append(np.nan if rate is None else float(rate[k]) * float(share))
             owners.append(member_index[r.member_id])
+            holders.append(_holder(spec, k, held_ranges.get(key, ()), r.hash_lo, r.hash_hi, member_index))
             ranges.append((r.hash_lo, r.hash_hi))
+    view = _view(spec, idx, lag, rates, holders)
+    view_owners = np.asarray(owners, dtype=np.int32)
+    view_owners.setflags(write=False)
+    return RangedCandidate(plan, view, view_owners, tuple(ranges))
+
+
+def _holder(spec: GroupSpec, k: int, held: Any, lo: int, hi: int, member_index: Mapping[str, int]) -> int:
+    """Who holds ``[lo, hi)`` of partition ``k`` now: its whole owner, or the member of the one
+    current range covering it; -1 when nobody holds all of it."""
+    if not held:
+        return int(spec.owner[k])
+    for r in held:
+        if r.hash_lo <= lo and hi <= r.hash_hi:
+            return member_index.get(r.member_id, -1)
+    return -1
+
+
+def _view(
+    spec: GroupSpec, idx: list[int], lag: list[int], rates: list[float], holders: list[int]
+) -> GroupSpec:
+    """``spec`` over the entries ``idx`` (partitions repeated per range) with their lags, rates, holders."""
     pick = np.asarray(idx, dtype=np.int64)
     topic_index = spec.topic_index[pick]
+    owner = np.asarray(holders, dtype=np.int32)
+    valid = owner >= 0
+    # a holder must still subscribe to the topic (as spec.owner_valid says for whole partitions)
+    valid[valid] = spec.class_topics[spec.member_class[owner[valid]], topic_index[valid]]
     arrays = {
         "topic_index": topic_index,
         "partition": spec.partition[pick],
         "lag": np.asarray(lag, dtype=np.int64),
         "topic_start": np.searchsorted(topic_index, np.arange(len(spec.topics) + 1)).astype(np.int64),
-        "owner": spec.owner[pick],
-        "owner_valid": spec.owner_valid[pick],
-        "produce_rate": None if rate is None else np.asarray(rates, dtype=np.float64),
+        "owner": owner,
+        "owner_valid": valid,
+        "produce_rate": None if spec.produce_rate is None else np.asarray(rates, dtype=np.float64),
     }
     for arr in arrays.values():
         if arr is not None:
             arr.setflags(write=False)
-    view = dataclasses.replace(spec, **arrays)
-    view_owners = np.asarray(owners, dtype=np.int32)
-    view_owners.setflags(write=False)
-    return RangedCandidate(plan, view, view_owners, tuple(ranges))
+    return dataclasses.replace(spec, **arrays)
+
+
+def current_range_view(
+    spec: GroupSpec,
+    current: tuple[CurrentRange, ...],
+    samples: Mapping[tuple[str, int], KeySample] | None = None,
+) -> GroupSpec | None:
+    """The current assignment in the range view (module docstring); None when no range applies."""
+    held_ranges = _current_by_partition(spec, current)
+    if not held_ranges:
+        return None
+    member_index = {m: i for i, m in enumerate(spec.member_ids)}
+    samples = samples or {}
+    rate = spec.produce_rate
+    idx: list[int] = []
+    lag: list[int] = []
+    rates: list[float] = []
+    holders: list[int] = []
+    for k, key in enumerate(spec.partition_keys):
+        held = held_ranges.get(key)
+        if not held:
+            idx.append(k)
+            lag.append(int(spec.lag[k]))
+            rates.append(np.nan if rate is None else float(rate[k]))
+            holders.append(int(spec.owner[k]))
+            continue
+        shares = _shares(samples.get(key), [(r.hash_lo, r.hash_hi) for r in held])
+        behind = {r.behind for r in held}
+        if len(behind) == 1:  # all ranges equally far: the same split as a candidate's view
+            lag.extend(_split_int(behind.pop(), shares).tolist())
+        else:
+            lag.extend(
+                np.rint([r.behind * sh for r, sh in zip(held, shares, strict=True)]).astype(int).tolist()
+            )
+        for r, share in zip(held, shares, strict=True):
+            idx.append(k)
+            rates.append(np.nan if rate is None else float(rate[k]) * float(share))
+            holders.append(member_index.get(r.member_id, -1))
+    return _view(spec, idx, lag, rates, holders)
 
 
 def range_rows(candidate: RangedCandidate) -> tuple[tuple[str, str, int, int, int, int], ...]:

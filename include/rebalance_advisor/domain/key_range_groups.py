@@ -17,7 +17,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from rebalance_advisor_client.key_ranges import fold_range_commits, parse_range_group
+from rebalance_advisor_client.key_ranges import HashProgress, fold_range_commits, parse_range_group
 from rebalance_advisor_client.key_ranges import range_lags as _range_lags
 
 from rebalance_advisor.domain.snapshot_model import CommittedOffset, Group, Snapshot
@@ -105,3 +105,23 @@ def range_lags(snapshot: Snapshot) -> list[RangeLag]:
         for (lo, hi), committed in sorted(commits.items()):
             out.append(RangeLag(parent, topic, partition, lo, hi, committed, lags.get((lo, hi))))
     return out
+
+
+def range_progress(
+    committed: dict[str, dict[tuple[str, int], int]],
+) -> dict[tuple[str, str, int], HashProgress]:
+    """Per (parent group, topic, partition) with derived range groups: its progress over the hash
+    space from the parent's and the ranges' commits (before folding; ``key_ranges.HashProgress``)."""
+    ranges: dict[tuple[str, str, int], dict[tuple[int, int], int]] = {}
+    for group, offsets in committed.items():
+        parsed = parse_range_group(group)
+        if parsed is None:
+            continue
+        for (topic, partition), offset in offsets.items():
+            ranges.setdefault((parsed[0], topic, partition), {})[parsed[1], parsed[2]] = offset
+    return {
+        (parent, topic, partition): HashProgress.from_commits(
+            committed.get(parent, {}).get((topic, partition)), commits
+        )
+        for (parent, topic, partition), commits in ranges.items()
+    }

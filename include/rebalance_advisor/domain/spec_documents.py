@@ -13,6 +13,9 @@ what they own is the group's latest ``published`` plan (``published``: what the 
 told to run): members no longer registered drop out, partitions no longer in the group's topics
 are ignored; their capacities are measured against those owners when the snapshot is stored.
 Without a published plan they own nothing (every partition counts as unowned lag);
+the key ranges of a published ranged plan (``published_ranges``) go into ``current_ranges``, each
+with how far behind its owner is from the derived range groups' commits (issue 15,
+``domain/key_range_advice.py``);
 without registered members the document has no members and the group's outcome is ``no_members``.
 
 Share groups (KIP-932): the broker assigns their partitions, so their document has no members,
@@ -39,7 +42,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from rebalance_advisor.domain.key_range_groups import fold_range_tables
+from rebalance_advisor.domain.key_range_advice import CurrentRange
+from rebalance_advisor.domain.key_range_groups import fold_range_tables, range_progress
 from rebalance_advisor.domain.lag_rules import ResetPolicy, lag_end_offset, partition_lag
 from rebalance_advisor.domain.safe_regex import compile_safe_regex
 from rebalance_advisor.domain.snapshot_model import SHARE_GROUP_TYPE, MemberCapacity, Snapshot, TimeLag
@@ -47,6 +51,9 @@ from rebalance_advisor.domain.snapshot_model import SHARE_GROUP_TYPE, MemberCapa
 #: group -> member -> the (topic, partition) pairs of the group's latest published plan
 #: (``rebalance_advisor.store.plans.published_assignments``); the owned partitions of manual-assign members.
 PublishedAssignments = Mapping[str, Mapping[str, Sequence[tuple[str, int]]]]
+#: group -> the key ranges of its latest published plan as (member, topic, partition, hash_lo, hash_hi)
+#: (``rebalance_advisor.store.plans.published_key_ranges``); become the document's ``current_ranges``.
+PublishedRanges = Mapping[str, Sequence[tuple[str, str, int, int, int]]]
 
 
 @dataclass(frozen=True)
@@ -133,6 +140,7 @@ def build_group_docs(
     group_pattern: str | None = None,
     reset: ResetPolicy | None = None,
     published: PublishedAssignments | None = None,
+    published_ranges: PublishedRanges | None = None,
 ) -> list[dict[str, Any]]:
     """One document per group of the snapshot (and per registered manual-assign group), sorted by id."""
     return build_docs_from_tables(
@@ -141,6 +149,7 @@ def build_group_docs(
         group_pattern=group_pattern,
         reset=reset or ResetPolicy(),
         published=published,
+        published_ranges=published_ranges,
     )
 
 
@@ -151,11 +160,13 @@ def build_docs_from_tables(
     group_pattern: str | None = None,
     reset: ResetPolicy | None = None,
     published: PublishedAssignments | None = None,
+    published_ranges: PublishedRanges | None = None,
 ) -> list[dict[str, Any]]:
-    """:func:`build_group_docs` on :class:`SnapshotTables`; ``published`` gives manual-assign
-    members what they own (module docstring)."""
+    """:func:`build_group_docs` on :class:`SnapshotTables`; ``published`` and ``published_ranges``
+    give manual-assign members what they own (module docstring)."""
     matcher = compile_safe_regex(group_pattern, "group pattern") if group_pattern else None
     policy = reset or ResetPolicy()
+    progress = range_progress(tables.committed) if published_ranges else {}
     tables = fold_range_tables(tables)  # key-range groups plan as their parent (issue 15)
     offsets = tables.offsets
     partitions_of: dict[str, list[int]] = {}
@@ -217,9 +228,20 @@ def build_docs_from_tables(
                 lags[(topic, partition)] = partition_lag(
                     group_committed.get((topic, partition)), log_start, log_end, reset_value
                 )
+        current_ranges: list[dict[str, Any]] = []
         if not live and (plan := published.get(group_id)):
             for member in members:  # only partitions still in the group's topics (lags has them all)
                 member["owned"] = [[t, p] for t, p in plan.get(member["member_id"], ()) if (t, p) in lags]
+        if not live and published_ranges and (held := published_ranges.get(group_id)):
+            registered = {m["member_id"] for m in members}
+            for member_id, t, p, lo, hi in held:
+                if member_id not in registered or (t, p) not in lags:
+                    continue
+                done = progress.get((group_id, t, p))
+                start = done.start(lo, hi) if done is not None else group_committed.get((t, p), -1)
+                log_start, log_end = offsets[(t, p)]
+                behind = partition_lag(start if start >= 0 else None, log_start, log_end, reset_value)
+                current_ranges.append(CurrentRange(member_id, t, p, lo, hi, behind).to_doc())
         produce_rates, time_lags = tables.produce_rates, tables.time_lags
         partitions, partition_time_lags = [], []
         for (t, p), lag in lags.items():
@@ -242,6 +264,8 @@ def build_docs_from_tables(
                 "rates_note": tables.rates_note,
             }
         )
+        if current_ranges:
+            docs[-1]["current_ranges"] = current_ranges
     return docs
 
 

@@ -15,7 +15,12 @@ from dataclasses import dataclass
 from sqlalchemy.engine import Connection
 
 from rebalance_advisor.domain.decisions import StandingPlan
-from rebalance_advisor.domain.spec_documents import PublishedAssignments, SnapshotTables, StaticMember
+from rebalance_advisor.domain.spec_documents import (
+    PublishedAssignments,
+    PublishedRanges,
+    SnapshotTables,
+    StaticMember,
+)
 from rebalance_advisor.store import plans, static_members_table
 from rebalance_advisor.store.snapshot_reader import snapshot_tables_in
 from rebalance_advisor.store.snapshots import snapshot_id_in
@@ -29,6 +34,7 @@ class PlannerInputs:
     tables: SnapshotTables
     registry: list[StaticMember]
     published: PublishedAssignments
+    published_ranges: PublishedRanges
     standing: dict[str, StandingPlan]
 
 
@@ -42,5 +48,6 @@ def read_planner_inputs(
         tables=snapshot_tables_in(conn, snapshot_id),
         registry=static_members_table.static_member_specs(conn),
         published=plans.published_assignments(conn),
+        published_ranges=plans.published_key_ranges(conn),
         standing=plans.standing_plans(conn, replacing_airflow_run_id),
     )

@@ -57,34 +57,66 @@ PLAN_WRITE_LOCK_KEY = 0x7262616476697365
 
 
 def published_assignments(conn: Connection) -> dict[str, dict[str, list[tuple[str, int]]]]:
-    """Per manual-assign group, its latest ``published`` plan as {member: [(topic, partition)]}.
+    """Per manual-assign group, its latest ``published`` plan as {member: [(topic, partition)]},
+    whole partitions only (the key ranges of split partitions: :func:`published_key_ranges`).
 
     Why: the snapshot cannot see what ``assign()`` consumers hold; what they were last told to run
     is what they own (``planner.specs``), so the planner measures and moves against it.
     """
-    return {group_id: owners for group_id, (_, owners) in published_plans(conn).items()}
+    out: dict[str, dict[str, list[tuple[str, int]]]] = {}
+    for group_id, _, member_id, topic, partition, lo, _ in _published_rows(conn):
+        if lo is None:
+            out.setdefault(group_id, {}).setdefault(member_id, []).append((topic, partition))
+    return out
+
+
+def published_key_ranges(conn: Connection) -> dict[str, list[tuple[str, str, int, int, int]]]:
+    """Per manual-assign group, the key ranges of its latest ``published`` plan as
+    [(member, topic, partition, hash_lo, hash_hi)]: the current ranges the planner measures (issue 15)."""
+    out: dict[str, list[tuple[str, str, int, int, int]]] = {}
+    for group_id, _, member_id, topic, partition, lo, hi in _published_rows(conn):
+        if lo is not None:
+            out.setdefault(group_id, []).append((member_id, topic, partition, lo, hi))
+    return out
 
 
 def published_plans(conn: Connection) -> dict[str, tuple[int, dict[str, list[tuple[str, int]]]]]:
-    """:func:`published_assignments` with each plan's id (snapshots measure capacities against it)."""
+    """:func:`published_assignments` with each plan's id (snapshots measure capacities against it);
+    here a key range counts as its partition (its member reads the whole partition)."""
+    result: dict[str, tuple[int, dict[str, list[tuple[str, int]]]]] = {}
+    for group_id, plan_id, member_id, topic, partition, _, _ in _published_rows(conn):
+        result.setdefault(group_id, (plan_id, {}))[1].setdefault(member_id, []).append((topic, partition))
+    return result
+
+
+def _published_rows(conn: Connection) -> sa.Result:
+    """The rows of each registered group's latest published plan, key-hash bounds included."""
     registered = sa.select(StaticMemberRow.group_id).distinct()
     latest = (
         sa.select(sa.func.max(Plan.id))
         .where(Plan.status == "published", Plan.group_id.in_(registered))
         .group_by(Plan.group_id)
     )
-    rows = conn.execute(
+    return conn.execute(
         sa.select(
-            Plan.group_id, Plan.id, PlanAssignment.member_id, PlanAssignment.topic, PlanAssignment.partition
+            Plan.group_id,
+            Plan.id,
+            PlanAssignment.member_id,
+            PlanAssignment.topic,
+            PlanAssignment.partition,
+            PlanAssignment.key_hash_start,
+            PlanAssignment.key_hash_end,
         )
         .join(PlanAssignment, PlanAssignment.plan_id == Plan.id)
         .where(Plan.id.in_(latest))
-        .order_by(Plan.group_id, PlanAssignment.member_id, PlanAssignment.topic, PlanAssignment.partition)
+        .order_by(
+            Plan.group_id,
+            PlanAssignment.member_id,
+            PlanAssignment.topic,
+            PlanAssignment.partition,
+            PlanAssignment.key_hash_start,
+        )
     )
-    result: dict[str, tuple[int, dict[str, list[tuple[str, int]]]]] = {}
-    for group_id, plan_id, member_id, topic, partition in rows:
-        result.setdefault(group_id, (plan_id, {}))[1].setdefault(member_id, []).append((topic, partition))
-    return result
 
 
 def standing_plans(conn: Connection, replacing_airflow_run_id: str | None = None) -> dict[str, StandingPlan]:
