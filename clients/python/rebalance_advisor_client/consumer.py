@@ -281,6 +281,7 @@ class AssignedConsumer:
         self._ranges = RangeSet(
             self._settings, group_id, member_id, self._whole_owner_released,
             instance=self.instance, epoch=lambda: self.epoch, takeover_timeout=takeover_timeout,
+            fenced=fenced, transaction_settings=self._txn_settings, request_timeout=request_timeout,
         )  # fmt: skip
         self._follower = AssignmentFollower(self._settings, topic, group_id, member_id)
         self._follower.start()
@@ -364,6 +365,8 @@ class AssignedConsumer:
         if not isinstance(tp, tuple):
             tp = (tp.topic(), tp.partition())
         held = self._held.get(tp)
+        if held is None and (token := self._ranges.token(tp)) is not None:  # a key range of tp
+            return token
         if held is None:
             raise ClientError(f"{tp[0]}-{tp[1]} is not held by {self.member_id} (any more): skip the write")
         producer = held.txn.producer if held.txn is not None else None
@@ -379,6 +382,8 @@ class AssignedConsumer:
             raise ClientError("produce() needs fenced mode: outputs ride on the partition's transaction")
         tp = (message.topic(), message.partition())
         held = self._held.get(tp)
+        if held is None and self._ranges.produce(message, topic, value, key, **kwargs):  # a key range
+            return
         if held is None or held.txn is None:
             raise ClientError(f"{tp[0]}-{tp[1]} is no longer held by {self.member_id}: drop this output")
         try:
@@ -395,7 +400,7 @@ class AssignedConsumer:
         """
         self._note_gap()
         self._maintain()
-        ranged = self._ranges.commit()  # key ranges: unfenced commits under their derived groups
+        ranged = self._ranges.commit()  # key ranges: commits under their derived groups (range_set.py)
         if self.fenced:
             return {**self._commit_fenced(OWNED), **ranged}
         changed = {tp: h.position for tp, h in self._held.items() if h.committed != h.position}
@@ -792,6 +797,8 @@ class AssignedConsumer:
         wanted = [
             tp for tp in wanted if self._ranges.ranges_released(tp, time.monotonic() - self._pending[tp])
         ]
+        if self.fenced:  # a merge: fence every key-range holder of the partition first
+            wanted = [tp for tp in wanted if self._ranges.fence_ranges(tp)]
         if not wanted:
             return
         if self.fenced:
