@@ -119,7 +119,7 @@ def test_advise_splits_a_hot_partition_for_flagged_members(kafka_bootstrap, sqli
     # by hand: a range's lag = its keys among the records not yet read (the second half); the
     # current state's max member lag is the largest of these (w0..w3 hold one range each)
     rest = positive_hashes(keys[half:])
-    by_range = [int(((rest >= a["key_hash_start"]) & (rest < a["key_hash_end"])).sum()) for a in rows]
+    by_range = [int(((rest >= a.key_hash_start) & (rest < a.key_hash_end)).sum()) for a in rows]
     assert abs(second["max_lag_before"] - max(by_range)) <= 1, (second, by_range)
 
     for record in (r for r in on_topic.values() if r.ranges):  # and then to the end
