@@ -283,6 +283,8 @@ def start(
     """
     if tls and not secured:
         raise LocalKafkaError("a TLS listener is only offered on a secured broker: pass secured= as well")
+    if tls and Path(state_dir).resolve() in Path(tls.keystore).resolve().parents:
+        raise LocalKafkaError(f"make the TLS files outside {state_dir}: start() empties that folder first")
     state_dir = Path(state_dir or default_state_dir())
     running = status(state_dir)
     if running:
