@@ -19,7 +19,7 @@ import uuid
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from rebalance_advisor.adapters.kafka_jars import KAFKA_FILES, fetch_jars, java_command
+from rebalance_advisor.adapters.kafka_jars import KAFKA_FILES, fetch_jars, java_command, java_executable
 from rebalance_advisor.errors import AdvisorError
 from rebalance_advisor.polling import poll_until
 from rebalance_advisor.settings import home_dir
