@@ -45,6 +45,9 @@ from rebalance_advisor.errors import AdvisorError, InfrastructureUnavailable
 from rebalance_advisor.gcpause import gc_paused
 
 log = logging.getLogger(__name__)
+# librdkafka's connection chatter goes to whatever logging is configured (Airflow's task log, -v),
+# never bare to a terminal through logging's last resort: the one error line already says the cause
+logging.getLogger("rebalance_advisor.librdkafka").addHandler(logging.NullHandler())
 
 DEFAULT_TIMEOUT_S = 30.0
 DEFAULT_CONNECTIONS = 1
