@@ -1,5 +1,6 @@
 """An empty group regex means "no filter" on every surface (issue 16): the CLI's ``--groups ''``, a DAG
-run's conf or form and the API's parameters read it alike, and each surface's help says so."""
+run's conf or form and the API's parameters read it alike, and each surface's help says so (the DAG
+form's description is the model's, checked in test_parameters)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,6 @@ import pytest
 from rebalance_advisor.adapters.kafka_snapshot import GroupFilter
 from rebalance_advisor.cli import build_parser
 from rebalance_advisor.cli.options import params_from
-from rebalance_advisor.dag_tasks.forms import dag_params
 from rebalance_advisor.domain.parameters import AdvisorParams, SnapshotParams
 
 CASES = [
@@ -23,7 +23,7 @@ def test_an_empty_group_regex_is_no_filter_on_every_surface(model, field, argv, 
     from_conf = model.parse({field: ""})  # a DAG run's conf, an emptied form field, the API
     assert getattr(from_cli, field) is None and getattr(from_conf, field) is None
     assert getattr(model.parse({}), field) is None  # the same as not giving it
-    description = dag_params(model)[field].description
+    description = model.model_fields[field].description  # test_parameters: the DAG form carries it
     assert f"empty: no filter: {meaning}" in description, description
     help_text = build_parser()._subparsers._group_actions[0].choices[argv[0]].format_help()  # noqa: SLF001
     assert "empty: no filter" in " ".join(help_text.split()), help_text
