@@ -383,6 +383,16 @@ def test_unreachable_cluster_says_refused_unknown_host_or_timed_out(capsys, sqli
             err = capsys.readouterr().err
             assert code == 1 and f"aborted while listing groups: {why}" in err, (address, err)
             assert "Traceback" not in err
+        # outside pytest (no logging configured) librdkafka's own connection lines stay out too: one line
+        done = subprocess.run(
+            [sys.executable, "-m", "rebalance_advisor.cli", "snapshot", "--bootstrap-servers", _dead_address(),
+             "--db", sqlite_url, "--timeout", "2"],
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        [line] = done.stderr.strip().splitlines()
+        assert done.returncode == 1 and "aborted while listing groups: connection refused" in line, (
+            done.stderr
+        )
     finally:
         silent.close()
 

@@ -4,7 +4,7 @@ Install it on its own (``pip install ./clients/python``; it needs confluent-kafk
 """
 
 from rebalance_advisor_client.consumer import AssignedConsumer
-from rebalance_advisor_client.errors import ClientError, TransactionsUnavailable
+from rebalance_advisor_client.errors import AccessRefused, ClientError, TransactionsUnavailable
 from rebalance_advisor_client.fencing import FencingToken
 
-__all__ = ["AssignedConsumer", "ClientError", "FencingToken", "TransactionsUnavailable"]
+__all__ = ["AccessRefused", "AssignedConsumer", "ClientError", "FencingToken", "TransactionsUnavailable"]

@@ -31,6 +31,7 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
+from rebalance_advisor_client.access import Grant, error_code, refusal
 from rebalance_advisor_client.assignment_records import (
     DEFAULT_TOPIC,
     AssignmentRecord,
@@ -42,7 +43,7 @@ from rebalance_advisor_client.assignment_records import (
     decode_record,
     reader_settings,
 )
-from rebalance_advisor_client.errors import ClientError
+from rebalance_advisor_client.errors import AccessRefused, ClientError
 from rebalance_advisor_client.fencing import (
     FencingToken,
     PartitionTransaction,
@@ -86,6 +87,8 @@ class AssignmentFollower(threading.Thread):
         self._latest: AssignmentRecord | None = None
         self.malformed = 0
         self.ready = threading.Event()  # set once the topic was read to its end
+        #: the missing grant when the broker refuses to let this member read the topic (then ready)
+        self.refused: str | None = None
         self._halt = threading.Event()
 
     def latest(self) -> AssignmentRecord | None:
@@ -135,6 +138,14 @@ class AssignmentFollower(threading.Thread):
             return True  # broker unreachable: not evidence of a deletion
         return metadata is not None and metadata.error is None and bool(metadata.partitions)
 
+    def _refused(self, error: KafkaError | None) -> bool:
+        """Keep the missing grant (and stop) when the broker refuses this member the topic."""
+        self.refused = refusal(error, Grant("READ", "Topic", self._topic))
+        if self.refused:
+            log.error("%s/%s: assignment topic: %s", *self._key, self.refused)
+            self.ready.set()
+        return self.refused is not None
+
     def run(self) -> None:
         consumer = Consumer(reader_settings(self._config))
         missing_logged = False
@@ -158,6 +169,8 @@ class AssignmentFollower(threading.Thread):
                         log.warning("assignment topic %s: cannot read metadata: %s", self._topic, error)
                         self._halt.wait(1.0)
                         continue
+                    if metadata is not None and self._refused(metadata.error):
+                        return
                     if metadata is None or metadata.error is not None or not metadata.partitions:
                         if not missing_logged:
                             log.warning(
@@ -181,6 +194,10 @@ class AssignmentFollower(threading.Thread):
                         pending.discard(message.partition())
                         if not pending:
                             self.ready.set()
+                    elif error.code() == KafkaError.GROUP_AUTHORIZATION_FAILED:
+                        pass  # the reader's group is never joined nor committed to: it needs no grant
+                    elif self._refused(error):
+                        return
                     elif error.code() in (KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_TOPIC):
                         log.warning(
                             "assignment topic %s was deleted: keeping the current assignment", self._topic
@@ -285,7 +302,12 @@ class AssignedConsumer:
         )  # fmt: skip
         self._follower = AssignmentFollower(self._settings, topic, group_id, member_id)
         self._follower.start()
-        if not self._follower.ready.wait(ready_timeout):
+        if self._follower.ready.wait(ready_timeout) and self._follower.refused:
+            self.close(release=False)
+            raise AccessRefused(
+                f"{member_id}: cannot read assignment topic {topic}: {self._follower.refused}"
+            )
+        if not self._follower.ready.is_set():
             log.warning(
                 "%s: assignment topic %s not read to its end within %.0f s (broker restarting or "
                 "unreachable?): consuming nothing until it is",
@@ -336,6 +358,7 @@ class AssignedConsumer:
             self._note_gap()
             if message is not None:
                 if message.error():
+                    self._refused(message.error(), message.topic())
                     if message.error().code() != KafkaError._PARTITION_EOF:
                         log.warning("%s: consumer error: %s", self.member_id, message.error())
                 else:
@@ -518,16 +541,27 @@ class AssignedConsumer:
                 [TopicPartition(t, p) for t, p in tps], timeout=self.request_timeout
             )
         except KafkaException as error:
+            self._refused(error)
             self._coordinator_unanswered(error)
             raise ClientError(f"reading committed offsets of group {self.group_id}: {error}") from error
         self._unanswered_since = None
         marks: Marks = {}
         for item in result:
             if item.error:
+                self._refused(item.error, item.topic)
                 raise ClientError(f"reading committed offset of {item.topic}-{item.partition}: {item.error}")
             offset = item.offset if item.offset >= 0 else None
             marks[(item.topic, item.partition)] = (offset, decode_mark(item.metadata))
         return marks
+
+    def _refused(self, error: KafkaException | KafkaError, topic: str | None = None) -> None:
+        """Raise AccessRefused naming the grant when the broker's ACLs refused this member's consumer
+        (READ on the group to fetch and commit its offsets, READ on the topics it consumes)."""
+        needed = Grant("READ", "Topic", topic) if topic else Grant("READ", "Group", self.group_id)
+        if error_code(error) == "GROUP_AUTHORIZATION_FAILED":
+            needed = Grant("READ", "Group", self.group_id)
+        if hint := refusal(error, needed):
+            raise AccessRefused(f"{self.member_id}: {hint}")
 
     def _coordinator_unanswered(self, error: KafkaException) -> None:
         """Replace the consumer when its group coordinator requests keep timing out.
@@ -789,6 +823,8 @@ class AssignedConsumer:
         read_at = time.monotonic()
         try:
             marks = self._read_marks(tps)
+        except AccessRefused:
+            raise  # a grant is missing: waiting will not bring it
         except ClientError as error:
             log.warning("%s: cannot check partitions to claim yet: %s", self.member_id, error)
             return

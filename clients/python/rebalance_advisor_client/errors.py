@@ -9,3 +9,7 @@ class ClientError(Exception):
 
 class TransactionsUnavailable(ClientError):
     """Fenced mode cannot start: the cluster refuses or lacks transactions."""
+
+
+class AccessRefused(ClientError):
+    """The broker's ACLs refuse this member a request: the message names the missing grant."""

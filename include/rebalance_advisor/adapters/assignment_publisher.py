@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from rebalance_advisor_client.access import Grant
 from rebalance_advisor_client.assignment_records import AssignmentRecord, KeyRangeKey, TopicPartitionKey
 from rebalance_advisor_client.key_hash import range_cover_problem
 
@@ -41,9 +42,13 @@ class PublishResult:
     malformed: tuple[str, ...] = ()
 
 
+#: every publisher's transactional id starts with this: grant WRITE and DESCRIBE on it as a prefix
+TRANSACTIONAL_ID_PREFIX = "rebalance-advisor-publisher."
+
+
 def transactional_id(group_id: str) -> str:
     """One id per group: publishers of one group fence each other, different groups never do."""
-    return f"rebalance-advisor-publisher.{group_id}"
+    return f"{TRANSACTIONAL_ID_PREFIX}{group_id}"
 
 
 #: a member's holding in a plan: a whole partition (topic, partition) or a key range
@@ -182,12 +187,16 @@ def publish_assignments(
         }
     )
     began = False
+    #: what the step under way needs, named when the broker refuses it
+    # (WRITE implies DESCRIBE on a TransactionalId, READ and WRITE imply it on a topic)
+    needed = (Grant("WRITE", "TransactionalId", TRANSACTIONAL_ID_PREFIX, prefixed=True),)
     try:
         assignment_topic.ensure_topic(config, topic, timeout=timeout)
         # Then: fences (and aborts) any earlier unfinished publish of this group, and waits for a
         # committed one to settle, so the read below sees every committed record of the group.
         producer.init_transactions(timeout)
         state = assignment_topic.read_topic(config, topic, timeout=timeout)
+        needed = (Grant("WRITE", "Topic", topic),)
         stamp = (now or (lambda: datetime.now(UTC)))().isoformat()
         epoch, records, dropped, changed = plan_records(
             group_id, plan_id, plan, state.group(group_id), previous_members, stamp, after_epoch
@@ -201,6 +210,8 @@ def publish_assignments(
     except (KafkaException, assignment_topic.KafkaUnavailable) as error:
         if began:
             _abort_quietly(producer)
+        assignment_topic.refused(f"publishing plan {plan_id} for group {group_id} to {topic}", config, error,
+                                 *needed)  # fmt: skip
         reason = error.args[0] if error.args else error
         raise assignment_topic.KafkaUnavailable(
             f"publishing plan {plan_id} for group {group_id} to {topic} on "
@@ -208,7 +219,8 @@ def publish_assignments(
             "Nothing was published; retry when the broker is reachable."
         ) from error
     finally:
-        producer.flush(0)
+        with contextlib.suppress(KafkaException):  # a fatal producer error re-raises here: already handled
+            producer.flush(0)
     log.info(
         "plan %s for group %s: epoch %d, %s", plan_id, group_id, epoch, "published" if changed else "no-op"
     )

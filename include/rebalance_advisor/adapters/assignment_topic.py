@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from rebalance_advisor_client.access import Grant, refusal
 from rebalance_advisor_client.assignment_records import (
     DEFAULT_TOPIC,
     AssignmentRecord,
@@ -28,6 +29,7 @@ log = logging.getLogger(__name__)
 
 __all__ = [
     "DEFAULT_TOPIC",
+    "KafkaAccessRefused",
     "KafkaUnavailable",
     "TopicState",
     "connection_config",
@@ -41,6 +43,18 @@ DEFAULT_PARTITIONS = 1
 
 class KafkaUnavailable(InfrastructureUnavailable):
     """The broker could not be reached or refused a request: retrying later may succeed."""
+
+
+class KafkaAccessRefused(AdvisorError):
+    """The broker's ACLs refuse a request: a grant (named in the message) is missing; retrying won't help."""
+
+
+def refused(action: str, config: Mapping[str, Any], error: BaseException, *grants: Grant) -> None:
+    """Raise KafkaAccessRefused naming ``grants`` when ``error`` is an authorization refusal."""
+    if hint := refusal(error, *grants):
+        raise KafkaAccessRefused(
+            f"{action} on {config.get('bootstrap.servers', '?')} refused: {hint}"
+        ) from error
 
 
 def connection_config(config: Mapping[str, Any]) -> dict[str, Any]:
@@ -70,6 +84,8 @@ def ensure_topic(
     from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, ResourceType
 
     admin = AdminClient(connection_config(config))
+    # without Describe the topic is simply left out of the listing; creating it then says why
+    needed = Grant("DESCRIBE", "Topic", topic)
     try:
         existing = admin.list_topics(timeout=timeout).topics
         if topic not in existing:
@@ -83,12 +99,15 @@ def ensure_topic(
                 return True
             except KafkaException as error:
                 if "TOPIC_ALREADY_EXISTS" not in str(error) and "already exists" not in str(error):
+                    needed = Grant("CREATE", "Topic", topic)  # or create it beforehand, compacted
                     raise
+        needed = Grant("DESCRIBE_CONFIGS", "Topic", topic)
         resource = ConfigResource(ResourceType.TOPIC, topic)
         described = admin.describe_configs([resource], request_timeout=timeout)[resource].result(
             timeout=timeout
         )
     except KafkaException as error:
+        refused(f"checking assignment topic {topic}", config, error, needed)
         raise _kafka_error(f"checking assignment topic {topic}", config, error) from error
     policy = described["cleanup.policy"].value or ""
     if "compact" not in policy.split(","):
@@ -140,6 +159,10 @@ def read_topic(config: Mapping[str, Any], topic: str = DEFAULT_TOPIC, timeout: f
     state = TopicState()
     try:
         metadata = consumer.list_topics(topic, timeout=timeout).topics.get(topic)
+        if metadata is not None and metadata.error is not None:
+            # not readable is not empty: an empty read would restart the epochs
+            refused(f"reading assignment topic {topic}", config, KafkaException(metadata.error),
+                    Grant("READ", "Topic", topic))  # fmt: skip
         if metadata is None or metadata.error is not None:
             return state
         pending = set(metadata.partitions)
@@ -157,6 +180,10 @@ def read_topic(config: Mapping[str, Any], topic: str = DEFAULT_TOPIC, timeout: f
                 if message.error().code() == KafkaError._PARTITION_EOF:
                     pending.discard(message.partition())
                     continue
+                if message.error().code() == KafkaError.GROUP_AUTHORIZATION_FAILED:
+                    continue  # the reader's group is never joined nor committed to: it needs no grant
+                refused(f"reading assignment topic {topic}", config, KafkaException(message.error()),
+                        Grant("READ", "Topic", topic))  # fmt: skip
                 raise KafkaException(message.error())
             state.add(message.key(), message.value(), f"{topic}-{message.partition()}@{message.offset()}")
     except KafkaException as error:

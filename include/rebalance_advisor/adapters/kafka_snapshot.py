@@ -47,6 +47,9 @@ from rebalance_advisor.errors import AdvisorError, InfrastructureUnavailable
 from rebalance_advisor.gcpause import gc_paused
 
 log = logging.getLogger(__name__)
+# librdkafka's connection chatter goes to whatever logging is configured (Airflow's task log, -v),
+# never bare to a terminal through logging's last resort: the one error line already says the cause
+logging.getLogger("rebalance_advisor.librdkafka").addHandler(logging.NullHandler())
 
 DEFAULT_TIMEOUT_S = 30.0
 DEFAULT_CONNECTIONS = 1
@@ -321,6 +324,33 @@ class _Collector:
         except Exception as error:
             _, reason, _ = _error_parts(error)
             raise self.abort("reading cluster metadata", reason) from error
+
+    def unlisted_topics(self, topics: set[str]) -> dict[str, BaseException]:
+        """Why each topic a group names is missing from the cluster's metadata, when it is not simply gone.
+
+        The broker leaves a topic the principal may not Describe out of the metadata listing without
+        a word; asked by name, it answers TOPIC_AUTHORIZATION_FAILED (also for a missing topic: without
+        the grant it does not say whether the topic exists). Those errors are returned here, so the
+        snapshot is partial with the ACL named instead of calling the topic deleted.
+        """
+        from confluent_kafka import TopicCollection
+
+        if not topics:
+            return {}
+        try:
+            futures = self.admin.describe_topics(
+                TopicCollection(sorted(topics)), request_timeout=self.timeout
+            )
+        except Exception:  # noqa: BLE001 - no answer: the caller's "does not exist" stands
+            return {}
+        found: dict[str, BaseException] = {}
+        for topic, future in futures.items():
+            try:
+                future.result(timeout=self.timeout + 5)
+            except Exception as error:  # noqa: BLE001 - only authorization refusals are kept
+                if is_authorization_error(_error_parts(error)[0]):
+                    found[topic] = error
+        return found
 
     def internal_topics(self, metadata: Any) -> frozenset[str]:
         """The topics the broker flags internal (DescribeTopics' ``is_internal``).
@@ -899,11 +929,16 @@ def _collect(
     topics |= {o.topic for o in committed}
     wanted: list[tuple[str, int]] = []
     leaders: dict[tuple[str, int], int] = {}
+    unlisted = c.unlisted_topics({t for t in topics if t not in metadata.topics})
     for topic in sorted(topics):
         meta = metadata.topics.get(topic)
         if meta is None or meta.error is not None:
-            reason = str(meta.error) if meta is not None else "topic does not exist (deleted?)"
-            c.errors.append(SnapshotError("metadata", reason, topic=topic))
+            if meta is not None:
+                c.errors.append(SnapshotError("metadata", str(meta.error), topic=topic))
+            elif topic in unlisted:
+                c.record("metadata", unlisted[topic], topic=topic)
+            else:
+                c.errors.append(SnapshotError("metadata", "topic does not exist (deleted?)", topic=topic))
             continue
         for partition, pmeta in sorted(meta.partitions.items()):
             wanted.append((topic, partition))

@@ -33,7 +33,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     plans = subparsers.add_parser("plans", help="list plans from the plan table")
     plans.add_argument("--db", default=None, help=DB_HELP)
-    plans.add_argument("--group", default=None, help="only this group")
+    plans.add_argument("--group", default=None, help="only this group (empty: no filter: all groups)")
     plans.add_argument("--status", default=None,
                        choices=("recommended", "approved", "published", "superseded", "rejected", "skipped"))  # fmt: skip
     plans.add_argument("--limit", type=_plan_limit, default=None, help="newest N only (1 to 1,000,000)")

@@ -23,7 +23,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add.add_argument("--db", default=None, help=DB_HELP)
     add.set_defaults(func=_add)
     ls = sub.add_parser("list", help="list registered members")
-    ls.add_argument("--group", default=None, help="only this group")
+    ls.add_argument("--group", default=None, help="only this group (empty: no filter: all groups)")
     ls.add_argument("--format", choices=("table", "json"), default="table")
     ls.add_argument("--db", default=None, help=DB_HELP)
     ls.set_defaults(func=_list)

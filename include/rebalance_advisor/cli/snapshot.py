@@ -52,7 +52,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     lag.add_argument(
         "--snapshot", default="latest", metavar="ID|latest", help="which snapshot (default latest)"
     )
-    lag.add_argument("--group", default=None, help="one group only")
+    lag.add_argument("--group", default=None, help="one group only (empty: no filter: all groups)")
     lag.add_argument(
         "--format",
         choices=("table", "tool", "json", "csv"),

@@ -19,7 +19,7 @@ import uuid
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from rebalance_advisor.adapters.kafka_jars import KAFKA_FILES, fetch_jars, java_command
+from rebalance_advisor.adapters.kafka_jars import KAFKA_FILES, fetch_jars, java_command, java_executable
 from rebalance_advisor.errors import AdvisorError
 from rebalance_advisor.polling import poll_until
 from rebalance_advisor.settings import home_dir
@@ -64,6 +64,8 @@ class BrokerInfo:
     bootstrap_servers: str
     cluster_id: str
     state_dir: str
+    #: the SASL_SSL listener of a broker started with ``tls=`` (None: no TLS listener)
+    tls_bootstrap_servers: str | None = None
 
 
 def default_state_dir() -> Path:
@@ -130,43 +132,117 @@ class ScramSuperUser:
         return scram_client_config(self.name, self.password)
 
 
-def scram_client_config(user: str, password: str) -> dict[str, str]:
-    """librdkafka settings for a SASL/SCRAM login on the secured local broker's listener."""
-    return {
-        "security.protocol": "SASL_PLAINTEXT",
+def scram_client_config(user: str, password: str, ca_pem: Path | None = None) -> dict[str, str]:
+    """librdkafka settings for a SASL/SCRAM login on the secured local broker's listener; with
+    ``ca_pem`` (the throwaway CA of ``make_tls``), on its SASL_SSL listener."""
+    config = {
+        "security.protocol": "SASL_SSL" if ca_pem else "SASL_PLAINTEXT",
         "sasl.mechanism": SCRAM_MECHANISM,
         "sasl.username": user,
         "sasl.password": password,
     }
+    if ca_pem:
+        config["ssl.ca.location"] = str(ca_pem)
+    return config
 
 
-def _secured_properties(text: str, admin: ScramSuperUser) -> str:
-    """``server.properties`` with the client listener on SASL/SCRAM and the standard ACL authorizer.
+@dataclass(frozen=True)
+class BrokerTls:
+    """A throwaway CA and a broker keystore it signed (made by ``make_tls`` at run time, never kept)."""
+
+    ca_pem: Path
+    keystore: Path
+    password: str = field(repr=False)
+
+
+def keytool_executable() -> str:
+    """``keytool`` of the JDK that runs the broker (beside ``java``)."""
+    beside = Path(java_executable()).resolve().with_name("keytool")
+    keytool = str(beside) if beside.exists() else shutil.which("keytool")
+    if not keytool:
+        raise LocalKafkaError(
+            "keytool (part of a JDK) was not found beside java nor on PATH; install a JDK 17+"
+        )
+    return keytool
+
+
+def make_tls(directory: Path, days: int = 2) -> BrokerTls:
+    """A CA and a PKCS12 broker keystore for 127.0.0.1/localhost, signed by it, in ``directory``.
+
+    Only keytool is used; the store password reaches it through the environment, not argv.
+    """
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    password = uuid.uuid4().hex
+    env = {**os.environ, "RA_TLS_PASS": password}
+    ca_store, keystore = directory / "ca.p12", directory / "broker.p12"
+    ca_pem, csr, cert = directory / "ca.pem", directory / "broker.csr", directory / "broker.pem"
+    san = "SAN=ip:127.0.0.1,dns:localhost"
+    secret = ["-storepass:env", "RA_TLS_PASS"]
+    steps = [
+        ["-genkeypair", "-alias", "ca", "-keystore", ca_store, "-dname", "CN=rebalance-advisor throwaway CA",
+         "-ext", "bc:c", "-keyalg", "RSA", "-keysize", "2048", "-validity", days],
+        ["-exportcert", "-rfc", "-alias", "ca", "-keystore", ca_store, "-file", ca_pem],
+        ["-genkeypair", "-alias", "broker", "-keystore", keystore, "-dname", "CN=localhost", "-ext", san,
+         "-keyalg", "RSA", "-keysize", "2048", "-validity", days],
+        ["-certreq", "-alias", "broker", "-keystore", keystore, "-file", csr],
+        ["-gencert", "-alias", "ca", "-keystore", ca_store, "-infile", csr, "-outfile", cert, "-rfc",
+         "-ext", san, "-validity", days],
+        ["-importcert", "-noprompt", "-alias", "ca", "-keystore", keystore, "-file", ca_pem],
+        ["-importcert", "-alias", "broker", "-keystore", keystore, "-file", cert],
+    ]  # fmt: skip
+    for step in steps:
+        command = [keytool_executable(), *map(str, step), "-storetype", "PKCS12", *secret]
+        done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=120)
+        if done.returncode != 0:
+            raise LocalKafkaError(f"keytool {step[0]} failed: {(done.stdout + done.stderr).strip()}")
+    for file in (ca_store, keystore, csr, cert):
+        file.chmod(0o600)
+    return BrokerTls(ca_pem, keystore, password)
+
+
+def _secured_properties(text: str, admin: ScramSuperUser, tls: BrokerTls | None, tls_port: int) -> str:
+    """``server.properties`` with the client listener on SASL/SCRAM and the standard ACL authorizer;
+    with ``tls`` a second client listener, SASL_SSL on ``tls_port``, with the same logins.
 
     The controller listener stays PLAINTEXT on loopback (its principal is ANONYMOUS, a super user
     so the node can talk to itself); every client must log in, and ACLs decide what it may do.
     """
+    tls_listener = f",SASL_SSL://127.0.0.1:{tls_port}" if tls else ""
     lines = []
     for line in text.splitlines():
-        if line.startswith(("listeners=", "advertised.listeners=")):
-            line = line.replace("PLAINTEXT://", "SASL_PLAINTEXT://", 1)
+        if line.startswith("listeners="):
+            line = line.replace("PLAINTEXT://", "SASL_PLAINTEXT://", 1).replace(
+                ",CONTROLLER://", f"{tls_listener},CONTROLLER://", 1
+            )
+        elif line.startswith("advertised.listeners="):
+            line = line.replace("PLAINTEXT://", "SASL_PLAINTEXT://", 1) + tls_listener
         elif line.startswith("inter.broker.listener.name="):
             line = "inter.broker.listener.name=SASL_PLAINTEXT"
         elif line.startswith("listener.security.protocol.map="):
-            line = "listener.security.protocol.map=SASL_PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT"
+            line = "listener.security.protocol.map=SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL,CONTROLLER:PLAINTEXT"
         lines.append(line)
     jaas = (
         "org.apache.kafka.common.security.scram.ScramLoginModule required "
         f'username="{admin.name}" password="{admin.password}";'
     )
+    mechanism = SCRAM_MECHANISM.lower()
     lines += [
         f"sasl.enabled.mechanisms={SCRAM_MECHANISM}",
         f"sasl.mechanism.inter.broker.protocol={SCRAM_MECHANISM}",
-        f"listener.name.sasl_plaintext.{SCRAM_MECHANISM.lower()}.sasl.jaas.config={jaas}",
+        f"listener.name.sasl_plaintext.{mechanism}.sasl.jaas.config={jaas}",
         "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer",
         f"super.users=User:{admin.name};User:ANONYMOUS",
         "allow.everyone.if.no.acl.found=false",
     ]
+    if tls:
+        lines += [
+            f"listener.name.sasl_ssl.{mechanism}.sasl.jaas.config={jaas}",
+            "listener.name.sasl_ssl.ssl.keystore.type=PKCS12",
+            f"listener.name.sasl_ssl.ssl.keystore.location={tls.keystore}",
+            f"listener.name.sasl_ssl.ssl.keystore.password={tls.password}",
+            f"listener.name.sasl_ssl.ssl.key.password={tls.password}",
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -195,14 +271,20 @@ def start(
     timeout: float = START_TIMEOUT_S,
     heap: str = JVM_HEAP,
     secured: ScramSuperUser | None = None,
+    tls: BrokerTls | None = None,
 ) -> BrokerInfo:
     """Format KRaft storage and start one broker+controller on 127.0.0.1; wait until it answers.
 
     ``heap`` is the broker JVM's ``-Xmx`` option: big clusters (the benchmark's) need more.
     ``secured``: the client listener takes SASL/SCRAM logins only and ACLs apply; this super user's
     SCRAM credential is written at format time (its password goes into the broker's own
-    ``server.properties`` in ``state_dir``, never into a log line).
+    ``server.properties`` in ``state_dir``, never into a log line). ``tls`` (with ``secured``): a
+    second client listener, SASL_SSL, with the keystore of ``make_tls`` (``tls_bootstrap_servers``).
     """
+    if tls and not secured:
+        raise LocalKafkaError("a TLS listener is only offered on a secured broker: pass secured= as well")
+    if tls and Path(state_dir).resolve() in Path(tls.keystore).resolve().parents:
+        raise LocalKafkaError(f"make the TLS files outside {state_dir}: start() empties that folder first")
     state_dir = Path(state_dir or default_state_dir())
     running = status(state_dir)
     if running:
@@ -219,6 +301,9 @@ def start(
     controller_port = free_port()
     while controller_port == port:
         controller_port = free_port()
+    tls_port = free_port() if tls else 0
+    while tls and tls_port in (port, controller_port):
+        tls_port = free_port()
 
     if state_dir.exists():
         shutil.rmtree(state_dir)
@@ -230,7 +315,7 @@ def start(
         .read_text()
         .format(port=port, controller_port=controller_port, log_dir=log_dir)
     )
-    properties.write_text(_secured_properties(text, secured) if secured else text)
+    properties.write_text(_secured_properties(text, secured, tls, tls_port) if secured else text)
     properties.chmod(0o600)
     scram = []
     if secured:
@@ -277,6 +362,7 @@ def start(
         bootstrap_servers=f"127.0.0.1:{port}",
         cluster_id=cluster_id,
         state_dir=str(state_dir),
+        tls_bootstrap_servers=f"127.0.0.1:{tls_port}" if tls else None,
     )
     _state_file(state_dir).write_text(json.dumps(asdict(info)))
     del libs

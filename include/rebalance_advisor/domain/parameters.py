@@ -105,8 +105,13 @@ class ParamModel(BaseModel):
         return {k[2:]: v for k, v in extra.items() if k.startswith("x-")}  # type: ignore[union-attr]
 
 
+#: what an empty regex parameter means, said once for every surface (CLI help, DAG form, API)
+EMPTY_FILTER = "empty: no filter"
+
+
 def compiled_regex(value: str | None) -> str | None:
-    """A regex parameter: empty means none; one RE2 cannot run (linear time) is refused."""
+    """A regex parameter: empty means none (an emptied form field is no filter, not an error, so the
+    CLI, the DAG form and the API read ``''`` alike); one RE2 cannot run (linear time) is refused."""
     if value:
         from rebalance_advisor.domain.safe_regex import compile_safe_regex
 
@@ -224,7 +229,7 @@ class AdvisorParams(Thresholds):
     )  # fmt: skip
     group_regex: str | None = surface(
         None, max_length=1000, cli="--groups", form={"format": "regex"},
-        description="only groups whose id fully matches this regex (empty: all)",
+        description=f"only groups whose id fully matches this regex ({EMPTY_FILTER}: all groups)",
     )  # fmt: skip
     publish_mode: PublishMode = surface(
         "recommend", description="recommend: record plans; static: also approve and publish them"
@@ -254,11 +259,11 @@ class SnapshotParams(ParamModel):
     db_conn_id: DbConnId
     groups: str | None = surface(
         None, max_length=1000, cli="--groups", form={"format": "regex"},
-        description="only groups fully matching this regex",
+        description=f"only groups fully matching this regex ({EMPTY_FILTER}: all groups)",
     )  # fmt: skip
     exclude_groups: str | None = surface(
         None, max_length=1000, cli="--exclude-groups", form={"format": "regex"},
-        description="skip groups fully matching this regex",
+        description=f"skip groups fully matching this regex ({EMPTY_FILTER}: skip none)",
     )  # fmt: skip
     include_internal_topics: bool = surface(
         False, cli="--include-internal-topics", dag=False, description="keep __consumer_offsets and friends"
