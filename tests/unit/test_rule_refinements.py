@@ -136,3 +136,40 @@ def test_sticky_relieves_an_overloaded_member_by_an_ejection_chain():
     owners = get_assignor("rate_aware_sticky").owners(spec, margin=0.02)
     names = [spec.member_ids[m] for m in owners.tolist()]
     assert names == ["A", "B", "B", "C", "C", "C"]
+
+
+def test_sticky_repacks_an_overloaded_member_with_its_emptiest_peers_when_no_chain_helps():
+    # capacities 100, margin 0. A: p0 60 + p1 55 = 115; B: p2 30 + p3 30 + p4 20 = 80;
+    # C: p5 30 + p6 25 + p7 15 = 70 (all rates, no lag; each weight +0.033 overhead, too small to
+    # change any comparison below).
+    # No single move helps (p1 on C makes 125). The chain fails: emptied, C could take p1, but C's
+    # partitions fit nowhere (B has room 20 < 25, 30; p7 15 goes, then p6, p5 do not; B likewise).
+    # Pool re-pack of A with C (70 %) then B (80 %): mean (265 + 0.26) / 300 = 0.884, keep-level
+    # halfway to 1 = 0.942. Heaviest first: p0 60 stays on A; p1 would make A 115 -> emptiest of
+    # (A 115, C 55, B 55) after taking it, first in pool order: C; p2, p3 stay on B (30, 60); p5 stays
+    # on C (85); p6 would make C 110 -> A (85, before B at 85); p4 stays on B (80); p7 would make C
+    # 100 -> B (95, below A's and C's 100). A 85, B 95, C 85, all below 100: 3 handovers. Then B (95)
+    # is below capacity and no move lowers it by 1 %: stop.
+    from rebalance_advisor.domain.assignors import get_assignor
+    from rebalance_advisor.domain.group_spec import parse_group_spec
+
+    rates = (60, 55, 30, 30, 20, 30, 25, 15)
+    owned = {"A": [0, 1], "B": [2, 3, 4], "C": [5, 6, 7]}
+    spec = parse_group_spec(
+        {
+            "group_id": "g",
+            "members": [
+                {"member_id": m, "topics": ["t"], "owned": [["t", p] for p in ps], "capacity": 100}
+                for m, ps in owned.items()
+            ],
+            "partitions": [
+                {"topic": "t", "partition": p, "lag": 0, "produce_rate": r} for p, r in enumerate(rates)
+            ],
+        }
+    )
+    owners = get_assignor("rate_aware_sticky").owners(spec, margin=0.0)
+    names = [spec.member_ids[m] for m in owners.tolist()]
+    assert names == ["A", "C", "B", "B", "B", "C", "A", "B"]
+    # a budget of 2 handovers cannot pay for the re-pack (3): A stays overloaded, nothing moves
+    kept = get_assignor("rate_aware_sticky").owners(spec, margin=0.0, move_budget=2)
+    assert [spec.member_ids[m] for m in kept.tolist()] == ["A", "A", "B", "B", "B", "C", "C", "C"]

@@ -359,3 +359,35 @@ def test_snapshot_offsets_never_show_negative_lag():
     assert all((obs.lag >= 0).all() for obs, _ in rec.seen)
     # 3 x 257 messages at 1 msg/s are read by 771 s; the last tick (1,740 s) sees nothing left
     assert rec.seen[-1][0].time_s == 1740 and rec.seen[-1][0].lag.sum() == 0
+
+
+def test_oracle_repacks_a_member_its_greedy_moves_and_chain_cannot_relieve():
+    # The large-500 failure in small: capacities 100; A holds 60 + 55 (115), B 30 + 30 + 20 (80),
+    # C 30 + 25 + 15 (70). Utilisation 265 / 300 = 0.883, fill target 0.883 + 0.117 / 2 = 0.942
+    # (94.2), trigger (1 + 0.942) / 2 = 0.971. Neither of A's partitions fits under a peer's target
+    # (room: C 24.2, B 14.2); the chain cannot empty C enough (its partitions fit nowhere: B's room
+    # 14.2 < 15). The pool re-pack of A with C, then B (emptiest first), keeping partitions while
+    # their owner stays under 94.2, heaviest first: p0 60 stays on A, p1 -> C (55, tie with B, C
+    # first), p2 and p3 stay on B (60), p5 stays on C (85), p6 -> A (85, tie with B, A first), p4
+    # stays on B (80), p7 -> B (95 < A's and C's 100). A 85, B 95, C 85: all under the trigger 97.1.
+    from rebalance_advisor.domain.simulation import Observation, OraclePlanner, Truth
+
+    rates = np.array([60, 55, 30, 30, 20, 30, 25, 15], dtype=float)
+    obs = Observation(
+        time_s=600.0,
+        member_ids=("A", "B", "C"),
+        member_topics=(("t",), ("t",), ("t",)),
+        partition_topic=("t",) * 8,
+        partition_number=np.arange(8),
+        lag=np.zeros(8, dtype=np.int64),
+        owner=np.array([0, 0, 1, 1, 1, 2, 2, 2], dtype=np.int32),
+        produce_rate=rates,
+        consume_rate=rates,
+        capacity=np.full(3, np.nan),
+        capacity_source=("equal",) * 3,
+        recent_moves=(),
+        snapshots_seen=3,
+    )
+    owners = OraclePlanner().plan(obs, Truth(rates, np.full(3, 100.0)))
+    assert owners is not None
+    assert owners.tolist() == [0, 2, 1, 1, 1, 2, 0, 1]

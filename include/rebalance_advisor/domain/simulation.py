@@ -53,6 +53,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from rebalance_advisor.domain.advice import GroupObservation, RecentMove, StandingPlan
 from rebalance_advisor.domain.assignors import ASSIGNORS, get_assignor
+from rebalance_advisor.domain.assignors.rate_aware_sticky import pool_repack
 from rebalance_advisor.domain.decisions import Thresholds
 from rebalance_advisor.domain.group_planning import advise_group
 from rebalance_advisor.domain.group_spec import GroupSpec, Member
@@ -389,7 +390,11 @@ class OraclePlanner:
     partition that alone brings it under its target and fits there, else its lightest partition
     that fits somewhere, else (one level of ejection chain) its lightest partition after the peer
     with most room moved its own lightest partitions to third members, until it is under target
-    or nothing fits.
+    or nothing fits. A member still above the trigger then (large-500: two hot partitions that
+    together exceed a capacity while every peer is too full to take either) is re-packed with its
+    8 least-utilised peers (``rate_aware_sticky.pool_repack``: partitions stay while their owner is
+    under the fill target, the rest go to the emptiest pool member), kept only if the whole pool
+    ends under the trigger.
     """
 
     horizon_s: float = ORACLE_HORIZON_S
@@ -445,6 +450,11 @@ class OraclePlanner:
                 owner[k] = to
                 load[m] -= weight[k]
                 load[to] += weight[k]
+        trigger = (1.0 + fill) / 2
+        for m in np.argsort(-(load / cap), kind="stable").tolist():
+            if load[m] <= cap[m] * trigger:
+                break
+            pool_repack(owner, load, weight, cap, trigger, m, len(owner), eligible, level=fill)
         return owner
 
     @staticmethod

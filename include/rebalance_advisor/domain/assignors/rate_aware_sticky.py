@@ -9,10 +9,12 @@ lowers the top utilisation by less than ``min_gain`` (default 1 %) of it — unl
 the top member is overloaded (utilisation >= 1 - ``margin``, the rule's ``capacity_margin``): then any move that lowers it is made, since a
 small partition off an overloaded member may be what removes the overload; and when no single
 move helps it, one level of ejection chain (:func:`ejection_chain`: make room on a peer by moving
-the peer's lightest partitions elsewhere), instead of leaving the fix to a full repack that moves
-nearly every partition (bench/drain.py large-500: 3,192 handovers for one overloaded member). Every
-single move lowers the
-top member's utilisation without raising the receiver above it, so the max utilisation never rises.
+the peer's lightest partitions elsewhere), and when that fails too, a re-pack of the top member with
+its ``POOL_PEERS`` least-utilised peers (:func:`pool_repack`), instead of leaving the fix to a full
+repack that moves nearly every partition (bench/drain.py large-500: 3,192 handovers for one
+overloaded member). Every single move lowers the top member's utilisation without raising the
+receiver above it, and a chain or a pool re-pack is applied only when it leaves every member it
+touches below the rule's capacity, so the max utilisation never rises.
 
 ``move_budget`` caps the owned partitions moved (None: no cap besides the gain threshold).
 """
@@ -39,6 +41,8 @@ OPTIONS = {
 DEFAULT_MIN_GAIN = 0.01
 #: peers (most room first) an ejection chain tries before giving up
 CHAIN_PEERS = 8
+#: least-utilised peers re-packed together with an overloaded member when no move or chain helps
+POOL_PEERS = 8
 
 
 def owners(
@@ -79,10 +83,15 @@ def owners(
         # a move must gain min_gain, or, with capacities, at least make an overloaded member less so
         enough = best < u_top * (1.0 - gain_floor)
         if not (enough or (known_caps and u_top >= full and best < u_top)):
-            if known_caps and util[top] >= full:
+            if known_caps and u_top >= full:
                 chain = ejection_chain(spec, out, load, weights, caps * full, elig, top, budget - moved)
                 if chain:
                     moved += sum(spec.owner[k] >= 0 for k, _ in chain)
+                    continue
+                elig_pm = None if elig is None else elig[spec.topic_index]
+                pool = pool_repack(out, load, weights, caps, full, top, budget - moved, elig_pm, spec.owner)
+                if pool:
+                    moved += sum(spec.owner[k] >= 0 for k, _ in pool)
                     continue
             break
         k = int(mine[i])
@@ -199,3 +208,71 @@ def ejection_chain(
             load[:] = trial_load
             return made
     return []
+
+
+def pool_repack(
+    out: np.ndarray,
+    load: np.ndarray,
+    weights: np.ndarray,
+    caps: np.ndarray,
+    limit: float,
+    top: int,
+    budget: int,
+    elig_pm: np.ndarray | None = None,
+    counted: np.ndarray | None = None,
+    level: float | None = None,
+    peers: int = POOL_PEERS,
+) -> list[tuple[int, int]]:
+    """Re-pack ``top`` together with its ``peers`` least-utilised peers, for an overload that neither
+    one move nor one ejection chain removes (two partitions that together exceed a capacity while
+    every peer is too full to take either: bench/drain.py large-500).
+
+    The pool's partitions are dealt heaviest first (stable): a partition stays with its current
+    owner while that owner's utilisation stays at most ``level`` (default: halfway between the
+    pool's mean utilisation and ``limit``), else it goes to the pool member with the lowest
+    utilisation after taking it (first in pool order on ties: top, then peers by utilisation).
+    Applied in place only when every pool member ends below ``limit`` (a utilisation) and the moves
+    of partitions with ``counted`` >= 0 (owned ones; default all) fit ``budget``; returns the moves
+    made (partition, new owner), empty when none. ``elig_pm`` [P, M]: may member m hold partition p.
+    """
+    members = len(load)
+    mine = np.flatnonzero(out == top)
+    if len(mine) < 2:
+        return []  # a single partition above capacity: no plan helps
+    util = load / caps
+    cand = np.flatnonzero(np.arange(members) != top)
+    if elig_pm is not None:
+        cand = cand[elig_pm[np.ix_(mine, cand)].all(axis=0)]
+    pool = np.r_[top, cand[np.argsort(util[cand], kind="stable")][:peers]].astype(np.int64)
+    if len(pool) < 2:
+        return []
+    parts = np.flatnonzero(np.isin(out, pool))
+    parts = parts[np.argsort(-weights[parts], kind="stable")]
+    pool_caps = caps[pool]
+    if level is None:
+        mean = float(weights[parts].sum() / pool_caps.sum())
+        level = mean + (limit - mean) / 2
+    slot = {int(m): i for i, m in enumerate(pool.tolist())}
+    new_load = np.zeros(len(pool))
+    trial = out.copy()
+    for k in parts.tolist():
+        w = weights[k]
+        cur = slot[int(out[k])]
+        if (new_load[cur] + w) / pool_caps[cur] <= level:
+            new_load[cur] += w
+            continue
+        score = (new_load + w) / pool_caps
+        if elig_pm is not None:
+            score = np.where(elig_pm[k, pool], score, np.inf)
+        best = int(np.argmin(score))
+        new_load[best] += w
+        trial[k] = pool[best]
+    if not (new_load / pool_caps < limit).all():
+        return []
+    moved = np.flatnonzero(trial != out)
+    owned = moved if counted is None else moved[counted[moved] >= 0]
+    if not moved.size or len(owned) > budget:
+        return []
+    out[moved] = trial[moved]
+    load[pool] = new_load
+    return [(int(k), int(out[k])) for k in moved.tolist()]
