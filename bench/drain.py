@@ -7,7 +7,8 @@
 Each scenario is run per seed under every strategy: Kafka's ``range`` and ``sticky``, ``lag_aware``
 and ``lag_aware_sticky`` re-run every interval, the advisor's current rule (``advise_group`` with
 default thresholds and its cool-down, plans auto-approved), ``rate_aware`` with its decision rule
-(when the simulator knows it), and the oracle (true rates and capacities, sticky greedy packing).
+(when the simulator knows it), and the oracle (true rates and capacities, sticky greedy packing
+with a pool re-pack where greedy moves cannot relieve a member).
 Same seed = same produce rates, drift and events for every strategy.
 
 Capacities: total capacity = ``headroom`` (1.2 unless the scenario says otherwise) x the peak mean
@@ -322,7 +323,8 @@ def reusable(
     path: str | None, hours: float, seeds: int, defs: dict[str, dict]
 ) -> dict[tuple[str, str], list]:
     """(scenario, strategy) -> runs from an earlier results file made with the same hours, seeds and
-    scenario definition (``--reuse``): the plain assignors and the oracle do not depend on the rule."""
+    scenario definition (``--reuse``): the plain assignors and the current rule do not depend on the
+    rate-aware code; the oracle does (it re-packs with ``rate_aware_sticky.pool_repack``)."""
     if not path:
         return {}
     try:
