@@ -173,3 +173,47 @@ def test_sticky_repacks_an_overloaded_member_with_its_emptiest_peers_when_no_cha
     # a budget of 2 handovers cannot pay for the re-pack (3): A stays overloaded, nothing moves
     kept = get_assignor("rate_aware_sticky").owners(spec, margin=0.0, move_budget=2)
     assert [spec.member_ids[m] for m in kept.tolist()] == ["A", "A", "B", "B", "B", "C", "C", "C"]
+
+
+def _balance_group(members: int):
+    """m00: p0 60 + p1 50 = 110; m01: p2..p5 at 20 = 80; m02.. : 40 + 30 + 30 = 100 each (no
+    capacities, no lag: weights are the rates + 0.1 % of the mean weight, about 0.033)."""
+    from rebalance_advisor.domain.group_spec import parse_group_spec
+
+    rates = [60, 50, 20, 20, 20, 20]
+    owned = {"m00": [0, 1], "m01": [2, 3, 4, 5]}
+    for i in range(2, members):
+        owned[f"m{i:02d}"] = [len(rates), len(rates) + 1, len(rates) + 2]
+        rates += [40, 30, 30]
+    spec = parse_group_spec(
+        {
+            "group_id": "g",
+            "members": [
+                {"member_id": m, "topics": ["t"], "owned": [["t", p] for p in ps]} for m, ps in owned.items()
+            ],
+            "partitions": [
+                {"topic": "t", "partition": p, "lag": 0, "produce_rate": r} for p, r in enumerate(rates)
+            ],
+        }
+    )
+    return spec
+
+
+def test_sticky_balances_a_large_group_by_a_pool_repack_when_no_single_move_gains():
+    # 18 members. No single move off m00 (110) gains 1 %: its lighter partition (50) would put the
+    # emptiest peer m01 (80) at 130. Pool: m00, m01, then m02..m08 (100 each); mean 891 / 9 = 99.0,
+    # limit 110 x 0.99 = 108.9, keep-level (99.0 + 108.9) / 2 = 104. Heaviest first: p0 60 stays on
+    # m00; p1 50 would make m00 110 -> emptiest after taking it, first in pool order: m01 (50); the
+    # 40s and 30s stay (100 each); m01's 20s: p2, p3 stay (70, 90), p4 would make 110 -> m00 (80),
+    # p5 -> m00 (100). m00 100, m01 90, the rest 100: 3 handovers. Next, no single move gains and a
+    # pool would need all nine members under 100 x 0.99 with 891 to place in multiples of 10: stop.
+    from rebalance_advisor.domain.assignors import get_assignor
+
+    spec = _balance_group(18)
+    owners = get_assignor("rate_aware_sticky").owners(spec)
+    names = [spec.member_ids[m] for m in owners.tolist()]
+    assert names[:6] == ["m00", "m01", "m01", "m01", "m00", "m00"]
+    assert owners[6:].tolist() == spec.owner[6:].tolist()
+    # 17 members: a pool of 9 is more than half the group, so no pool balancing; nothing moves
+    small = _balance_group(17)
+    assert get_assignor("rate_aware_sticky").owners(small).tolist() == small.owner.tolist()

@@ -14,7 +14,11 @@ its ``POOL_PEERS`` least-utilised peers (:func:`pool_repack`), instead of leavin
 repack that moves nearly every partition (bench/drain.py large-500: 3,192 handovers for one
 overloaded member). Every single move lowers the top member's utilisation without raising the
 receiver above it, and a chain or a pool re-pack is applied only when it leaves every member it
-touches below the rule's capacity, so the max utilisation never rises.
+touches below the rule's capacity, so the max utilisation never rises. In groups of at least
+``POOL_BALANCE_MEMBERS`` members, balancing that stalls (no single move gains ``min_gain``, e.g. the
+top member's hottest partition is most of its load) also tries a pool re-pack that lowers the top by
+``min_gain``: otherwise the sticky plan stops short, and the rule picks the full ``rate_aware``
+repack (bench/drain.py large-500: 3,196 handovers where the sticky plan had made 23).
 
 ``move_budget`` caps the owned partitions moved (None: no cap besides the gain threshold).
 """
@@ -43,6 +47,9 @@ DEFAULT_MIN_GAIN = 0.01
 CHAIN_PEERS = 8
 #: least-utilised peers re-packed together with an overloaded member when no move or chain helps
 POOL_PEERS = 8
+#: groups of at least this many members (the pool at most half the group) also balance by pool
+#: re-packs; in smaller groups a pool re-pack is nearly a full one, which the rule already weighs
+POOL_BALANCE_MEMBERS = 2 * (POOL_PEERS + 1)
 
 
 def owners(
@@ -90,6 +97,15 @@ def owners(
                     continue
                 elig_pm = None if elig is None else elig[spec.topic_index]
                 pool = pool_repack(out, load, weights, caps, full, top, budget - moved, elig_pm, spec.owner)
+                if pool:
+                    moved += sum(spec.owner[k] >= 0 for k, _ in pool)
+                    continue
+            if members >= POOL_BALANCE_MEMBERS:
+                # no single move gains min_gain off the top member (its hottest partition is most of
+                # its load): a pool re-pack that does, instead of leaving the rule a full repack
+                elig_pm = None if elig is None else elig[spec.topic_index]
+                limit = u_top * (1.0 - gain_floor)
+                pool = pool_repack(out, load, weights, caps, limit, top, budget - moved, elig_pm, spec.owner)
                 if pool:
                     moved += sum(spec.owner[k] >= 0 for k, _ in pool)
                     continue
