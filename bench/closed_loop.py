@@ -258,7 +258,7 @@ def advisor_loop(ctx: dict, stop: threading.Event, log: list, first: threading.E
                         "t": started,
                         "snapshot": taken.snapshot_id,
                         "outcomes": outcomes,
-                        "published": published["published"],
+                        "published": [p.to_dict() for p in published.published],
                     }
                 )
                 print(

@@ -73,7 +73,11 @@ def test_static_publishing_uses_the_kafka_conn_id_param(monkeypatch: pytest.Monk
     from rebalance_advisor.services import plan_lifecycle
 
     calls: list[dict] = []
-    monkeypatch.setattr(plan_lifecycle, "auto_approve_and_publish", lambda **kw: calls.append(kw) or {})
+    monkeypatch.setattr(
+        plan_lifecycle,
+        "auto_approve_and_publish",
+        lambda **kw: calls.append(kw) or plan_lifecycle.AutoPublished(),
+    )
     monkeypatch.setattr(
         airflow_connections, "database_url_from_connection", lambda conn_id: f"sqlite:///{conn_id}.db"
     )

@@ -237,7 +237,7 @@ def test_auto_approve_publishes_manual_groups_only_and_retries(
         kafka_config={"bootstrap.servers": kafka_bootstrap},
         topic=topic,
     )  # the retry: approved already, so it only publishes
-    assert outcome["advice_only"] == [dynamic] and [p["plan_id"] for p in outcome["published"]] == [manual]
+    assert outcome.advice_only == (dynamic,) and [p.plan_id for p in outcome.published] == [manual]
     assert _statuses(url, manual, dynamic) == ["published", "recommended"]
     transitions = get_plan(manual, url).transitions
     assert [(t.to_status, t.actor, t.airflow_run_id) for t in transitions[1:]] == [

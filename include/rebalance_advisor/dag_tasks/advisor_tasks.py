@@ -132,7 +132,7 @@ def hand_to_publishing(
         airflow_run_id=airflow_run_id,
         kafka_conn_id=p.kafka_conn_id,
     )
-    return {"mode": p.publish_mode, "plan_ids": plan_ids, "published": True, "result": outcome}
+    return {"mode": p.publish_mode, "plan_ids": plan_ids, "published": True, "result": outcome.to_dict()}
 
 
 @under_error_policy

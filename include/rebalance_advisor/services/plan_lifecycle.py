@@ -117,6 +117,24 @@ class Published:
         return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
 
 
+@dataclass(frozen=True)
+class AutoPublished:
+    """What :func:`auto_approve_and_publish` did: plans published, plans of dynamic groups left as
+    advice, plans that stay approved because Kafka was down."""
+
+    published: tuple[Published, ...] = ()
+    advice_only: tuple[int, ...] = ()
+    failed: tuple[int, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """The XCom form."""
+        return {
+            "published": [p.to_dict() for p in self.published],
+            "advice_only": list(self.advice_only),
+            "failed": list(self.failed),
+        }
+
+
 def allowed_from(status: str) -> tuple[str, ...]:
     return TRANSITIONS.get(status, ())
 
@@ -309,7 +327,7 @@ def auto_approve_and_publish(
     kafka_config: Mapping[str, Any] | None = None,
     topic: str = assignment_topic.DEFAULT_TOPIC,
     timeout: float = 30.0,
-) -> dict[str, Any]:
+) -> AutoPublished:
     """The advisor DAG's ``static`` publish mode: approve and publish a run's plans.
 
     Only plans of manual-assign groups (with registered static members) are published; plans of
@@ -324,18 +342,19 @@ def auto_approve_and_publish(
             plan_ids = plan_transitions.standing_plan_ids_of_airflow_run(conn, airflow_run_id)
         plans = plan_transitions.plan_groups_and_statuses(conn, plan_ids)
         static_groups = static_members_table.static_group_ids(conn)
-    outcome: dict[str, Any] = {"published": [], "advice_only": [], "failed": []}
     todo = [(i, g, s) for i, g, s in plans if g in static_groups and s in STANDING_STATUSES]
-    outcome["advice_only"] = [i for i, g, _ in plans if g not in static_groups]
+    advice_only = tuple(i for i, g, _ in plans if g not in static_groups)
     if not todo:
-        log.info("no plan of a manual-assign group to publish (advice only: %s)", outcome["advice_only"])
-        return outcome
+        log.info("no plan of a manual-assign group to publish (advice only: %s)", list(advice_only))
+        return AutoPublished(advice_only=advice_only)
     if kafka_config is None:
         from rebalance_advisor.adapters.airflow_connections import DEFAULT_KAFKA_CONN_ID, kafka_client_config
 
         kafka_config = kafka_client_config(kafka_conn_id or DEFAULT_KAFKA_CONN_ID)
     note = "auto-approved: publish mode static"
     errors: list[assignment_topic.KafkaUnavailable] = []
+    published: list[Published] = []
+    failed: list[int] = []
     for plan_id, _group, status in todo:
         if status == "recommended":
             approve(plan_id, AUTO_ACTOR, url, airflow_run_id=airflow_run_id, note=note)
@@ -351,13 +370,13 @@ def auto_approve_and_publish(
             )
         except assignment_topic.KafkaUnavailable as error:
             log.error("plan %s stays approved: %s", plan_id, error)
-            outcome["failed"].append(plan_id)
+            failed.append(plan_id)
             errors.append(error)
             continue
-        outcome["published"].append(done.to_dict())
+        published.append(done)
     if errors:
         raise assignment_topic.KafkaUnavailable(
             f"{len(errors)} of {len(todo)} plan(s) not published (they stay approved; a retry completes "
             f"them): {errors[0]}"
         )
-    return outcome
+    return AutoPublished(tuple(published), advice_only, tuple(failed))

@@ -50,20 +50,7 @@ async def groups_page(request: Request, user: PageUser) -> HTMLResponse:
     data = await run_in_threadpool(queries.group_overview, request.app.state.db_url())
     threshold = data.threshold
     rows = [
-        GroupTableLine(
-            group_id=g.group_id,
-            state=g.state,
-            type=g.type,
-            members=g.members,
-            total_lag=g.total_lag,
-            imbalance=g.imbalance,
-            hot=g.imbalance is not None and g.imbalance >= threshold,
-            flagged=g.flagged,
-            outcome=g.outcome,
-            reason=g.reason,
-            plan_id=g.latest_plan_id,
-            plan_status=g.latest_plan_status,
-        )
+        GroupTableLine(g, threshold)
         for g in sorted(data.groups, key=lambda r: (-(r.imbalance or 0), r.group_id))
     ]
     return render(

@@ -18,7 +18,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from rebalance_advisor.domain.load_model import lag_curves
 from rebalance_advisor.domain.timestamps import timestamp_text, utc_whole_seconds
 from rebalance_advisor.webui import svg
-from rebalance_advisor.webui.schemas import PlanAssignmentRow, PlanSummary
+from rebalance_advisor.webui.schemas import GroupRow, PlanAssignmentRow, PlanSummary
 
 
 def format_number(value: float | None, digits: int = 0) -> str:
@@ -56,26 +56,21 @@ templates = Jinja2Templates(env=environment())
 
 @dataclass(frozen=True)
 class GroupTableLine:
-    """One line of the groups table."""
+    """One line of the groups table: the API's group row, and what the page marks on it."""
 
-    group_id: str
-    state: str
-    type: str
-    members: int
-    total_lag: int | None
-    imbalance: float | None
-    hot: bool
-    flagged: bool
-    outcome: str | None
-    reason: str | None
-    plan_id: int | None
-    plan_status: str | None
+    row: GroupRow
+    threshold: float  # the newest run's imbalance threshold
+
+    @property
+    def hot(self) -> bool:
+        """The imbalance reaches the threshold (shown red)."""
+        return self.row.imbalance is not None and self.row.imbalance >= self.threshold
 
     @property
     def standing_plan(self) -> bool:
         """A plan recommended by an earlier run still awaits a decision (the newest outcome is
         whatever that run said, e.g. no better plan inside the cool-down)."""
-        return self.plan_status == "recommended" and self.outcome != "recommended"
+        return self.row.latest_plan_status == "recommended" and self.row.outcome != "recommended"
 
 
 def chosen_plan(plans: Sequence[PlanSummary]) -> PlanSummary | None:
