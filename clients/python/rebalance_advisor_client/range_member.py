@@ -109,7 +109,8 @@ def range_group_ids(
     config: Mapping[str, Any] | None = None,
 ) -> list[str]:
     """The derived key-range groups of ``parent`` the cluster knows (one ListGroups request)."""
-    admin = admin or AdminClient(client_settings(bootstrap, config))
+    if admin is None:  # not `admin or ...`: a client's len() is its queue length, so a new one is falsy
+        admin = AdminClient(client_settings(bootstrap, config))
     listed = admin.list_consumer_groups(request_timeout=timeout).result(timeout)
     return sorted(g.group_id for g in listed.valid if (parse_range_group(g.group_id) or ("",))[0] == parent)
 
