@@ -19,7 +19,7 @@ from rebalance_advisor_client.access import Grant
 from rebalance_advisor_client.assignment_records import AssignmentRecord, KeyRangeKey, TopicPartitionKey
 from rebalance_advisor_client.key_hash import range_cover_problem
 
-from rebalance_advisor.adapters import assignment_topic
+from rebalance_advisor.adapters import LIBRDKAFKA_LOG, assignment_topic
 from rebalance_advisor.errors import AdvisorError
 
 log = logging.getLogger(__name__)
@@ -184,7 +184,8 @@ def publish_assignments(
             "transactional.id": transactional_id(group_id),
             "transaction.timeout.ms": max(int(timeout * 1000) * 2, 10_000),
             "message.timeout.ms": int(timeout * 1000),
-        }
+        },
+        logger=LIBRDKAFKA_LOG,
     )
     began = False
     #: what the step under way needs, named when the broker refuses it

@@ -23,6 +23,7 @@ from rebalance_advisor_client.assignment_records import (
     reader_settings,
 )
 
+from rebalance_advisor.adapters import LIBRDKAFKA_LOG
 from rebalance_advisor.errors import AdvisorError, InfrastructureUnavailable
 
 log = logging.getLogger(__name__)
@@ -83,7 +84,7 @@ def ensure_topic(
     from confluent_kafka import KafkaException
     from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, ResourceType
 
-    admin = AdminClient(connection_config(config))
+    admin = AdminClient(connection_config(config), logger=LIBRDKAFKA_LOG)
     # without Describe the topic is simply left out of the listing; creating it then says why
     needed = Grant("DESCRIBE", "Topic", topic)
     try:
@@ -144,7 +145,7 @@ def reader_consumer(config: Mapping[str, Any]):
     """A consumer for reading the topic: no group membership, committed (transactional) records only."""
     from confluent_kafka import Consumer
 
-    return Consumer(reader_settings(dict(config)))
+    return Consumer(reader_settings(dict(config)), logger=LIBRDKAFKA_LOG)
 
 
 def read_topic(config: Mapping[str, Any], topic: str = DEFAULT_TOPIC, timeout: float = 30.0) -> TopicState:

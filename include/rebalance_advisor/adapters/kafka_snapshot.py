@@ -32,6 +32,7 @@ from typing import Any
 
 from rebalance_advisor_client.key_ranges import parse_range_group
 
+from rebalance_advisor.adapters import LIBRDKAFKA_LOG
 from rebalance_advisor.adapters.kafka_acls import is_authorization_error, missing_acl
 from rebalance_advisor.adapters.share_groups import ShareGroupReader, ShareGroupsRead
 from rebalance_advisor.domain.safe_regex import SafeRegex, compile_safe_regex
@@ -47,9 +48,6 @@ from rebalance_advisor.errors import AdvisorError, InfrastructureUnavailable
 from rebalance_advisor.gcpause import gc_paused
 
 log = logging.getLogger(__name__)
-# librdkafka's connection chatter goes to whatever logging is configured (Airflow's task log, -v),
-# never bare to a terminal through logging's last resort: the one error line already says the cause
-logging.getLogger("rebalance_advisor.librdkafka").addHandler(logging.NullHandler())
 
 DEFAULT_TIMEOUT_S = 30.0
 DEFAULT_CONNECTIONS = 1
@@ -669,7 +667,7 @@ class _TimestampReader:
                 "queued.min.messages": 1,
                 "fetch.queue.backoff.ms": RECORD_QUEUE_BACKOFF_MS,
             },
-            logger=logging.getLogger("rebalance_advisor.librdkafka"),
+            logger=LIBRDKAFKA_LOG,
         )
 
     def start(
@@ -803,7 +801,7 @@ def _collect(
     options = options or SnapshotOptions()
     conf: dict[str, Any] = {**(client_config or {}), "bootstrap.servers": bootstrap_servers}
     conf.setdefault("socket.timeout.ms", int(options.timeout_s * 1000))
-    logger = logging.getLogger("rebalance_advisor.librdkafka")
+    logger = LIBRDKAFKA_LOG
     connection_errors = ConnectionErrors()
     try:
         admins = [
