@@ -202,6 +202,13 @@ class RateParameters:
     #: it can do at least that, and the median is biased low for it (the members that get measured
     #: are the saturated, i.e. the slow, ones; bench/drain.py, capacities x2 apart).
     unmeasured_capacity_factor: float = 1.2
+    #: a partition counts as backlogged (so its member as busy, :func:`busy_capacity_sample`) only
+    #: while its lag is more than this many seconds of its produce rate. A caught-up consumer still
+    #: shows lag: what it fetched but has not committed yet (commits every 1-5 s, prefetched records).
+    #: Counting that as backlog "measured" an idle member's capacity as its inflow (bench/closed_loop.py
+    #: run B: a 279 msg/s consumer measured at 137-154 msg/s with time lags under 1 s), so every member
+    #: looked saturated and no plan could improve the group.
+    busy_backlog_s: float = 10.0
 
 
 @dataclass(frozen=True)
@@ -291,7 +298,8 @@ def derive_rates(
     time - the record timestamp the collector read (``current.record_timestamps``), else lag /
     produce rate, else unknown. Capacity per member: measured (Σ its consume rates over an interval
     in which it owned the same partitions with backlog on at least one at both ends, smoothed like rates,
-    carried while it stays, up to ``capacity_max_age_s``), else the group's median measured, else
+    carried while it stays, up to ``capacity_max_age_s``, never below what it consumed per second;
+    backlog = lag above ``busy_backlog_s`` of the partition's produce rate), else the group's median measured, else
     the configured value for the group, else unknown (``equal``).
 
     ``assigned``: group -> registered member -> the partitions its latest published plan gave it, for
@@ -369,7 +377,15 @@ def derive_rates(
             out.time_lag[key] = TimeLag(None, None)
 
     out.capacity = _capacities(
-        current, previous, params, capacities, consume_sample, out.consume, problem is None, assigned or {}
+        current,
+        previous,
+        params,
+        capacities,
+        consume_sample,
+        out.consume,
+        out.produce,
+        problem is None,
+        assigned or {},
     )
     return out
 
@@ -378,10 +394,16 @@ def derive_rates(
 
 
 def busy_capacity_sample(
-    lag_before: Sequence[float], lag_after: Sequence[float], consume_rate: Sequence[float]
+    lag_before: Sequence[float],
+    lag_after: Sequence[float],
+    consume_rate: Sequence[float],
+    floor: Sequence[float] | None = None,
 ) -> float | None:
     """A member's capacity sample over one interval: Σ its partitions' consume rates, when at least
-    one of them had backlog at both ends; None otherwise, and None when that sum is 0.
+    one of them had backlog at both ends; None otherwise, and None when that sum is 0. Backlog means a
+    lag above the partition's ``floor`` (default 0; snapshots pass produce rate x
+    :attr:`RateParameters.busy_backlog_s`: the lag of records fetched but not yet committed is not
+    backlog).
 
     One backlogged partition is enough: a consumer shares its fetches fairly among the partitions
     that have records, so while any of them has backlog it works at its full rate, and its light
@@ -390,7 +412,8 @@ def busy_capacity_sample(
     nothing about how fast it can consume. The caller checks that the member held the same
     partitions over the interval, with no handover pause.
     """
-    busy = any(b > 0 and a > 0 for b, a in zip(lag_before, lag_after, strict=True))
+    floors = [0.0] * len(lag_before) if floor is None else floor
+    busy = any(b > f and a > f for b, a, f in zip(lag_before, lag_after, floors, strict=True))
     if not busy:
         return None
     total = float(sum(consume_rate))
@@ -403,18 +426,28 @@ def next_capacity(
     carried_age_s: float,
     elapsed_s: float,
     params: RateParameters,
+    consumed: float | None = None,
 ) -> tuple[float, bool] | None:
     """A member's measured capacity after an interval of ``elapsed_s``: (value, freshly measured).
 
     A new sample is smoothed into the carried value like a rate (EWMA, τ = ``time_constant_s``); without
     one the carried value stays while it is at most ``capacity_max_age_s`` old; else unknown (None).
+    ``consumed``: what the member consumed per second over the interval, busy or not. A member can
+    not consume faster than its capacity, so a measured value below it is raised to it (fresh): an
+    estimate taken while the member was slowed (or on a noisy interval) does not stick for a day.
     """
     if carried is not None and carried_age_s > params.capacity_max_age_s:
         carried = None
     if sample is not None:
         alpha = 1.0 - math.exp(-elapsed_s / params.time_constant_s)
-        return _smooth(sample, carried, alpha), True
-    return (carried, False) if carried is not None else None
+        value, fresh = _smooth(sample, carried, alpha), True
+    elif carried is not None:
+        value, fresh = carried, False
+    else:
+        return None
+    if consumed is not None and consumed > value:
+        return consumed, True
+    return value, fresh
 
 
 def fill_capacities(
@@ -460,6 +493,7 @@ def _capacities(
     policy: CapacityPolicy,
     consume_sample: Mapping[tuple[str, str, int], float],
     consume: Mapping[tuple[str, str, int], RateEstimate],
+    produce: Mapping[tuple[str, int], RateEstimate],
     interval_ok: bool,
     assigned: Mapping[str, Mapping[str, Sequence[tuple[str, int]]]],
 ) -> dict[tuple[str, str], MemberCapacity]:
@@ -488,19 +522,19 @@ def _capacities(
         measured_at: list[datetime | None] = []
         own_rate: list[float | None] = []
         for _, key, assignment in members:
-            sample = None
+            sample = consumed = None
             if (
                 interval_ok
                 and previous is not None
                 and assignment
                 and held_before[(group_id, key)] == len(assignment)
             ):
-                sample = _capacity_sample(
-                    group_id, key, assignment, previous, ends, committed, consume_sample
+                sample, consumed = _capacity_sample(
+                    group_id, key, assignment, previous, ends, committed, consume_sample, produce, params
                 )
             carried = previous.capacities.get((group_id, key)) if previous is not None else None
             age = (current.taken_at - carried[1]).total_seconds() if carried is not None else 0.0
-            value = next_capacity(sample, carried[0] if carried else None, age, elapsed, params)
+            value = next_capacity(sample, carried[0] if carried else None, age, elapsed, params, consumed)
             measured.append(None if value is None else value[0])
             measured_at.append(
                 None if value is None else (current.taken_at if value[1] else carried[1])  # type: ignore[index]
@@ -524,24 +558,30 @@ def _capacity_sample(
     ends: Mapping[tuple[str, int], int | None],
     committed: Mapping[tuple[str, str, int], int],
     consume_sample: Mapping[tuple[str, str, int], float],
-) -> float | None:
-    """:func:`busy_capacity_sample` of a member that held the same partitions (the caller checked
-    the count) over the interval; None when an offset or a consume rate is missing."""
+    produce: Mapping[tuple[str, int], RateEstimate],
+    params: RateParameters,
+) -> tuple[float | None, float | None]:
+    """(:func:`busy_capacity_sample`, Σ consume rates) of a member that held the same partitions (the
+    caller checked the count) over the interval; (None, None) when an offset or a consume rate is
+    missing. The backlog floor of a partition whose produce rate is unknown is 0."""
     before: list[int] = []
     after: list[int] = []
     rates: list[float] = []
+    floors: list[float] = []
     for topic, partition in assignment:
         gtp = (group_id, topic, partition)
         if previous.owners.get(gtp) != key or gtp not in consume_sample:
-            return None
+            return None, None
         e0, c0 = previous.lag_ends.get((topic, partition)), previous.committed.get(gtp)
         e1, c1 = ends.get((topic, partition)), committed.get(gtp)
         if e0 is None or c0 is None or e1 is None or c1 is None:
-            return None
+            return None, None
         before.append(e0 - c0)
         after.append(e1 - c1)
         rates.append(consume_sample[gtp])
-    return busy_capacity_sample(before, after, rates)
+        rate = produce.get((topic, partition), RateEstimate(None)).rate
+        floors.append((rate or 0.0) * params.busy_backlog_s)
+    return busy_capacity_sample(before, after, rates, floors), float(sum(rates))
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,138 @@
+"""The closed-loop deadlock (issue 13, bench/closed_loop.py run B): an idle member's capacity
+"measured" as its inflow, because a caught-up consumer always shows the lag of records it fetched
+but has not committed yet. Every member then looks saturated and no plan improves the group.
+
+Numbers worked out by hand. Group g, topic t, snapshots 60 s apart, members listed by the broker:
+- ``slow`` (true capacity 100/s) owns p0: produced 90/s, consumed 100/s, lag 21,000 falling by 600
+  per interval: busy, so measured at 100/s;
+- ``fast`` (true capacity 250/s, measured at 250 before this hour) owns p1 at 60/s and p2 at 20/s,
+  caught up: their lags stay 60 and 20 (one second of production in flight), consumed 80/s.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from rebalance_advisor.domain.decisions import Thresholds
+from rebalance_advisor.domain.group_planning import plan_group
+from rebalance_advisor.domain.lag_rules import PreviousSnapshotState, RateParameters, derive_rates
+from rebalance_advisor.domain.snapshot_model import (
+    CommittedOffset,
+    Group,
+    GroupMemberSnapshot,
+    PartitionOffsets,
+    Snapshot,
+)
+
+T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
+INTERVAL_S = 60.0
+RATES = {0: 90, 1: 60, 2: 20}  # produced per second
+CONSUMED = {0: 100, 1: 60, 2: 20}  # committed per second
+LAG0 = {0: 21_000, 1: 60, 2: 20}
+OWNERS = {0: "slow", 1: "fast", 2: "fast"}
+
+
+def _snapshot(k: int) -> Snapshot:
+    """The k-th snapshot: log end and committed offsets after k intervals."""
+    ends = {p: 100_000 + RATES[p] * INTERVAL_S * k for p in RATES}
+    committed = {p: ends[p] - LAG0[p] - (RATES[p] - CONSUMED[p]) * INTERVAL_S * k for p in RATES}
+    members = tuple(
+        GroupMemberSnapshot(m, m, "h", assignment=tuple(("t", p) for p in RATES if OWNERS[p] == m))
+        for m in ("slow", "fast")
+    )
+    return Snapshot(
+        taken_at=T0 + timedelta(seconds=INTERVAL_S * k),
+        bootstrap_servers="b",
+        cluster_id="c",
+        duration_s=0.1,
+        groups=[Group("g", "Stable", "classic", "range", 1, "h", members)],
+        committed=[CommittedOffset("g", "t", p, int(c)) for p, c in committed.items()],
+        partitions=[PartitionOffsets("t", p, 0, int(e)) for p, e in ends.items()],
+    )
+
+
+def _previous(snap: Snapshot, rates, carried) -> PreviousSnapshotState:
+    ends = {(p.topic, p.partition): p.log_end_offset for p in snap.partitions}
+    return PreviousSnapshotState(
+        snapshot_id=1,
+        taken_at=snap.taken_at,
+        log_ends=ends,
+        lag_ends=ends,
+        produce={k: v.rate for k, v in rates.produce.items()} if rates else {},
+        committed={(c.group_id, c.topic, c.partition): c.offset for c in snap.committed},
+        consume={k: v.rate for k, v in rates.consume.items()} if rates else {},
+        owners={("g", "t", p): m for p, m in OWNERS.items()},
+        capacities=carried,
+    )
+
+
+def _capacities_after(intervals: int, params: RateParameters) -> dict[str, tuple[float, str]]:
+    """Run the snapshot rule over ``intervals``; fast starts measured at 250/s (an hour before)."""
+    carried = {("g", "fast"): (250.0, T0 - timedelta(hours=1))}
+    snap, rates = _snapshot(0), None
+    for k in range(1, intervals + 1):
+        previous = _previous(snap, rates, carried)
+        snap = _snapshot(k)
+        rates = derive_rates(snap, previous, params)
+        carried = {
+            ("g", m): (c.capacity, c.measured_at)
+            for (_, m), c in rates.capacity.items()
+            if c.source == "measured"
+        }
+    return {m: (c.capacity, c.source) for (_, m), c in rates.capacity.items()}
+
+
+def test_in_flight_lag_is_not_backlog_so_an_idle_member_keeps_its_measured_capacity():
+    # old rule (no floor): fast counts as busy (lags 60 and 20 > 0 at both ends), each interval's
+    # sample is its consumption 80/s, smoothed in with alpha = 1 - e^(-60/300): after 20 intervals
+    # 80 + (250 - 80) e^(-20 * 0.2) = 80 + 170 e^-4 = 83.11/s
+    old = _capacities_after(20, RateParameters(busy_backlog_s=0.0))
+    assert old["fast"] == (pytest.approx(80 + 170 * math.exp(-4)), "measured")
+    assert old["slow"] == (pytest.approx(100.0), "measured")
+    # the rule: backlog = lag above 10 s of production (600 and 200 here), so fast is not busy and
+    # keeps 250/s; slow (lag 9,000+ > 900) is still measured at 100/s
+    new = _capacities_after(20, RateParameters())
+    assert new["fast"] == (pytest.approx(250.0), "measured")
+    assert new["slow"] == (pytest.approx(100.0), "measured")
+
+
+def test_a_measured_capacity_is_never_below_what_the_member_consumed():
+    # fast carried at 50/s but it consumed 80/s over the interval: it can do at least 80
+    carried = {("g", "fast"): (50.0, T0 - timedelta(minutes=5))}
+    rates = derive_rates(_snapshot(1), _previous(_snapshot(0), None, carried), RateParameters())
+    fast = rates.capacity[("g", "fast")]
+    assert (fast.capacity, fast.source) == (pytest.approx(80.0), "measured")
+    assert fast.measured_at == T0 + timedelta(seconds=INTERVAL_S)
+
+
+def _doc(fast_capacity: float) -> dict:
+    # after the 20 intervals: slow's p0 lag is 21,000 - 20 x 600 = 9,000
+    return {
+        "group_id": "g",
+        "members": [
+            {"member_id": "slow", "topics": ["t"], "owned": [["t", 0]], "capacity": 100.0},
+            {"member_id": "fast", "topics": ["t"], "owned": [["t", 1], ["t", 2]], "capacity": fast_capacity},
+        ],
+        "partitions": [
+            {"topic": "t", "partition": 0, "lag": 9_000, "produce_rate": 90.0},
+            {"topic": "t", "partition": 1, "lag": 60, "produce_rate": 60.0},
+            {"topic": "t", "partition": 2, "lag": 20, "produce_rate": 20.0},
+        ],
+    }
+
+
+def test_the_deadlock_and_its_end():
+    now = T0 + timedelta(seconds=20 * INTERVAL_S)
+    # capacities as the old rule left them: fast 83.1/s (x 0.98 margin = 81.4) with inflow 80 is
+    # overloaded (80 >= 98 % of 83.1); slow: 90 in, 9,000 backlog, T = 9,000 / (98 - 90) = 1,125 s.
+    # p0 to fast: 90 (or 170) >= 81.4, overloaded; p2 to slow: 110 >= 98, overloaded. No plan.
+    stuck = plan_group(_doc(80 + 170 * math.exp(-4)), Thresholds(), now)
+    assert stuck.outcome == "no_better_plan", stuck.reason
+    # fast at 250/s: p0 to fast takes 90 + 80 = 170 < 245 and drains 9,000 at 75/s (120 s), or the
+    # swap drains it at 155/s (58 s): either is far below the 300 s target, so a plan is recommended
+    fixed = plan_group(_doc(250.0), Thresholds(), now)
+    assert fixed.outcome == "recommended", fixed.reason
+    owners = {member for member, _t, p, _lag in fixed.plan.assignments if p == 0}
+    assert owners == {"fast"}
