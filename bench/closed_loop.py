@@ -1,13 +1,20 @@
 """Closed-loop benchmark on a real broker (issue 13, item 9): Kafka's assignor vs the advisor loop.
 
-    python bench/closed_loop.py                       # both runs, 3 min warm-up + 10 min measured each
+    python bench/closed_loop.py                       # A and B at the same time, 3 min warm-up + 10 min
+    python bench/closed_loop.py --runs A,B            # one after the other
     python bench/closed_loop.py --minutes 2 --warmup 1 --runs B   # a short look at run B
     nohup python bench/closed_loop.py > bench/results/closed_loop.log 2>&1 &   # unattended
 
 One producer process writes Zipf(1.1) rates with drift (log-rate random walk, reverting) on
 ``--partitions`` (24) partitions of a fresh topic per run, ``--rate`` (600) msg/s in total. Four
 consumer processes process records at fixed capacities (a simulated processing time per record)
-that are 1:1.5:2:2.5 apart and total ``--capacity-factor`` (1.3) x the produce rate.
+that are 1:1.5:2:2.5 apart and total ``--capacity-factor`` (1.3) x the produce rate. The processing
+time is a schedule (each record's slot follows the previous one), so an overrun sleep on a busy
+machine is paid back and the capacity does not drift with CPU load.
+
+By default both runs go at the same time (``--runs A+B``): two topics, two groups, two producers
+with the same seed (the same rates and drift), so machine load hits both alike. ``--runs A,B`` runs
+them one after the other (``uptime`` is recorded every 30 s either way).
 
 - Run A: the consumers ``subscribe()`` with librdkafka's default assignor (range, roundrobin) and
   auto-commit every second.
@@ -52,6 +59,7 @@ RESULTS = Path(__file__).resolve().parent / "results"
 REPORT_EVERY_S = 5.0
 WINDOW_S = 30.0
 CAPACITY_SHARES = (1.0, 1.5, 2.0, 2.5)
+PROCESSING_CREDIT_S = 0.25
 
 
 # ---- child processes --------------------------------------------------------------------------
@@ -142,6 +150,9 @@ def run_consumer(cfg: dict) -> None:
 
     per_record = 1.0 / cfg["capacity"]
     busy_until = time.time()
+    # Processing time is a schedule, not a sum of sleeps: a sleep that overran (a busy machine) is
+    # paid back by the next records, up to PROCESSING_CREDIT_S, so the capacity stays what it is
+    # configured to be while CPU load varies (only a process starved for longer loses throughput).
     latencies: list[float] = []
     processed = 0
     next_report = next_commit = time.time()
@@ -154,7 +165,7 @@ def run_consumer(cfg: dict) -> None:
                 if kind != 0:
                     latencies.append(round(now - stamp / 1000.0, 3))
                 processed += 1
-                busy_until = max(busy_until, now) + per_record
+                busy_until = max(busy_until, now - PROCESSING_CREDIT_S) + per_record
                 if busy_until - now > 0.02:  # sleep in slices: the simulated processing time
                     time.sleep(busy_until - now)
             if now >= next_commit:
@@ -341,7 +352,9 @@ def analyse(
     }
 
 
-def run_once(name: str, args: argparse.Namespace, bootstrap: str, work: Path, children: Children) -> dict:
+def prepare_run(name: str, args: argparse.Namespace, bootstrap: str, work: Path, children: Children) -> dict:
+    """Topic, group, (B: registered members, starting offsets, the advisor loop's first step), the
+    consumers and the lag sampler of one run; its producer is started by :func:`start_traffic`."""
     from confluent_kafka.admin import AdminClient, NewTopic
 
     topic, group = f"closed-loop-{name.lower()}-{int(time.time())}", f"closed-loop-{name.lower()}"
@@ -351,8 +364,13 @@ def run_once(name: str, args: argparse.Namespace, bootstrap: str, work: Path, ch
     shares = [CAPACITY_SHARES[i % len(CAPACITY_SHARES)] for i in range(args.consumers)]
     capacities = {f"c{i}": total_capacity * s / sum(shares) for i, s in enumerate(shares)}
     ctx = {"bootstrap": bootstrap, "group": group, "topic": topic, "interval": args.interval}
-    advisor_log: list[dict] = []
-    stop = threading.Event()
+    run = {
+        "name": name,
+        "topic": topic,
+        "capacities": capacities,
+        "advisor_log": [],
+        "stop": threading.Event(),
+    }
     if name == "B":
         from rebalance_advisor.adapters import assignment_topic
         from rebalance_advisor.services import static_members
@@ -382,62 +400,83 @@ def run_once(name: str, args: argparse.Namespace, bootstrap: str, work: Path, ch
                     time.sleep(1.0)
         finally:
             starter.close()
-    if name == "B":
         # Spark starts (slowly on a busy machine) and plans the group once before traffic starts
         first = threading.Event()
-        advisor = threading.Thread(target=advisor_loop, args=(ctx, stop, advisor_log, first), daemon=True)
-        advisor.start()
+        run["advisor"] = threading.Thread(
+            target=advisor_loop, args=(ctx, run["stop"], run["advisor_log"], first), daemon=True
+        )
+        run["advisor"].start()
         if not first.wait(900):
-            stop.set()
+            run["stop"].set()
             raise RuntimeError("the advisor loop's first step did not finish within 15 minutes")
-    report = work / f"reports-{topic}.jsonl"
-    log = work / f"children-{topic}.log"
+    run["report"] = work / f"reports-{topic}.jsonl"
+    log = run["log"] = work / f"children-{topic}.log"
     mode = "subscribe" if name == "A" else "assigned"
     for member, capacity in capacities.items():
         cfg = {"bootstrap": bootstrap, "group": group, "topic": topic, "member": member, "capacity": capacity}
-        children.start("consumer", cfg | {"mode": mode, "report": str(report)}, log)
-    samples_file = work / f"samples-{topic}.jsonl"
+        children.start("consumer", cfg | {"mode": mode, "report": str(run["report"])}, log)
+    run["samples"] = work / f"samples-{topic}.jsonl"
     sampler_cfg = {"bootstrap": bootstrap, "group": group, "topic": topic, "partitions": args.partitions}
-    children.start("sampler", sampler_cfg | {"samples": str(samples_file)}, log)
-    time.sleep(5)  # consumers up before traffic
-    producer_cfg = {
-        "bootstrap": bootstrap,
-        "topic": topic,
-        "partitions": args.partitions,
-        "rate": args.rate,
-        "zipf": 1.1,
-        "seed": args.seed,
-        "sigma_per_sqrt_hour": 0.6,
-        "reversion_s": 1800.0,
-    }
-    children.start("producer", producer_cfg, log)
-    started = time.time()
-    t0, t1 = started + args.warmup * 60, started + (args.warmup + args.minutes) * 60
-    load = [os.getloadavg()]
+    children.start("sampler", sampler_cfg | {"samples": str(run["samples"])}, log)
     print(
         f"run {name}: topic {topic}, capacities {[round(c) for c in capacities.values()]} msg/s", flush=True
     )
+    return run
+
+
+def start_traffic(runs: list[dict], args: argparse.Namespace, bootstrap: str, children: Children) -> None:
+    """One producer per run, the same seed (so the same Zipf rates and the same drift), started together."""
+    time.sleep(5)  # consumers up before traffic
+    for run in runs:
+        producer_cfg = {
+            "bootstrap": bootstrap,
+            "topic": run["topic"],
+            "partitions": args.partitions,
+            "rate": args.rate,
+            "zipf": 1.1,
+            "seed": args.seed,
+            "sigma_per_sqrt_hour": 0.6,
+            "reversion_s": 1800.0,
+        }
+        children.start("producer", producer_cfg, run["log"])
+    started = time.time()
+    for run in runs:
+        run["t0"] = started + args.warmup * 60
+        run["t1"] = started + (args.warmup + args.minutes) * 60
+
+
+def wait_and_collect(runs: list[dict], args: argparse.Namespace, children: Children) -> list[dict]:
+    """Wait out warm-up + measured time (recording ``uptime`` load), stop everything, analyse each run."""
+    t1 = max(run["t1"] for run in runs)
+    started = min(run["t0"] for run in runs) - args.warmup * 60
+    names = "+".join(run["name"] for run in runs)
+    load = [os.getloadavg()]
     while time.time() < t1:
         time.sleep(min(30.0, max(0.1, t1 - time.time())))
         load.append(os.getloadavg())
-        print(f"  run {name}: {time.time() - started:5.0f} s, load {load[-1][0]:.1f}", flush=True)
-    stop.set()
+        print(f"  run {names}: {time.time() - started:5.0f} s, load {load[-1][0]:.1f}", flush=True)
+    for run in runs:
+        run["stop"].set()
     children.stop_all()
-    if name == "B":
-        advisor.join(300)
-    reports = [json.loads(line) for line in report.read_text().splitlines() if line.strip()]
-    samples = [json.loads(line) for line in samples_file.read_text().splitlines() if line.strip()]
-    samples = [{"t": x["t"], "lag": {int(p): v for p, v in x["lag"].items()}} for x in samples]
-    result = analyse(reports, samples, capacities, t0, t1)
-    result |= {
-        "run": name,
-        "topic": topic,
-        "capacities": capacities,
-        "produce_rate": args.rate,
-        "load_1min": [round(x[0], 2) for x in load],
-        "advisor": advisor_log,
-    }
-    return result
+    results = []
+    for run in runs:
+        if "advisor" in run:
+            run["advisor"].join(300)
+        reports = [json.loads(line) for line in run["report"].read_text().splitlines() if line.strip()]
+        samples = [json.loads(line) for line in run["samples"].read_text().splitlines() if line.strip()]
+        samples = [{"t": x["t"], "lag": {int(p): v for p, v in x["lag"].items()}} for x in samples]
+        result = analyse(reports, samples, run["capacities"], run["t0"], run["t1"])
+        result |= {
+            "run": run["name"],
+            "topic": run["topic"],
+            "capacities": run["capacities"],
+            "produce_rate": args.rate,
+            "concurrent_with": [r["name"] for r in runs if r is not run],
+            "load_1min": [round(x[0], 2) for x in load],
+            "advisor": run["advisor_log"],
+        }
+        results.append(result)
+    return results
 
 
 def plot(results: list[dict], path: Path) -> None:
@@ -479,7 +518,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rate", type=float, default=600.0, help="total produce rate, msg/s (default 600)")
     parser.add_argument("--consumers", type=int, default=4)
     parser.add_argument("--capacity-factor", type=float, default=1.3)
-    parser.add_argument("--runs", default="A,B")
+    parser.add_argument(
+        "--runs", default="A+B", help="A,B = one after the other; A+B = at the same time (default)"
+    )
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--bootstrap", help="use this broker instead of starting one")
     parser.add_argument("--output", default=str(RESULTS / "closed_loop.json"))
@@ -508,14 +549,19 @@ def main(argv: list[str] | None = None) -> int:
             broker_dir = work / "kafka"
             bootstrap = local_kafka.start(broker_dir, heap="-Xmx512m").bootstrap_servers
             print(f"broker {bootstrap} ({broker_dir})", flush=True)
-        for name in args.runs.split(","):
-            results.append(run_once(name.strip().upper(), args, bootstrap, work, children))
-            r = results[-1]
-            print(
-                f"run {r['run']}: p50 {r['p50_time_lag_s']} s, p99 {r['p99_time_lag_s']} s, peak max member lag "
-                f"{r['peak_max_member_lag']}, overloaded {r['overloaded_share']}, moves {r['moves_gained']}",
-                flush=True,
-            )
+        # "A,B": one after the other; "A+B": at the same time (two topics, two groups, the same
+        # producer rates and capacities), so the machine's load hits both alike
+        for batch in args.runs.split(","):
+            names = [n.strip().upper() for n in batch.split("+")]
+            runs = [prepare_run(n, args, bootstrap, work, children) for n in sorted(names, reverse=True)]
+            start_traffic(runs, args, bootstrap, children)
+            for r in sorted(wait_and_collect(runs, args, children), key=lambda r: r["run"]):
+                results.append(r)
+                print(
+                    f"run {r['run']}: p50 {r['p50_time_lag_s']} s, p99 {r['p99_time_lag_s']} s, peak max member "
+                    f"lag {r['peak_max_member_lag']}, overloaded {r['overloaded_share']}, moves {r['moves_gained']}",
+                    flush=True,
+                )
     except KeyboardInterrupt as stopped:
         print(f"stopped: {stopped}", flush=True)
     except Exception as error:  # report what finished, then fail
