@@ -136,3 +136,56 @@ def test_the_deadlock_and_its_end():
     assert fixed.outcome == "recommended", fixed.reason
     owners = {member for member, _t, p, _lag in fixed.plan.assignments if p == 0}
     assert owners == {"fast"}
+
+
+# ---- the deadlock with unmeasured members: the capacity probe --------------------------------
+
+
+def _probe_doc(sources: dict[str, str] | None) -> dict:
+    """What run B showed (01:31 UTC): b (measured 166/s) holds the hot partition p0, 142/s with
+    15,000 lag; u1 and u2 were never saturated, so their capacity is the group's median, 138/s."""
+    d = {
+        "group_id": "g",
+        "members": [
+            {"member_id": "b", "topics": ["t"], "owned": [["t", 0]], "capacity": 166.0},
+            {"member_id": "u1", "topics": ["t"], "owned": [["t", 1]], "capacity": 138.0},
+            {"member_id": "u2", "topics": ["t"], "owned": [["t", 2]], "capacity": 138.0},
+        ],
+        "partitions": [
+            {"topic": "t", "partition": 0, "lag": 15_000, "produce_rate": 142.0},
+            {"topic": "t", "partition": 1, "lag": 50, "produce_rate": 112.0},
+            {"topic": "t", "partition": 2, "lag": 40, "produce_rate": 100.0},
+        ],
+    }
+    if sources is not None:
+        d["capacity_sources"] = sources
+    return d
+
+
+def test_no_candidate_improves_when_the_fast_members_capacity_is_unknown():
+    # 2 % margin: b can use 162.68/s, T = 15,000 / (162.68 - 142) = 725 s > 300 s. Moving p0 to u1 or
+    # u2 gives it >= 142 >= 0.98 x 138 = 135.24: overloaded, whatever else moves. No plan improves.
+    stuck = plan_group(_probe_doc(None), Thresholds(), T0)
+    assert stuck.outcome == "no_better_plan", stuck.reason
+    assert "725 s" in stuck.reason
+
+
+def test_the_probe_hands_the_hot_partition_to_the_estimated_member_with_most_headroom():
+    sources = {"b": "measured", "u1": "group_median", "u2": "group_median"}
+    probe = plan_group(_probe_doc(sources), Thresholds(), T0)
+    assert probe.outcome == "recommended", probe.reason
+    assert probe.plan.strategy == "capacity_probe"
+    # headroom 135.24 - 112 = 23.24 (u1) < 135.24 - 100 = 35.24 (u2): p0 goes to u2, one handover
+    owners = {p: m for m, _t, p, _lag in probe.plan.assignments}
+    assert owners == {0: "u2", 1: "u1", 2: "u2"}
+    assert probe.best is not None and "t-0 (lag 15,000, 142.0/s) from b" in probe.reason
+
+
+def test_no_probe_when_the_bottleneck_is_itself_estimated_or_nobody_else_is():
+    # b's own capacity is an estimate: it is saturated now, so the next snapshot measures it
+    both = plan_group(
+        _probe_doc({"b": "group_median", "u1": "group_median", "u2": "measured"}), Thresholds(), T0
+    )
+    assert both.outcome == "no_better_plan", both.reason
+    measured = plan_group(_probe_doc({"b": "measured", "u1": "measured", "u2": "measured"}), Thresholds(), T0)
+    assert measured.outcome == "no_better_plan", measured.reason

@@ -52,6 +52,9 @@ class GroupObservation:
     key_sharing: KeySharingInputs | None = None
     #: the key ranges of the group's latest published plan (issue 15; domain/key_range_advice.py)
     current_ranges: tuple[CurrentRange, ...] = ()
+    #: members whose capacity is an estimate (``snapshot_model.ESTIMATED_CAPACITY_SOURCES``): never
+    #: seen saturated, so they may be faster than the estimate (group_planning's capacity probe)
+    estimated_capacity: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)

@@ -339,11 +339,12 @@ def decide(
     improving = [c for c in fitting if worth[c.strategy]]
     if not improving:
         b = best_overall
+        unit = " x usable capacity" if state.capacities_known else " msg/s"  # max_load's unit (load_model)
         return Decision(
             "no_better_plan",
             f"{flagged}, but best ({b.strategy}) does not improve enough: catch-up "
             f"{seconds(state.load.max_catch_up_s)} -> {seconds(b.load.max_catch_up_s)}, max load "
-            f"{state.load.max_load:,.2f} -> {b.load.max_load:,.2f} msg/s, overloaded {state.load.overloaded} -> "
+            f"{state.load.max_load:,.2f} -> {b.load.max_load:,.2f}{unit}, overloaded {state.load.overloaded} -> "
             f"{b.load.overloaded} (min improvement {thresholds.min_improvement:.0%})",
             best=b,
         )

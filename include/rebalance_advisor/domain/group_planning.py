@@ -33,12 +33,15 @@ from rebalance_advisor.domain.advice import (
 )
 from rebalance_advisor.domain.assignors import get_assignor
 from rebalance_advisor.domain.decisions import (
+    Decision,
     GroupState,
     Thresholds,
     cooldown_reason,
     cooldown_until,
     decide,
     is_flagged,
+    seconds,
+    within_move_budget,
 )
 from rebalance_advisor.domain.group_spec import GroupSpec, parse_group_spec, parse_recent_moves
 from rebalance_advisor.domain.key_range_advice import (
@@ -48,8 +51,15 @@ from rebalance_advisor.domain.key_range_advice import (
     range_rows,
     ranged_candidate,
 )
-from rebalance_advisor.domain.load_model import LoadInputs, load_inputs, member_totals, summarize
+from rebalance_advisor.domain.load_model import (
+    LoadInputs,
+    catch_up_time,
+    load_inputs,
+    member_totals,
+    summarize,
+)
 from rebalance_advisor.domain.metrics import GroupMetrics, compute_metrics, lower_bound_max_lag
+from rebalance_advisor.domain.snapshot_model import ESTIMATED_CAPACITY_SOURCES
 from rebalance_advisor.domain.timestamps import as_utc
 from rebalance_advisor.errors import AdvisorError
 
@@ -110,6 +120,11 @@ def observe_document(doc: dict[str, Any]) -> GroupObservation:
         "broker_assigned": bool(doc.get("broker_assigned")),
         "key_sharing": KeySharingInputs.from_doc(doc.get("key_sharing")),
         "current_ranges": current_ranges_from_doc(doc.get("current_ranges")),
+        "estimated_capacity": frozenset(
+            str(m)
+            for m, source in (doc.get("capacity_sources") or {}).items()
+            if source in ESTIMATED_CAPACITY_SOURCES
+        ),
     }
     if not doc.get("members"):
         total_lag = int(sum(int(p.get("lag", 0)) for p in doc.get("partitions") or []))
@@ -228,7 +243,8 @@ def advise_group(observation: GroupObservation, thresholds: Thresholds, now: dat
     candidates = []
     # Strategies often agree (range, sticky and the current owners); the numbers depend on the owners alone.
     seen: dict[bytes, tuple[GroupMetrics, CandidatePlan]] = {}
-    for name, o in owners_by_strategy.items():
+
+    def measure(name: str, o: np.ndarray) -> None:
         s, so, s_inputs, s_bound = spec, o, inputs, bound
         key: bytes | None = o.astype(np.int64, copy=False).tobytes()
         if name == "key_range" and ranged is not None and ranged.plan.ranges:
@@ -239,7 +255,7 @@ def advise_group(observation: GroupObservation, thresholds: Thresholds, now: dat
             m, same = seen[key]
             metrics_by_strategy[name] = m
             candidates.append(dataclasses.replace(same, strategy=name))
-            continue
+            return
         handovers = int(np.count_nonzero((so >= 0) & (so != s.owner)))
         m = dataclasses.replace(_rounded(compute_metrics(s, so, s_bound)), moves=handovers)
         metrics_by_strategy[name] = m
@@ -259,10 +275,32 @@ def advise_group(observation: GroupObservation, thresholds: Thresholds, now: dat
         )
         if key is not None:
             seen[key] = (m, candidates[-1])
+
+    for name, o in owners_by_strategy.items():
+        measure(name, o)
     forced = int(np.count_nonzero(now_spec.assignable & ~now_spec.owner_valid))
     decision = decide(
         state, candidates, thresholds, forced_handovers=forced, standing=observation.standing, now=now
     )
+    if (
+        decision.outcome == "no_better_plan"
+        and now_spec is spec
+        and within_move_budget(1, forced, thresholds.move_budget)
+    ):
+        probe = capacity_probe(spec, inputs, thresholds, observation.estimated_capacity)
+        if probe is not None:
+            owners, why = probe
+            owners_by_strategy[CAPACITY_PROBE] = owners
+            measure(CAPACITY_PROBE, owners)
+            chosen = candidates[-1]
+            if chosen.moves_back == 0:  # never back to an owner the partition just left
+                decision = Decision(
+                    "recommended",
+                    f"{decision.reason}; {CAPACITY_PROBE}: {why}",
+                    chosen,
+                    "recommended",
+                    chosen,
+                )
     plan = None
     reason = decision.reason
     if decision.chosen is not None and decision.plan_status is not None:
@@ -313,6 +351,60 @@ def advise_group(observation: GroupObservation, thresholds: Thresholds, now: dat
         best=decision.best,
         plan=plan,
     )
+
+
+#: the strategy name of the plan :func:`capacity_probe` makes
+CAPACITY_PROBE = "capacity_probe"
+
+
+def capacity_probe(
+    spec: GroupSpec, inputs: LoadInputs, thresholds: Thresholds, estimated: frozenset[str]
+) -> tuple[np.ndarray, str] | None:
+    """One handover that tests an estimated capacity, when no candidate improves a flagged group.
+
+    The deadlock it breaks (bench/closed_loop.py run B): the member with the longest predicted
+    catch-up holds a hot backlogged partition, and every member that could take it has a capacity
+    that is only an estimate (the group median, or 1.2 x what it consumes), because it has never
+    been saturated, so it is never measured. Every candidate then predicts an overload and the group
+    stays stuck. The probe hands that member's most backlogged partition to the estimated member with
+    the most estimated headroom. If that member is faster than its estimate it drains the backlog;
+    if not, it is saturated with backlog, so the next snapshot measures it and the next plan uses
+    the measured value (and may move the partition back: moving back to remove an overload is
+    allowed). None when the bottleneck member's own capacity is an estimate (it is saturated now,
+    so it is being measured), when it has no backlog, or when no other member is estimated.
+    """
+    caps = inputs.capacity
+    if caps is None or not estimated or spec.num_members < 2:
+        return None
+    est = np.array([m in estimated for m in spec.member_ids])
+    inflow, backlog = member_totals(spec, spec.owner, inputs.rate)
+    usable = caps * (1.0 - thresholds.capacity_margin)
+    t = catch_up_time(backlog.astype(np.float64), inflow, usable)
+    worst = int(np.argmax(np.where(backlog > 0, t, -1.0)))
+    if backlog[worst] <= 0 or est[worst] or not (t[worst] > thresholds.target_catch_up_s):
+        return None
+    held = np.flatnonzero(spec.owner == worst)
+    part = int(held[np.argmax(spec.lag[held])])
+    if spec.lag[part] <= 0:
+        return None
+    headroom = np.where(est, usable - inflow, -np.inf)
+    headroom[worst] = -np.inf
+    subscribed = np.zeros(spec.num_members, dtype=bool)
+    subscribed[spec.topic_subscribers[int(spec.topic_index[part])]] = True
+    headroom = np.where(subscribed, headroom, -np.inf)
+    target = int(np.argmax(headroom))
+    if not np.isfinite(headroom[target]):
+        return None
+    owners = spec.owner.copy()
+    owners[part] = target
+    topic, number = spec.partition_keys[part]
+    why = (
+        f"{topic}-{number} (lag {int(spec.lag[part]):,}, {inputs.rate[part]:,.1f}/s) from "
+        f"{spec.member_ids[worst]} (predicted catch-up {seconds(float(t[worst]))}) to "
+        f"{spec.member_ids[target]}, whose capacity {caps[target]:,.1f}/s is an estimate (never "
+        "saturated, so not measured): it drains the backlog or gets measured"
+    )
+    return owners, why
 
 
 def hold_back(

@@ -118,6 +118,9 @@ class TimeLag(NamedTuple):
 #: per-group configured value; or unknown, the planner then taking capacities as equal
 #: (``lag_rules.fill_capacities``).
 CAPACITY_SOURCES = ("measured", "group_median", "own_rate", "configured", "equal")
+#: sources that are estimates for a member never seen saturated: its true capacity is only known to
+#: be at least what it consumes (group_planning's capacity probe may test it)
+ESTIMATED_CAPACITY_SOURCES = ("group_median", "own_rate")
 
 
 class MemberCapacity(NamedTuple):
