@@ -175,9 +175,11 @@ def test_the_probe_hands_the_hot_partition_to_the_estimated_member_with_most_hea
     probe = plan_group(_probe_doc(sources), Thresholds(), T0)
     assert probe.outcome == "recommended", probe.reason
     assert probe.plan.strategy == "capacity_probe"
-    # headroom 135.24 - 112 = 23.24 (u1) < 135.24 - 100 = 35.24 (u2): p0 goes to u2, one handover
+    # headroom 135.24 - 112 = 23.24 (u1) < 135.24 - 100 = 35.24 (u2): p0 goes to u2, and b, which
+    # would own nothing, takes u2's p2 (100/s, well within its 166/s): a swap, two handovers
     owners = {p: m for m, _t, p, _lag in probe.plan.assignments}
-    assert owners == {0: "u2", 1: "u1", 2: "u2"}
+    assert owners == {0: "u2", 1: "u1", 2: "b"}
+    assert probe.plan.metrics.moves == 2
     assert probe.best is not None and "t-0 (lag 15,000, 142.0/s) from b" in probe.reason
 
 
@@ -189,3 +191,15 @@ def test_no_probe_when_the_bottleneck_is_itself_estimated_or_nobody_else_is():
     assert both.outcome == "no_better_plan", both.reason
     measured = plan_group(_probe_doc({"b": "measured", "u1": "measured", "u2": "measured"}), Thresholds(), T0)
     assert measured.outcome == "no_better_plan", measured.reason
+
+
+def test_the_probe_does_not_leave_the_bottleneck_empty():
+    # u2 also holds p3 (5/s): b gets that lightest partition back for the hot p0 (2 handovers)
+    d = _probe_doc({"b": "measured", "u1": "group_median", "u2": "group_median"})
+    d["members"][2]["owned"].append(["t", 3])
+    d["partitions"].append({"topic": "t", "partition": 3, "lag": 5, "produce_rate": 5.0})
+    probe = plan_group(d, Thresholds(), T0)
+    assert probe.outcome == "recommended" and probe.plan.strategy == "capacity_probe", probe.reason
+    # headroom u1 23.24, u2 135.24 - 105 = 30.24: p0 -> u2, p3 -> b
+    owners = {p: m for m, _t, p, _lag in probe.plan.assignments}
+    assert owners == {0: "u2", 1: "u1", 2: "u2", 3: "b"}

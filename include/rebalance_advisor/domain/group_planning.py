@@ -398,13 +398,25 @@ def capacity_probe(
     owners = spec.owner.copy()
     owners[part] = target
     topic, number = spec.partition_keys[part]
+    swap = ""
+    if len(held) == 1:  # not leave it empty (a flag of its own): it takes the target's lightest partition
+        theirs = np.flatnonzero((spec.owner == target) & subscribed_by(spec, worst))
+        if len(theirs):
+            light = int(theirs[np.argmin(inputs.rate[theirs])])
+            owners[light] = worst
+            swap = f", which gives {spec.member_ids[worst]} its lightest partition {spec.partition_keys[light][0]}-{spec.partition_keys[light][1]}"
     why = (
         f"{topic}-{number} (lag {int(spec.lag[part]):,}, {inputs.rate[part]:,.1f}/s) from "
         f"{spec.member_ids[worst]} (predicted catch-up {seconds(float(t[worst]))}) to "
         f"{spec.member_ids[target]}, whose capacity {caps[target]:,.1f}/s is an estimate (never "
-        "saturated, so not measured): it drains the backlog or gets measured"
+        f"saturated, so not measured){swap}: it drains the backlog or gets measured"
     )
     return owners, why
+
+
+def subscribed_by(spec: GroupSpec, member: int) -> np.ndarray:
+    """Mask of the partitions whose topic ``member`` subscribes to."""
+    return spec.class_topics[int(spec.member_class[member])][spec.topic_index]
 
 
 def hold_back(

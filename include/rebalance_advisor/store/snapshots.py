@@ -45,6 +45,7 @@ from rebalance_advisor.store.models import (
     SnapshotRow,
     StaticMemberRow,
 )
+from rebalance_advisor.store.plan_models import PlanAssignment
 from rebalance_advisor.store.plans import published_plans
 from rebalance_advisor.store.snapshot_reader import raw_rows
 
@@ -130,8 +131,9 @@ def _previous_state(
 
     Only that one snapshot is read (its offsets, stored rates, owners and capacities): rates are
     carried forward snapshot by snapshot, never recomputed from older ones. A manual-assign group
-    (``manual``) gets its published owners as the previous owners only when the previous snapshot
-    measured against the same plan: a plan published in between means the partitions moved.
+    (``manual``) gets as previous owners those of the plan the previous snapshot measured against:
+    a plan published in between moved some partitions, and only members whose partitions it left
+    unchanged are measured over that interval.
     """
     s = SnapshotRow.__table__
     query = sa.select(s.c.id, s.c.taken_at, s.c.isolation_level)
@@ -191,6 +193,23 @@ def _previous_state(
         previous_plan[group_id] = plan_id
         if source == "measured" and capacity is not None and measured_at is not None:
             capacities[(group_id, member_id)] = (capacity, _aware(measured_at))
+    # The previous owners are those of the plan the previous snapshot measured against; a member whose
+    # partitions a newer plan left unchanged held them over the whole interval, so it is measured too
+    # (one that gained or lost a partition is not: derive_rates checks owners and counts).
+    older = {
+        g: previous_plan[g]
+        for g, (plan_id, _) in (manual or {}).items()
+        if previous_plan.get(g, plan_id) != plan_id
+    }
+    if older:
+        pa = PlanAssignment.__table__
+        for plan_id, member_id, topic, partition in conn.execute(
+            sa.select(pa.c.plan_id, pa.c.member_id, pa.c.topic, pa.c.partition).where(
+                pa.c.plan_id.in_(sorted(set(older.values()))), pa.c.key_hash_start.is_(None)
+            ),
+        ):
+            for group_id in (g for g, i in older.items() if i == plan_id):
+                owners[(group_id, topic, partition)] = member_id
     for group_id, (plan_id, held) in (manual or {}).items():
         if previous_plan.get(group_id) == plan_id:
             owners.update(((group_id, t, p), member) for member, parts in held.items() for t, p in parts)
