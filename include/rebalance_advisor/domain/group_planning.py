@@ -213,7 +213,7 @@ def advise_group(observation: GroupObservation, thresholds: Thresholds, now: dat
         return GroupAdvice(group_id, outcome, observation.note or NO_MEMBERS, observation.total_lag)
     total_lag = int(spec.lag.sum())
     try:
-        inputs = load_inputs(spec)
+        inputs = optimistic_estimates(spec, load_inputs(spec), thresholds, observation.estimated_capacity)
         bound = lower_bound_max_lag(spec)
         # key ranges of a published ranged plan: the current state is measured in their range view
         # (domain/key_range_advice.py), where each range is owned by its member
@@ -351,6 +351,31 @@ def advise_group(observation: GroupObservation, thresholds: Thresholds, now: dat
         best=decision.best,
         plan=plan,
     )
+
+
+def optimistic_estimates(
+    spec: GroupSpec, inputs: LoadInputs, thresholds: Thresholds, estimated: frozenset[str]
+) -> LoadInputs:
+    """Raise each estimated capacity to what the member needs for its current load.
+
+    An estimated member (never seen saturated) is never called overloaded or slow on its estimate:
+    its capacity is taken as at least what drains its current backlog within the target on top of
+    its inflow. If it really is slower, it saturates, the next snapshot measures it, and the rule
+    acts on the measured value one interval later. Without this, a member that had just been given
+    a hot partition (a probe, or a plan) was "relieved" on its estimate the next interval, before it
+    could be measured (bench/closed_loop.py run B: the hot partition went back and forth).
+    """
+    caps = inputs.capacity
+    if caps is None or not estimated:
+        return inputs
+    est = np.array([m in estimated for m in spec.member_ids])
+    if not est.any():
+        return inputs
+    inflow, backlog = member_totals(spec, spec.owner, inputs.rate)
+    need = (inflow + backlog / thresholds.target_catch_up_s) / (1.0 - thresholds.capacity_margin) * 1.01
+    raised = np.where(est, np.maximum(caps, need), caps)
+    raised.setflags(write=False)
+    return dataclasses.replace(inputs, capacity=raised)
 
 
 #: the strategy name of the plan :func:`capacity_probe` makes
