@@ -254,7 +254,8 @@ def advisor_loop(ctx: dict, stop: threading.Event, log: list, first: threading.E
 
     kafka = {"bootstrap.servers": ctx["bootstrap"]}
     snapshot_params = SnapshotParams(groups=ctx["group"], retention_hours=0)
-    advisor_params = AdvisorParams(group_regex=ctx["group"], publish_mode="static")
+    tuned = {"target_catch_up_s": ctx["target_catch_up_s"]} if ctx.get("target_catch_up_s") else {}
+    advisor_params = AdvisorParams(group_regex=ctx["group"], publish_mode="static", **tuned)
     spark = spark_session("local[1]", app_name="closed-loop-advisor")
     try:
         while True:
@@ -363,7 +364,13 @@ def prepare_run(name: str, args: argparse.Namespace, bootstrap: str, work: Path,
     total_capacity = args.rate * args.capacity_factor
     shares = [CAPACITY_SHARES[i % len(CAPACITY_SHARES)] for i in range(args.consumers)]
     capacities = {f"c{i}": total_capacity * s / sum(shares) for i, s in enumerate(shares)}
-    ctx = {"bootstrap": bootstrap, "group": group, "topic": topic, "interval": args.interval}
+    ctx = {
+        "bootstrap": bootstrap,
+        "group": group,
+        "topic": topic,
+        "interval": args.interval,
+        "target_catch_up_s": args.target_catch_up,
+    }
     run = {
         "name": name,
         "topic": topic,
@@ -514,6 +521,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--minutes", type=float, default=10.0, help="measured minutes per run (default 10)")
     parser.add_argument("--warmup", type=float, default=3.0, help="warm-up minutes per run (default 3)")
     parser.add_argument("--interval", type=float, default=45.0, help="advisor loop interval, s (default 45)")
+    parser.add_argument(
+        "--target-catch-up",
+        type=float,
+        help="run B's rule: predicted catch-up target, s (default: the advisor's, target_catch_up_s)",
+    )
     parser.add_argument("--partitions", type=int, default=24)
     parser.add_argument("--rate", type=float, default=600.0, help="total produce rate, msg/s (default 600)")
     parser.add_argument("--consumers", type=int, default=4)
@@ -528,6 +540,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.partitions < 24 or args.consumers < 4 or args.minutes <= 0 or args.interval <= 0:
         parser.error("need --partitions >= 24, --consumers >= 4, --minutes > 0, --interval > 0")
+    if args.target_catch_up is not None and not (
+        math.isfinite(args.target_catch_up) and args.target_catch_up > 0
+    ):
+        parser.error(f"--target-catch-up must be a number of seconds > 0, got {args.target_catch_up}")
     children = Children()
     work = Path(tempfile.mkdtemp(prefix="closed-loop-"))
     broker_dir = None
