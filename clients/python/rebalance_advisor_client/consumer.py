@@ -953,7 +953,7 @@ class AssignedConsumer:
 
     def _new_transaction(self, tp: TopicPartitionKey) -> PartitionTransaction:
         return PartitionTransaction(
-            self._txn_settings, transactional_id(self.group_id, *tp), self.request_timeout
+            self._txn_settings, transactional_id(self.group_id, *tp), self.request_timeout, topic=tp[0]
         )
 
     def _warm_up(self) -> None:

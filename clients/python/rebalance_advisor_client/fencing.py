@@ -109,7 +109,9 @@ class PartitionTransaction:
     A ``retry`` failure of ``commit()`` leaves the transaction committing: call ``commit()`` again.
     """
 
-    def __init__(self, settings: dict[str, Any], transactional_id: str, timeout: float) -> None:
+    def __init__(
+        self, settings: dict[str, Any], transactional_id: str, timeout: float, topic: str | None = None
+    ) -> None:
         self.transactional_id, self.timeout = transactional_id, timeout
         self._pid_log = _PidLog()
         self._producer = Producer(
@@ -124,6 +126,29 @@ class PartitionTransaction:
         self.committing = False
         self.outputs = 0
         self.stuck = False
+        self._connected = threading.Event()
+        threading.Thread(
+            target=self._connect, args=(topic,), name=f"connect-{transactional_id}", daemon=True
+        ).start()
+
+    def _connect(self, topic: str | None) -> None:
+        """Open a broker connection now, so that ``fence()`` finds one up.
+
+        A new librdkafka producer connects to nothing until asked, and drops its bootstrap
+        connection once it knows the brokers; ``init_transactions()`` then finds no broker up and
+        looks for the coordinator only when a fixed 500 ms timer fires (measured: 0.505-0.525 s per
+        claim, nearly every handover). A metadata request answered by a broker the cluster named
+        (not the bootstrap address, which is dropped) leaves a connection up: measured 0 of 30
+        such fences slow, against 11 of 25 after one request that the bootstrap address answered.
+        """
+        try:
+            for _ in range(3):
+                if self._producer.list_topics(topic, timeout=self.timeout).orig_broker_id >= 0:
+                    break
+        except (KafkaException, RuntimeError) as error:  # init_transactions() reports it properly
+            log.debug("%s: connecting: %s", self.transactional_id, error)
+        finally:
+            self._connected.set()
 
     def _bounded(self, call: Any, *args: Any) -> Any:
         """Run a blocking transactional call with a deadline of our own.
@@ -159,6 +184,7 @@ class PartitionTransaction:
 
     def fence(self) -> tuple[int, int]:
         """``init_transactions()``: fence every earlier holder of this id; (producer id, epoch)."""
+        self._connected.wait(self.timeout)  # made ahead (warm): long done
         self._bounded(self._producer.init_transactions, self.timeout)
         self._producer.poll(0)  # serves the log queue
         if self._pid_log.acquired is None:
