@@ -86,6 +86,8 @@ def main() -> int:
     for result in results:
         print("  ".join(f"{str(result.get(key, '-')):>10}" for key, _ in COLUMNS))
         print(f"   duplicates by cause: {result['duplicates']}")
+        for text in result["slow_normal_handovers"]:  # each to look up in the work dir's logs
+            print(f"   normal handover over 1 s: {text}")
     RESULTS.parent.mkdir(exist_ok=True)
     RESULTS.write_text(
         json.dumps(

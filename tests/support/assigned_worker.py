@@ -77,6 +77,7 @@ def main() -> None:
     parser.add_argument("--self-pause", type=float, default=0.0)
     parser.add_argument("--first-self-pause", type=int, default=0)
     parser.add_argument("--ready-timeout", type=float, default=30.0)
+    parser.add_argument("--request-timeout", type=float, default=5.0)
     args = parser.parse_args()
     logging.basicConfig(
         filename=args.out + ".log", level=logging.INFO, format="%(created).6f %(levelname)s %(message)s"
@@ -101,7 +102,7 @@ def main() -> None:
         fenced=not args.unfenced,
         takeover_timeout=args.takeover_timeout,
         check_interval=0.1,
-        request_timeout=5.0,
+        request_timeout=args.request_timeout,
         transaction_timeout=max(10.0, 3 * args.takeover_timeout),
         ready_timeout=args.ready_timeout,
     )
