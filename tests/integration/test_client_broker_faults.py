@@ -7,6 +7,7 @@ Workers are processes (tests.support.assigned_worker) that log every record they
 
 from __future__ import annotations
 
+import signal
 import time
 import uuid
 from collections.abc import Iterator
@@ -18,7 +19,7 @@ from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 from rebalance_advisor.adapters.assignment_publisher import publish_assignments
 
 from tests.support import handover as h
-from tests.support.torture import OwnBroker, read_outputs
+from tests.support.torture import OwnBroker, _stopped, read_outputs
 from tests.support.wedge_proxy import WedgeProxy
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
@@ -95,8 +96,9 @@ def test_broker_crash_during_handover_hangs_no_transaction(
 ) -> None:
     """Issue 14: "Broker restart during a handover: a clear log line, no crash, nothing lost".
 
-    The broker is killed (SIGKILL, no clean shutdown) right after a plan moves half the
-    partitions, while the old owner releases and the new one fences and claims. Afterwards every
+    A plan moves half the partitions; the new owner fences them (the old one released them) and
+    stops itself before writing its claim; the broker is killed then (SIGKILL, no clean shutdown)
+    and started again, and the new owner continues. Afterwards every
     record is processed, every output is on the output topic exactly once, the final commits are
     at the end, and no transaction is left open on ``__consumer_offsets`` or the output topic (a
     hanging transaction would hold the last stable offset below the end for good).
@@ -120,7 +122,8 @@ def test_broker_crash_during_handover_hangs_no_transaction(
             "0.1",
             "--ready-timeout",
             "120",
-        )  # fmt: skip
+            *(["--pause-at", "after fencing"] if m == "b" else []),
+        )
         for m in ("a", "b")
     ]
     producer = h.SteadyProducer(bootstrap, topic, parts, rate=100)
@@ -129,8 +132,11 @@ def test_broker_crash_during_handover_hangs_no_transaction(
     try:
         h.wait_for(lambda: {x.partition for x in workers[0].lines()} == set(range(parts)), 60, "a consuming")
         _publish(bootstrap, group, assignments, {"a": everything[:2], "b": everything[2:]})
+        # b stops itself right after fencing a's released partitions, before its claim is written
+        h.wait_for(lambda: _stopped(workers[1].process.pid), 60, "b to fence and stop")
         crashed_at = time.time()
         broker.restart(down_for=1.0, crash=True)
+        workers[1].signal(signal.SIGCONT)
         # a handover after the restart too: the partitions go back
         _publish(bootstrap, group, assignments, {"a": everything[2:], "b": everything[:2]})
         time.sleep(3)

@@ -28,18 +28,23 @@ from rebalance_advisor_client import consumer as consumer_module
 _PAUSES_ON = threading.Event()
 
 
-def _aim_pauses(probability: float, first: int = 0) -> None:
+def _aim_pauses(probability: float, first: int = 0, at: str | None = None) -> None:
     """Wrap the helper's read-then-write points so the process sometimes stops itself there.
 
     ``first``: the ``first``-th pass through any of them stops for sure (so that a short run has
     aimed pauses even when a loaded machine makes those points rare); after that, by probability.
+    ``at``: the first pass through that point (e.g. "after fencing") stops for sure.
     """
     _PAUSES_ON.set()
     passes = [0]
+    aimed = [at]
 
     def maybe_stop(where: str) -> None:
         passes[0] += 1
-        if _PAUSES_ON.is_set() and (passes[0] == first or random.random() < probability):
+        sure = passes[0] == first or where == aimed[0]
+        if where == aimed[0]:
+            aimed[0] = None
+        if _PAUSES_ON.is_set() and (sure or random.random() < probability):
             logging.getLogger(__name__).info("self-pause %s", where)
             os.kill(os.getpid(), signal.SIGSTOP)
 
@@ -54,7 +59,8 @@ def _aim_pauses(probability: float, first: int = 0) -> None:
 
     def fence_then_pause(self):
         result = fence(self)
-        maybe_stop("after fencing")
+        if "._probe." not in self.transactional_id:  # the start probe fences nobody's partition
+            maybe_stop("after fencing")
         return result
 
     def pause_then_commit(self, offsets, metadata):
@@ -76,14 +82,17 @@ def main() -> None:
     parser.add_argument("--output-topic")
     parser.add_argument("--self-pause", type=float, default=0.0)
     parser.add_argument("--first-self-pause", type=int, default=0)
+    parser.add_argument(
+        "--pause-at", choices=["after reading marks", "after fencing", "before committing a transaction"]
+    )
     parser.add_argument("--ready-timeout", type=float, default=30.0)
     parser.add_argument("--request-timeout", type=float, default=5.0)
     args = parser.parse_args()
     logging.basicConfig(
         filename=args.out + ".log", level=logging.INFO, format="%(created).6f %(levelname)s %(message)s"
     )
-    if args.self_pause:
-        _aim_pauses(args.self_pause, args.first_self_pause)
+    if args.self_pause or args.pause_at:
+        _aim_pauses(args.self_pause, args.first_self_pause, args.pause_at)
     # SIGUSR1: every thread's stack to OUT.stacks (the harness asks before it kills a hung worker)
     stacks = open(args.out + ".stacks", "w")  # noqa: SIM115 - open for the process's lifetime
     faulthandler.register(signal.SIGUSR1, file=stacks, all_threads=True)
