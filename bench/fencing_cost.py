@@ -1,11 +1,14 @@
 """Cost of fenced mode per claimed partition (one transactional producer each), issue 14.
 
     .venv/bin/python bench/fencing_cost.py [--bootstrap HOST:PORT] [--sizes 1,10,50,100,200,400]
+                                           [--handovers 100]
 
 For each size N, a fresh process claims N partitions the way the helper does (N producers,
 ``init_transactions`` in parallel threads) and reports threads, resident memory and sockets added,
 the claim time, idle CPU over 5 s, and one commit round (a transaction per partition, in turn, as
-``commit()`` does). Without --bootstrap it starts a local broker of its own. Prints a table and
+``commit()`` does). First, the fence of a normal handover of one partition (``--handovers`` of
+them), with the successor's producer made ahead as the helper does and made at the claim.
+Without --bootstrap it starts a local broker of its own. Prints a table and
 writes bench/results/fencing_cost.json with the machine's load.
 """
 
@@ -86,16 +89,75 @@ def measure(bootstrap: str, size: int) -> dict:
     }
 
 
+def handovers(bootstrap: str, count: int, ahead: bool) -> dict:
+    """``count`` handovers of one partition between two producers, the way the helper does them.
+
+    The old owner commits its release transaction (offset and mark); the new owner reads the
+    committed offset (read_committed) until the release shows, then fences. ``ahead``: the new
+    owner's producer was made when its epoch arrived, just before the release, as the helper
+    does (and, since issue 14 session 4, connects then); else it is made at the claim.
+    Returns p50/p99 of the fence and of release-to-fenced.
+    """
+    from confluent_kafka import Consumer, TopicPartition
+    from confluent_kafka.admin import AdminClient, NewTopic
+    from rebalance_advisor_client.fencing import PartitionTransaction, transactional_id
+
+    group, topic = f"cost-{uuid.uuid4().hex[:8]}", f"cost-{uuid.uuid4().hex[:8]}"
+    AdminClient({"bootstrap.servers": bootstrap}).create_topics([NewTopic(topic, 1, 1)])[topic].result(60)
+    settings, txn_id = {"bootstrap.servers": bootstrap}, transactional_id(group, topic, 0)
+    reader = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": group, "isolation.level": "read_committed"}
+    )
+    metadata = reader.consumer_group_metadata()
+    owner = PartitionTransaction(settings, txn_id, 30)
+    owner.fence()
+    fences, totals = [], []
+    for i in range(count):
+        successor = PartitionTransaction(settings, txn_id, 30) if ahead else None
+        time.sleep(0.05)  # the old owner sees the same epoch a moment later and releases
+        released = time.monotonic()
+        owner.commit([TopicPartition(topic, 0, i + 1, metadata=f"released {i}")], metadata)
+        while reader.committed([TopicPartition(topic, 0)], timeout=30)[0].metadata != f"released {i}":
+            time.sleep(0.01)
+        started = time.monotonic()
+        successor = successor or PartitionTransaction(settings, txn_id, 30)
+        successor.fence()
+        fences.append(time.monotonic() - started)
+        totals.append(time.monotonic() - released)
+        owner.close()
+        owner = successor
+    owner.close()
+    reader.close()
+
+    def pct(values: list[float], q: float) -> float:
+        return round(sorted(values)[min(len(values) - 1, int(q * len(values)))], 3)
+
+    return {
+        "handovers": count,
+        "producer_made": "ahead" if ahead else "at claim",
+        "fence_p50_s": pct(fences, 0.5),
+        "fence_p99_s": pct(fences, 0.99),
+        "fence_over_0_4_s": sum(f > 0.4 for f in fences),
+        "release_to_fenced_p50_s": pct(totals, 0.5),
+        "release_to_fenced_p99_s": pct(totals, 0.99),
+    }
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--bootstrap")
     parser.add_argument("--sizes", default="1,10,50,100,200,400")
+    parser.add_argument("--handovers", type=int, default=100, help="per variant (0: none)")
     parser.add_argument("--one", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--handover-variant", choices=["ahead", "at-claim"], help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
         print(json.dumps(measure(args.bootstrap, args.one)))
+        return 0
+    if args.handover_variant:
+        print(json.dumps(handovers(args.bootstrap, args.handovers, args.handover_variant == "ahead")))
         return 0
     state_dir = None
     bootstrap = args.bootstrap
@@ -104,9 +166,20 @@ def main() -> int:
 
         state_dir = Path(tempfile.mkdtemp(prefix="fencing-cost-")) / "kafka"
         bootstrap = local_kafka.start(state_dir).bootstrap_servers
-    rows = []
+    rows, handover_rows = [], []
     try:
-        for size in map(int, args.sizes.split(",")):
+        for variant in ("ahead", "at-claim") if args.handovers else ():
+            done = subprocess.run(
+                [sys.executable, __file__, "--bootstrap", bootstrap, "--handovers", str(args.handovers),
+                 "--handover-variant", variant],
+                capture_output=True, text=True, timeout=900,
+            )  # fmt: skip
+            if done.returncode != 0:
+                print(f"handovers ({variant}): failed: {done.stderr.strip().splitlines()[-1:]}", flush=True)
+                continue
+            handover_rows.append(json.loads(done.stdout.strip().splitlines()[-1]))
+            print(json.dumps(handover_rows[-1]), flush=True)
+        for size in (int(s) for s in args.sizes.split(",") if s):
             done = subprocess.run(
                 [sys.executable, __file__, "--bootstrap", bootstrap, "--one", str(size)],
                 capture_output=True,
@@ -130,7 +203,15 @@ def main() -> int:
         print("  ".join(f"{str(row.get(k, '-')):>14}" for k in keys))
     load = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
     RESULTS.parent.mkdir(exist_ok=True)
-    RESULTS.write_text(json.dumps({"cpus": os.cpu_count(), "load": load, "rows": rows}, indent=2))
+    for row in handover_rows:
+        print(
+            f"handovers, producer made {row['producer_made']}: fence p50 {row['fence_p50_s']} s, "
+            f"p99 {row['fence_p99_s']} s ({row['fence_over_0_4_s']} of {row['handovers']} over 0.4 s); "
+            f"release to fenced p50 {row['release_to_fenced_p50_s']} s, p99 {row['release_to_fenced_p99_s']} s"
+        )
+    RESULTS.write_text(
+        json.dumps({"cpus": os.cpu_count(), "load": load, "rows": rows, "handovers": handover_rows}, indent=2)
+    )
     print(f"\n{load}\nwritten {RESULTS}")
     return 0
 

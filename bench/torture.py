@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/torture.py                 # fenced 10 min + unfenced 5 min (default)
     .venv/bin/python bench/torture.py --minutes 1 --modes fenced
+    .venv/bin/python bench/torture.py --calm --minutes 1 --unfenced-minutes 1   # handovers alone
 
 Starts a broker of its own (the nemesis restarts it), runs tests.support.torture per
 configuration, prints a table and writes JSON to bench/results/torture.json (with `uptime` load).
@@ -18,6 +19,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -57,6 +59,11 @@ def main() -> int:
     parser.add_argument("--unfenced-minutes", type=float, default=5.0)
     parser.add_argument("--modes", default="fenced,unfenced")
     parser.add_argument("--broker-restart-every", type=float, default=120.0)
+    parser.add_argument(
+        "--calm",
+        action="store_true",
+        help="plans only: no pauses, kills or broker restarts (handover pause alone)",
+    )
     args = parser.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # stop workers and broker on the way out
     work = Path(tempfile.mkdtemp(prefix="rebalance-advisor-torture-"))
@@ -71,6 +78,12 @@ def main() -> int:
                 duration=minutes * 60,
                 broker_restart_every=args.broker_restart_every,
             )
+            if args.calm:
+                never = (1e9, 1e9)
+                config = replace(
+                    config, name=f"{mode}-calm", pause_every=never, kill_every=never, self_pause=0.0,
+                    broker_restart_every=None, burst_probability=0.0,
+                )  # fmt: skip
             run_dir = work / config.name
             run_dir.mkdir()
             started = time.time()
@@ -88,8 +101,9 @@ def main() -> int:
         print(f"   duplicates by cause: {result['duplicates']}")
         for text in result["slow_normal_handovers"]:  # each to look up in the work dir's logs
             print(f"   normal handover over 1 s: {text}")
-    RESULTS.parent.mkdir(exist_ok=True)
-    RESULTS.write_text(
+    results_file = RESULTS.with_name("torture_calm.json") if args.calm else RESULTS
+    results_file.parent.mkdir(exist_ok=True)
+    results_file.write_text(
         json.dumps(
             {
                 "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
@@ -99,7 +113,7 @@ def main() -> int:
             indent=2,
         )
     )
-    print(f"\nwritten {RESULTS}")
+    print(f"\nwritten {results_file}")
     return 0
 
 
