@@ -32,7 +32,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from rebalance_advisor.adapters.assignment_publisher import publish_assignments
 from rebalance_advisor.devtools import local_kafka
-from rebalance_advisor_client.handover_rules import OWNED, OwnerMark, decode_mark
+from rebalance_advisor_client.handover_rules import OWNED, RELEASED, OwnerMark, decode_mark
 
 from tests.support import handover as h
 
@@ -430,10 +430,16 @@ class Run:
         return plan is None or commit.partition in plan.get(commit.mark.member, [])
 
     def skipped_epochs(self, commit: Commit) -> bool:
-        """Had the partition left the writer in an epoch between its claim and its latest one?"""
+        """Had the partition left the writer in an epoch between its claim and its latest one?
+
+        A release is written because its latest epoch took the partition away: only the epochs
+        before that one count (the flaw: owned at 4, moved at 5, "released at 6").
+        """
         latest = commit.mark.seen if commit.mark.seen is not None else self._latest_epoch(commit)
         if latest is None:
             return False
+        if commit.mark.state == RELEASED:
+            latest -= 1
         for epoch in range(commit.mark.epoch + 1, latest + 1):
             plan = self._plan(epoch)
             if plan is not None and commit.partition not in plan.get(commit.mark.member, []):

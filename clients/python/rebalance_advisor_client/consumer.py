@@ -833,6 +833,8 @@ class AssignedConsumer:
         wanted = [
             tp for tp in wanted if self._ranges.ranges_released(tp, time.monotonic() - self._pending[tp])
         ]
+        if not wanted or self._newer_epoch_known():
+            return
         if self.fenced:  # a merge: fence every key-range holder of the partition first
             wanted = [tp for tp in wanted if self._ranges.fence_ranges(tp)]
         if not wanted:
@@ -841,6 +843,20 @@ class AssignedConsumer:
             self._claim_fenced(wanted, read_at)
         else:
             self._claim_unfenced(wanted, marks, read_at)
+
+    def _newer_epoch_known(self) -> bool:
+        """Has a newer epoch arrived than the one we are claiming for? Then apply it first.
+
+        A claim at an epoch the plan has already moved on from can land over the claim of the
+        member the newer epoch gives the partition to (seen in a torture run: a restarted member
+        claimed at epoch 37 although 38 had arrived, over its successor's claim at 38); fenced,
+        it would fence that member for a moment.
+        """
+        latest = self._follower.latest()
+        if latest is not None and latest.epoch > self.epoch:
+            self._next_check = 0.0
+            return True
+        return False
 
     def _decide(self, tp: TopicPartitionKey, mark: OwnerMark | None, quiet: bool = False) -> Claim:
         who = Claimant(self.member_id, self.instance, self.epoch, self._fenced_at.get(tp) == self.epoch)
@@ -873,6 +889,8 @@ class AssignedConsumer:
         if not claims:
             return
         write_at = time.monotonic()
+        if self._newer_epoch_known():
+            return
         if write_at - read_at > self.mark_read_bound:
             # checked here, after the start offsets were looked up (a watermark query can be slow
             # too): a claim written from a stale read overwrote a newer owner's commit in a test

@@ -141,10 +141,12 @@ class PartitionTransaction:
         (not the bootstrap address, which is dropped) leaves a connection up: measured 0 of 30
         such fences slow, against 11 of 25 after one request that the bootstrap address answered.
         """
+        producer = self._producer  # close() may drop the attribute meanwhile
         try:
             for _ in range(3):
-                if self._producer.list_topics(topic, timeout=self.timeout).orig_broker_id >= 0:
+                if producer is None or producer.list_topics(topic, timeout=self.timeout).orig_broker_id >= 0:
                     break
+                producer = self._producer
         except (KafkaException, RuntimeError) as error:  # init_transactions() reports it properly
             log.debug("%s: connecting: %s", self.transactional_id, error)
         finally:
