@@ -103,7 +103,8 @@ def handovers(bootstrap: str, count: int, ahead: bool) -> dict:
     from rebalance_advisor_client.fencing import PartitionTransaction, transactional_id
 
     group, topic = f"cost-{uuid.uuid4().hex[:8]}", f"cost-{uuid.uuid4().hex[:8]}"
-    AdminClient({"bootstrap.servers": bootstrap}).create_topics([NewTopic(topic, 1, 1)])[topic].result(60)
+    admin = AdminClient({"bootstrap.servers": bootstrap})  # kept: the future needs its handle
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(60)
     settings, txn_id = {"bootstrap.servers": bootstrap}, transactional_id(group, topic, 0)
     reader = Consumer(
         {"bootstrap.servers": bootstrap, "group.id": group, "isolation.level": "read_committed"}
