@@ -45,7 +45,7 @@ def _run(config: Config, broker: OwnBroker, tmp_path: Path) -> dict:
 
 
 def test_fenced_mode_under_combined_faults(own_broker: OwnBroker, tmp_path: Path) -> None:
-    """20 s of pauses, kills and plans, fenced.
+    """15 s of pauses, kills and plans, fenced.
 
     Broker restarts are left to the long run (bench/torture.py): on this loaded 2-core machine
     the coordinators took 30-50 s to answer again after one, longer than the rest of the test.
@@ -53,7 +53,7 @@ def test_fenced_mode_under_combined_faults(own_broker: OwnBroker, tmp_path: Path
     config = Config(
         "fenced-short",
         fenced=True,
-        duration=20,
+        duration=15,
         plan_every=(1.5, 3.0),
         pause_every=(1.5, 3.5),
         kill_every=(5.0, 8.0),
