@@ -716,7 +716,14 @@ class Run:
             if before is not None and before.instance != line.instance:
                 changes += 1
                 window = (before.at - 2, line.at)
-                involved = {before.member, line.member}
+                # and whoever the plans gave the partition to in between (paused, it never consumed)
+                involved = {before.member, line.member} | {
+                    m
+                    for at, epoch, plan in self.events.publishes
+                    if epoch > before.epoch and at <= line.at
+                    for m, parts in plan.items()
+                    if line.partition in parts
+                }
                 faulty = (
                     any(
                         m in involved and s <= window[1] and e >= window[0]
