@@ -274,7 +274,7 @@ def advisor_loop(ctx: dict, stop: threading.Event, log: list, first: threading.E
                     }
                 )
                 print(
-                    f"  advisor {time.strftime('%H:%M:%S')}: {outcomes} published {published['published']}",
+                    f"  advisor {time.strftime('%H:%M:%S')}: {outcomes} published {[(p.group_id, p.epoch) for p in published.published]}",
                     flush=True,
                 )
             except Exception as error:  # keep the loop alive; the report lists failures
