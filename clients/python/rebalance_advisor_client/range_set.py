@@ -191,9 +191,9 @@ class RangeSet:
 
     def ranges_released(self, tp: tuple[str, int], waited: float, lo: int = 0, hi: int = HASH_SPACE) -> bool:
         """Have other members' ranges of ``tp`` overlapping ``[lo, hi)`` been released (their last
-        commit marked RELEASED, or no mark at all)? True after ``takeover_timeout`` whatever they say."""
-        if waited > self._takeover_timeout:
-            return True
+        commit marked RELEASED, or no mark at all)? True after ``takeover_timeout``, unless one was
+        written at a newer epoch than ours (then this member is the stale one and waits)."""
+        timed_out = waited > self._takeover_timeout
         try:
             groups = range_group_ids(self._bootstrap, self.group_id, timeout=10.0, admin=self._admin())
             for group_id in groups:
@@ -204,11 +204,9 @@ class RangeSet:
                     self._bootstrap, group_id, tp[0], tp[1], 10.0, self._config
                 )
                 mark = decode_mark(metadata)
-                if (
-                    mark is not None
-                    and mark.state == OWNED
-                    and not mark.written_by(self.member_id, self._instance)
-                ):
+                if mark is None or mark.written_by(self.member_id, self._instance):
+                    continue
+                if mark.epoch > self._epoch() or (mark.state == OWNED and not timed_out):
                     return False
         except Exception as error:  # noqa: BLE001 - any client error: check again later
             log.warning("%s: cannot read key-range owners of %s-%d yet: %s", self.member_id, *tp, error)
