@@ -209,8 +209,9 @@ class RangeSet:
                 if mark.epoch > self._epoch() or (mark.state == OWNED and not timed_out):
                     return False
         except Exception as error:  # noqa: BLE001 - any client error: check again later
-            log.warning("%s: cannot read key-range owners of %s-%d yet: %s", self.member_id, *tp, error)
-            return False
+            log.warning("%s: cannot read key-range owners of %s-%d yet: %r", self.member_id, *tp, error)
+            self._admin_client = None  # a listing that timed out: ask with a new client next time
+            return timed_out  # past the timeout the start goes on (fenced mode fences them first)
         return True
 
     def merged_start(self, tp: tuple[str, int], offset: int) -> int:
@@ -281,8 +282,9 @@ class RangeSet:
             others = [g for g in self._overlapping_range_groups((topic, partition), lo, hi) if g != own]
         except Exception as error:  # noqa: BLE001 - any client error: try again at the next check
             log.warning(
-                "%s: cannot list the key ranges of %s-%d yet: %s", self.member_id, topic, partition, error
+                "%s: cannot list the key ranges of %s-%d yet: %r", self.member_id, topic, partition, error
             )
+            self._admin_client = None
             return None
         earlier = [transactional_id(g, topic, partition) for g in others]
         if not self._fence_whole_owner((topic, partition)) or not self._fence_ids(earlier):
@@ -339,7 +341,8 @@ class RangeSet:
         try:
             groups = self._overlapping_range_groups(tp, 0, HASH_SPACE)
         except Exception as error:  # noqa: BLE001 - any client error: try again at the next check
-            log.warning("%s: cannot list the key ranges of %s-%d yet: %s", self.member_id, *tp, error)
+            log.warning("%s: cannot list the key ranges of %s-%d yet: %r", self.member_id, *tp, error)
+            self._admin_client = None
             return False
         return self._fence_ids([transactional_id(g, *tp) for g in groups])
 
