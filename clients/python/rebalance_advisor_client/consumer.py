@@ -506,14 +506,17 @@ class AssignedConsumer:
         self._ranges.apply(record.ranges)  # after our own releases: a split of ours starts from them
 
     def _whole_owner_released(self, tp: TopicPartitionKey, waited: float) -> bool:
-        """May a key range of ``tp`` start: its whole-partition owner (parent group's mark) let it go?"""
-        if waited > self.takeover_timeout:
-            return True
+        """May a key range of ``tp`` start: its whole-partition owner (parent group's mark) let it go?
+        Never while the mark is of a newer epoch than ours (we are the stale one: wait for it)."""
         try:
             _, mark = self._read_marks([tp])[tp]
         except ClientError as error:
             log.warning("%s: cannot check %s-%d before starting a key range: %s", self.member_id, *tp, error)
             return False
+        if mark is not None and mark.epoch > self.epoch:
+            return False
+        if waited > self.takeover_timeout:
+            return True
         return mark is None or mark.state == RELEASED or mark.written_by(self.member_id, self.instance)
 
     def _revalidate(self, tps: list[TopicPartitionKey]) -> None:

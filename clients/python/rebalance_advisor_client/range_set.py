@@ -191,9 +191,9 @@ class RangeSet:
 
     def ranges_released(self, tp: tuple[str, int], waited: float, lo: int = 0, hi: int = HASH_SPACE) -> bool:
         """Have other members' ranges of ``tp`` overlapping ``[lo, hi)`` been released (their last
-        commit marked RELEASED, or no mark at all)? True after ``takeover_timeout`` whatever they say."""
-        if waited > self._takeover_timeout:
-            return True
+        commit marked RELEASED, or no mark at all)? True after ``takeover_timeout``, unless one was
+        written at a newer epoch than ours (then this member is the stale one and waits)."""
+        timed_out = waited > self._takeover_timeout
         try:
             groups = range_group_ids(self._bootstrap, self.group_id, timeout=10.0, admin=self._admin())
             for group_id in groups:
@@ -204,15 +204,14 @@ class RangeSet:
                     self._bootstrap, group_id, tp[0], tp[1], 10.0, self._config
                 )
                 mark = decode_mark(metadata)
-                if (
-                    mark is not None
-                    and mark.state == OWNED
-                    and not mark.written_by(self.member_id, self._instance)
-                ):
+                if mark is None or mark.written_by(self.member_id, self._instance):
+                    continue
+                if mark.epoch > self._epoch() or (mark.state == OWNED and not timed_out):
                     return False
         except Exception as error:  # noqa: BLE001 - any client error: check again later
-            log.warning("%s: cannot read key-range owners of %s-%d yet: %s", self.member_id, *tp, error)
-            return False
+            log.warning("%s: cannot read key-range owners of %s-%d yet: %r", self.member_id, *tp, error)
+            self._admin_client = None  # a listing that timed out: ask with a new client next time
+            return timed_out  # past the timeout the start goes on (fenced mode fences them first)
         return True
 
     def merged_start(self, tp: tuple[str, int], offset: int) -> int:
@@ -283,8 +282,9 @@ class RangeSet:
             others = [g for g in self._overlapping_range_groups((topic, partition), lo, hi) if g != own]
         except Exception as error:  # noqa: BLE001 - any client error: try again at the next check
             log.warning(
-                "%s: cannot list the key ranges of %s-%d yet: %s", self.member_id, topic, partition, error
+                "%s: cannot list the key ranges of %s-%d yet: %r", self.member_id, topic, partition, error
             )
+            self._admin_client = None
             return None
         earlier = [transactional_id(g, topic, partition) for g in others]
         if not self._fence_whole_owner((topic, partition)) or not self._fence_ids(earlier):
@@ -341,7 +341,8 @@ class RangeSet:
         try:
             groups = self._overlapping_range_groups(tp, 0, HASH_SPACE)
         except Exception as error:  # noqa: BLE001 - any client error: try again at the next check
-            log.warning("%s: cannot list the key ranges of %s-%d yet: %s", self.member_id, *tp, error)
+            log.warning("%s: cannot list the key ranges of %s-%d yet: %r", self.member_id, *tp, error)
+            self._admin_client = None
             return False
         return self._fence_ids([transactional_id(g, *tp) for g in groups])
 
