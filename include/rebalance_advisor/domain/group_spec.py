@@ -226,6 +226,14 @@ class GroupSpec:
         return tuple(result)
 
     @cached_property
+    def topic_subscriber_count(self) -> np.ndarray:
+        """Per topic, how many members subscribe to it (int64 [T])."""
+        class_sizes = np.bincount(self.member_class, minlength=self.class_topics.shape[0])
+        counts = class_sizes.astype(np.int64) @ self.class_topics.astype(np.int64)
+        counts.setflags(write=False)
+        return counts
+
+    @cached_property
     def assignable(self) -> np.ndarray:
         """Mask of partitions whose topic has at least one subscriber (the others stay unassigned)."""
         subscribed = self.class_topics.any(axis=0)
