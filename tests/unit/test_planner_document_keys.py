@@ -13,7 +13,6 @@ import json
 from datetime import UTC, datetime
 
 import pytest
-
 from rebalance_advisor.adapters.spark_planner import shipped_document
 from rebalance_advisor.domain.decisions import Thresholds
 from rebalance_advisor.domain.group_planning import DOCUMENT_KEYS, plan_group
