@@ -101,6 +101,7 @@ DOCUMENT_KEYS = (
     "recent_moves",
     "broker_assigned",
     "key_sharing",
+    "current_ranges",
 )
 
 
