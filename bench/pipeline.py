@@ -9,9 +9,17 @@ range's hot members are overloaded) and member capacities measured from them (ba
 partition at both ends). The snapshots are written to the database first (not timed), then the
 planner runs on the second under Spark
 ``local[2]`` with its read / plan / write breakdown, and the same per-group work (spec build,
-all five strategies, metrics, decisions) runs in one plain Python process for comparison.
+every default strategy, metrics, decisions) runs in one plain Python process for comparison.
 
     .venv/bin/python bench/pipeline.py [--sizes 100,1000,10000] [--db URL] [--quick]
+
+The issue-13 target case, 10,000 groups (1,000,000 partitions) under Spark ``local[2]``, alone
+and without the plain-Python comparison (which would add minutes and its load to the machine):
+
+    .venv/bin/python bench/pipeline.py --sizes 10000 --no-python
+
+It stores the two synthetic snapshots first (about a minute, not timed), warms Spark up on 20
+groups, then times the planner run; the row's ``total`` is the number the target is about.
 
 Prints a table (``load``: the 1-minute load average right after that size's planner run, as other
 work shares the machine; ``cpu``: CPU seconds the planner run used in this process tree, the
@@ -156,11 +164,13 @@ def plain_python(url: str, snapshot_id: int) -> dict[str, float]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--sizes", default="100,1000,10000", help="group counts, comma-separated")
     parser.add_argument("--quick", action="store_true", help="100 and 1,000 groups only")
     parser.add_argument("--db", default=None, help="SQLAlchemy URL (default: a fresh SQLite file per size)")
-    parser.add_argument("--master", default="local[2]")
+    parser.add_argument("--master", default="local[2]", help="Spark master (the target is for local[2])")
     parser.add_argument("--no-python", action="store_true", help="skip the plain-Python comparison")
     args = parser.parse_args(argv)
     sizes = [100, 1000] if args.quick else [int(s) for s in args.sizes.split(",")]
@@ -184,6 +194,7 @@ def main(argv: list[str] | None = None) -> int:
                 t0 = time.perf_counter()
                 snapshot_id = write_history(size, url)
                 stored = time.perf_counter() - t0
+                load_before = os.getloadavg()[0]
                 cpu0 = tree_cpu_s()
                 run = run_planner(spark, url, snapshot_id)
                 cpu = tree_cpu_s() - cpu0
@@ -202,8 +213,9 @@ def main(argv: list[str] | None = None) -> int:
                 )
                 load = os.getloadavg()[0]
                 rows[-1]["load_1min"] = load
+                rows[-1]["load_1min_before"] = load_before
                 print(
-                    f"  {size:>6} groups: {run.timings['total_s']:.1f} s, CPU {cpu:.1f} s (load {load:.1f})",
+                    f"  {size:>6} groups: {run.timings['total_s']:.1f} s, CPU {cpu:.1f} s (load {load_before:.1f} -> {load:.1f})",
                     file=sys.stderr,
                     flush=True,
                 )

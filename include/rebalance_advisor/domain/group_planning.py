@@ -99,8 +99,24 @@ def _rounded(metrics: GroupMetrics) -> GroupMetrics:
     )
 
 
+#: The document keys :func:`observe_document` reads; the Spark planner ships only these (the others,
+#: such as ``time_lags``, are for people and would double what crosses the Spark boundary).
+DOCUMENT_KEYS = (
+    "group_id",
+    "members",
+    "partitions",
+    "weight",
+    "note",
+    "standing",
+    "recent_moves",
+    "broker_assigned",
+    "key_sharing",
+    "current_ranges",
+)
+
+
 def observe_document(doc: dict[str, Any]) -> GroupObservation:
-    """A spec document -> the observation; an invalid spec raises AdvisorError."""
+    """A spec document -> the observation; an invalid spec raises AdvisorError (reads only DOCUMENT_KEYS)."""
     if not isinstance(doc, dict):
         raise AdvisorError("input must be a JSON object with group_id, members and partitions")
     group_id = str(doc.get("group_id"))

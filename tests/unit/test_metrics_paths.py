@@ -1,0 +1,84 @@
+"""``topic_count_spread`` counts in a dense table for groups of the usual size and from a sort of the
+held pairs for very many topics × members; both paths must give the same spreads, for any owners
+array (unowned partitions, owners not subscribed to the topic, members holding nothing)."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from rebalance_advisor.domain import metrics
+from rebalance_advisor.domain.group_spec import parse_group_spec
+
+
+@st.composite
+def groups_and_owners(draw):
+    """A group with differing subscriptions and an arbitrary owners array over its members."""
+    topics = [f"t{i}" for i in range(draw(st.integers(1, 4)))]
+    sizes = {t: draw(st.integers(1, 12)) for t in topics}
+    partitions = [
+        {"topic": t, "partition": p, "lag": draw(st.integers(0, 50))} for t in topics for p in range(sizes[t])
+    ]
+    count = draw(st.integers(1, 8))
+    members = [
+        {"member_id": f"m{m}", "topics": draw(st.lists(st.sampled_from(topics), min_size=1, unique=True))}
+        for m in range(count)
+    ]
+    spec = parse_group_spec({"group_id": "g", "members": members, "partitions": partitions})
+    owners = np.asarray(
+        draw(st.lists(st.integers(-1, count - 1), min_size=len(partitions), max_size=len(partitions))),
+        dtype=np.int32,
+    )
+    return spec, owners
+
+
+def by_hand(spec, owners) -> list[int]:
+    """The documented rule, one topic at a time in plain Python (an independent reading of it)."""
+    out = []
+    for t in range(len(spec.topics)):
+        counts: dict[int, int] = {}
+        for k in range(spec.num_partitions):
+            if spec.topic_index[k] == t and owners[k] >= 0:
+                counts[int(owners[k])] = counts.get(int(owners[k]), 0) + 1
+        subscribers = sum(1 for m in spec.members if spec.topics[t] in m.topics)
+        if not counts:
+            out.append(0)
+            continue
+        lowest = 0 if len(counts) < subscribers else min(counts.values())
+        out.append(max(counts.values()) - lowest)
+    return out
+
+
+@settings(max_examples=300, deadline=None)
+@given(case=groups_and_owners())
+def test_dense_and_sorted_spreads_agree_with_the_rule(case):
+    spec, owners = case
+    dense = metrics._dense_topic_count_spread(spec, owners)
+    ordered = metrics._sorted_topic_count_spread(spec, owners)
+    expected = by_hand(spec, owners)
+    assert dense.tolist() == expected
+    assert ordered.tolist() == expected
+    assert dense.dtype == ordered.dtype == np.int64
+
+
+def test_the_threshold_picks_the_path(monkeypatch):
+    """Small groups take the dense table, large ones the sort (each path's twin is made to fail)."""
+    spec = parse_group_spec(
+        {
+            "group_id": "g",
+            "members": [{"member_id": "a", "topics": ["t"]}, {"member_id": "b", "topics": ["t"]}],
+            "partitions": [{"topic": "t", "partition": p, "lag": 1} for p in range(3)],
+        }
+    )
+    owners = np.array([0, 0, 1], dtype=np.int32)
+
+    def unused(*_):
+        raise AssertionError("wrong path")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(metrics, "_sorted_topic_count_spread", unused)
+        assert metrics.topic_count_spread(spec, owners).tolist() == [1]
+    with monkeypatch.context() as patch:
+        patch.setattr(metrics, "DENSE_SPREAD_CELLS", 1)
+        patch.setattr(metrics, "_dense_topic_count_spread", unused)
+        assert metrics.topic_count_spread(spec, owners).tolist() == [1]
