@@ -112,6 +112,7 @@ DOCUMENT_KEYS = (
     "broker_assigned",
     "key_sharing",
     "current_ranges",
+    "capacity_sources",
 )
 
 
