@@ -342,23 +342,35 @@ def test_member_capacity_measured_median_configured_equal(sqlite_url) -> None:
     assert cap[("g", "m2")][:2] == (5.0, "group_median")
     assert cap[("h", "n1")][:2] == (40.0, "configured")
     assert cap[("k", "x1")][:2] == (None, "equal")
-    # Carried to the next snapshot while it stays (no backlog then), shown in the planner's documents.
+    # m1 then catches up: 600 + 700 records in 100 s = 13/s consumed, with no backlog left. A member
+    # cannot consume faster than its capacity, so the measured 5 is raised to 13 (a fresh measurement);
+    # m2 gets the new median.
     c2 = {**c1, ("g", "t", 0): 1000, ("g", "t", 1): 1000}
     third = _snap(t0 + timedelta(seconds=200), ends1, c2, members1)
     store.write_snapshot(third, sqlite_url)
+    cap = store.load_snapshot(third.snapshot_id, sqlite_url).rates.capacity
+    assert cap[("g", "m1-new")][:2] == (13.0, "measured")
+    assert cap[("g", "m1-new")].measured_at == third.taken_at
+    # Carried to the next snapshot while it stays (nothing consumed, no backlog), shown in the
+    # planner's documents with the time it was measured.
+    fourth = _snap(t0 + timedelta(seconds=300), ends1, c2, members1)
+    store.write_snapshot(fourth, sqlite_url)
+    cap = store.load_snapshot(fourth.snapshot_id, sqlite_url).rates.capacity
+    assert cap[("g", "m1-new")][:2] == (13.0, "measured")
+    assert cap[("g", "m1-new")].measured_at == third.taken_at
     docs = {
-        d["group_id"]: d for d in build_docs_from_tables(read_snapshot_tables(third.snapshot_id, sqlite_url))
+        d["group_id"]: d for d in build_docs_from_tables(read_snapshot_tables(fourth.snapshot_id, sqlite_url))
     }
     by_member = {m["member_id"]: (m["capacity"], docs["g"]["capacity_sources"][m["member_id"]])
                  for m in docs["g"]["members"]}  # fmt: skip
-    assert by_member == {"i1": (5.0, "measured"), "m2": (5.0, "group_median")}
+    assert by_member == {"i1": (13.0, "measured"), "m2": (13.0, "group_median")}
     assert [m["capacity"] for m in docs["k"]["members"]] == [None]
     assert docs["k"]["capacity_sources"] == {"x1": "equal"}
     # The planner's parser takes the members and partitions as they are.
     from rebalance_advisor.domain.group_spec import parse_group_spec
 
     spec = parse_group_spec({k: docs["g"][k] for k in ("group_id", "members", "partitions")})
-    assert [m.capacity for m in spec.members] == [5.0, 5.0]
+    assert [m.capacity for m in spec.members] == [13.0, 13.0]
     with pytest.raises(Exception, match="records/s must be a number > 0"):
         lag_rules.CapacityPolicy.parse("g=-1")
     store.db.dispose(sqlite_url)
