@@ -24,6 +24,8 @@ from rebalance_advisor_client.key_ranges import range_group
 from rebalance_advisor_client.range_member import committed_with_metadata, read_progress
 from rebalance_advisor_client.range_set import RangeSet
 
+from tests.support.acls import allow
+
 pytestmark = [pytest.mark.kafka]
 
 ADMIN = local_kafka.ScramSuperUser("admin", f"admin-{uuid.uuid4().hex}")
@@ -33,19 +35,7 @@ HALF = HASH_SPACE // 2
 
 
 def _acl(kind: str, name: str, operation: str, prefixed: bool = True):
-    from confluent_kafka.admin import (
-        AclBinding,
-        AclOperation,
-        AclPermissionType,
-        ResourcePatternType,
-        ResourceType,
-    )
-
-    pattern = ResourcePatternType.PREFIXED if prefixed else ResourcePatternType.LITERAL
-    return AclBinding(
-        getattr(ResourceType, kind), name, pattern, f"User:{USER}", "*", getattr(AclOperation, operation),
-        AclPermissionType.ALLOW,
-    )  # fmt: skip
+    return allow(kind, name, operation, USER, prefixed)
 
 
 @pytest.fixture(scope="module")

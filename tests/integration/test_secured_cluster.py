@@ -18,6 +18,8 @@ from rebalance_advisor.cli import main
 from rebalance_advisor.devtools import local_kafka
 from rebalance_advisor.polling import poll_until
 
+from tests.support.acls import allow
+
 pytestmark = [pytest.mark.kafka]
 
 ADMIN = local_kafka.ScramSuperUser("admin", f"admin-{uuid.uuid4().hex}")
@@ -37,19 +39,7 @@ def _admin(bootstrap: str):
 
 
 def _acl(kind: str, name: str, prefixed: bool = True, operation: str = "DESCRIBE", user: str = USER):
-    from confluent_kafka.admin import (
-        AclBinding,
-        AclOperation,
-        AclPermissionType,
-        ResourcePatternType,
-        ResourceType,
-    )
-
-    pattern = ResourcePatternType.PREFIXED if prefixed else ResourcePatternType.LITERAL
-    return AclBinding(
-        getattr(ResourceType, kind), name, pattern, f"User:{user}", "*", getattr(AclOperation, operation),
-        AclPermissionType.ALLOW,
-    )  # fmt: skip
+    return allow(kind, name, operation, user, prefixed)
 
 
 def _grant(bootstrap: str, *acls) -> None:
