@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import sqlite3
+import threading
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -65,45 +66,12 @@ def _revoke(bootstrap: str, *acls) -> None:
 def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
     """The broker, a user with Describe on ``sec-ok-*`` groups and ``sec-*`` topics and on the
     cluster, a topic and committed offsets for one allowed and one denied group."""
-    from confluent_kafka import Consumer, Producer, TopicPartition
-    from confluent_kafka.admin import (
-        NewTopic,
-        ScramCredentialInfo,
-        ScramMechanism,
-        UserScramCredentialUpsertion,
-    )
-
     state = tmp_path_factory.mktemp("kafka-secured")
     tls = local_kafka.make_tls(tmp_path_factory.mktemp("kafka-tls"))
     info = local_kafka.start(state, secured=ADMIN, tls=tls)
     try:
         bootstrap = info.bootstrap_servers
-        admin = _admin(bootstrap)
-        credential = ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 4096)
-        users = ((USER, PASSWORD), (PUBLISHER, PUBLISHER_PASSWORD), (MEMBER, MEMBER_PASSWORD))
-        for future in admin.alter_user_scram_credentials(
-            [UserScramCredentialUpsertion(user, credential, password.encode()) for user, password in users]
-        ).values():
-            future.result(60)
-        tag = uuid.uuid4().hex[:6]
-        topic, allowed, denied = f"sec-t-{tag}", f"sec-ok-{tag}", f"sec-denied-{tag}"
-        admin.create_topics([NewTopic(topic, 2, 1)])[topic].result(60)
-        producer = Producer({**ADMIN.client_config(), "bootstrap.servers": bootstrap})
-        for i in range(2 * RECORDS):
-            producer.produce(topic, b"x", partition=i % 2)
-        assert producer.flush(30) == 0
-        for group in (allowed, denied):
-            consumer = Consumer({**ADMIN.client_config(), "bootstrap.servers": bootstrap, "group.id": group})
-            offsets = [TopicPartition(topic, p, o) for p, o in COMMITTED.items()]
-            assert poll_until(lambda c=consumer, o=offsets: _committed(c, o), timeout=60, interval=0.5)
-            consumer.close()
-        acls = [
-            _acl("BROKER", "kafka-cluster", prefixed=False),
-            _acl("GROUP", "sec-ok-"),
-            _acl("TOPIC", "sec-"),
-        ]
-        for future in admin.create_acls(acls).values():
-            future.result(60)
+        topic, allowed, denied = _populate(bootstrap)
         config = state / "advisor.properties"
         config.write_text(
             "".join(f"{k}={v}\n" for k, v in local_kafka.scram_client_config(USER, PASSWORD).items())
@@ -126,6 +94,50 @@ def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]
         }
     finally:
         local_kafka.stop(state)
+
+
+def _populate(bootstrap: str) -> tuple[str, str, str]:
+    """The users, the topic with its records, the two groups' offsets and the advisor's ACLs; returns
+    (topic, allowed group, denied group). A function of its own so that its clients are gone when it
+    returns: held by the fixture until the broker stopped, they logged "Connection refused" after it."""
+    from confluent_kafka import Consumer, Producer, TopicPartition
+    from confluent_kafka.admin import (
+        NewTopic,
+        ScramCredentialInfo,
+        ScramMechanism,
+        UserScramCredentialUpsertion,
+    )
+
+    admin = _admin(bootstrap)
+    credential = ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 4096)
+    users = ((USER, PASSWORD), (PUBLISHER, PUBLISHER_PASSWORD), (MEMBER, MEMBER_PASSWORD))
+    for future in admin.alter_user_scram_credentials(
+        [UserScramCredentialUpsertion(user, credential, password.encode()) for user, password in users]
+    ).values():
+        future.result(60)
+    tag = uuid.uuid4().hex[:6]
+    topic, allowed, denied = f"sec-t-{tag}", f"sec-ok-{tag}", f"sec-denied-{tag}"
+    admin.create_topics([NewTopic(topic, 2, 1)])[topic].result(60)
+    producer = Producer({**ADMIN.client_config(), "bootstrap.servers": bootstrap})
+    for i in range(2 * RECORDS):
+        producer.produce(topic, b"x", partition=i % 2)
+    assert producer.flush(30) == 0
+    producer.close()
+    for group in (allowed, denied):
+        consumer = Consumer({**ADMIN.client_config(), "bootstrap.servers": bootstrap, "group.id": group})
+        try:
+            offsets = [TopicPartition(topic, p, o) for p, o in COMMITTED.items()]
+            assert poll_until(lambda c=consumer, o=offsets: _committed(c, o), timeout=60, interval=0.5)
+        finally:
+            consumer.close()
+    acls = [
+        _acl("BROKER", "kafka-cluster", prefixed=False),
+        _acl("GROUP", "sec-ok-"),
+        _acl("TOPIC", "sec-"),
+    ]
+    for future in admin.create_acls(acls).values():
+        future.result(60)
+    return topic, allowed, denied
 
 
 def _committed(consumer, offsets) -> bool:
@@ -447,8 +459,14 @@ def test_the_client_helper_with_least_rights(secured, fenced, caplog) -> None:
     _no_secret(caplog.text)
 
 
+def _followers() -> list[str]:
+    """Assignment-follower threads still running (each holds a consumer of the assignment topic)."""
+    return [t.name for t in threading.enumerate() if t.name.startswith("assignments-")]
+
+
 def test_the_client_helper_names_each_missing_right(secured, caplog) -> None:
-    """Fenced, without any one of its rights: the helper stops with one line naming that right."""
+    """Fenced, without any one of its rights: the helper stops with one line naming that right, and
+    leaves no client behind (a refused start once kept its assignment reader polling the broker)."""
     from rebalance_advisor_client import ClientError
 
     caplog.set_level(logging.INFO)
@@ -471,5 +489,6 @@ def test_the_client_helper_names_each_missing_right(secured, caplog) -> None:
         error = _refused_eventually(start_and_poll, ClientError)
         assert f"missing ACL: {grant}" in str(error) or grant in str(error), (grant, error)
         _no_secret(str(error))
+        assert poll_until(lambda: not _followers(), timeout=10, interval=0.2), (grant, _followers())
         _grant(bootstrap, acl)
     _no_secret(caplog.text)

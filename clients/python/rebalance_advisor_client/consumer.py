@@ -319,7 +319,11 @@ class AssignedConsumer:
                 "assigns it (is the member registered with the advisor, and its id spelled the same?)",
                 member_id, member_id, group_id, topic,
             )  # fmt: skip
-        self._maintain()
+        try:
+            self._maintain()
+        except BaseException:  # a refused first claim: the caller gets no member to close, so stop here
+            self.close(release=False)
+            raise
 
     # -- the public API --------------------------------------------------------------------------
 
