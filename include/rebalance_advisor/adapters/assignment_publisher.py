@@ -222,6 +222,9 @@ def publish_assignments(
     finally:
         with contextlib.suppress(KafkaException):  # a fatal producer error re-raises here: already handled
             producer.flush(0)
+        # A raised error's traceback keeps this frame: without the producer, so that its connections
+        # and threads end here, not whenever the caller drops the error (tests keep them for long).
+        del producer
     log.info(
         "plan %s for group %s: epoch %d, %s", plan_id, group_id, epoch, "published" if changed else "no-op"
     )
