@@ -31,7 +31,7 @@ horizon); its capacity is the least known capacity among the flagged members (No
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -211,35 +211,60 @@ def range_view(
     for r in plan.ranges:
         by_partition.setdefault((r.topic, r.partition), []).append(r)
     held_ranges = _current_by_partition(spec, current)
+    keys = spec.partition_keys
+    view, idx, parts = _split_view(
+        spec,
+        by_partition,
+        samples,
+        lambda k, _, shares: _split_int(int(spec.lag[k]), shares),
+        lambda k, r: _holder(spec, k, held_ranges.get(keys[k], ()), r.hash_lo, r.hash_hi, member_index),
+    )
+    view_owners = np.asarray(
+        [
+            int(plan.owners[k]) if r is None else member_index[r.member_id]
+            for k, r in zip(idx, parts, strict=True)
+        ],
+        dtype=np.int32,
+    )
+    view_owners.setflags(write=False)
+    ranges = tuple(None if r is None else (r.hash_lo, r.hash_hi) for r in parts)
+    return RangedCandidate(plan, view, view_owners, ranges)
+
+
+def _split_view(
+    spec: GroupSpec,
+    split: Mapping[tuple[str, int], Sequence[Any]],
+    samples: Mapping[tuple[str, int], KeySample],
+    range_lags: Callable[[int, Sequence[Any], np.ndarray], np.ndarray],
+    range_holder: Callable[[int, Any], int],
+) -> tuple[GroupSpec, list[int], list[Any]]:
+    """The one loop behind both range views: ``spec`` with each partition in ``split`` replaced by
+    its ranges (items with ``hash_lo``/``hash_hi``), the others whole. Returns the view, each entry's
+    partition index and its range (None: whole). A range's rate is the partition's times its share
+    (``_shares``); ``range_lags(k, ranges, shares)`` gives its lags, ``range_holder(k, range)`` its holder."""
     rate = spec.produce_rate
     idx: list[int] = []
     lag: list[int] = []
     rates: list[float] = []
-    owners: list[int] = []
     holders: list[int] = []
-    ranges: list[tuple[int, int] | None] = []
+    parts: list[Any] = []
     for k, key in enumerate(spec.partition_keys):
-        parts = by_partition.get(key)
-        if not parts:
+        ranges = split.get(key)
+        if not ranges:
             idx.append(k)
             lag.append(int(spec.lag[k]))
             rates.append(np.nan if rate is None else float(rate[k]))
-            owners.append(int(plan.owners[k]))
             holders.append(int(spec.owner[k]))
-            ranges.append(None)
+            parts.append(None)
             continue
-        shares = _shares(samples.get(key), [(r.hash_lo, r.hash_hi) for r in parts])
-        lag.extend(_split_int(int(spec.lag[k]), shares).tolist())
-        for r, share in zip(parts, shares, strict=True):
+        shares = _shares(samples.get(key), [(r.hash_lo, r.hash_hi) for r in ranges])
+        lag.extend(range_lags(k, ranges, shares).tolist())
+        for r, share in zip(ranges, shares, strict=True):
             idx.append(k)
             rates.append(np.nan if rate is None else float(rate[k]) * float(share))
-            owners.append(member_index[r.member_id])
-            holders.append(_holder(spec, k, held_ranges.get(key, ()), r.hash_lo, r.hash_hi, member_index))
-            ranges.append((r.hash_lo, r.hash_hi))
-    view = _view(spec, idx, lag, rates, holders)
-    view_owners = np.asarray(owners, dtype=np.int32)
-    view_owners.setflags(write=False)
-    return RangedCandidate(plan, view, view_owners, tuple(ranges))
+            holders.append(range_holder(k, r))
+            parts.append(r)
+    return _view(spec, idx, lag, rates, holders), idx, parts
 
 
 def _holder(spec: GroupSpec, k: int, held: Any, lo: int, hi: int, member_index: Mapping[str, int]) -> int:
@@ -288,33 +313,18 @@ def current_range_view(
     if not held_ranges:
         return None
     member_index = {m: i for i, m in enumerate(spec.member_ids)}
-    samples = samples or {}
-    rate = spec.produce_rate
-    idx: list[int] = []
-    lag: list[int] = []
-    rates: list[float] = []
-    holders: list[int] = []
-    for k, key in enumerate(spec.partition_keys):
-        held = held_ranges.get(key)
-        if not held:
-            idx.append(k)
-            lag.append(int(spec.lag[k]))
-            rates.append(np.nan if rate is None else float(rate[k]))
-            holders.append(int(spec.owner[k]))
-            continue
-        shares = _shares(samples.get(key), [(r.hash_lo, r.hash_hi) for r in held])
-        behind = {r.behind for r in held}
-        if len(behind) == 1:  # all ranges equally far: the same split as a candidate's view
-            lag.extend(_split_int(behind.pop(), shares).tolist())
-        else:
-            lag.extend(
-                np.rint([r.behind * sh for r, sh in zip(held, shares, strict=True)]).astype(int).tolist()
-            )
-        for r, share in zip(held, shares, strict=True):
-            idx.append(k)
-            rates.append(np.nan if rate is None else float(rate[k]) * float(share))
-            holders.append(member_index.get(r.member_id, -1))
-    return _view(spec, idx, lag, rates, holders)
+    view, _, _ = _split_view(
+        spec, held_ranges, samples or {}, _behind_lags, lambda _, r: member_index.get(r.member_id, -1)
+    )
+    return view
+
+
+def _behind_lags(_: int, held: Sequence[CurrentRange], shares: np.ndarray) -> np.ndarray:
+    """Current ranges' lags: how far behind each is times its share."""
+    behind = {r.behind for r in held}
+    if len(behind) == 1:  # all ranges equally far: the same split as a candidate's view
+        return _split_int(behind.pop(), shares)
+    return np.rint([r.behind * sh for r, sh in zip(held, shares, strict=True)]).astype(int)
 
 
 def range_rows(candidate: RangedCandidate) -> tuple[tuple[str, str, int, int, int, int], ...]:
