@@ -8,16 +8,14 @@ partitions to every member of every group. No broker is needed, only Java and th
 from __future__ import annotations
 
 import random
-import subprocess
-from pathlib import Path
 
 import pytest
 from rebalance_advisor.domain.assignors import ASSIGNORS
 from rebalance_advisor.domain.group_spec import parse_group_spec
 
 from tests._groups import seeded_group
+from tests.support.kafka_java import run_reference
 
-SOURCE = Path(__file__).resolve().parents[1] / "support" / "KafkaAssignorReference.java"
 GROUPS = 240
 
 #: member and instance id pieces whose order differs between naive code point order and Java's
@@ -67,23 +65,8 @@ def _reference_input(groups: list[dict]) -> str:
 
 
 def _run_reference(text: str) -> dict[tuple[str, str], dict[str, list[tuple[str, int]]]]:
-    from rebalance_advisor.adapters import kafka_jars
-
-    try:
-        libs = kafka_jars.fetch_jars()
-        java = kafka_jars.java_executable()
-    except kafka_jars.KafkaJarsError as exc:
-        pytest.skip(f"Kafka jars or Java unavailable: {exc}")
-    result = subprocess.run(
-        [java, "-cp", f"{libs}/*", str(SOURCE)],
-        input=text.encode(),
-        capture_output=True,
-        timeout=120,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr.decode(errors="replace")[-3000:]
     out: dict[tuple[str, str], dict[str, list[tuple[str, int]]]] = {}
-    for line in result.stdout.decode().splitlines():
+    for line in run_reference("KafkaAssignorReference", text).splitlines():
         strategy, group_id, member_id, *rest = line.split(" ")
         parts = sorted((rest[i], int(rest[i + 1])) for i in range(0, len(rest), 2))
         out.setdefault((strategy, group_id), {})[member_id] = parts

@@ -11,14 +11,12 @@ batches (the no-mask packing path). No broker is needed, only Java and the cache
 from __future__ import annotations
 
 import random
-import subprocess
-from pathlib import Path
 
 import numpy as np
 import pytest
 from rebalance_advisor_client.key_hash import default_partitions, murmur2_batch, positive_hashes
 
-SOURCE = Path(__file__).resolve().parents[1] / "support" / "KafkaKeyHashReference.java"
+from tests.support.kafka_java import run_reference
 
 
 def _keys() -> list[bytes]:
@@ -33,23 +31,10 @@ def _keys() -> list[bytes]:
 
 
 def _reference(keys: list[bytes], partitions: list[int]) -> np.ndarray:
-    from rebalance_advisor.adapters import kafka_jars
-
-    try:
-        libs = kafka_jars.fetch_jars()
-        java = kafka_jars.java_executable()
-    except kafka_jars.KafkaJarsError as exc:
-        pytest.skip(f"Kafka jars or Java unavailable: {exc}")
     text = "".join(f"{k.hex() or '-'} {n}\n" for k, n in zip(keys, partitions, strict=True))
-    result = subprocess.run(
-        [java, "-cp", f"{libs}/*", str(SOURCE)],
-        input=text.encode(),
-        capture_output=True,
-        timeout=120,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr.decode(errors="replace")[-3000:]
-    rows = [list(map(int, line.split())) for line in result.stdout.decode().splitlines()]
+    rows = [
+        list(map(int, line.split())) for line in run_reference("KafkaKeyHashReference", text).splitlines()
+    ]
     assert len(rows) == len(keys)
     return np.asarray(rows, dtype=np.int64)
 
