@@ -41,6 +41,23 @@ def _acl(kind: str, name: str, operation: str, prefixed: bool = True):
 @pytest.fixture(scope="module")
 def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
     """The secured broker, the least-rights user and a topic of keyed records."""
+    state = tmp_path_factory.mktemp("kafka-krs")
+    info = local_kafka.start(state, secured=ADMIN)
+    try:
+        bootstrap = info.bootstrap_servers
+        keys = _populate(bootstrap)
+        yield {
+            "bootstrap": bootstrap,
+            "settings": {**local_kafka.scram_client_config(USER, PASSWORD), "bootstrap.servers": bootstrap},
+            "keys": keys,
+        }
+    finally:
+        local_kafka.stop(state)
+
+
+def _populate(bootstrap: str) -> list[bytes]:
+    """The user, the topic of keyed records (returns the keys) and the user's ACLs. A function of its
+    own so that its clients are gone when it returns, not held until after the broker stopped."""
     from confluent_kafka import Producer
     from confluent_kafka.admin import (
         AdminClient,
@@ -50,38 +67,29 @@ def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
         UserScramCredentialUpsertion,
     )
 
-    state = tmp_path_factory.mktemp("kafka-krs")
-    info = local_kafka.start(state, secured=ADMIN)
-    try:
-        bootstrap = info.bootstrap_servers
-        admin = AdminClient({**ADMIN.client_config(), "bootstrap.servers": bootstrap})
-        credential = ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 4096)
-        for future in admin.alter_user_scram_credentials(
-            [UserScramCredentialUpsertion(USER, credential, PASSWORD.encode())]
-        ).values():
-            future.result(60)
-        admin.create_topics([NewTopic(TOPIC, 1, 1)])[TOPIC].result(60)
-        keys = [f"user-{(i * 7919) % 500}".encode() for i in range(RECORDS)]
-        producer = Producer({**ADMIN.client_config(), "bootstrap.servers": bootstrap, "linger.ms": 5})
-        for key in keys:
-            producer.produce(TOPIC, b"v", key, partition=0)
-        assert producer.flush(60) == 0
-        prefix = f"rebalance-advisor-client.{GROUP}."
-        acls = [
-            _acl("TOPIC", TOPIC, "READ", prefixed=False),
-            _acl("GROUP", GROUP, "READ"),  # the group and its derived key-range groups
-            _acl("TRANSACTIONAL_ID", prefix, "WRITE"),
-            _acl("TRANSACTIONAL_ID", prefix, "DESCRIBE"),
-        ]
-        for future in admin.create_acls(acls).values():
-            future.result(60)
-        yield {
-            "bootstrap": bootstrap,
-            "settings": {**local_kafka.scram_client_config(USER, PASSWORD), "bootstrap.servers": bootstrap},
-            "keys": keys,
-        }
-    finally:
-        local_kafka.stop(state)
+    admin = AdminClient({**ADMIN.client_config(), "bootstrap.servers": bootstrap})
+    credential = ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 4096)
+    for future in admin.alter_user_scram_credentials(
+        [UserScramCredentialUpsertion(USER, credential, PASSWORD.encode())]
+    ).values():
+        future.result(60)
+    admin.create_topics([NewTopic(TOPIC, 1, 1)])[TOPIC].result(60)
+    keys = [f"user-{(i * 7919) % 500}".encode() for i in range(RECORDS)]
+    producer = Producer({**ADMIN.client_config(), "bootstrap.servers": bootstrap, "linger.ms": 5})
+    for key in keys:
+        producer.produce(TOPIC, b"v", key, partition=0)
+    assert producer.flush(60) == 0
+    producer.close()
+    prefix = f"rebalance-advisor-client.{GROUP}."
+    acls = [
+        _acl("TOPIC", TOPIC, "READ", prefixed=False),
+        _acl("GROUP", GROUP, "READ"),  # the group and its derived key-range groups
+        _acl("TRANSACTIONAL_ID", prefix, "WRITE"),
+        _acl("TRANSACTIONAL_ID", prefix, "DESCRIBE"),
+    ]
+    for future in admin.create_acls(acls).values():
+        future.result(60)
+    return keys
 
 
 def test_a_fenced_range_runs_with_the_consumer_s_login_and_least_rights(secured) -> None:
