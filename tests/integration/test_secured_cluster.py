@@ -219,7 +219,7 @@ def test_a_wrong_password_is_an_authentication_error_without_the_password(secure
     )
     code = main(
         ["snapshot", "--bootstrap-servers", secured["bootstrap"], "--config", str(wrong), "--db",
-         f"sqlite:///{tmp_path / 'advisor.db'}", "--timeout", "10"]
+         f"sqlite:///{tmp_path / 'advisor.db'}", "--timeout", "4"]
     )  # fmt: skip
     out, err = capsys.readouterr()
     assert code == 1
@@ -255,7 +255,7 @@ def test_the_snapshot_over_sasl_ssl(secured, tmp_path, capsys) -> None:
     untrusted.write_text("".join(f"{k}={v}\n" for k, v in settings.items()))
     code = main(
         ["snapshot", "--bootstrap-servers", secured["tls_bootstrap"], "--config", str(untrusted), "--db", url,
-         "--timeout", "10"]
+         "--timeout", "4"]
     )  # fmt: skip
     out, err = capsys.readouterr()
     assert code == 1
