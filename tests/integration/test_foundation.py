@@ -193,13 +193,21 @@ def test_demo_workload_reloads_on_a_shared_cluster(kafka_bootstrap: str) -> None
     }
 
 
+@pytest.fixture(scope="module")
+def demo_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, str]:
+    """One ``rebalance-advisor demo`` run (about a minute) for both tests that read its output: its
+    home directory, its stdout and the part after the lag table."""
+    home = tmp_path_factory.mktemp("demo")
+    return (home, *_run_demo(home))
+
+
 @pytest.mark.kafka
 @pytest.mark.slow
-def test_make_demo_prints_the_reference_lags_and_plans_and_leaves_nothing_running(tmp_path) -> None:
+def test_make_demo_prints_the_reference_lags_and_plans_and_leaves_nothing_running(demo_run) -> None:
     """``rebalance-advisor demo`` (what ``make demo`` runs), as a user runs it, on its own broker."""
     from rebalance_advisor.devtools import demo_workload
 
-    out, outcomes = _run_demo(tmp_path)
+    tmp_path, out, outcomes = demo_run
     rows = {
         (r["GROUP"], r["TOPIC"], int(r["PARTITION"])): r
         for r in local_kafka.parse_describe_output(out.split("Advisor outcomes", 1)[0])
@@ -243,11 +251,11 @@ def _run_demo(tmp_path: Path) -> tuple[str, str]:
 
 @pytest.mark.kafka
 @pytest.mark.slow
-def test_make_demo_shows_the_live_groups_overload_and_its_rate_aware_fix(tmp_path) -> None:
+def test_make_demo_shows_the_live_groups_overload_and_its_rate_aware_fix(demo_run) -> None:
     """The demo's live group (issue 13 item 10). It failed on an idle machine while the first
     snapshot came before some partitions had a commit (no consume rates, no capacity): the demo now
     waits for a commit on every live partition, and spaces its snapshots by their stored times."""
-    _check_live_group(_run_demo(tmp_path)[1])
+    _check_live_group(demo_run[2])
 
 
 def _check_live_group(outcomes: str) -> None:
