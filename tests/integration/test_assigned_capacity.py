@@ -130,3 +130,60 @@ def test_assign_only_member_gets_a_measured_capacity_from_its_published_plan(kaf
     carried = store.load_snapshot(third_id, url).rates.capacity[(group, busy)]
     assert carried == got
     store.db.dispose(url)
+
+
+def test_member_whose_partitions_a_new_plan_left_unchanged_is_measured_across_it(
+    kafka_bootstrap, db_url
+) -> None:
+    """A plan published between two snapshots pauses the measurement only of the members it changed:
+    one that kept exactly its partitions held them over the whole interval (store path: the previous
+    owners are those of the plan the previous snapshot measured against)."""
+    url = db_url
+    store.upgrade(url)
+    group = f"asg-keep-{uuid.uuid4().hex[:8]}"
+    topic = _topic(kafka_bootstrap, 6)
+    for member in ("m1", "m2", "m3"):
+        static_members.add(group, member, [topic], url)
+    _publish(
+        url, record_plan(url, group, ["m1", "m2", "m3"], [9000, 500, 400, 300, 200, 100], topic=topic), 1
+    )
+    with db.connect(url) as conn:
+        before = published_assignments(conn)[group]
+    keeper = next(m for m, parts in before.items() if (topic, 0) in parts)  # holds the backlogged p0
+    mover = next(m for m, parts in before.items() if (topic, 1) in parts)  # holds the backlogged p1
+    assert keeper != mover, before
+
+    # p0 and p1 are behind at every snapshot; nothing new is produced after the first one.
+    _produce(kafka_bootstrap, topic, {0: 3000, **{p: 200 for p in range(1, 6)}})
+    _commit(kafka_bootstrap, group, topic, {0: 1000, 1: 50, **{p: 200 for p in range(2, 6)}})
+    t0 = datetime.now(UTC).replace(microsecond=0) - timedelta(minutes=10)
+    _snapshot(kafka_bootstrap, group, url, t0)
+    _commit(kafka_bootstrap, group, topic, {0: 1600, 1: 100})
+    second_id = _snapshot(kafka_bootstrap, group, url, t0 + timedelta(seconds=INTERVAL_S))
+    second = store.load_snapshot(second_id, url).rates.capacity
+    # By hand: each consumed its backlogged partition only; 600 and 50 records in 60 s.
+    assert second[(group, keeper)].capacity == pytest.approx(600 / INTERVAL_S)
+    assert second[(group, mover)].capacity == pytest.approx(50 / INTERVAL_S)
+    assert {second[(group, m)].source for m in (keeper, mover)} == {"measured"}
+
+    # A new plan keeps the keeper's partitions and changes the mover's.
+    _publish(
+        url, record_plan(url, group, ["m1", "m2", "m3"], [9000, 100, 200, 300, 400, 500], topic=topic), 2
+    )
+    with db.connect(url) as conn:
+        after = published_assignments(conn)[group]
+    assert sorted(after[keeper]) == sorted(before[keeper]), (before, after)
+    assert sorted(after[mover]) != sorted(before[mover]) and (topic, 1) in after[mover], (before, after)
+
+    _commit(kafka_bootstrap, group, topic, {0: 2500, 1: 150})
+    third = store.load_snapshot(
+        _snapshot(kafka_bootstrap, group, url, t0 + timedelta(seconds=2 * INTERVAL_S)), url
+    ).rates.capacity
+    # The keeper is measured again over the interval the plan changed in: it consumed 900 records in
+    # 60 s, 15/s (above its smoothed sample, so the consumed bound gives exactly that), at that time.
+    assert third[(group, keeper)].source == "measured"
+    assert third[(group, keeper)].capacity == pytest.approx(900 / INTERVAL_S)
+    assert third[(group, keeper)].measured_at == t0 + timedelta(seconds=2 * INTERVAL_S)
+    # The mover gained or lost partitions: not measured over it, its value is carried as it was.
+    assert third[(group, mover)] == second[(group, mover)]
+    store.db.dispose(url)
