@@ -16,8 +16,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from rebalance_advisor.domain.decisions import Thresholds
-from rebalance_advisor.domain.group_planning import plan_group
+from rebalance_advisor.domain.group_planning import catch_up_floor, plan_group
+from rebalance_advisor.domain.group_spec import parse_group_spec
 from rebalance_advisor.domain.lag_rules import PreviousSnapshotState, RateParameters, derive_rates
+from rebalance_advisor.domain.load_model import load_inputs
 from rebalance_advisor.domain.snapshot_model import (
     CommittedOffset,
     Group,
@@ -228,3 +230,43 @@ def test_an_estimated_member_is_not_relieved_on_its_estimate():
         {**d, "capacity_sources": {"b": "measured", "u1": "group_median"}}, Thresholds(), T0
     )
     assert estimated.outcome == "balanced", estimated.reason
+
+
+# ---- the held case above target: physics, said in the reason ----------------------------------
+
+
+def _held_doc() -> dict:
+    """bench/closed_loop.py run B at 02:48 (rounded): the hot p0 already sits on the fastest member c
+    with only a light p1 beside it; d is caught up."""
+    return {
+        "group_id": "g",
+        "members": [
+            {"member_id": "c", "topics": ["t"], "owned": [["t", 0], ["t", 1]], "capacity": 280.0},
+            {"member_id": "d", "topics": ["t"], "owned": [["t", 2]], "capacity": 200.0},
+        ],
+        "partitions": [
+            {"topic": "t", "partition": 0, "lag": 9_000, "produce_rate": 200.0},
+            {"topic": "t", "partition": 1, "lag": 50, "produce_rate": 3.0},
+            {"topic": "t", "partition": 2, "lag": 0, "produce_rate": 100.0},
+        ],
+    }
+
+
+def test_a_hold_above_target_says_how_fast_any_plan_could_catch_up():
+    # c can use 0.98 x 280 = 274.4/s: now T = 9,050 / (274.4 - 203) = 126.8 s > the 60 s target. The
+    # best any plan can do is p0 alone on c: 9,000 / (274.4 - 200) = 121.0 s, 4.6 % better: under the
+    # 10 % minimum improvement, so the group is held, and the reason says that is the floor.
+    held = plan_group(_held_doc(), Thresholds(target_catch_up_s=60.0), T0)
+    assert held.outcome == "no_better_plan", held.reason
+    assert "catch-up 127 s" in held.reason
+    assert "no plan catches up in under 121 s: t-0's lag 9,000 at 200.0/s" in held.reason
+    assert "(274.4/s usable)" in held.reason
+
+
+def test_the_floor_is_infinite_for_a_partition_hotter_than_every_member():
+    # p0 at 280/s >= 274.4/s usable on the fastest member: no plan ever drains it
+    doc = _held_doc()
+    doc["partitions"][0]["produce_rate"] = 280.0
+    spec = parse_group_spec(doc)
+    floor = catch_up_floor(spec, load_inputs(spec), Thresholds())
+    assert floor is not None and math.isinf(floor[0]) and floor[1].startswith("t-0's lag 9,000 at 280.0/s")

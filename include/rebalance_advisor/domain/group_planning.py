@@ -299,6 +299,13 @@ def advise_group(observation: GroupObservation, thresholds: Thresholds, now: dat
     decision = decide(
         state, candidates, thresholds, forced_handovers=forced, standing=observation.standing, now=now
     )
+    if decision.outcome == "no_better_plan" and state.capacities_known and now_spec is spec:
+        floor = catch_up_floor(spec, inputs, thresholds)
+        if floor is not None:  # why nothing improves: what physics allows (catch_up_floor)
+            decision = dataclasses.replace(
+                decision,
+                reason=f"{decision.reason}; no plan catches up in under {seconds(floor[0])}: {floor[1]}",
+            )
     if (
         decision.outcome == "no_better_plan"
         and now_spec is spec
@@ -393,6 +400,40 @@ def optimistic_estimates(
     raised = np.where(est, np.maximum(caps, need), caps)
     raised.setflags(write=False)
     return dataclasses.replace(inputs, capacity=raised)
+
+
+def catch_up_floor(spec: GroupSpec, inputs: LoadInputs, thresholds: Thresholds) -> tuple[float, str] | None:
+    """The shortest predicted catch-up any plan can reach, and the partition that sets it.
+
+    A backlogged partition p drains at best alone on the subscribed member with the most usable
+    capacity μ: T ≥ lag_p / (μ − λ_p) (a member's T = B / (μ − Λ) with B ≥ lag_p and Λ ≥ λ_p; a
+    handover pause only adds backlog). When the current catch-up is within the minimum improvement
+    of this floor, holding is physics, not a candidate the search missed (bench/closed_loop.py run
+    B: "catch-up 147 s -> 144 s", floor 133 s). None without capacities or backlog.
+    """
+    caps = inputs.capacity
+    if caps is None or not (spec.lag > 0).any():
+        return None
+    usable = caps * (1.0 - thresholds.capacity_margin)
+    best = None
+    for part in np.flatnonzero(spec.lag > 0).tolist():
+        members = spec.topic_subscribers[int(spec.topic_index[part])]
+        if len(members) == 0:
+            continue
+        fastest = float(np.max(usable[members]))
+        t = float(
+            catch_up_time(
+                np.array([float(spec.lag[part])]), np.array([inputs.rate[part]]), np.array([fastest])
+            )[0]
+        )
+        if best is None or t > best[0]:
+            topic, number = spec.partition_keys[part]
+            best = (
+                t,
+                f"{topic}-{number}'s lag {int(spec.lag[part]):,} at {inputs.rate[part]:,.1f}/s drains at best "
+                f"on the fastest member ({fastest:,.1f}/s usable)",
+            )
+    return best
 
 
 #: the strategy name of the plan :func:`capacity_probe` makes
