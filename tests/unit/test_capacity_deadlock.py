@@ -16,7 +16,13 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from rebalance_advisor.domain.decisions import Thresholds
-from rebalance_advisor.domain.group_planning import catch_up_floor, plan_group
+from rebalance_advisor.domain.group_planning import (
+    capacity_probe,
+    catch_up_floor,
+    observe_document,
+    optimistic_estimates,
+    plan_group,
+)
 from rebalance_advisor.domain.group_spec import parse_group_spec
 from rebalance_advisor.domain.lag_rules import PreviousSnapshotState, RateParameters, derive_rates
 from rebalance_advisor.domain.load_model import load_inputs
@@ -270,3 +276,65 @@ def test_the_floor_is_infinite_for_a_partition_hotter_than_every_member():
     spec = parse_group_spec(doc)
     floor = catch_up_floor(spec, load_inputs(spec), Thresholds())
     assert floor is not None and math.isinf(floor[0]) and floor[1].startswith("t-0's lag 9,000 at 280.0/s")
+
+
+# ---- the plan the strategies missed: the hot partition left alone on its member ------------------
+
+#: bench/closed_loop.py run B at 04:38:22 UTC (session 5), as the planner saw it: partition -> (lag,
+#: produce rate); member -> (capacity, owned partitions). c3 (measured 272.3/s) holds the hot p10.
+RUN_B_PARTITIONS = {
+    0: (71, 5.0), 1: (142, 9.2), 2: (2, 4.1), 3: (73, 5.8), 4: (127, 4.7), 5: (3, 6.9), 6: (305, 20.4),
+    7: (5, 10.2), 8: (114, 10.5), 9: (6, 14.3), 10: (6553, 145.2), 11: (264, 15.5), 12: (24, 62.7),
+    13: (3, 5.0), 14: (306, 6.4), 15: (339, 8.3), 16: (114, 4.4), 17: (121, 7.4), 18: (3, 6.9),
+    19: (806, 30.1), 20: (551, 12.7), 21: (1237, 42.2), 22: (192, 5.0), 23: (706, 25.8),
+}  # fmt: skip
+RUN_B_MEMBERS = {
+    "c0": (112.4, [0, 1, 3, 6, 8, 11, 17]),
+    "c1": (163.4, [4, 16, 19, 21, 23]),
+    "c2": (163.4, [2, 5, 7, 9, 12, 13, 18]),
+    "c3": (272.3, [10, 14, 15, 20, 22]),
+}
+
+
+def _run_b_doc() -> dict:
+    return {
+        "group_id": "g",
+        "members": [
+            {"member_id": m, "topics": ["t"], "owned": [["t", p] for p in owned], "capacity": cap}
+            for m, (cap, owned) in RUN_B_MEMBERS.items()
+        ],
+        "partitions": [
+            {"topic": "t", "partition": p, "lag": lag, "produce_rate": rate}
+            for p, (lag, rate) in RUN_B_PARTITIONS.items()
+        ],
+        "capacity_sources": {"c0": "measured", "c1": "measured", "c2": "group_median", "c3": "measured"},
+    }
+
+
+def test_the_hot_partition_is_left_alone_on_the_fastest_member():
+    # c3 can use 0.98 x 272.3 = 266.854/s; its inflow 145.2 + 6.4 + 8.3 + 12.7 + 5.0 = 177.6 and backlog
+    # 6,553 + 306 + 339 + 551 + 192 = 7,941: T = 7,941 / 89.254 = 89 s > 60 s. The strategies' best
+    # was 81 s (under the 10 % minimum), and the probe then took p10 off c3. With c3's other four
+    # partitions moved away, p10 alone drains in 6,553 / (266.854 - 145.2) = 53.9 s.
+    advice = plan_group(_run_b_doc(), Thresholds(target_catch_up_s=60.0), T0)
+    assert advice.outcome == "recommended", advice.reason
+    assert advice.plan.strategy == "isolate_backlog", advice.reason
+    owners = {p: m for m, _t, p, _lag in advice.plan.assignments}
+    assert [p for p, m in owners.items() if m == "c3"] == [10]
+    assert advice.plan.metrics.moves == 4
+    assert "so that t-10 (lag 6,553, 145.2/s) drains nearly alone there (54 s)" in advice.reason
+    assert "predicted catch-up 89 s ->" in advice.reason
+
+
+def test_no_probe_when_the_hot_partition_alone_meets_the_target_on_its_member():
+    # the same state: p10 alone on c3 takes 53.9 s <= 60 s, so no gamble on c2's estimate; with a
+    # 50 s target it would not, and the probe hands p10 to c2 (the only estimated member)
+    doc = _run_b_doc()
+    observation = observe_document(doc)
+    spec = observation.spec
+    for target, expected in ((60.0, None), (50.0, "c2")):
+        thresholds = Thresholds(target_catch_up_s=target)
+        inputs = optimistic_estimates(spec, load_inputs(spec), thresholds, observation.estimated_capacity)
+        probe = capacity_probe(spec, inputs, thresholds, observation.estimated_capacity)
+        got = None if probe is None else spec.member_ids[int(probe[0][spec.partition_keys.index(("t", 10))])]
+        assert got == expected, (target, probe and probe[1])

@@ -300,6 +300,20 @@ def advise_group(observation: GroupObservation, thresholds: Thresholds, now: dat
         state, candidates, thresholds, forced_handovers=forced, standing=observation.standing, now=now
     )
     if decision.outcome == "no_better_plan" and state.capacities_known and now_spec is spec:
+        isolated = isolate_backlog(spec, inputs, thresholds)
+        if isolated is not None:  # one more candidate, judged by the same rule
+            owners_by_strategy[ISOLATE_BACKLOG] = isolated[0]
+            measure(ISOLATE_BACKLOG, isolated[0])
+            again = decide(
+                state, candidates, thresholds, forced_handovers=forced, standing=observation.standing, now=now
+            )
+            if again.chosen is not None and again.chosen.strategy == ISOLATE_BACKLOG:
+                decision = dataclasses.replace(
+                    again, reason=f"{again.reason}; {ISOLATE_BACKLOG}: {isolated[1]}"
+                )
+            elif again.outcome != "no_better_plan":
+                decision = again
+    if decision.outcome == "no_better_plan" and state.capacities_known and now_spec is spec:
         floor = catch_up_floor(spec, inputs, thresholds)
         if floor is not None:  # why nothing improves: what physics allows (catch_up_floor)
             decision = dataclasses.replace(
@@ -436,6 +450,69 @@ def catch_up_floor(spec: GroupSpec, inputs: LoadInputs, thresholds: Thresholds) 
     return best
 
 
+#: the strategy name of the plan :func:`isolate_backlog` makes
+ISOLATE_BACKLOG = "isolate_backlog"
+
+
+def isolate_backlog(
+    spec: GroupSpec, inputs: LoadInputs, thresholds: Thresholds
+) -> tuple[np.ndarray, str] | None:
+    """Leave the bottleneck member its most backlogged partition alone: its other partitions go, one by
+    one (hottest first), to the member whose predicted catch-up stays the shortest with it (its lag
+    plus a handover pause of production), while that stays below the bottleneck's current catch-up.
+
+    The plan that reaches :func:`catch_up_floor` when the hot partition already sits on the fastest
+    member; the strategies balance load and did not find it (bench/closed_loop.py run B at 04:38:22:
+    catch-up 67 s, best candidate 81 s, this plan 54 s; the rule held, and a capacity probe then moved
+    the hot partition off the fastest member). None without capacities, when the bottleneck has no
+    backlog or one partition, or when nothing can move.
+    """
+    caps = inputs.capacity
+    if caps is None or spec.num_members < 2:
+        return None
+    usable = caps * (1.0 - thresholds.capacity_margin)
+    inflow, backlog = member_totals(spec, spec.owner, inputs.rate)
+    back = backlog.astype(np.float64)
+    t = catch_up_time(back, inflow, usable)
+    worst = int(np.argmax(np.where(backlog > 0, t, -1.0)))
+    held = np.flatnonzero(spec.owner == worst)
+    if backlog[worst] <= 0 or len(held) < 2:
+        return None
+    hot = int(held[np.argmax(spec.lag[held])])
+    if spec.lag[hot] <= 0:
+        return None
+    owners = spec.owner.copy()
+    bound = float(t[worst])
+    moved = 0
+    for q in sorted((int(k) for k in held if k != hot), key=lambda k: -float(inputs.rate[k])):
+        rate = float(inputs.rate[q])
+        extra = float(spec.lag[q]) + rate * thresholds.handover_cost_s
+        members = [int(m) for m in spec.topic_subscribers[int(spec.topic_index[q])] if m != worst]
+        if not members:
+            continue
+        after = catch_up_time(back[members] + extra, inflow[members] + rate, usable[members])
+        pick = int(np.argmin(after))
+        if not (after[pick] < bound):
+            continue
+        m = members[pick]
+        owners[q] = m
+        back[m] += extra
+        inflow[m] += rate
+        back[worst] -= float(spec.lag[q])
+        inflow[worst] -= rate
+        moved += 1
+    if not moved:
+        return None
+    topic, number = spec.partition_keys[hot]
+    left = catch_up_time(back[worst : worst + 1], inflow[worst : worst + 1], usable[worst : worst + 1])[0]
+    why = (
+        f"{moved} partition(s) off {spec.member_ids[worst]} (predicted catch-up {seconds(bound)}), so that "
+        f"{topic}-{number} (lag {int(spec.lag[hot]):,}, {inputs.rate[hot]:,.1f}/s) drains nearly alone there "
+        f"({seconds(float(left))})"
+    )
+    return owners, why
+
+
 #: the strategy name of the plan :func:`capacity_probe` makes
 CAPACITY_PROBE = "capacity_probe"
 
@@ -454,7 +531,13 @@ def capacity_probe(
     if not, it is saturated with backlog, so the next snapshot measures it and the next plan uses
     the measured value (and may move the partition back: moving back to remove an overload is
     allowed). None when the bottleneck member's own capacity is an estimate (it is saturated now,
-    so it is being measured), when it has no backlog, or when no other member is estimated.
+    so it is being measured), when it has no backlog, or when no other member is estimated; and None
+    when that partition alone on the bottleneck would catch up within the target: the probe is a
+    gamble on an unknown capacity, worth its two handovers of the hot partition only when the measured
+    member cannot meet the target even so (bench/closed_loop.py run B at 04:38:22: catch-up 67 s
+    against a 60 s target, 54 s with the hot partition alone on the fastest measured member, 272/s;
+    the probe moved it to a member estimated at 163/s, truly 225/s, and its lag rose 6,553 -> 7,837
+    before the next plan moved it back).
     """
     caps = inputs.capacity
     if caps is None or not estimated or spec.num_members < 2:
@@ -470,6 +553,11 @@ def capacity_probe(
     part = int(held[np.argmax(spec.lag[held])])
     if spec.lag[part] <= 0:
         return None
+    alone = catch_up_time(
+        np.array([float(spec.lag[part])]), inputs.rate[part : part + 1], usable[worst : worst + 1]
+    )
+    if not (alone[0] > thresholds.target_catch_up_s):
+        return None  # the bottleneck meets the target with that partition alone: no gamble needed
     headroom = np.where(est, usable - inflow, -np.inf)
     headroom[worst] = -np.inf
     subscribed = np.zeros(spec.num_members, dtype=bool)
