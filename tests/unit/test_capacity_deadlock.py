@@ -262,7 +262,7 @@ def test_a_hold_above_target_says_how_fast_any_plan_could_catch_up():
     held = plan_group(_held_doc(), Thresholds(target_catch_up_s=60.0), T0)
     assert held.outcome == "no_better_plan", held.reason
     assert "catch-up 127 s" in held.reason
-    assert "no plan catches up in under 121 s: t-0's lag 9,000 at 200.0/s" in held.reason
+    assert "on these capacities no plan catches up in under 121 s: t-0's lag 9,000 at 200.0/s" in held.reason
     assert "(274.4/s usable)" in held.reason
 
 

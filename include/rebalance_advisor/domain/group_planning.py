@@ -318,7 +318,7 @@ def advise_group(observation: GroupObservation, thresholds: Thresholds, now: dat
         if floor is not None:  # why nothing improves: what physics allows (catch_up_floor)
             decision = dataclasses.replace(
                 decision,
-                reason=f"{decision.reason}; no plan catches up in under {seconds(floor[0])}: {floor[1]}",
+                reason=f"{decision.reason}; on these capacities no plan catches up in under {seconds(floor[0])}: {floor[1]}",
             )
     if (
         decision.outcome == "no_better_plan"
