@@ -391,3 +391,40 @@ def test_oracle_repacks_a_member_its_greedy_moves_and_chain_cannot_relieve():
     owners = OraclePlanner().plan(obs, Truth(rates, np.full(3, 100.0)))
     assert owners is not None
     assert owners.tolist() == [0, 2, 1, 1, 1, 2, 0, 1]
+
+
+def test_advisor_planner_passes_estimated_capacities_as_production_does():
+    # Issue 13 item 7: the simulator runs the production rule with the production inputs. A holds
+    # p0 at 110 msg/s against a capacity of 100; B holds p1 + p2 (20 msg/s) at a measured 200. No lag.
+    # Measured, A is overloaded (110 >= 98 % of 100) and the rule moves p0 to B (130 < 196).
+    # Estimated (group median: A was never seen saturated), the rule's optimistic estimate raises A
+    # to what its current load needs, 110 / 0.98 x 1.01 = 113.4, so nothing is overloaded, the
+    # group has no lag and the outcome is idle: no plan.
+    from rebalance_advisor.domain.simulation import AdvisorPlanner, make_planner
+
+    def observe(source: str) -> Observation:
+        rates = np.array([110.0, 10.0, 10.0])
+        return Observation(
+            time_s=900.0,
+            member_ids=("A", "B"),
+            member_topics=(("t",), ("t",)),
+            partition_topic=("t",) * 3,
+            partition_number=np.arange(3),
+            lag=np.zeros(3, dtype=np.int64),
+            owner=np.array([0, 1, 1], dtype=np.int32),
+            produce_rate=rates,
+            consume_rate=rates,
+            capacity=np.array([100.0, 200.0]),
+            capacity_source=(source, "measured"),
+            recent_moves=(),
+            snapshots_seen=4,
+        )
+
+    scenario = parse_scenario(WORKED, strategy="rate_aware")
+    truth = Truth(np.array([110.0, 10.0, 10.0]), np.array([100.0, 200.0]))
+    planner = make_planner("rate_aware", scenario)
+    assert isinstance(planner, AdvisorPlanner)
+    measured = planner.plan(observe("measured"), truth)
+    assert measured is not None and measured[0] == 1
+    for source in ("group_median", "own_rate"):
+        assert make_planner("rate_aware", scenario).plan(observe(source), truth) is None, source

@@ -63,6 +63,7 @@ from rebalance_advisor.domain.lag_rules import (
     fill_capacities,
     next_capacity,
 )
+from rebalance_advisor.domain.snapshot_model import estimated_capacity_members
 from rebalance_advisor.errors import AdvisorError
 
 #: planners the simulator knows besides the plain assignors (see :func:`make_planner`); a name here
@@ -357,6 +358,13 @@ class AdvisorPlanner:
             int(spec.lag.sum()),
             standing=self._standing,
             recent_moves=obs.recent_moves,
+            # as the spec document's capacity_sources: the capacity probe and optimistic estimates
+            # act on the same members as in production (only when the rule sees the capacities)
+            estimated_capacity=estimated_capacity_members(
+                zip(obs.member_ids, obs.capacity_source, strict=True)
+            )
+            if self.with_load
+            else frozenset(),
         )
         now = EPOCH + timedelta(seconds=obs.time_s)
         advice = advise_group(observation, self.thresholds, now)
