@@ -21,6 +21,9 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
+
+import numpy as np
 
 from rebalance_advisor.domain.safe_regex import SafeRegex, compile_safe_regex
 from rebalance_advisor.domain.snapshot_model import (
@@ -269,7 +272,8 @@ class PreviousSnapshotState:
     capacities: Mapping[tuple[str, str], tuple[float, datetime]] = field(default_factory=dict)
 
 
-def _interval_problem(elapsed: float, params: RateParameters) -> str | None:
+def rate_interval_problem(elapsed: float, params: RateParameters) -> str | None:
+    """Why an interval of ``elapsed`` seconds between two snapshots gives no rate (None: it does)."""
     if elapsed <= 0:
         return f"clock went backwards ({elapsed:.1f} s since the previous snapshot)"
     if elapsed < params.min_interval_s:
@@ -279,8 +283,20 @@ def _interval_problem(elapsed: float, params: RateParameters) -> str | None:
     return None
 
 
-def _smooth(sample: float, previous: float | None, alpha: float) -> float:
-    return sample if previous is None else previous + alpha * (sample - previous)
+def smoothing_weight(elapsed: float, params: RateParameters) -> float:
+    """α of the EWMA in time (module docstring) for an interval of ``elapsed`` seconds."""
+    return 1.0 - math.exp(-elapsed / params.time_constant_s)
+
+
+def smooth_rate(sample: Any, previous: Any, alpha: float) -> Any:
+    """The EWMA update R += α (r - R); the first sample is taken as is (``previous`` None, or NaN in
+    an array). One rule for the stored snapshot rates and the simulator's observations (per
+    partition arrays)."""
+    if previous is None:
+        return sample
+    if isinstance(previous, np.ndarray):
+        return np.where(np.isnan(previous), sample, previous + alpha * (sample - previous))
+    return previous + alpha * (sample - previous)
 
 
 def derive_rates(
@@ -319,8 +335,8 @@ def derive_rates(
         problem = out.note = "no previous snapshot of this cluster: rates from the next one on"
     else:
         elapsed = (current.taken_at - previous.taken_at).total_seconds()
-        problem = out.note = _interval_problem(elapsed, params)
-    alpha = 1.0 - math.exp(-elapsed / params.time_constant_s) if problem is None else 0.0
+        problem = out.note = rate_interval_problem(elapsed, params)
+    alpha = smoothing_weight(elapsed, params) if problem is None else 0.0
 
     # produce: Δ log-end / Δt per partition
     produce_sample: dict[tuple[str, int], float] = {}
@@ -336,7 +352,7 @@ def derive_rates(
             out.produce[key] = RateEstimate(None, f"log end went backwards ({e0} -> {e1}): topic recreated?")
         else:
             sample = produce_sample[key] = (e1 - e0) / elapsed
-            out.produce[key] = RateEstimate(_smooth(sample, previous.produce.get(key), alpha))
+            out.produce[key] = RateEstimate(smooth_rate(sample, previous.produce.get(key), alpha))
 
     # consume: Δ committed / Δt per (group, partition); time lag per committed offset
     consume_sample: dict[tuple[str, str, int], float] = {}
@@ -363,7 +379,7 @@ def derive_rates(
                 )
             else:
                 sample = consume_sample[key] = (c.offset - c0) / elapsed
-                out.consume[key] = RateEstimate(_smooth(sample, previous.consume.get(key), alpha))
+                out.consume[key] = RateEstimate(smooth_rate(sample, previous.consume.get(key), alpha))
         p = ends.get(tp)
         end = lag_end_offset(p, isolation) if p is not None else None
         lag = None if end is None else max(end - c.offset, 0)
@@ -439,8 +455,7 @@ def next_capacity(
     if carried is not None and carried_age_s > params.capacity_max_age_s:
         carried = None
     if sample is not None:
-        alpha = 1.0 - math.exp(-elapsed_s / params.time_constant_s)
-        value, fresh = _smooth(sample, carried, alpha), True
+        value, fresh = smooth_rate(sample, carried, smoothing_weight(elapsed_s, params)), True
     elif carried is not None:
         value, fresh = carried, False
     else:

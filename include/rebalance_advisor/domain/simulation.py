@@ -21,8 +21,9 @@ Model, per step of ``step_s`` seconds (default 5 s):
   served more than it has); the tests check it on random scenarios.
 
 Every ``replan_interval_s`` the planner gets an :class:`Observation`: what a snapshot would show
-(integer lags, owners, produce rates estimated from log-end offsets over the last
-``rate_window_s``, capacities as a snapshot estimates them — the same functions of
+(integer lags, owners, produce and consume rates from log-end and committed offsets between
+snapshots, smoothed as a snapshot smooths them (``lag_rules.smooth_rate``, EWMA with time constant
+``rate_time_constant_s``), capacities as a snapshot estimates them — the same functions of
 ``lag_rules``: measured as a member's consume rate over a snapshot interval in which it held the
 same partitions at both ends, with backlog on at least one of them at both ends
 (``busy_capacity_sample``), smoothed and carried up to an hour (``next_capacity``); unmeasured
@@ -41,6 +42,7 @@ same partition through a move less than ``flap_window_s`` (30 min) earlier.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -62,6 +64,9 @@ from rebalance_advisor.domain.lag_rules import (
     busy_capacity_sample,
     fill_capacities,
     next_capacity,
+    rate_interval_problem,
+    smooth_rate,
+    smoothing_weight,
 )
 from rebalance_advisor.domain.snapshot_model import estimated_capacity_members
 from rebalance_advisor.errors import AdvisorError
@@ -170,7 +175,11 @@ class Scenario(_Model):
     strategy: str = "current_rule"
     initial_strategy: str = "range"
     capacities_known: bool = False
-    rate_window_s: float = Field(300.0, gt=0)
+    rate_time_constant_s: float = Field(
+        RATE_PARAMETERS.time_constant_s,
+        gt=0,
+        description="EWMA time constant of the observed rates (lag_rules.RateParameters.time_constant_s)",
+    )
     backlog_age_s: float = Field(0.0, ge=0, description="starting lag was produced over this long before 0")
     sample_s: float = Field(30.0, gt=0, description="time lag is sampled this often (a multiple of step_s)")
     seed: int = 0
@@ -721,6 +730,8 @@ def simulate(
     # initial ownership: the initial strategy over the present members, no pause, no move counted
     owner = np.full(num_p, -1, dtype=np.int32)
     snaps: deque[tuple[float, np.ndarray, np.ndarray, np.ndarray]] = deque()
+    rate_params = dataclasses.replace(RATE_PARAMETERS, time_constant_s=sc.rate_time_constant_s)
+    rates = [np.full(num_p, np.nan), np.full(num_p, np.nan)]  # smoothed produce, consume (NaN: unknown)
     cap_est = np.full(num_m, np.nan)  # measured capacity (NaN: not measured or too old)
     cap_at = np.zeros(num_m)  # when it was last measured
     member_changed = np.zeros(num_m)  # last time its partition set changed
@@ -732,16 +743,18 @@ def simulate(
         committed = np.minimum(np.floor(processed_cum), log_end)  # float sums may pass the end by 1e-13
         lag_obs = (log_end - committed).astype(np.int64)
         snaps.append((t, log_end, committed, owner.copy()))
-        while len(snaps) > 2 and snaps[1][0] <= t - sc.rate_window_s:
+        while len(snaps) > 2:
             snaps.popleft()
-        if len(snaps) >= 2:
+        # the snapshot's rates (lag_rules.derive_rates): interval samples smoothed by the same EWMA
+        problem = rate_interval_problem(t - snaps[0][0], rate_params) if len(snaps) >= 2 else "first"
+        if problem is None:
             t0, e0, c0, _ = snaps[0]
-            produce = (log_end - e0) / (t - t0)
-            consume = (committed - c0) / (t - t0)
-            _estimate_capacity(t)
-        else:
-            produce = np.full(num_p, np.nan)
-            consume = np.full(num_p, np.nan)
+            alpha = smoothing_weight(t - t0, rate_params)
+            consumed = (committed - c0) / (t - t0)
+            rates[0] = smooth_rate((log_end - e0) / (t - t0), rates[0], alpha)
+            rates[1] = smooth_rate(consumed, rates[1], alpha)
+            _estimate_capacity(t, consumed, rates[0])
+        produce, consume = rates[0].copy(), rates[1].copy()
         while moves_log and moves_log[0][0] < t - FLAP_WINDOW_S:
             moves_log.popleft()
         to_obs = np.full(num_m, -1, dtype=np.int32)
@@ -752,12 +765,12 @@ def simulate(
             sources = ("given",) * len(idx)
         else:  # the snapshot's rule (lag_rules.fill_capacities); "equal" ones stay NaN (unknown)
             own_rate: list[float | None] = [None] * len(idx)
-            if len(snaps) >= 2:
+            if not np.isnan(consume).all():
                 held = owner >= 0
                 rate_of = np.bincount(owner[held], weights=np.nan_to_num(consume[held]), minlength=num_m)
                 own_rate = rate_of[idx].tolist()
             measured = [None if np.isnan(cap_est[m]) else float(cap_est[m]) for m in idx]
-            filled = fill_capacities(measured, own_rate, factor=RATE_PARAMETERS.unmeasured_capacity_factor)
+            filled = fill_capacities(measured, own_rate, factor=rate_params.unmeasured_capacity_factor)
             capacity = np.asarray([math.nan if v is None else v for v, _ in filled], dtype=np.float64)
             sources = tuple(source for _, source in filled)
         obs = Observation(
@@ -777,20 +790,23 @@ def simulate(
         )
         return obs, Truth(truth_rate.copy(), lay.capacity[idx].copy()), idx
 
-    def _estimate_capacity(t: float) -> None:
-        """The snapshot's capacity rule (lag_rules.busy_capacity_sample, next_capacity) over the last
-        interval, for members that held the same partitions at both ends (as a snapshot checks)."""
+    def _estimate_capacity(t: float, consumed: np.ndarray, produce: np.ndarray) -> None:
+        """The snapshot's capacity rule (lag_rules.busy_capacity_sample, next_capacity, as
+        ``_capacities`` calls them) over the last interval, for members that held the same
+        partitions at both ends (as a snapshot checks): ``consumed`` the interval's consume rates,
+        ``produce`` the smoothed produce rates (the backlog floor)."""
         (tp, _ep, cp, owner_p), (tc, _ec, cc, owner_c) = snaps[-2], snaps[-1]
         lag_prev = _ep - cp
         lag_cur = snaps[-1][1] - cc
-        consumed = (cc - cp) / (tc - tp)
+        floor = np.nan_to_num(produce) * rate_params.busy_backlog_s
         for m in np.flatnonzero(present).tolist():
             mine = owner_c == m
-            sample = None
+            sample = total = None
             if mine.any() and member_changed[m] <= tp and not (owner_p[mine] != m).any():
-                sample = busy_capacity_sample(lag_prev[mine], lag_cur[mine], consumed[mine])
+                sample = busy_capacity_sample(lag_prev[mine], lag_cur[mine], consumed[mine], floor[mine])
+                total = float(consumed[mine].sum())
             carried = None if np.isnan(cap_est[m]) else float(cap_est[m])
-            value = next_capacity(sample, carried, tc - cap_at[m], tc - tp, RATE_PARAMETERS)
+            value = next_capacity(sample, carried, tc - cap_at[m], tc - tp, rate_params, total)
             cap_est[m] = math.nan if value is None else value[0]
             if value is not None and value[1]:
                 cap_at[m] = tc
