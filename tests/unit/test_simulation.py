@@ -428,3 +428,28 @@ def test_advisor_planner_passes_estimated_capacities_as_production_does():
     assert measured is not None and measured[0] == 1
     for source in ("group_median", "own_rate"):
         assert make_planner("rate_aware", scenario).plan(observe(source), truth) is None, source
+
+
+def test_drained_when_the_total_lag_is_what_steady_production_leaves():
+    # One member at 100 msg/s, one partition produced at 50 msg/s with 10,000 behind: the backlog
+    # shrinks by 100 - 50 = 50 msg/s. Steady production leaves 10 s x 50 = 500 messages (the
+    # capacity rule's busy_backlog_s), reached after (10,000 - 500) / 50 = 190 s; a rule that waited
+    # for an empty log would say 200 s. Before 190 s the oldest unread record grows older; after it
+    # the partition is caught up (the fluid model serves all of its inflow), so the p99 after the
+    # drain is 0 while the all-time p99 is not.
+    data = {
+        "topics": [{"name": "t", "partitions": 1, "rates": [50.0], "lags": [10_000.0]}],
+        "members": [{"id": "m", "capacity": 100.0}],
+        "hours": 0.25,
+        "handover_s": 0,
+        "strategy": "range",
+    }
+    summary = simulate(parse_scenario(data)).summary
+    assert summary.time_to_drain_s == pytest.approx(190.0)
+    assert summary.p99_time_lag_after_drain_s == pytest.approx(0.0, abs=1e-6)
+    assert summary.p99_time_lag_s > 30.0
+    # a run that starts caught up is drained at 0 and its two p99s are the same
+    data["topics"][0]["lags"] = [0.0]
+    calm = simulate(parse_scenario(data)).summary
+    assert calm.time_to_drain_s == 0.0
+    assert calm.p99_time_lag_after_drain_s == calm.p99_time_lag_s

@@ -599,9 +599,12 @@ class Summary:
     overloaded_share: float
     #: the same after the first hour (a cold start from no rates and no capacities is in the first)
     overloaded_share_after_1h: float
+    #: the first time the group's total lag is at most what steady production leaves
+    #: (:func:`steady_lag`: 10 s of the total produce rate); 0 when it starts so; None: never
     time_to_drain_s: float | None
-    #: p99 time lag over the samples after the first drain (None: never drained): the steady part,
-    #: apart from the initial backlog's drain, which no rule can make fast (bench/drain.py)
+    #: p99 time lag over the samples after the first drain (:func:`steady_lag`; None: never drained):
+    #: the steady part, apart from a starting backlog's drain, which no rule can make fast
+    #: (bench/drain.py); equal to the all-time p99 when the run starts drained
     p99_time_lag_after_drain_s: float | None
     starting_lag: float
     produced: float
@@ -828,7 +831,7 @@ def simulate(
     assignable = lay.eligible.any(axis=1)
     flaps = 0
     total_moves = 0
-    drained_at: float | None = 0.0 if lay.lag0.sum() <= 0.5 else None
+    drained_at: float | None = None
 
     def apply_events(t: float) -> None:
         nonlocal next_event
@@ -859,6 +862,8 @@ def simulate(
 
     apply_events(0.0)
     rate = true_rate(0.0)
+    if lay.lag0.sum() <= steady_lag(float(rate.sum())):
+        drained_at = 0.0
     obs0, truth0, idx0 = observe(0.0, rate)
     snaps.clear()  # the initial assignment's observation is not a snapshot the rates may use
     if idx0.size:
@@ -927,7 +932,7 @@ def simulate(
             time_lag[(i + 1) // sample_every - 1] = _time_lag(
                 hist, hist_t, i + 2, processed_cum, lag, t + dt, lag_floor
             )
-        if drained_at is None and lag.sum() <= 1.0:
+        if drained_at is None and lag.sum() <= steady_lag(float(rate.sum())):
             drained_at = t + dt
         # drift for the next step
         if sigma > 0:
@@ -976,6 +981,14 @@ def simulate(
         partition_names=lay.names,
         summary=summary,
     )
+
+
+def steady_lag(produce_rate: float) -> float:
+    """The total lag a group that keeps up still shows, for a total produce rate (msg/s): what
+    ``RateParameters.busy_backlog_s`` of production is (fetched, not yet committed; the capacity
+    rule does not count it as backlog), at least one message (float noise). A group is *drained*
+    (``Summary.time_to_drain_s``) at the first step whose total lag is at most this."""
+    return max(1.0, RATE_PARAMETERS.busy_backlog_s * produce_rate)
 
 
 def _time_lag(
