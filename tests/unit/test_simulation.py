@@ -453,3 +453,24 @@ def test_drained_when_the_total_lag_is_what_steady_production_leaves():
     calm = simulate(parse_scenario(data)).summary
     assert calm.time_to_drain_s == 0.0
     assert calm.p99_time_lag_after_drain_s == calm.p99_time_lag_s
+
+
+def test_observed_rates_are_the_snapshot_ewma():
+    # One partition at 100 msg/s, x3 at 300 s; snapshots every 300 s, EWMA time constant 300 s
+    # (lag_rules.RateParameters). At 300 s the first interval's rate is taken as is: 100. At 600 s the
+    # interval's rate is 300 and alpha = 1 - e^-1 = 0.6321: 100 + 0.6321 x 200 = 226.4 (a window over
+    # the last interval would say 300). With a time constant of 60 s, alpha = 1 - e^-5 = 0.9933: 298.7.
+    data = {
+        "topics": [{"name": "t", "partitions": 1, "rates": [100.0]}],
+        "members": [{"id": "m", "capacity": 1000.0}],
+        "events": [{"at_s": 300, "kind": "rate_jump", "factor": 3.0}],
+        "replan_interval_s": 300,
+        "hours": 0.25,
+    }
+    for tau, expected in ((300.0, 100 + (1 - math.exp(-1)) * 200), (60.0, 100 + (1 - math.exp(-5)) * 200)):
+        rec = Recorder()
+        simulate(parse_scenario({**data, "rate_time_constant_s": tau}), rec)
+        seen = {obs.time_s: obs for obs, _ in rec.seen}
+        assert math.isnan(seen[0.0].produce_rate[0])
+        assert seen[300.0].produce_rate[0] == pytest.approx(100.0)
+        assert seen[600.0].produce_rate[0] == pytest.approx(expected, rel=1e-9)
