@@ -7,7 +7,7 @@ committed unknown:   lag = 0 under ``auto.offset.reset=latest``; e - s under ``e
 
 Rates (:func:`derive_rates`) are exponentially weighted moving averages in time: each new
 interval's rate r over Δt seconds updates the stored average R as R += α (r - R) with
-α = 1 - exp(-Δt / τ), τ = :attr:`RateParameters.time_constant_s` (default 300 s). Unlike a
+α = 1 - exp(-Δt / τ), τ = :attr:`RateParameters.time_constant_s` (default 120 s). Unlike a
 window of the last N snapshots, this needs only the previous snapshot's stored average (no
 rescan), weighs irregular intervals by their length, and forgets a rate change with the same time
 constant whatever the snapshot schedule. The first interval's rate is taken as is.
@@ -187,8 +187,13 @@ def group_lag(
 class RateParameters:
     """How rates and capacities are derived between consecutive snapshots (module docstring)."""
 
-    #: EWMA time constant τ in seconds: a step change in rate is 63 % reflected after τ
-    time_constant_s: float = 300.0
+    #: EWMA time constant τ in seconds: a step change in rate is 63 % reflected after τ, and a
+    #: steadily rising rate is read τ x its slope low. 120 s: it still averages 2-3 snapshots taken
+    #: every 45-60 s, and follows drift within one 5-minute planning interval. With 300 s
+    #: bench/drain.py rate_aware was overloaded 29.3 % of the time in medium-50-cap2x (4.3 % at 120 s,
+    #: 7.2 % at 60 s; 5 seeds x 6 h, every scenario in the session-5 notes): the rates, and the
+    #: capacities smoothed with the same τ, lagged the drift by more than the rule's margin.
+    time_constant_s: float = 120.0
     #: intervals shorter than this give no rate: offsets are read over a pass of up to a second or
     #: so, which would dominate Δt
     min_interval_s: float = 5.0
