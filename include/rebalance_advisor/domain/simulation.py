@@ -25,10 +25,13 @@ Every ``replan_interval_s`` the planner gets an :class:`Observation`: what a sna
 snapshots, smoothed as a snapshot smooths them (``lag_rules.smooth_rate``, EWMA with time constant
 ``rate_time_constant_s``), capacities as a snapshot estimates them — the same functions of
 ``lag_rules``: measured as a member's consume rate over a snapshot interval in which it held the
-same partitions at both ends, with backlog on at least one of them at both ends
-(``busy_capacity_sample``), smoothed and carried up to an hour (``next_capacity``); unmeasured
-members get max(group median, 1.2 x their own consume rate) (``fill_capacities``) — or the
-true ones when ``capacities_known``, and the recent moves). Only the oracle also gets the
+same partitions at both ends, with backlog (lag above ``busy_backlog_s`` of the partition's
+produce rate) on at least one of them at both ends (``busy_capacity_sample``), smoothed, never
+below what it consumed and carried up to ``capacity_max_age_s`` (``next_capacity``); unmeasured
+members get the group median, or 1.2 x their own consume rate when that is above it
+(``fill_capacities``) — or the true ones when ``capacities_known``, and the recent moves). The
+planner gets them as production's planner does (``advise_group`` with the members whose capacity is
+an estimate, ``snapshot_model.estimated_capacity_members``). Only the oracle also gets the
 :class:`Truth` (true rates and capacities). Its answer becomes the new ownership at once
 (auto-approve, publish static assignments).
 
