@@ -474,3 +474,23 @@ def test_observed_rates_are_the_snapshot_ewma():
         assert math.isnan(seen[0.0].produce_rate[0])
         assert seen[300.0].produce_rate[0] == pytest.approx(100.0)
         assert seen[600.0].produce_rate[0] == pytest.approx(expected, rel=1e-9)
+
+
+def test_simulated_capacity_needs_backlog_above_the_snapshot_floor():
+    # One member at 100 msg/s, one partition at 101 msg/s: the lag grows by 1 message a second, so a
+    # snapshot at t seconds shows t behind. The snapshot rule counts a partition as backlogged only
+    # above busy_backlog_s (10 s) of its produce rate = 1,010 messages, at both ends of an interval:
+    # first at 1,020 -> 1,080 s (960 at 1,020 - 60 is below). Measured then at what it consumed,
+    # 100 msg/s. Without the floor it would be measured at 120 s (60 and 120 behind).
+    data = {
+        "topics": [{"name": "t", "partitions": 1, "rates": [101.0]}],
+        "members": [{"id": "m", "capacity": 100.0}],
+        "replan_interval_s": 60,
+        "hours": 0.35,
+    }
+    rec = Recorder()
+    simulate(parse_scenario(data), rec)
+    first = next(obs for obs, _ in rec.seen if obs.capacity_source[0] == "measured")
+    assert first.time_s == 1080.0
+    assert first.capacity[0] == pytest.approx(100.0)
+    assert all(math.isnan(obs.capacity[0]) for obs, _ in rec.seen if obs.time_s < 1080.0)
