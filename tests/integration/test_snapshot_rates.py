@@ -268,7 +268,7 @@ def _snap(taken_at: datetime, ends: dict, committed: dict, members=(), cluster="
 
 def test_unknown_rates_say_why_and_a_recreated_topic_restarts_the_average(sqlite_url) -> None:
     """Log end backwards, committed backwards, clock backwards, interval too short or too long, other
-    cluster: unknown with the reason. EWMA by hand: τ = 300 s, Δt = 60 s."""
+    cluster: unknown with the reason. EWMA by hand: τ = 120 s (the default), Δt = 60 s."""
     store.upgrade(sqlite_url)
     t0 = datetime(2030, 1, 1, tzinfo=UTC)
     ends0 = {("t", 0): 1000, ("t", 1): 1000}
@@ -287,12 +287,12 @@ def test_unknown_rates_say_why_and_a_recreated_topic_restarts_the_average(sqlite
     assert (
         r.consume[("g", "t", 1)].rate is None and "offsets reset" in r.consume[("g", "t", 1)].unknown_reason
     )
-    # +120 s: t-0 grew 1200 in 60 s (20/s): EWMA 10 + (1 - e^-0.2) * (20 - 10); t-1 restarts at its sample
+    # +120 s: t-0 grew 1200 in 60 s (20/s): EWMA 10 + (1 - e^-0.5) * (20 - 10); t-1 restarts at its sample
     two = _snap(
         t0 + timedelta(seconds=120), {("t", 0): 2800, ("t", 1): 70}, {("g", "t", 0): 800, ("g", "t", 1): 5}
     )
     store.write_snapshot(two, sqlite_url)
-    alpha = 1 - 0.8187307530779818  # e^-0.2
+    alpha = 1 - 0.6065306597126334  # e^-0.5
     assert two.rates.produce[("t", 0)].rate == pytest.approx(10 + alpha * 10)
     assert two.rates.produce[("t", 1)].rate == pytest.approx(1.0)
     assert two.rates.consume[("g", "t", 0)].rate == pytest.approx(5 + alpha * (0 - 5))

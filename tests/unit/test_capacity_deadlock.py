@@ -93,7 +93,7 @@ def test_in_flight_lag_is_not_backlog_so_an_idle_member_keeps_its_measured_capac
     # old rule (no floor): fast counts as busy (lags 60 and 20 > 0 at both ends), each interval's
     # sample is its consumption 80/s, smoothed in with alpha = 1 - e^(-60/300): after 20 intervals
     # 80 + (250 - 80) e^(-20 * 0.2) = 80 + 170 e^-4 = 83.11/s
-    old = _capacities_after(20, RateParameters(busy_backlog_s=0.0))
+    old = _capacities_after(20, RateParameters(time_constant_s=300.0, busy_backlog_s=0.0))
     assert old["fast"] == (pytest.approx(80 + 170 * math.exp(-4)), "measured")
     assert old["slow"] == (pytest.approx(100.0), "measured")
     # the rule: backlog = lag above 10 s of production (600 and 200 here), so fast is not busy and

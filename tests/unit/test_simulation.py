@@ -391,3 +391,106 @@ def test_oracle_repacks_a_member_its_greedy_moves_and_chain_cannot_relieve():
     owners = OraclePlanner().plan(obs, Truth(rates, np.full(3, 100.0)))
     assert owners is not None
     assert owners.tolist() == [0, 2, 1, 1, 1, 2, 0, 1]
+
+
+def test_advisor_planner_passes_estimated_capacities_as_production_does():
+    # Issue 13 item 7: the simulator runs the production rule with the production inputs. A holds
+    # p0 at 110 msg/s against a capacity of 100; B holds p1 + p2 (20 msg/s) at a measured 200. No lag.
+    # Measured, A is overloaded (110 >= 98 % of 100) and the rule moves p0 to B (130 < 196).
+    # Estimated (group median: A was never seen saturated), the rule's optimistic estimate raises A
+    # to what its current load needs, 110 / 0.98 x 1.01 = 113.4, so nothing is overloaded, the
+    # group has no lag and the outcome is idle: no plan.
+    from rebalance_advisor.domain.simulation import AdvisorPlanner, make_planner
+
+    def observe(source: str) -> Observation:
+        rates = np.array([110.0, 10.0, 10.0])
+        return Observation(
+            time_s=900.0,
+            member_ids=("A", "B"),
+            member_topics=(("t",), ("t",)),
+            partition_topic=("t",) * 3,
+            partition_number=np.arange(3),
+            lag=np.zeros(3, dtype=np.int64),
+            owner=np.array([0, 1, 1], dtype=np.int32),
+            produce_rate=rates,
+            consume_rate=rates,
+            capacity=np.array([100.0, 200.0]),
+            capacity_source=(source, "measured"),
+            recent_moves=(),
+            snapshots_seen=4,
+        )
+
+    scenario = parse_scenario(WORKED, strategy="rate_aware")
+    truth = Truth(np.array([110.0, 10.0, 10.0]), np.array([100.0, 200.0]))
+    planner = make_planner("rate_aware", scenario)
+    assert isinstance(planner, AdvisorPlanner)
+    measured = planner.plan(observe("measured"), truth)
+    assert measured is not None and measured[0] == 1
+    for source in ("group_median", "own_rate"):
+        assert make_planner("rate_aware", scenario).plan(observe(source), truth) is None, source
+
+
+def test_drained_when_the_total_lag_is_what_steady_production_leaves():
+    # One member at 100 msg/s, one partition produced at 50 msg/s with 10,000 behind: the backlog
+    # shrinks by 100 - 50 = 50 msg/s. Steady production leaves 10 s x 50 = 500 messages (the
+    # capacity rule's busy_backlog_s), reached after (10,000 - 500) / 50 = 190 s; a rule that waited
+    # for an empty log would say 200 s. Before 190 s the oldest unread record grows older; after it
+    # the partition is caught up (the fluid model serves all of its inflow), so the p99 after the
+    # drain is 0 while the all-time p99 is not.
+    data = {
+        "topics": [{"name": "t", "partitions": 1, "rates": [50.0], "lags": [10_000.0]}],
+        "members": [{"id": "m", "capacity": 100.0}],
+        "hours": 0.25,
+        "handover_s": 0,
+        "strategy": "range",
+    }
+    summary = simulate(parse_scenario(data)).summary
+    assert summary.time_to_drain_s == pytest.approx(190.0)
+    assert summary.p99_time_lag_after_drain_s == pytest.approx(0.0, abs=1e-6)
+    assert summary.p99_time_lag_s > 30.0
+    # a run that starts caught up is drained at 0 and its two p99s are the same
+    data["topics"][0]["lags"] = [0.0]
+    calm = simulate(parse_scenario(data)).summary
+    assert calm.time_to_drain_s == 0.0
+    assert calm.p99_time_lag_after_drain_s == calm.p99_time_lag_s
+
+
+def test_observed_rates_are_the_snapshot_ewma():
+    # One partition at 100 msg/s, x3 at 300 s; snapshots every 300 s, EWMA time constant 300 s
+    # (lag_rules.RateParameters). At 300 s the first interval's rate is taken as is: 100. At 600 s the
+    # interval's rate is 300 and alpha = 1 - e^-1 = 0.6321: 100 + 0.6321 x 200 = 226.4 (a window over
+    # the last interval would say 300). With a time constant of 60 s, alpha = 1 - e^-5 = 0.9933: 298.7.
+    data = {
+        "topics": [{"name": "t", "partitions": 1, "rates": [100.0]}],
+        "members": [{"id": "m", "capacity": 1000.0}],
+        "events": [{"at_s": 300, "kind": "rate_jump", "factor": 3.0}],
+        "replan_interval_s": 300,
+        "hours": 0.25,
+    }
+    for tau, expected in ((300.0, 100 + (1 - math.exp(-1)) * 200), (60.0, 100 + (1 - math.exp(-5)) * 200)):
+        rec = Recorder()
+        simulate(parse_scenario({**data, "rate_time_constant_s": tau}), rec)
+        seen = {obs.time_s: obs for obs, _ in rec.seen}
+        assert math.isnan(seen[0.0].produce_rate[0])
+        assert seen[300.0].produce_rate[0] == pytest.approx(100.0)
+        assert seen[600.0].produce_rate[0] == pytest.approx(expected, rel=1e-9)
+
+
+def test_simulated_capacity_needs_backlog_above_the_snapshot_floor():
+    # One member at 100 msg/s, one partition at 101 msg/s: the lag grows by 1 message a second, so a
+    # snapshot at t seconds shows t behind. The snapshot rule counts a partition as backlogged only
+    # above busy_backlog_s (10 s) of its produce rate = 1,010 messages, at both ends of an interval:
+    # first at 1,020 -> 1,080 s (960 at 1,020 - 60 is below). Measured then at what it consumed,
+    # 100 msg/s. Without the floor it would be measured at 120 s (60 and 120 behind).
+    data = {
+        "topics": [{"name": "t", "partitions": 1, "rates": [101.0]}],
+        "members": [{"id": "m", "capacity": 100.0}],
+        "replan_interval_s": 60,
+        "hours": 0.35,
+    }
+    rec = Recorder()
+    simulate(parse_scenario(data), rec)
+    first = next(obs for obs, _ in rec.seen if obs.capacity_source[0] == "measured")
+    assert first.time_s == 1080.0
+    assert first.capacity[0] == pytest.approx(100.0)
+    assert all(math.isnan(obs.capacity[0]) for obs, _ in rec.seen if obs.time_s < 1080.0)

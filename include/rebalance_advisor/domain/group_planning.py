@@ -59,7 +59,7 @@ from rebalance_advisor.domain.load_model import (
     summarize,
 )
 from rebalance_advisor.domain.metrics import GroupMetrics, compute_metrics, lower_bound_max_lag
-from rebalance_advisor.domain.snapshot_model import ESTIMATED_CAPACITY_SOURCES
+from rebalance_advisor.domain.snapshot_model import estimated_capacity_members
 from rebalance_advisor.domain.timestamps import as_utc
 from rebalance_advisor.errors import AdvisorError
 
@@ -137,11 +137,7 @@ def observe_document(doc: dict[str, Any]) -> GroupObservation:
         "broker_assigned": bool(doc.get("broker_assigned")),
         "key_sharing": KeySharingInputs.from_doc(doc.get("key_sharing")),
         "current_ranges": current_ranges_from_doc(doc.get("current_ranges")),
-        "estimated_capacity": frozenset(
-            str(m)
-            for m, source in (doc.get("capacity_sources") or {}).items()
-            if source in ESTIMATED_CAPACITY_SOURCES
-        ),
+        "estimated_capacity": estimated_capacity_members((doc.get("capacity_sources") or {}).items()),
     }
     if not doc.get("members"):
         total_lag = int(sum(int(p.get("lag", 0)) for p in doc.get("partitions") or []))

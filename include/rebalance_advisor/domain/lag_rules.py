@@ -7,7 +7,7 @@ committed unknown:   lag = 0 under ``auto.offset.reset=latest``; e - s under ``e
 
 Rates (:func:`derive_rates`) are exponentially weighted moving averages in time: each new
 interval's rate r over Δt seconds updates the stored average R as R += α (r - R) with
-α = 1 - exp(-Δt / τ), τ = :attr:`RateParameters.time_constant_s` (default 300 s). Unlike a
+α = 1 - exp(-Δt / τ), τ = :attr:`RateParameters.time_constant_s` (default 120 s). Unlike a
 window of the last N snapshots, this needs only the previous snapshot's stored average (no
 rescan), weighs irregular intervals by their length, and forgets a rate change with the same time
 constant whatever the snapshot schedule. The first interval's rate is taken as is.
@@ -21,6 +21,9 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
+
+import numpy as np
 
 from rebalance_advisor.domain.safe_regex import SafeRegex, compile_safe_regex
 from rebalance_advisor.domain.snapshot_model import (
@@ -184,8 +187,13 @@ def group_lag(
 class RateParameters:
     """How rates and capacities are derived between consecutive snapshots (module docstring)."""
 
-    #: EWMA time constant τ in seconds: a step change in rate is 63 % reflected after τ
-    time_constant_s: float = 300.0
+    #: EWMA time constant τ in seconds: a step change in rate is 63 % reflected after τ, and a
+    #: steadily rising rate is read τ x its slope low. 120 s: it still averages 2-3 snapshots taken
+    #: every 45-60 s, and follows drift within one 5-minute planning interval. With 300 s
+    #: bench/drain.py rate_aware was overloaded 29.3 % of the time in medium-50-cap2x (4.3 % at 120 s,
+    #: 7.2 % at 60 s; 5 seeds x 6 h, every scenario in the session-5 notes): the rates, and the
+    #: capacities smoothed with the same τ, lagged the drift by more than the rule's margin.
+    time_constant_s: float = 120.0
     #: intervals shorter than this give no rate: offsets are read over a pass of up to a second or
     #: so, which would dominate Δt
     min_interval_s: float = 5.0
@@ -269,7 +277,8 @@ class PreviousSnapshotState:
     capacities: Mapping[tuple[str, str], tuple[float, datetime]] = field(default_factory=dict)
 
 
-def _interval_problem(elapsed: float, params: RateParameters) -> str | None:
+def rate_interval_problem(elapsed: float, params: RateParameters) -> str | None:
+    """Why an interval of ``elapsed`` seconds between two snapshots gives no rate (None: it does)."""
     if elapsed <= 0:
         return f"clock went backwards ({elapsed:.1f} s since the previous snapshot)"
     if elapsed < params.min_interval_s:
@@ -279,8 +288,20 @@ def _interval_problem(elapsed: float, params: RateParameters) -> str | None:
     return None
 
 
-def _smooth(sample: float, previous: float | None, alpha: float) -> float:
-    return sample if previous is None else previous + alpha * (sample - previous)
+def smoothing_weight(elapsed: float, params: RateParameters) -> float:
+    """α of the EWMA in time (module docstring) for an interval of ``elapsed`` seconds."""
+    return 1.0 - math.exp(-elapsed / params.time_constant_s)
+
+
+def smooth_rate(sample: Any, previous: Any, alpha: float) -> Any:
+    """The EWMA update R += α (r - R); the first sample is taken as is (``previous`` None, or NaN in
+    an array). One rule for the stored snapshot rates and the simulator's observations (per
+    partition arrays)."""
+    if previous is None:
+        return sample
+    if isinstance(previous, np.ndarray):
+        return np.where(np.isnan(previous), sample, previous + alpha * (sample - previous))
+    return previous + alpha * (sample - previous)
 
 
 def derive_rates(
@@ -319,8 +340,8 @@ def derive_rates(
         problem = out.note = "no previous snapshot of this cluster: rates from the next one on"
     else:
         elapsed = (current.taken_at - previous.taken_at).total_seconds()
-        problem = out.note = _interval_problem(elapsed, params)
-    alpha = 1.0 - math.exp(-elapsed / params.time_constant_s) if problem is None else 0.0
+        problem = out.note = rate_interval_problem(elapsed, params)
+    alpha = smoothing_weight(elapsed, params) if problem is None else 0.0
 
     # produce: Δ log-end / Δt per partition
     produce_sample: dict[tuple[str, int], float] = {}
@@ -336,7 +357,7 @@ def derive_rates(
             out.produce[key] = RateEstimate(None, f"log end went backwards ({e0} -> {e1}): topic recreated?")
         else:
             sample = produce_sample[key] = (e1 - e0) / elapsed
-            out.produce[key] = RateEstimate(_smooth(sample, previous.produce.get(key), alpha))
+            out.produce[key] = RateEstimate(smooth_rate(sample, previous.produce.get(key), alpha))
 
     # consume: Δ committed / Δt per (group, partition); time lag per committed offset
     consume_sample: dict[tuple[str, str, int], float] = {}
@@ -363,7 +384,7 @@ def derive_rates(
                 )
             else:
                 sample = consume_sample[key] = (c.offset - c0) / elapsed
-                out.consume[key] = RateEstimate(_smooth(sample, previous.consume.get(key), alpha))
+                out.consume[key] = RateEstimate(smooth_rate(sample, previous.consume.get(key), alpha))
         p = ends.get(tp)
         end = lag_end_offset(p, isolation) if p is not None else None
         lag = None if end is None else max(end - c.offset, 0)
@@ -439,8 +460,7 @@ def next_capacity(
     if carried is not None and carried_age_s > params.capacity_max_age_s:
         carried = None
     if sample is not None:
-        alpha = 1.0 - math.exp(-elapsed_s / params.time_constant_s)
-        value, fresh = _smooth(sample, carried, alpha), True
+        value, fresh = smooth_rate(sample, carried, smoothing_weight(elapsed_s, params)), True
     elif carried is not None:
         value, fresh = carried, False
     else:

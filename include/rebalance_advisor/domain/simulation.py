@@ -21,13 +21,17 @@ Model, per step of ``step_s`` seconds (default 5 s):
   served more than it has); the tests check it on random scenarios.
 
 Every ``replan_interval_s`` the planner gets an :class:`Observation`: what a snapshot would show
-(integer lags, owners, produce rates estimated from log-end offsets over the last
-``rate_window_s``, capacities as a snapshot estimates them — the same functions of
+(integer lags, owners, produce and consume rates from log-end and committed offsets between
+snapshots, smoothed as a snapshot smooths them (``lag_rules.smooth_rate``, EWMA with time constant
+``rate_time_constant_s``), capacities as a snapshot estimates them — the same functions of
 ``lag_rules``: measured as a member's consume rate over a snapshot interval in which it held the
-same partitions at both ends, with backlog on at least one of them at both ends
-(``busy_capacity_sample``), smoothed and carried up to an hour (``next_capacity``); unmeasured
-members get max(group median, 1.2 x their own consume rate) (``fill_capacities``) — or the
-true ones when ``capacities_known``, and the recent moves). Only the oracle also gets the
+same partitions at both ends, with backlog (lag above ``busy_backlog_s`` of the partition's
+produce rate) on at least one of them at both ends (``busy_capacity_sample``), smoothed, never
+below what it consumed and carried up to ``capacity_max_age_s`` (``next_capacity``); unmeasured
+members get the group median, or 1.2 x their own consume rate when that is above it
+(``fill_capacities``) — or the true ones when ``capacities_known``, and the recent moves). The
+planner gets them as production's planner does (``advise_group`` with the members whose capacity is
+an estimate, ``snapshot_model.estimated_capacity_members``). Only the oracle also gets the
 :class:`Truth` (true rates and capacities). Its answer becomes the new ownership at once
 (auto-approve, publish static assignments).
 
@@ -41,6 +45,7 @@ same partition through a move less than ``flap_window_s`` (30 min) earlier.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -62,7 +67,11 @@ from rebalance_advisor.domain.lag_rules import (
     busy_capacity_sample,
     fill_capacities,
     next_capacity,
+    rate_interval_problem,
+    smooth_rate,
+    smoothing_weight,
 )
+from rebalance_advisor.domain.snapshot_model import estimated_capacity_members
 from rebalance_advisor.errors import AdvisorError
 
 #: planners the simulator knows besides the plain assignors (see :func:`make_planner`); a name here
@@ -169,7 +178,11 @@ class Scenario(_Model):
     strategy: str = "current_rule"
     initial_strategy: str = "range"
     capacities_known: bool = False
-    rate_window_s: float = Field(300.0, gt=0)
+    rate_time_constant_s: float = Field(
+        RATE_PARAMETERS.time_constant_s,
+        gt=0,
+        description="EWMA time constant of the observed rates (lag_rules.RateParameters.time_constant_s)",
+    )
     backlog_age_s: float = Field(0.0, ge=0, description="starting lag was produced over this long before 0")
     sample_s: float = Field(30.0, gt=0, description="time lag is sampled this often (a multiple of step_s)")
     seed: int = 0
@@ -357,6 +370,13 @@ class AdvisorPlanner:
             int(spec.lag.sum()),
             standing=self._standing,
             recent_moves=obs.recent_moves,
+            # as the spec document's capacity_sources: the capacity probe and optimistic estimates
+            # act on the same members as in production (only when the rule sees the capacities)
+            estimated_capacity=estimated_capacity_members(
+                zip(obs.member_ids, obs.capacity_source, strict=True)
+            )
+            if self.with_load
+            else frozenset(),
         )
         now = EPOCH + timedelta(seconds=obs.time_s)
         advice = advise_group(observation, self.thresholds, now)
@@ -582,9 +602,12 @@ class Summary:
     overloaded_share: float
     #: the same after the first hour (a cold start from no rates and no capacities is in the first)
     overloaded_share_after_1h: float
+    #: the first time the group's total lag is at most what steady production leaves
+    #: (:func:`steady_lag`: 10 s of the total produce rate); 0 when it starts so; None: never
     time_to_drain_s: float | None
-    #: p99 time lag over the samples after the first drain (None: never drained): the steady part,
-    #: apart from the initial backlog's drain, which no rule can make fast (bench/drain.py)
+    #: p99 time lag over the samples after the first drain (:func:`steady_lag`; None: never drained):
+    #: the steady part, apart from a starting backlog's drain, which no rule can make fast
+    #: (bench/drain.py); equal to the all-time p99 when the run starts drained
     p99_time_lag_after_drain_s: float | None
     starting_lag: float
     produced: float
@@ -713,6 +736,8 @@ def simulate(
     # initial ownership: the initial strategy over the present members, no pause, no move counted
     owner = np.full(num_p, -1, dtype=np.int32)
     snaps: deque[tuple[float, np.ndarray, np.ndarray, np.ndarray]] = deque()
+    rate_params = dataclasses.replace(RATE_PARAMETERS, time_constant_s=sc.rate_time_constant_s)
+    rates = [np.full(num_p, np.nan), np.full(num_p, np.nan)]  # smoothed produce, consume (NaN: unknown)
     cap_est = np.full(num_m, np.nan)  # measured capacity (NaN: not measured or too old)
     cap_at = np.zeros(num_m)  # when it was last measured
     member_changed = np.zeros(num_m)  # last time its partition set changed
@@ -724,16 +749,18 @@ def simulate(
         committed = np.minimum(np.floor(processed_cum), log_end)  # float sums may pass the end by 1e-13
         lag_obs = (log_end - committed).astype(np.int64)
         snaps.append((t, log_end, committed, owner.copy()))
-        while len(snaps) > 2 and snaps[1][0] <= t - sc.rate_window_s:
+        while len(snaps) > 2:
             snaps.popleft()
-        if len(snaps) >= 2:
+        # the snapshot's rates (lag_rules.derive_rates): interval samples smoothed by the same EWMA
+        problem = rate_interval_problem(t - snaps[0][0], rate_params) if len(snaps) >= 2 else "first"
+        if problem is None:
             t0, e0, c0, _ = snaps[0]
-            produce = (log_end - e0) / (t - t0)
-            consume = (committed - c0) / (t - t0)
-            _estimate_capacity(t)
-        else:
-            produce = np.full(num_p, np.nan)
-            consume = np.full(num_p, np.nan)
+            alpha = smoothing_weight(t - t0, rate_params)
+            consumed = (committed - c0) / (t - t0)
+            rates[0] = smooth_rate((log_end - e0) / (t - t0), rates[0], alpha)
+            rates[1] = smooth_rate(consumed, rates[1], alpha)
+            _estimate_capacity(t, consumed, rates[0])
+        produce, consume = rates[0].copy(), rates[1].copy()
         while moves_log and moves_log[0][0] < t - FLAP_WINDOW_S:
             moves_log.popleft()
         to_obs = np.full(num_m, -1, dtype=np.int32)
@@ -744,12 +771,12 @@ def simulate(
             sources = ("given",) * len(idx)
         else:  # the snapshot's rule (lag_rules.fill_capacities); "equal" ones stay NaN (unknown)
             own_rate: list[float | None] = [None] * len(idx)
-            if len(snaps) >= 2:
+            if not np.isnan(consume).all():
                 held = owner >= 0
                 rate_of = np.bincount(owner[held], weights=np.nan_to_num(consume[held]), minlength=num_m)
                 own_rate = rate_of[idx].tolist()
             measured = [None if np.isnan(cap_est[m]) else float(cap_est[m]) for m in idx]
-            filled = fill_capacities(measured, own_rate, factor=RATE_PARAMETERS.unmeasured_capacity_factor)
+            filled = fill_capacities(measured, own_rate, factor=rate_params.unmeasured_capacity_factor)
             capacity = np.asarray([math.nan if v is None else v for v, _ in filled], dtype=np.float64)
             sources = tuple(source for _, source in filled)
         obs = Observation(
@@ -769,20 +796,23 @@ def simulate(
         )
         return obs, Truth(truth_rate.copy(), lay.capacity[idx].copy()), idx
 
-    def _estimate_capacity(t: float) -> None:
-        """The snapshot's capacity rule (lag_rules.busy_capacity_sample, next_capacity) over the last
-        interval, for members that held the same partitions at both ends (as a snapshot checks)."""
+    def _estimate_capacity(t: float, consumed: np.ndarray, produce: np.ndarray) -> None:
+        """The snapshot's capacity rule (lag_rules.busy_capacity_sample, next_capacity, as
+        ``_capacities`` calls them) over the last interval, for members that held the same
+        partitions at both ends (as a snapshot checks): ``consumed`` the interval's consume rates,
+        ``produce`` the smoothed produce rates (the backlog floor)."""
         (tp, _ep, cp, owner_p), (tc, _ec, cc, owner_c) = snaps[-2], snaps[-1]
         lag_prev = _ep - cp
         lag_cur = snaps[-1][1] - cc
-        consumed = (cc - cp) / (tc - tp)
+        floor = np.nan_to_num(produce) * rate_params.busy_backlog_s
         for m in np.flatnonzero(present).tolist():
             mine = owner_c == m
-            sample = None
+            sample = total = None
             if mine.any() and member_changed[m] <= tp and not (owner_p[mine] != m).any():
-                sample = busy_capacity_sample(lag_prev[mine], lag_cur[mine], consumed[mine])
+                sample = busy_capacity_sample(lag_prev[mine], lag_cur[mine], consumed[mine], floor[mine])
+                total = float(consumed[mine].sum())
             carried = None if np.isnan(cap_est[m]) else float(cap_est[m])
-            value = next_capacity(sample, carried, tc - cap_at[m], tc - tp, RATE_PARAMETERS)
+            value = next_capacity(sample, carried, tc - cap_at[m], tc - tp, rate_params, total)
             cap_est[m] = math.nan if value is None else value[0]
             if value is not None and value[1]:
                 cap_at[m] = tc
@@ -804,7 +834,7 @@ def simulate(
     assignable = lay.eligible.any(axis=1)
     flaps = 0
     total_moves = 0
-    drained_at: float | None = 0.0 if lay.lag0.sum() <= 0.5 else None
+    drained_at: float | None = None
 
     def apply_events(t: float) -> None:
         nonlocal next_event
@@ -835,6 +865,8 @@ def simulate(
 
     apply_events(0.0)
     rate = true_rate(0.0)
+    if lay.lag0.sum() <= steady_lag(float(rate.sum())):
+        drained_at = 0.0
     obs0, truth0, idx0 = observe(0.0, rate)
     snaps.clear()  # the initial assignment's observation is not a snapshot the rates may use
     if idx0.size:
@@ -903,7 +935,7 @@ def simulate(
             time_lag[(i + 1) // sample_every - 1] = _time_lag(
                 hist, hist_t, i + 2, processed_cum, lag, t + dt, lag_floor
             )
-        if drained_at is None and lag.sum() <= 1.0:
+        if drained_at is None and lag.sum() <= steady_lag(float(rate.sum())):
             drained_at = t + dt
         # drift for the next step
         if sigma > 0:
@@ -952,6 +984,14 @@ def simulate(
         partition_names=lay.names,
         summary=summary,
     )
+
+
+def steady_lag(produce_rate: float) -> float:
+    """The total lag a group that keeps up still shows, for a total produce rate (msg/s): what
+    ``RateParameters.busy_backlog_s`` of production is (fetched, not yet committed; the capacity
+    rule does not count it as backlog), at least one message (float noise). A group is *drained*
+    (``Summary.time_to_drain_s``) at the first step whose total lag is at most this."""
+    return max(1.0, RATE_PARAMETERS.busy_backlog_s * produce_rate)
 
 
 def _time_lag(

@@ -7,6 +7,7 @@ client. Nothing here does I/O.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import NamedTuple
@@ -121,6 +122,13 @@ CAPACITY_SOURCES = ("measured", "group_median", "own_rate", "configured", "equal
 #: sources that are estimates for a member never seen saturated: its true capacity is only known to
 #: be at least what it consumes (group_planning's capacity probe may test it)
 ESTIMATED_CAPACITY_SOURCES = ("group_median", "own_rate")
+
+
+def estimated_capacity_members(sources: Iterable[tuple[str, str | None]]) -> frozenset[str]:
+    """The members (from (member, capacity source) pairs) whose capacity is an estimate: the set the
+    planner's capacity probe and optimistic estimates act on. One rule for the spec document (the
+    Spark planner and the ``plan`` CLI) and the simulator."""
+    return frozenset(str(m) for m, source in sources if source in ESTIMATED_CAPACITY_SOURCES)
 
 
 class MemberCapacity(NamedTuple):
