@@ -11,7 +11,9 @@
 A background thread follows this member's record on the assignment topic. New epochs are applied
 inside ``poll()``/``commit()``, on the caller's thread: lost partitions are released (processed
 position committed with a ``released`` mark, then unassigned) and gained ones are claimed when
-their previous owner released them, or after ``takeover_timeout`` (a dead owner).
+their previous owner released them, or after ``takeover_timeout`` (a dead owner). Each claim runs
+on a thread of its own (:class:`_ClaimRunner`): the caller's thread only starts claims and applies
+finished ones (assign at the claimed offset), so one partition's slow claim delays nothing else.
 
 Fenced mode (default): each claimed partition has its own transactional producer; claiming it
 fences every earlier holder at the broker, offsets and outputs commit in one transaction per
@@ -30,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from rebalance_advisor_client.access import Grant, error_code, refusal
 from rebalance_advisor_client.assignment_records import (
@@ -227,6 +230,103 @@ class _Held:
     paused: bool = False  # fenced mode: a commit waits to be retried; no records are returned
 
 
+@dataclass(frozen=True)
+class _ClaimInput:
+    """What a claim thread needs, taken on the caller's thread when the claim starts."""
+
+    tp: TopicPartitionKey
+    who: Claimant  # member, instance, the epoch claimed at, fenced at that epoch
+    waited: float  # since the partition was gained (for the takeover timeout)
+    consumer: Consumer  # the consumer of that moment (a wedged one may be replaced meanwhile)
+    txn: PartitionTransaction | None  # fenced: the producer made ahead, if any
+    remembered: int | None  # unfenced: our position when a commit was last refused
+    group_metadata: Any  # fenced: the consumer's group metadata for the claim transaction
+
+
+@dataclass
+class _ClaimOutcome:
+    """A finished claim, applied on the caller's thread; ``start`` None: not claimed this time."""
+
+    tp: TopicPartitionKey
+    epoch: int
+    start: int | None = None
+    txn: PartitionTransaction | None = None  # claimed: its producer; not claimed: a spare one
+    took: str = ""
+    again: bool = False  # check again at once (a newer epoch, a stale read), not after check_interval
+    error: BaseException | None = None  # AccessRefused (raised on the caller's thread), or a
+    answered: bool = False  # the group coordinator answered a read (KafkaException: it did not)
+
+
+class _ClaimRunner:
+    """Claims in flight, one thread per partition; finished ones wait for the caller's thread.
+
+    A claim is a few blocking round trips (mark read, ``init_transactions``, settle read, the claim
+    transaction), each up to the request timeout when a broker or a previous owner misbehaves. On
+    the caller's thread one partition's slow claim held up the member's other handovers and its
+    commits (the slowest normal handovers of the fenced torture runs); here it holds up nothing.
+    """
+
+    def __init__(self, member_id: str) -> None:
+        self._member_id = member_id
+        self._lock = threading.Lock()
+        self._running: dict[TopicPartitionKey, threading.Thread] = {}
+        self._done: list[_ClaimOutcome] = []
+        self._closed = False
+        #: set by close(): claims stop at their next step and give their producers up
+        self.cancelled = threading.Event()
+
+    def busy(self, tp: TopicPartitionKey) -> bool:
+        with self._lock:
+            return tp in self._running
+
+    def start(self, tp: TopicPartitionKey, epoch: int, work: Any) -> None:
+        def run() -> None:
+            try:
+                outcome = work()
+            except BaseException as error:  # noqa: BLE001 - handed to the caller's thread
+                outcome = _ClaimOutcome(tp, epoch, error=error)
+            with self._lock:
+                del self._running[tp]
+                if not self._closed:
+                    self._done.append(outcome)
+                    return
+            if outcome.txn is not None:  # finished after close() gave up waiting for it
+                outcome.txn.close()
+
+        thread = threading.Thread(target=run, name=f"claim-{self._member_id}-{tp[0]}-{tp[1]}", daemon=True)
+        with self._lock:
+            self._running[tp] = thread
+        thread.start()
+
+    def finished(self) -> list[_ClaimOutcome]:
+        with self._lock:
+            done, self._done = self._done, []
+        return done
+
+    def join(self, timeout: float) -> None:
+        """Wait up to ``timeout`` for the claims running now to end."""
+        deadline = time.monotonic() + timeout
+        with self._lock:
+            threads = list(self._running.values())
+        for thread in threads:
+            thread.join(max(deadline - time.monotonic(), 0))
+
+    def close(self, timeout: float) -> list[_ClaimOutcome]:
+        """Cancel the claims in flight, wait for them (bounded); the finished ones, for a release."""
+        self.cancelled.set()
+        self.join(timeout)
+        with self._lock:
+            self._closed = True
+            done, self._done = self._done, []
+            left = len(self._running)
+        if left:
+            log.warning(
+                "%s: %d claim(s) still running after %.0f s: their producers close when they end",
+                self._member_id, left, timeout,
+            )  # fmt: skip
+        return done
+
+
 class AssignedConsumer:
     """A confluent-kafka consumer whose partitions come from the advisor's published assignments.
 
@@ -283,6 +383,10 @@ class AssignedConsumer:
             "isolation.level": "read_committed",
         }
         self._consumer = Consumer(self._consumer_config)
+        #: the claim threads' own consumer (mark reads, unfenced claim writes; it never polls): a
+        #: synchronous commit or watermark query on the polled consumer from another thread was
+        #: seen to wait until the caller's thread stopped polling
+        self._claim_consumer = Consumer(self._consumer_config)
         #: since when the group coordinator has not answered this consumer (None: it answers)
         self._unanswered_since: float | None = None
         self.epoch = 0
@@ -292,6 +396,9 @@ class AssignedConsumer:
         self._fenced_at: dict[TopicPartitionKey, int] = {}  # lost to someone at this epoch of ours
         self._remembered: dict[TopicPartitionKey, int] = {}  # unfenced: position when refused
         self._warm: dict[TopicPartitionKey, PartitionTransaction] = {}  # fenced: producers made ahead
+        self._claims = _ClaimRunner(member_id)  # claims in flight, each on a thread of its own
+        self._admin: AdminClient | None = None  # start offsets of never-committed partitions
+        self._admin_lock = threading.Lock()
         self._next_check = 0.0
         self._last_call = time.monotonic()
         # key ranges of split partitions (record format 2): their own consumers, see range_set.py
@@ -443,6 +550,9 @@ class AssignedConsumer:
     def close(self, release: bool = True) -> None:
         """Commit and release what this member holds (so a successor need not wait), then stop."""
         try:
+            if hasattr(self, "_claims"):  # claims in flight: cancel, wait; a finished one is released
+                for outcome in self._claims.close(self.request_timeout + 5.0):
+                    self._apply_claim(outcome)
             if release and self._held:
                 self._release(sorted(self._held))
         finally:
@@ -458,6 +568,8 @@ class AssignedConsumer:
             self._follower.join(5)
             if hasattr(self, "_consumer"):
                 self._consumer.close()
+            if hasattr(self, "_claim_consumer"):
+                self._claim_consumer.close()
 
     # -- epochs, claims, releases -----------------------------------------------------------------
 
@@ -469,17 +581,16 @@ class AssignedConsumer:
             self._revalidate(sorted(self._held))
 
     def _maintain(self) -> None:
+        for outcome in self._claims.finished():  # before a new epoch: a claim it lost is released
+            self._apply_claim(outcome)
         record = self._follower.latest()
         if record is not None and record.epoch > self.epoch:
             self._apply(record)
         self._ranges.start_ready()
         if self._pending and time.monotonic() >= self._next_check:
             self._next_check = time.monotonic() + self.check_interval
-            try:
-                self._try_claims()
-                self._warm_up()
-            except KafkaException as error:  # a claim is retried at the next check, never fatal
-                log.error("%s: claiming failed, will retry: %s", self.member_id, error)
+            self._start_claims()
+            self._warm_up()
         if self.fenced and any(h.paused for h in self._held.values()):
             self._commit_fenced(OWNED, only_paused=True)
 
@@ -542,16 +653,22 @@ class AssignedConsumer:
                 )  # fmt: skip
                 self._drop(tp, fenced=True)
 
-    def _read_marks(self, tps: list[TopicPartitionKey]) -> Marks:
+    def _read_marks(self, tps: list[TopicPartitionKey], consumer: Consumer | None = None) -> Marks:
+        """Committed offsets and marks of ``tps``. ``consumer`` given: on a claim thread, whose
+        outcome tells the caller's thread whether the coordinator answered (see _apply_claim)."""
         try:
-            result = self._consumer.committed(
+            result = (consumer or self._consumer).committed(
                 [TopicPartition(t, p) for t, p in tps], timeout=self.request_timeout
             )
         except KafkaException as error:
             self._refused(error)
-            self._coordinator_unanswered(error)
+            if consumer is None:
+                self._coordinator_unanswered(error)
             raise ClientError(f"reading committed offsets of group {self.group_id}: {error}") from error
-        self._unanswered_since = None
+        except RuntimeError as error:  # a claim thread's consumer was replaced and closed meanwhile
+            raise ClientError(f"reading committed offsets of group {self.group_id}: {error}") from error
+        if consumer is None:
+            self._unanswered_since = None
         marks: Marks = {}
         for item in result:
             if item.error:
@@ -591,14 +708,23 @@ class AssignedConsumer:
             )  # fmt: skip
             self._unanswered_since = None
             old, self._consumer = self._consumer, Consumer(self._consumer_config)
+            old_claims, self._claim_consumer = self._claim_consumer, Consumer(self._consumer_config)
             held = sorted(self._held.items())
             if held:
                 self._consumer.incremental_assign([TopicPartition(t, p, h.position) for (t, p), h in held])
                 paused = [TopicPartition(t, p) for (t, p), h in held if h.paused]
                 if paused:
                     self._consumer.pause(paused)
-            # closing a wedged consumer can block as long as its requests: not on this thread
-            threading.Thread(target=old.close, name="consumer-close", daemon=True).start()
+            # closing a wedged consumer can block as long as its requests: not on this thread, and
+            # only once the claims that still use it have ended
+            claims = self._claims
+
+            def close_old() -> None:
+                old.close()
+                claims.join(3 * self.request_timeout + 10.0)
+                old_claims.close()
+
+            threading.Thread(target=close_old, name="consumer-close", daemon=True).start()
 
     def _mark(self, tp: TopicPartitionKey, state: str, claimed_at: int | None = None) -> str:
         held = self._held.get(tp)
@@ -608,12 +734,20 @@ class AssignedConsumer:
 
     # -- unfenced mode: checked commits -----------------------------------------------------------
 
-    def _write(self, offsets: dict[TopicPartitionKey, int], metadata: dict[TopicPartitionKey, str]) -> None:
+    def _write(
+        self,
+        offsets: dict[TopicPartitionKey, int],
+        metadata: dict[TopicPartitionKey, str],
+        consumer: Consumer | None = None,
+    ) -> None:
         batch = [TopicPartition(t, p, off, metadata=metadata[(t, p)]) for (t, p), off in offsets.items()]
         try:
-            result = self._consumer.commit(offsets=batch, asynchronous=False) or []
+            result = (consumer or self._consumer).commit(offsets=batch, asynchronous=False) or []
         except KafkaException as error:
-            self._coordinator_unanswered(error)
+            if consumer is None:
+                self._coordinator_unanswered(error)
+            raise ClientError(f"commit for group {self.group_id} failed: {error}") from error
+        except RuntimeError as error:  # a claim thread's consumer was replaced and closed meanwhile
             raise ClientError(f"commit for group {self.group_id} failed: {error}") from error
         for item in result:
             if item.error:
@@ -825,34 +959,25 @@ class AssignedConsumer:
             self.member_id, _names(released), self.epoch, time.monotonic() - started,
         )  # fmt: skip
 
-    def _try_claims(self) -> None:
-        tps = sorted(self._pending)
-        read_at = time.monotonic()
-        try:
-            marks = self._read_marks(tps)
-        except AccessRefused:
-            raise  # a grant is missing: waiting will not bring it
-        except ClientError as error:
-            log.warning("%s: cannot check partitions to claim yet: %s", self.member_id, error)
+    def _start_claims(self) -> None:
+        """Start a claim thread for each partition we wait for that has none running."""
+        if self._newer_epoch_known(self.epoch):
+            self._next_check = 0.0  # apply it first (at the next call)
             return
-        wanted = [tp for tp in tps if self._decide(tp, marks[tp][1]) in (Claim.TAKE, Claim.TAKE_OVER)]
-        # a merge: the partition's key ranges must be released too (range_set.py)
-        wanted = [
-            tp for tp in wanted if self._ranges.ranges_released(tp, time.monotonic() - self._pending[tp])
-        ]
-        if not wanted or self._newer_epoch_known():
-            return
-        if self.fenced:  # a merge: fence every key-range holder of the partition first
-            wanted = [tp for tp in wanted if self._ranges.fence_ranges(tp)]
-        if not wanted:
-            return
-        if self.fenced:
-            self._claim_fenced(wanted, read_at)
-        else:
-            self._claim_unfenced(wanted, marks, read_at)
+        now = time.monotonic()
+        metadata = self._consumer.consumer_group_metadata() if self.fenced else None
+        for tp in sorted(self._pending):
+            if self._claims.busy(tp):
+                continue
+            who = Claimant(self.member_id, self.instance, self.epoch, self._fenced_at.get(tp) == self.epoch)
+            claim = _ClaimInput(
+                tp, who, now - self._pending[tp], self._claim_consumer, self._warm.pop(tp, None),
+                self._remembered.get(tp), metadata,
+            )  # fmt: skip
+            self._claims.start(tp, self.epoch, lambda claim=claim: self._claim(claim))
 
-    def _newer_epoch_known(self) -> bool:
-        """Has a newer epoch arrived than the one we are claiming for? Then apply it first.
+    def _newer_epoch_known(self, epoch: int) -> bool:
+        """Has an epoch newer than ``epoch`` arrived? Then a claim at ``epoch`` waits for it.
 
         A claim at an epoch the plan has already moved on from can land over the claim of the
         member the newer epoch gives the partition to (seen in a torture run: a restarted member
@@ -860,121 +985,159 @@ class AssignedConsumer:
         it would fence that member for a moment.
         """
         latest = self._follower.latest()
-        if latest is not None and latest.epoch > self.epoch:
-            self._next_check = 0.0
-            return True
-        return False
+        return latest is not None and latest.epoch > epoch
 
-    def _decide(self, tp: TopicPartitionKey, mark: OwnerMark | None, quiet: bool = False) -> Claim:
-        who = Claimant(self.member_id, self.instance, self.epoch, self._fenced_at.get(tp) == self.epoch)
-        decision = claim_decision(who, mark, time.monotonic() - self._pending[tp], self.takeover_timeout)
-        if decision is Claim.TAKE_OVER and not quiet:
+    # -- a claim, on its own thread (_ClaimRunner): reads only what _ClaimInput carries --------
+
+    def _claim(self, claim: _ClaimInput) -> _ClaimOutcome:
+        """Read the mark, decide, claim (fenced or not); never touches the caller's state."""
+        tp, epoch = claim.tp, claim.who.epoch
+        outcome = _ClaimOutcome(tp, epoch, txn=claim.txn)  # not claimed: the spare producer goes back
+        read_at = time.monotonic()
+        try:
+            committed, mark = self._read_marks([tp], claim.consumer)[tp]
+        except ClientError as error:
+            log.warning("%s: cannot check %s-%d to claim yet: %s", self.member_id, *tp, error)
+            outcome.error = error.__cause__ if isinstance(error.__cause__, KafkaException) else None
+            return outcome
+        outcome.answered = True
+        decision = claim_decision(claim.who, mark, claim.waited, self.takeover_timeout)
+        if decision not in (Claim.TAKE, Claim.TAKE_OVER):
+            return outcome
+        if decision is Claim.TAKE_OVER:
             log.warning(
                 "%s: taking over %s-%d from %s (epoch %d): no release within %.1f s",
                 self.member_id, tp[0], tp[1], mark.member, mark.epoch, self.takeover_timeout,
             )  # fmt: skip
-        return decision
+        # a merge: the partition's key ranges must be released, and (fenced) their holders fenced
+        if not self._ranges.ranges_released(tp, claim.waited):
+            return outcome
+        if self._newer_epoch_known(epoch) or self._claims.cancelled.is_set():
+            outcome.again = True
+            return outcome
+        if self.fenced and not self._ranges.fence_ranges(tp):
+            return outcome
+        if self.fenced:
+            outcome.txn = None
+            return self._claim_fenced(claim, read_at, outcome)
+        return self._claim_unfenced(claim, committed, read_at, outcome)
 
     def _start_offset(self, tp: TopicPartitionKey) -> int | None:
-        """Where to start a never-committed partition, by ``auto.offset.reset`` (default latest)."""
+        """Where to start a never-committed partition, by ``auto.offset.reset`` (default latest).
+
+        Asked through an AdminClient: the consumer's ``get_watermark_offsets`` called on a claim
+        thread was seen to block until the caller's thread stopped polling.
+        """
+        spec = OffsetSpec.earliest() if self._reset_earliest else OffsetSpec.latest()
         try:
-            low, high = self._consumer.get_watermark_offsets(
-                TopicPartition(*tp), timeout=self.request_timeout
-            )
-        except KafkaException as error:
+            with self._admin_lock:
+                if self._admin is None:
+                    self._admin = AdminClient(self._settings)
+                admin = self._admin
+            futures = admin.list_offsets({TopicPartition(*tp): spec}, request_timeout=self.request_timeout)
+            return next(iter(futures.values())).result(self.request_timeout + 1).offset
+        except (KafkaException, RuntimeError, TimeoutError) as error:
             log.warning("%s: no offsets for %s-%d yet: %s", self.member_id, tp[0], tp[1], error)
             return None
-        return low if self._reset_earliest else high
 
-    def _claim_unfenced(self, wanted: list[TopicPartitionKey], marks: Marks, read_at: float) -> None:
-        claims: dict[TopicPartitionKey, int] = {}
-        for tp in wanted:
-            start = claim_start(marks[tp][0], self._remembered.get(tp), None)
-            start = start if start is not None else self._start_offset(tp)
-            if start is not None:
-                claims[tp] = start
-        if not claims:
-            return
+    def _claim_unfenced(
+        self, claim: _ClaimInput, committed: int | None, read_at: float, outcome: _ClaimOutcome
+    ) -> _ClaimOutcome:
+        tp, epoch = claim.tp, claim.who.epoch
+        start = claim_start(committed, claim.remembered, None)
+        start = start if start is not None else self._start_offset(tp)
+        if start is None:
+            return outcome
         write_at = time.monotonic()
-        if self._newer_epoch_known():
-            return
+        if self._newer_epoch_known(epoch) or self._claims.cancelled.is_set():
+            outcome.again = True
+            return outcome
         if write_at - read_at > self.mark_read_bound:
-            # checked here, after the start offsets were looked up (a watermark query can be slow
+            # checked here, after the start offset was looked up (a watermark query can be slow
             # too): a claim written from a stale read overwrote a newer owner's commit in a test
             log.info("%s: mark read took too long (paused?): reading again before claiming", self.member_id)
-            self._next_check = 0.0
-            return
-        metadata = {tp: self._mark(tp, OWNED, claimed_at=self.epoch) for tp in claims}
+            outcome.again = True
+            return outcome
+        mark = OwnerMark(self.member_id, epoch, OWNED, self.instance, None, epoch).encode()
         try:
-            self._write(claims, metadata)
+            self._write({tp: start}, {tp: mark}, claim.consumer)
             check_at = time.monotonic()
-            check = self._read_marks(list(claims))  # re-check: did a concurrent claim land after ours?
+            offset, check = self._read_marks([tp], claim.consumer)[
+                tp
+            ]  # did a concurrent claim land after ours?
         except ClientError as error:
             log.warning("%s: claim failed, will retry: %s", self.member_id, error)
-            return
-        for tp in list(claims):
-            offset, mark = check[tp]
-            if mark is None or not mark.written_by(self.member_id, self.instance) or mark.epoch != self.epoch:
-                log.warning("%s: claim of %s-%d was overwritten: waiting again", self.member_id, *tp)
-                del claims[tp]
-            else:
-                claims[tp] = max(claims[tp], offset or 0)
-        self._assign(
-            claims,
-            {tp: None for tp in claims},
+            return outcome
+        if check is None or not check.written_by(self.member_id, self.instance) or check.epoch != epoch:
+            log.warning("%s: claim of %s-%d was overwritten: waiting again", self.member_id, *tp)
+            return outcome
+        outcome.start = self._ranges.merged_start(tp, max(start, offset or 0))
+        outcome.took = (
             f"read {write_at - read_at:.3f} s; claim written {check_at - write_at:.3f} s; "
-            f"re-checked {time.monotonic() - check_at:.3f} s",
+            f"re-checked {time.monotonic() - check_at:.3f} s"
         )
+        return outcome
 
-    def _claim_fenced(self, wanted: list[TopicPartitionKey], read_at: float) -> None:
-        fence_from, warm = time.monotonic(), sum(tp in self._warm for tp in wanted)
-        txns = {tp: self._warm.pop(tp, None) or self._new_transaction(tp) for tp in wanted}
-        fenced_ok: dict[TopicPartitionKey, PartitionTransaction] = {}
-        _in_parallel(self._fence_one, [(tp, txn, fenced_ok) for tp, txn in txns.items()])
-        fenced_at = time.monotonic()
-        for tp in wanted:
-            if tp not in fenced_ok:
-                txns[tp].close()
-        if not fenced_ok:
-            return
+    def _claim_fenced(self, claim: _ClaimInput, read_at: float, outcome: _ClaimOutcome) -> _ClaimOutcome:
+        """Fence, read the settled mark, write our claim in a transaction of the new producer."""
+        tp, epoch = claim.tp, claim.who.epoch
+        fence_from, warm = time.monotonic(), claim.txn is not None
+        txn = claim.txn or self._new_transaction(tp)
         try:
-            settled = self._read_marks(sorted(fenced_ok))  # after fencing: final, nobody else can commit
+            txn.fence()
+        except KafkaException as error:
+            log.warning("%s: cannot fence %s-%d yet: %s", self.member_id, tp[0], tp[1], error)
+            txn.close()
+            return outcome
+        fenced_at = time.monotonic()
+        try:
+            if self._claims.cancelled.is_set():
+                raise ClientError("closing")
+            committed, mark = self._read_marks([tp], claim.consumer)[tp]  # after fencing: final
         except ClientError as error:
             log.warning("%s: claim failed, will retry: %s", self.member_id, error)
-            for txn in fenced_ok.values():
-                txn.close()
-            return
+            txn.close()
+            return outcome
         settled_at = time.monotonic()
-        claims, txns_ok = {}, {}
-        for tp, txn in fenced_ok.items():
-            committed, mark = settled[tp]
-            if self._decide(tp, mark, quiet=True) not in (Claim.TAKE, Claim.TAKE_OVER):
+        if claim_decision(claim.who, mark, claim.waited, self.takeover_timeout) not in (
+            Claim.TAKE,
+            Claim.TAKE_OVER,
+        ):
+            log.warning(
+                "%s: %s-%d was claimed by %s meanwhile: backing off", self.member_id, *tp, mark.member
+            )
+            txn.close()
+            return outcome
+        start = committed if committed is not None else self._start_offset(tp)
+        if start is None:
+            txn.close()
+            return outcome
+        # The claim itself: a transaction that writes our mark at the settled offset.
+        mark_text = OwnerMark(self.member_id, epoch, OWNED, self.instance, txn.producer, epoch).encode()
+        offsets = [TopicPartition(tp[0], tp[1], start, metadata=mark_text)]
+        deadline = time.monotonic() + self.request_timeout
+        while True:
+            try:
+                txn.commit(offsets, claim.group_metadata)
+                break
+            except KafkaException as error:
+                kind = classify(error)
+                if kind == "retry" and txn.committing and time.monotonic() < deadline:
+                    time.sleep(0.2)
+                    continue
                 log.warning(
-                    "%s: %s-%d was claimed by %s meanwhile: backing off", self.member_id, *tp, mark.member
-                )
-                txn.close()
-                continue
-            start = committed if committed is not None else self._start_offset(tp)
-            if start is None:
-                txn.close()
-                continue
-            claims[tp], txns_ok[tp] = start, txn
-        # The claim itself: a transaction per partition that writes our mark at the settled offset.
-        for tp in claims:
-            self._held[tp] = _Held(self.epoch, claims[tp], claims[tp], txns_ok[tp])
-        claimed = self._commit_many(sorted(claims), OWNED, consuming=False)
-        for tp in list(claims):
-            held = self._held.pop(tp, None)
-            if tp not in claimed or held is None:
-                txns_ok[tp].close()
-                del claims[tp]
-        self._assign(
-            claims,
-            txns_ok,
-            f"read {fenced_at - read_at:.3f} s, incl. fencing {len(txns)} ({warm} warm) "
+                    "%s: claim transaction of %s-%d failed (%s, %s): claiming again",
+                    self.member_id, tp[0], tp[1], kind, error,
+                )  # fmt: skip
+                txn.close()  # its open transaction is aborted by the next fence
+                return outcome
+        outcome.start, outcome.txn = self._ranges.merged_start(tp, start), txn
+        outcome.took = (
+            f"read {fence_from - read_at:.3f} s; fencing ({'warm' if warm else 'cold'}) "
             f"{fenced_at - fence_from:.3f} s; settled {settled_at - fenced_at:.3f} s; "
-            f"claim transactions {time.monotonic() - settled_at:.3f} s",
+            f"claim transaction {time.monotonic() - settled_at:.3f} s"
         )
+        return outcome
 
     def _new_transaction(self, tp: TopicPartitionKey) -> PartitionTransaction:
         return PartitionTransaction(
@@ -991,28 +1154,54 @@ class AssignedConsumer:
         if not self.fenced:
             return
         for tp in self._pending:
-            if tp not in self._warm:
+            if tp not in self._warm and not self._claims.busy(tp):  # a running claim has its own
                 self._warm[tp] = self._new_transaction(tp)
         for tp in [tp for tp in self._warm if tp not in self._pending]:
             self._warm.pop(tp).close()
 
-    def _fence_one(self, tp: TopicPartitionKey, txn: PartitionTransaction, done: dict) -> None:
-        try:
-            txn.fence()
-            done[tp] = txn
-        except KafkaException as error:
-            log.warning("%s: cannot fence %s-%d yet: %s", self.member_id, tp[0], tp[1], error)
+    def _apply_claim(self, outcome: _ClaimOutcome) -> None:
+        """On the caller's thread: assign a finished claim at its offset, or note why it did not.
 
-    def _assign(self, claims: dict[TopicPartitionKey, int], txns: dict, took: str = "") -> None:
-        if not claims:
+        A claim runs at the epoch it started under. Finished at a later epoch, it is kept when that
+        epoch still gives us the partition and none was skipped (as a kept partition would be), and
+        released at once when it no longer does (our mark says we own it: the successor would wait
+        for the takeover timeout otherwise); after skipped epochs it is claimed again.
+        """
+        tp = outcome.tp
+        if isinstance(outcome.error, AccessRefused):
+            if outcome.txn is not None:
+                outcome.txn.close()
+            raise outcome.error  # a grant is missing: waiting will not bring it
+        if isinstance(outcome.error, KafkaException):
+            self._coordinator_unanswered(outcome.error)
+        elif outcome.answered:
+            self._unanswered_since = None
+        elif outcome.error is not None:
+            log.error("%s: claim of %s-%d failed, will retry: %r", self.member_id, *tp, outcome.error)
+        if outcome.again:
+            self._next_check = 0.0
+        if outcome.start is None:
+            if outcome.txn is not None:  # the spare producer made ahead
+                if tp in self._pending and tp not in self._warm:
+                    self._warm[tp] = outcome.txn
+                else:
+                    outcome.txn.close()
             return
-        claims = {tp: self._ranges.merged_start(tp, off) for tp, off in claims.items()}
-        self._consumer.incremental_assign([TopicPartition(t, p, off) for (t, p), off in claims.items()])
-        for tp, offset in claims.items():
-            self._held[tp] = _Held(self.epoch, offset, offset, txns.get(tp))
-            del self._pending[tp]
-            self._remembered.pop(tp, None)
-        log.info("%s: claimed %s at epoch %d (%s)", self.member_id, _names(claims), self.epoch, took)
+        skipped = outcome.epoch < self.epoch - 1
+        if tp in self._held or (tp in self.assigned and skipped):
+            if outcome.txn is not None:
+                outcome.txn.close()
+            self._next_check = 0.0
+            return
+        self._consumer.incremental_assign([TopicPartition(tp[0], tp[1], outcome.start)])
+        self._held[tp] = _Held(outcome.epoch, outcome.start, outcome.start, outcome.txn)
+        self._pending.pop(tp, None)
+        self._remembered.pop(tp, None)
+        log.info(
+            "%s: claimed %s-%d at epoch %d (%s)", self.member_id, tp[0], tp[1], outcome.epoch, outcome.took
+        )
+        if tp not in self.assigned:  # a newer epoch took it away while the claim ran
+            self._release([tp])
 
 
 def _in_parallel(target, calls: list[tuple]) -> None:
