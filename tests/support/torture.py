@@ -242,6 +242,11 @@ class Config:
     broker_restart_every: float | None = None
     first_broker_restart: float | None = None  # seconds into the run (default: broker_restart_every)
     commit_interval: float = 0.1
+    #: seconds after the first plan during which handovers do not count as normal for the pause
+    #: percentiles: the workers are still starting (interpreter, consumer, transaction probe), so
+    #: the epochs of those seconds meet members that cannot act yet. Only the pause statistics
+    #: leave them out (the result says how many); lost, duplicates, regressions count the whole run.
+    warmup: float = 10.0
 
 
 @dataclass
@@ -701,6 +706,9 @@ class Run:
     def handovers(self, lines: list[h.Processed]) -> dict:
         """Owner changes per partition; the pause of normal handovers (no fault within 2 s).
 
+        Normal handovers that started in the first ``Config.warmup`` seconds are counted apart
+        (``normal_handovers_in_warmup``) and left out of the pause percentiles.
+
         The pause of a handover is from the later of the old owner's last record and the publish
         of the epoch that moved the partition, to the new owner's first record: the time the
         partition was not consumed because it moved. ``owner_gap`` (old owner's last record to
@@ -709,8 +717,9 @@ class Run:
         takeovers, per_run = self._log_events()
         run_of = {item.instance: w.out.name for w in self.all_workers() for item in w.lines()[:1]}
         restarts = self.events.broker_restarts
+        warm_until = self.events.publishes[0][0] + self.config.warmup if self.events.publishes else 0.0
         last: dict[int, h.Processed] = {}
-        gaps, pauses, changes, slow = [], [], 0, []
+        gaps, pauses, changes, slow, in_warmup = [], [], 0, [], 0
         for line in sorted(lines, key=lambda x: x.at):
             before = last.get(line.partition)
             if before is not None and before.instance != line.instance:
@@ -732,14 +741,18 @@ class Run:
                     or any(m in involved and window[0] <= t <= window[1] for t, m, _ in self.events.kills)
                     or any(q == line.partition and window[0] <= t <= window[1] for t, _, q in takeovers)
                     or any(s <= window[1] and e >= window[0] for s, e in restarts)
-                    or any(
+                    or any(  # a fault event in either owner's log (fenced, aborted, crashed, paused)
                         window[0] <= t <= window[1] + 1 and q in (line.partition, None)
-                        for t, _, q in per_run.get(run_of.get(before.instance, ""), [])
+                        for run in {before.instance, line.instance}
+                        for t, _, q in per_run.get(run_of.get(run, ""), [])
                     )
                 )
-                if not faulty:
+                moved = self._moved_at(before) or before.at
+                if not faulty and max(before.at, moved) < warm_until:
+                    in_warmup += 1
+                elif not faulty:
                     gaps.append(line.at - before.at)
-                    pauses.append(line.at - max(before.at, self._moved_at(before) or before.at))
+                    pauses.append(line.at - max(before.at, moved))
                     if pauses[-1] > 1.0:  # to look up in the workers' logs (the p99 target is 1 s)
                         slow.append(
                             (
@@ -757,6 +770,8 @@ class Run:
         return {
             "owner_changes": changes,
             "normal_handovers": len(gaps),
+            "normal_handovers_in_warmup": in_warmup,  # left out of the pause percentiles
+            "warmup_s": self.config.warmup,
             "takeovers": len(takeovers),
             "handover_pause_p50_s": pct(pauses, 0.5),
             "handover_pause_p99_s": pct(pauses, 0.99),

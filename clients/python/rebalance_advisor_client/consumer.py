@@ -73,6 +73,9 @@ log = logging.getLogger(__name__)
 
 _EARLIEST = {"earliest", "smallest", "beginning"}
 Marks = dict[TopicPartitionKey, tuple[int | None, OwnerMark | None]]
+_NOT_TRIED = object()  # _transaction_failed: no abort was tried yet
+#: poll()'s wait slice while claims run: how soon a finished claim is applied (at most)
+_CLAIM_APPLY_S = 0.02
 
 
 class AssignmentFollower(threading.Thread):
@@ -275,6 +278,10 @@ class _ClaimRunner:
         #: set by close(): claims stop at their next step and give their producers up
         self.cancelled = threading.Event()
 
+    def running(self) -> bool:
+        with self._lock:
+            return bool(self._running) or bool(self._done)
+
     def busy(self, tp: TopicPartitionKey) -> bool:
         with self._lock:
             return tp in self._running
@@ -465,7 +472,7 @@ class AssignedConsumer:
                     if time.monotonic() >= deadline:
                         return None
                     continue
-            message = self._consumer.poll(max(min(remaining, self.check_interval), 0))
+            message = self._consumer.poll(max(min(remaining, self._poll_slice()), 0))
             self._note_gap()
             if message is not None:
                 if message.error():
@@ -489,6 +496,11 @@ class AssignedConsumer:
                         return message
             if time.monotonic() >= deadline:
                 return None
+
+    def _poll_slice(self) -> float:
+        """How long one wait inside ``poll()`` may block: short while claims run, so a finished
+        claim is applied (and its partition fetched) within that, not after ``check_interval``."""
+        return _CLAIM_APPLY_S if self._claims.running() else self.check_interval
 
     def fencing_token(self, message_or_partition) -> FencingToken:
         """The token under which a message (or a ``(topic, partition)``) is held now.
@@ -821,20 +833,28 @@ class AssignedConsumer:
             offsets = [TopicPartition(tp[0], tp[1], held.position, metadata=self._mark(tp, state))]
             work[tp] = (held, held.position, offsets)
         errors: dict[TopicPartitionKey, KafkaException | None] = {}
+        aborts: dict[TopicPartitionKey, KafkaException | None] = {}
 
         def one(tp: TopicPartitionKey) -> None:
+            txn = work[tp][0].txn
             try:
-                work[tp][0].txn.commit(work[tp][2], metadata)
+                txn.commit(work[tp][2], metadata)
                 errors[tp] = None
             except KafkaException as error:
                 errors[tp] = error
+                if classify(error) == "abort":  # aborted here too: in parallel, not in turn below
+                    try:
+                        txn.abort()
+                        aborts[tp] = None
+                    except KafkaException as abort_error:
+                        aborts[tp] = abort_error
 
         _in_parallel(one, [(tp,) for tp in tps])
         written = {}
         for tp, (held, offset, _) in work.items():
             error = errors.get(tp, KafkaException(KafkaError(KafkaError._FAIL, "commit thread ended")))
             if error is not None:
-                self._transaction_failed(tp, error, "commit", consuming)
+                self._transaction_failed(tp, error, "commit", consuming, aborts.get(tp, _NOT_TRIED))
                 continue
             held.committed = offset
             written[tp] = offset
@@ -861,9 +881,18 @@ class AssignedConsumer:
             log.debug("%s: pause/resume of %s-%d: %s", self.member_id, *tp, error)
 
     def _transaction_failed(
-        self, tp: TopicPartitionKey, error: KafkaException, action: str, consuming: bool = True
+        self,
+        tp: TopicPartitionKey,
+        error: KafkaException,
+        action: str,
+        consuming: bool = True,
+        aborted: Any = _NOT_TRIED,
     ) -> None:
-        """Fenced: drop the partition now. Abortable: abort and rewind. Retriable: pause and retry."""
+        """Fenced: drop the partition now. Abortable: abort and rewind. Retriable: pause and retry.
+
+        ``aborted``: the outcome of an abort already tried on the commit's thread (None: done, a
+        KafkaException: failed); the default ``_NOT_TRIED`` aborts here.
+        """
         kind = classify(error)
         held = self._held.get(tp)
         if held is None:
@@ -892,7 +921,10 @@ class AssignedConsumer:
                 self.member_id, action, tp[0], tp[1], error, held.committed,
             )  # fmt: skip
             try:
-                held.txn.abort()
+                if aborted is _NOT_TRIED:
+                    held.txn.abort()
+                elif aborted is not None:
+                    raise aborted
             except KafkaException as abort_error:
                 if classify(abort_error) == "fenced":
                     self._drop(tp, fenced=True, consuming=consuming)
