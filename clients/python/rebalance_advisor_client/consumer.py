@@ -1131,10 +1131,16 @@ class AssignedConsumer:
             txn.close()
             return outcome
         settled_at = time.monotonic()
-        if claim_decision(claim.who, mark, claim.waited, self.takeover_timeout) not in (
-            Claim.TAKE,
-            Claim.TAKE_OVER,
-        ):
+        decision = claim_decision(claim.who, mark, claim.waited, self.takeover_timeout)
+        if decision is Claim.WAIT:
+            # an owner of an older epoch claimed it between our read and our fence (its claim was
+            # in flight when its next epoch arrived): we fenced it, so it can never release it;
+            # waiting would only cost the takeover timeout
+            log.warning(
+                "%s: taking over %s-%d from %s (epoch %d): it claimed meanwhile and we fenced it",
+                self.member_id, tp[0], tp[1], mark.member, mark.epoch,
+            )  # fmt: skip
+        elif decision is not Claim.TAKE and decision is not Claim.TAKE_OVER:
             log.warning(
                 "%s: %s-%d was claimed by %s meanwhile: backing off", self.member_id, *tp, mark.member
             )
@@ -1143,6 +1149,12 @@ class AssignedConsumer:
         start = committed if committed is not None else self._start_offset(tp)
         if start is None:
             txn.close()
+            return outcome
+        if self._newer_epoch_known(epoch) or self._claims.cancelled.is_set():
+            # a claim mark of an epoch already moved on would make that epoch's claimant wait for
+            # (or fence) us; the previous owner's mark stays as it was
+            txn.close()
+            outcome.again = True
             return outcome
         # The claim itself: a transaction that writes our mark at the settled offset.
         mark_text = OwnerMark(self.member_id, epoch, OWNED, self.instance, txn.producer, epoch).encode()
