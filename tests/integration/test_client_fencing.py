@@ -10,6 +10,7 @@ nothing crashes.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -28,6 +29,7 @@ from confluent_kafka.admin import (
 )
 from rebalance_advisor.adapters.assignment_publisher import publish_assignments
 from rebalance_advisor_client import AssignedConsumer, FencingToken, TransactionsUnavailable
+from rebalance_advisor_client import consumer as consumer_module
 from rebalance_advisor_client.assignment_records import encode_key
 from rebalance_advisor_client.fencing import transactional_id_prefix
 from rebalance_advisor_client.handover_rules import decode_mark
@@ -135,6 +137,42 @@ def test_restarted_member_fences_its_zombie(kafka_bootstrap: str, data_topic: st
         reader.close()
     mark = decode_mark(committed.metadata)
     assert committed.offset == 20 and mark.instance == successor.instance and mark.state == "released"
+
+
+@pytest.mark.parametrize("fenced", [True, False], ids=["fenced", "unfenced"])
+def test_a_stuck_claim_holds_up_no_other_partition(
+    kafka_bootstrap: str, data_topic: str, monkeypatch: pytest.MonkeyPatch, fenced: bool
+) -> None:
+    """Claims run on threads of their own: while partition 1's claim is stuck (its mark read is
+    held until the test lets it go), partition 0 is claimed, consumed and committed. With claims
+    on the caller's thread, poll() waited for both and no record of partition 0 came."""
+    config = {"bootstrap.servers": kafka_bootstrap, "auto.offset.reset": "earliest"}
+    group, assignments, _ = _names()
+    let_go, stuck = threading.Event(), threading.Event()
+    real_read = consumer_module.AssignedConsumer._read_marks
+
+    def read_marks(self, tps, *args):
+        if (data_topic, 1) in tps and not let_go.is_set():  # a claim's read of partition 1
+            stuck.set()
+            assert let_go.wait(60), "the test never let the claim go"
+        return real_read(self, tps, *args)
+
+    monkeypatch.setattr(consumer_module.AssignedConsumer, "_read_marks", read_marks)
+    publish_assignments(config, group, "p1", {"m": [(data_topic, 0), (data_topic, 1)]}, topic=assignments)
+    consumer = AssignedConsumer(config, group, "m", topic=assignments, check_interval=0.05, fenced=fenced)
+    try:
+        messages = _take(consumer, 20)
+        assert stuck.is_set() and not let_go.is_set()
+        assert [(m.partition(), m.offset()) for m in messages] == [(0, i) for i in range(20)]
+        assert consumer.commit() == {(data_topic, 0): 20}
+        assert consumer.owned == frozenset({(data_topic, 0)})
+        let_go.set()
+        messages = _take(consumer, 20)
+        assert [(m.partition(), m.offset()) for m in messages] == [(1, i) for i in range(20)]
+        assert consumer.commit() == {(data_topic, 1): 20}
+    finally:
+        let_go.set()
+        consumer.close()
 
 
 def test_fencing_token_orders_sink_writes(kafka_bootstrap: str, data_topic: str) -> None:
