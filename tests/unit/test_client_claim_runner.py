@@ -23,8 +23,10 @@ def test_finished_claims_wait_for_the_caller_and_failures_become_outcomes() -> N
     runner.start(("t", 0), 3, lambda: _ClaimOutcome(("t", 0), 3, start=17))
     runner.start(("t", 1), 3, lambda: 1 / 0)
     runner.join(5)
-    assert not runner.busy(("t", 0)) and not runner.busy(("t", 1))
+    # finished but not applied yet: still busy, or a second claim would fence the first one's producer
+    assert runner.busy(("t", 0)) and runner.busy(("t", 1))
     done = sorted(runner.finished(), key=lambda o: o.tp)
+    assert not runner.busy(("t", 0)) and not runner.busy(("t", 1))
     assert [(o.tp, o.epoch, o.start) for o in done] == [(("t", 0), 3, 17), (("t", 1), 3, None)]
     assert isinstance(done[1].error, ZeroDivisionError)
     assert runner.finished() == []  # handed out once

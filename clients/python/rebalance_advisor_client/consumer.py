@@ -283,8 +283,10 @@ class _ClaimRunner:
             return bool(self._running) or bool(self._done)
 
     def busy(self, tp: TopicPartitionKey) -> bool:
+        """A claim of ``tp`` runs, or finished and was not applied yet: start no second one (it
+        would fence the first one's producer; seen in a calm run, the member fenced itself)."""
         with self._lock:
-            return tp in self._running
+            return tp in self._running or any(outcome.tp == tp for outcome in self._done)
 
     def start(self, tp: TopicPartitionKey, epoch: int, work: Any) -> None:
         def run() -> None:
