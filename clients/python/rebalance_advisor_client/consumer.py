@@ -1048,6 +1048,9 @@ class AssignedConsumer:
         read_at = time.monotonic()
         try:
             committed, mark = self._read_marks([tp], claim.consumer)[tp]
+        except AccessRefused as error:  # a grant is missing: the caller's thread raises it
+            outcome.error = error
+            return outcome
         except ClientError as error:
             log.warning("%s: cannot check %s-%d to claim yet: %s", self.member_id, *tp, error)
             outcome.error = error.__cause__ if isinstance(error.__cause__, KafkaException) else None
