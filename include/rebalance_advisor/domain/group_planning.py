@@ -57,6 +57,7 @@ from rebalance_advisor.domain.load_model import (
     load_inputs,
     member_totals,
     summarize,
+    usable_capacity,
 )
 from rebalance_advisor.domain.metrics import GroupMetrics, compute_metrics, lower_bound_max_lag
 from rebalance_advisor.domain.snapshot_model import estimated_capacity_members
@@ -424,7 +425,7 @@ def catch_up_floor(spec: GroupSpec, inputs: LoadInputs, thresholds: Thresholds) 
     caps = inputs.capacity
     if caps is None or not (spec.lag > 0).any():
         return None
-    usable = caps * (1.0 - thresholds.capacity_margin)
+    usable = usable_capacity(caps, thresholds.capacity_margin)
     best = None
     for part in np.flatnonzero(spec.lag > 0).tolist():
         members = spec.topic_subscribers[int(spec.topic_index[part])]
@@ -472,7 +473,7 @@ def isolate_backlog(
     caps = inputs.capacity
     if caps is None or spec.num_members < 2:
         return None
-    usable = caps * (1.0 - thresholds.capacity_margin)
+    usable = usable_capacity(caps, thresholds.capacity_margin)
     inflow, backlog = member_totals(spec, spec.owner, inputs.rate)
     back = backlog.astype(np.float64)
     t = catch_up_time(back, inflow, usable)
@@ -544,7 +545,7 @@ def capacity_probe(
         return None
     est = np.array([m in estimated for m in spec.member_ids])
     inflow, backlog = member_totals(spec, spec.owner, inputs.rate)
-    usable = caps * (1.0 - thresholds.capacity_margin)
+    usable = usable_capacity(caps, thresholds.capacity_margin)
     t = catch_up_time(backlog.astype(np.float64), inflow, usable)
     worst = int(np.argmax(np.where(backlog > 0, t, -1.0)))
     if backlog[worst] <= 0 or est[worst] or not (t[worst] > thresholds.target_catch_up_s):

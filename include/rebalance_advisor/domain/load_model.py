@@ -139,6 +139,12 @@ def member_totals(spec: GroupSpec, owners: np.ndarray, rate: np.ndarray) -> tupl
     return inflow, np.rint(backlog).astype(np.int64)
 
 
+def usable_capacity(caps: np.ndarray, margin: float) -> np.ndarray:
+    """The capacity the rules plan against: ``(1 - margin)`` of it (the rule's ``capacity_margin``),
+    a margin for rates estimated over past minutes that drift."""
+    return caps * (1.0 - margin) if margin > 0 else caps
+
+
 def summarize(
     spec: GroupSpec,
     owners: np.ndarray,
@@ -183,7 +189,7 @@ def summarize(
             spec.member_ids, tuple(inflow.tolist()), tuple(backlog.tolist()), None, None
         )
     t = catch_up_time(backlog_f, inflow, caps)
-    usable = caps * (1.0 - margin) if margin > 0 else caps
+    usable = usable_capacity(caps, margin)
     t_usable = catch_up_time(backlog_f, inflow, usable) if margin > 0 else t
     overloaded = int(np.count_nonzero(inflow >= usable))
     max_t = float(t_usable.max()) if len(t) else 0.0
