@@ -189,13 +189,22 @@ def test_the_probe_hands_the_hot_partition_to_the_estimated_member_with_most_hea
 
 
 def test_no_probe_when_the_bottleneck_is_itself_estimated_or_nobody_else_is():
-    # b's own capacity is an estimate: taken as what its load needs, (142 + 15,000 / 300) / 0.98 x 1.01 =
-    # 197.9/s (optimistic_estimates), so nothing is flagged; if b is slower it saturates and the next
-    # snapshot measures it
-    both = plan_group(
-        _probe_doc({"b": "group_median", "u1": "group_median", "u2": "measured"}), Thresholds(), T0
-    )
+    # b's own capacity is an estimate and b has just received p0: taken as what its load needs,
+    # (142 + 15,000 / 300) / 0.98 x 1.01 = 197.9/s (optimistic_estimates), so nothing is flagged; if b
+    # is slower it saturates and the next snapshot measures it
+    doc = _probe_doc({"b": "group_median", "u1": "group_median", "u2": "measured"})
+    doc["recent_moves"] = [
+        {"topic": "t", "partition": 0, "from": "u1", "to": "b", "at": "2026-01-01T00:00:00"}
+    ]
+    both = plan_group(doc, Thresholds(), T0)
     assert both.outcome == "balanced", both.reason
+    # held for longer than the hysteresis window, b is judged on its estimate (166/s): catch-up
+    # 15,000 / (0.98 x 166 - 142) = 725 s > 300 s; p0 would overload u1 or u2 (142 >= 0.98 x 138), and
+    # b's own capacity is the estimate, so no probe either: nothing improves
+    doc.pop("recent_moves")
+    judged = plan_group(doc, Thresholds(), T0)
+    assert judged.outcome == "no_better_plan" and "catch-up 725 s" in judged.reason, judged.reason
+    assert "capacity_probe" not in judged.reason
     measured = plan_group(_probe_doc({"b": "measured", "u1": "measured", "u2": "measured"}), Thresholds(), T0)
     assert measured.outcome == "no_better_plan", measured.reason
 
@@ -227,12 +236,19 @@ def test_an_estimated_member_is_not_relieved_on_its_estimate():
     }
     measured = plan_group({**d, "capacity_sources": {"b": "measured", "u1": "measured"}}, Thresholds(), T0)
     assert measured.outcome == "recommended" and "1 member(s) overloaded" in measured.reason, measured.reason
-    # estimated: taken as (150 + 3,000 / 300) / 0.98 x 1.01 = 164.9/s, catch-up 3,000 / (0.98 x 164.9 - 150)
-    # = 3,000 / 11.6 = 259 s <= 300 s: nothing to do until a snapshot measures it
+    # estimated, and u1 has just received p0: taken as (150 + 3,000 / 300) / 0.98 x 1.01 = 164.9/s,
+    # catch-up 3,000 / (0.98 x 164.9 - 150) = 3,000 / 11.6 = 259 s <= 300 s: nothing to do until a
+    # snapshot measures it
+    got = [{"topic": "t", "partition": 0, "from": "b", "to": "u1", "at": "2026-01-01T00:00:00"}]
     estimated = plan_group(
-        {**d, "capacity_sources": {"b": "measured", "u1": "group_median"}}, Thresholds(), T0
+        {**d, "capacity_sources": {"b": "measured", "u1": "group_median"}, "recent_moves": got},
+        Thresholds(),
+        T0,
     )
     assert estimated.outcome == "balanced", estimated.reason
+    # not a recent receiver: its estimate stands, and it is relieved as a measured member would be
+    settled = plan_group({**d, "capacity_sources": {"b": "measured", "u1": "group_median"}}, Thresholds(), T0)
+    assert settled.outcome == "recommended" and "1 member(s) overloaded" in settled.reason, settled.reason
 
 
 # ---- the held case above target: physics, said in the reason ----------------------------------

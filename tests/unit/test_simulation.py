@@ -397,12 +397,18 @@ def test_advisor_planner_passes_estimated_capacities_as_production_does():
     # Issue 13 item 7: the simulator runs the production rule with the production inputs. A holds
     # p0 at 110 msg/s against a capacity of 100; B holds p1 + p2 (20 msg/s) at a measured 200. No lag.
     # Measured, A is overloaded (110 >= 98 % of 100) and the rule moves p0 to B (130 < 196).
-    # Estimated (group median: A was never seen saturated), the rule's optimistic estimate raises A
-    # to what its current load needs, 110 / 0.98 x 1.01 = 113.4, so nothing is overloaded, the
-    # group has no lag and the outcome is idle: no plan.
-    from rebalance_advisor.domain.simulation import AdvisorPlanner, make_planner
+    # Estimated (group median: A was never seen saturated) and A just received p0, the rule's
+    # optimistic estimate raises A to what its current load needs, 110 / 0.98 x 1.01 = 113.4, so
+    # nothing is overloaded, the group has no lag and the outcome is idle: no plan. Estimated but
+    # holding p0 for longer than the hysteresis window, A is judged on its estimate: p0 moves.
+    from datetime import timedelta
 
-    def observe(source: str) -> Observation:
+    from rebalance_advisor.domain.group_spec import RecentMove
+    from rebalance_advisor.domain.simulation import EPOCH, AdvisorPlanner, make_planner
+
+    received = (RecentMove("t", 0, "B", "A", EPOCH + timedelta(seconds=600)),)
+
+    def observe(source: str, recent: tuple[RecentMove, ...] = received) -> Observation:
         rates = np.array([110.0, 10.0, 10.0])
         return Observation(
             time_s=900.0,
@@ -416,7 +422,7 @@ def test_advisor_planner_passes_estimated_capacities_as_production_does():
             consume_rate=rates,
             capacity=np.array([100.0, 200.0]),
             capacity_source=(source, "measured"),
-            recent_moves=(),
+            recent_moves=recent,
             snapshots_seen=4,
         )
 
@@ -428,6 +434,8 @@ def test_advisor_planner_passes_estimated_capacities_as_production_does():
     assert measured is not None and measured[0] == 1
     for source in ("group_median", "own_rate"):
         assert make_planner("rate_aware", scenario).plan(observe(source), truth) is None, source
+        held = make_planner("rate_aware", scenario).plan(observe(source, recent=()), truth)
+        assert held is not None and held[0] == 1, source
 
 
 def test_drained_when_the_total_lag_is_what_steady_production_leaves():

@@ -55,6 +55,12 @@ class GroupObservation:
     #: members whose capacity is an estimate (``snapshot_model.ESTIMATED_CAPACITY_SOURCES``): never
     #: seen saturated, so they may be faster than the estimate (group_planning's capacity probe)
     estimated_capacity: frozenset[str] = frozenset()
+    #: members whose capacity is a guess from their own consume rate (``own_rate``): while any is,
+    #: rate_aware_sticky balances fully instead of settling at the fill level
+    own_rate_capacity: frozenset[str] = frozenset()
+    #: seconds between the snapshots the rates come from (None: unknown); sets the auto capacity
+    #: margin (``Thresholds.for_rate_interval``)
+    rate_interval_s: float | None = None
 
 
 @dataclass(frozen=True)

@@ -43,7 +43,12 @@ from rebalance_advisor.domain.decisions import (
     seconds,
     within_move_budget,
 )
-from rebalance_advisor.domain.group_spec import GroupSpec, parse_group_spec, parse_recent_moves
+from rebalance_advisor.domain.group_spec import (
+    GroupSpec,
+    parse_group_spec,
+    parse_rate_interval,
+    parse_recent_moves,
+)
 from rebalance_advisor.domain.key_range_advice import (
     KeySharingInputs,
     current_range_view,
@@ -60,15 +65,16 @@ from rebalance_advisor.domain.load_model import (
     usable_capacity,
 )
 from rebalance_advisor.domain.metrics import GroupMetrics, compute_metrics, lower_bound_max_lag
-from rebalance_advisor.domain.snapshot_model import estimated_capacity_members
+from rebalance_advisor.domain.snapshot_model import estimated_capacity_members, own_rate_capacity_members
 from rebalance_advisor.domain.timestamps import as_utc
 from rebalance_advisor.errors import AdvisorError
 
 NO_MEMBERS = "no members and no registered static members"
 
 
-def strategy_options(strategy: str, thresholds: Thresholds) -> dict[str, Any]:
-    """Options a strategy gets from the run's thresholds (budget and horizon where they apply)."""
+def strategy_options(strategy: str, thresholds: Thresholds, settle: bool = False) -> dict[str, Any]:
+    """Options a strategy gets from the run's thresholds (budget and horizon where they apply);
+    ``settle``: rate_aware_sticky stops balancing at the fill level (no capacity is an own-rate guess)."""
     if strategy == "lag_aware_sticky":
         return {"move_budget": thresholds.move_budget}
     if strategy == "rate_aware":
@@ -77,15 +83,16 @@ def strategy_options(strategy: str, thresholds: Thresholds) -> dict[str, Any]:
         return {
             "move_budget": thresholds.move_budget,
             "horizon_s": thresholds.horizon_s,
-            "margin": thresholds.capacity_margin,
+            "margin": thresholds.capacity_margin_in_force,
+            "settle": settle,
         }
     return {}
 
 
-def candidate_owners(spec: GroupSpec, thresholds: Thresholds) -> dict[str, np.ndarray]:
+def candidate_owners(spec: GroupSpec, thresholds: Thresholds, settle: bool = False) -> dict[str, np.ndarray]:
     """Every requested strategy's owners array for the spec (the exact assignor calls)."""
     return {
-        name: get_assignor(name).owners(spec, **strategy_options(name, thresholds))
+        name: get_assignor(name).owners(spec, **strategy_options(name, thresholds, settle))
         for name in thresholds.strategies
     }
 
@@ -114,6 +121,7 @@ DOCUMENT_KEYS = (
     "key_sharing",
     "current_ranges",
     "capacity_sources",
+    "rate_interval_s",
 )
 
 
@@ -139,6 +147,8 @@ def observe_document(doc: dict[str, Any]) -> GroupObservation:
         "key_sharing": KeySharingInputs.from_doc(doc.get("key_sharing")),
         "current_ranges": current_ranges_from_doc(doc.get("current_ranges")),
         "estimated_capacity": estimated_capacity_members((doc.get("capacity_sources") or {}).items()),
+        "own_rate_capacity": own_rate_capacity_members((doc.get("capacity_sources") or {}).items()),
+        "rate_interval_s": parse_rate_interval(doc.get("rate_interval_s")),
     }
     if not doc.get("members"):
         total_lag = int(sum(int(p.get("lag", 0)) for p in doc.get("partitions") or []))
@@ -202,7 +212,7 @@ def group_state(spec: GroupSpec, inputs: LoadInputs, thresholds: Thresholds) -> 
     """The rules' view of the current assignment, and its per-member load."""
     # the summary against the usable capacity (the rule's margin); the members' view against the full one
     summary, members = summarize(
-        spec, spec.owner, inputs, thresholds.horizon_s, margin=thresholds.capacity_margin
+        spec, spec.owner, inputs, thresholds.horizon_s, margin=thresholds.capacity_margin_in_force
     )
     inflow, backlog = member_totals(spec, spec.owner, inputs.rate)
     load = inflow + backlog / thresholds.horizon_s
@@ -226,8 +236,14 @@ def advise_group(observation: GroupObservation, thresholds: Thresholds, now: dat
         outcome = "broker_assigned" if observation.broker_assigned else "no_members"
         return GroupAdvice(group_id, outcome, observation.note or NO_MEMBERS, observation.total_lag)
     total_lag = int(spec.lag.sum())
+    thresholds = thresholds.for_rate_interval(observation.rate_interval_s)  # the auto margin, resolved
     try:
-        inputs = optimistic_estimates(spec, load_inputs(spec), thresholds, observation.estimated_capacity)
+        inputs = optimistic_estimates(
+            spec,
+            load_inputs(spec),
+            thresholds,
+            observation.estimated_capacity & recent_receivers(observation),
+        )
         bound = lower_bound_max_lag(spec)
         # key ranges of a published ranged plan: the current state is measured in their range view
         # (domain/key_range_advice.py), where each range is owned by its member
@@ -245,7 +261,10 @@ def advise_group(observation: GroupObservation, thresholds: Thresholds, now: dat
         )
         unowned_lag = int(now_spec.lag[now_spec.owner < 0].sum())
         # Idle and balanced groups need no candidates: skipping them is most of a quiet cluster's work.
-        owners_by_strategy = candidate_owners(spec, thresholds) if is_flagged(state, thresholds) else {}
+        settle = not observation.own_rate_capacity
+        owners_by_strategy = (
+            candidate_owners(spec, thresholds, settle) if is_flagged(state, thresholds) else {}
+        )
         # key_range with the run's samples: measured in its range view (domain/key_range_advice.py)
         ranged = None
         if "key_range" in owners_by_strategy and sharing is not None:
@@ -274,7 +293,12 @@ def advise_group(observation: GroupObservation, thresholds: Thresholds, now: dat
         m = dataclasses.replace(_rounded(compute_metrics(s, so, s_bound)), moves=handovers)
         metrics_by_strategy[name] = m
         load, _ = summarize(
-            s, so, s_inputs, thresholds.horizon_s, thresholds.handover_cost_s, thresholds.capacity_margin
+            s,
+            so,
+            s_inputs,
+            thresholds.horizon_s,
+            thresholds.handover_cost_s,
+            thresholds.capacity_margin_in_force,
         )
         candidates.append(
             CandidatePlan(
@@ -388,6 +412,11 @@ def advise_group(observation: GroupObservation, thresholds: Thresholds, now: dat
     )
 
 
+def recent_receivers(observation: GroupObservation) -> frozenset[str]:
+    """Members that received a partition within the hysteresis window (its recent moves)."""
+    return frozenset(move.to_member for move in observation.recent_moves)
+
+
 def optimistic_estimates(
     spec: GroupSpec, inputs: LoadInputs, thresholds: Thresholds, estimated: frozenset[str]
 ) -> LoadInputs:
@@ -407,7 +436,9 @@ def optimistic_estimates(
     if not est.any():
         return inputs
     inflow, backlog = member_totals(spec, spec.owner, inputs.rate)
-    need = (inflow + backlog / thresholds.target_catch_up_s) / (1.0 - thresholds.capacity_margin) * 1.01
+    need = (
+        (inflow + backlog / thresholds.target_catch_up_s) / (1.0 - thresholds.capacity_margin_in_force) * 1.01
+    )
     raised = np.where(est, np.maximum(caps, need), caps)
     raised.setflags(write=False)
     return dataclasses.replace(inputs, capacity=raised)
@@ -425,7 +456,7 @@ def catch_up_floor(spec: GroupSpec, inputs: LoadInputs, thresholds: Thresholds) 
     caps = inputs.capacity
     if caps is None or not (spec.lag > 0).any():
         return None
-    usable = usable_capacity(caps, thresholds.capacity_margin)
+    usable = usable_capacity(caps, thresholds.capacity_margin_in_force)
     best = None
     for part in np.flatnonzero(spec.lag > 0).tolist():
         members = spec.topic_subscribers[int(spec.topic_index[part])]
@@ -473,7 +504,7 @@ def isolate_backlog(
     caps = inputs.capacity
     if caps is None or spec.num_members < 2:
         return None
-    usable = usable_capacity(caps, thresholds.capacity_margin)
+    usable = usable_capacity(caps, thresholds.capacity_margin_in_force)
     inflow, backlog = member_totals(spec, spec.owner, inputs.rate)
     back = backlog.astype(np.float64)
     t = catch_up_time(back, inflow, usable)
@@ -545,7 +576,7 @@ def capacity_probe(
         return None
     est = np.array([m in estimated for m in spec.member_ids])
     inflow, backlog = member_totals(spec, spec.owner, inputs.rate)
-    usable = usable_capacity(caps, thresholds.capacity_margin)
+    usable = usable_capacity(caps, thresholds.capacity_margin_in_force)
     t = catch_up_time(backlog.astype(np.float64), inflow, usable)
     worst = int(np.argmax(np.where(backlog > 0, t, -1.0)))
     if backlog[worst] <= 0 or est[worst] or not (t[worst] > thresholds.target_catch_up_s):

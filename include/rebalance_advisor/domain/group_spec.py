@@ -629,6 +629,16 @@ def parse_recent_moves(data: Any) -> tuple[RecentMove, ...]:
     return tuple(moves)
 
 
+def parse_rate_interval(value: Any) -> float | None:
+    """The optional ``rate_interval_s`` of the plan JSON: seconds between the two snapshots the
+    rates come from (it sets the auto capacity margin); null when unknown."""
+    if value is None:
+        return None
+    if not _is_rate(value) or value <= 0:
+        raise AdvisorError(f"rate_interval_s must be a finite number of seconds > 0 or null, got {value!r}")
+    return float(value)
+
+
 def _is_rate(value: Any) -> bool:
     """A finite number >= 0 (JSON's NaN/Infinity extensions and booleans are not)."""
     return (

@@ -71,7 +71,7 @@ from rebalance_advisor.domain.lag_rules import (
     smooth_rate,
     smoothing_weight,
 )
-from rebalance_advisor.domain.snapshot_model import estimated_capacity_members
+from rebalance_advisor.domain.snapshot_model import estimated_capacity_members, own_rate_capacity_members
 from rebalance_advisor.errors import AdvisorError
 
 #: planners the simulator knows besides the plain assignors (see :func:`make_planner`); a name here
@@ -272,6 +272,8 @@ class Observation:
     capacity_source: tuple[str, ...]
     recent_moves: tuple[RecentMove, ...]  # moves from an owner within the flap window, oldest first
     snapshots_seen: int
+    #: seconds since the previous snapshot, when the rates come from that interval (None: no rates)
+    rate_interval_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -377,6 +379,10 @@ class AdvisorPlanner:
             )
             if self.with_load
             else frozenset(),
+            own_rate_capacity=own_rate_capacity_members(zip(obs.member_ids, obs.capacity_source, strict=True))
+            if self.with_load
+            else frozenset(),
+            rate_interval_s=obs.rate_interval_s,
         )
         now = EPOCH + timedelta(seconds=obs.time_s)
         advice = advise_group(observation, self.thresholds, now)
@@ -793,6 +799,7 @@ def simulate(
             capacity_source=sources,
             recent_moves=tuple(move for _, move in moves_log),
             snapshots_seen=snapshot_count[0],
+            rate_interval_s=t - snaps[0][0] if problem is None else None,
         )
         return obs, Truth(truth_rate.copy(), lay.capacity[idx].copy()), idx
 
@@ -809,7 +816,10 @@ def simulate(
             mine = owner_c == m
             sample = total = None
             if mine.any() and member_changed[m] <= tp and not (owner_p[mine] != m).any():
-                sample = busy_capacity_sample(lag_prev[mine], lag_cur[mine], consumed[mine], floor[mine])
+                growth = tc - tp >= rate_params.growth_sample_min_interval_s
+                sample = busy_capacity_sample(
+                    lag_prev[mine], lag_cur[mine], consumed[mine], floor[mine], growth
+                )
                 total = float(consumed[mine].sum())
             carried = None if np.isnan(cap_est[m]) else float(cap_est[m])
             value = next_capacity(sample, carried, tc - cap_at[m], tc - tp, rate_params, total)

@@ -131,6 +131,13 @@ def estimated_capacity_members(sources: Iterable[tuple[str, str | None]]) -> fro
     return frozenset(str(m) for m, source in sources if source in ESTIMATED_CAPACITY_SOURCES)
 
 
+def own_rate_capacity_members(sources: Iterable[tuple[str, str | None]]) -> frozenset[str]:
+    """The members whose capacity is a guess from their own consume rate (``own_rate``): they keep
+    up with their load, and nothing says by how much; the planner then balances fully instead of
+    settling at the fill level (``rate_aware_sticky``'s ``settle``)."""
+    return frozenset(str(m) for m, source in sources if source == "own_rate")
+
+
 class MemberCapacity(NamedTuple):
     """Records/s a member can consume (None with source ``equal``) and its provenance."""
 
@@ -158,6 +165,8 @@ class SnapshotRates:
     capacity: dict[tuple[str, str], MemberCapacity] = field(default_factory=dict)
     #: set when nothing could be derived for the whole snapshot (first snapshot, other cluster, ...)
     note: str | None = None
+    #: seconds between the previous snapshot and this one, when the rates come from that interval
+    interval_s: float | None = None
 
 
 @dataclass

@@ -95,6 +95,8 @@ class SnapshotTables:
     time_lags: dict[tuple[str, str, int], TimeLag] = field(default_factory=dict)
     #: why the snapshot has no rates at all, if so
     rates_note: str | None = None
+    #: seconds between the previous snapshot and this one when the rates come from that interval
+    rate_interval_s: float | None = None
     #: share groups of the snapshot (never planned) and their broker-reported lags
     share_groups: frozenset[str] = frozenset()
     share_lags: dict[tuple[str, str, int], int | None] = field(default_factory=dict)
@@ -121,6 +123,7 @@ def snapshot_tables(snapshot: Snapshot) -> SnapshotTables:
         capacities=dict(rates.capacity) if rates else {},
         time_lags=dict(rates.time_lag) if rates else {},
         rates_note=rates.note if rates else None,
+        rate_interval_s=rates.interval_s if rates else None,
         share_groups=frozenset(g.group_id for g in snapshot.groups if g.group_type == SHARE_GROUP_TYPE),
         share_lags=dict(snapshot.share_lags),
         members={
@@ -262,6 +265,7 @@ def build_docs_from_tables(
                 "capacity_sources": capacity_sources,
                 "time_lags": partition_time_lags,
                 "rates_note": tables.rates_note,
+                "rate_interval_s": tables.rate_interval_s,
             }
         )
         if current_ranges:

@@ -13,6 +13,7 @@ members by position, a member's assignment by (topic, partition).
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
@@ -20,6 +21,7 @@ from sqlalchemy.engine import Connection
 
 from rebalance_advisor.domain.snapshot_model import SHARE_GROUP_TYPE, MemberCapacity, TimeLag
 from rebalance_advisor.domain.spec_documents import SnapshotTables
+from rebalance_advisor.domain.timestamps import as_utc
 from rebalance_advisor.errors import AdvisorError
 from rebalance_advisor.store import db
 from rebalance_advisor.store.models import (
@@ -56,6 +58,23 @@ def raw_rows(conn: Connection, query: sa.Select) -> list[Any]:
         raise db.unavailable(conn.engine.url, error) from error
 
 
+def stored_rate_interval(
+    conn: Connection, snapshot_id: int, taken_at: datetime, rates_note: str | None
+) -> float | None:
+    """Seconds between a stored snapshot and the one stored before it, when its rates were derived
+    over that interval (no ``rates_note``); None otherwise."""
+    if rates_note is not None:
+        return None
+    s = SnapshotRow.__table__
+    before = conn.execute(
+        sa.select(s.c.taken_at).where(s.c.id < snapshot_id).order_by(s.c.id.desc()).limit(1)
+    ).scalar_one_or_none()
+    if before is None:
+        return None
+    elapsed = (as_utc(taken_at) - as_utc(before)).total_seconds()
+    return elapsed if elapsed > 0 else None
+
+
 def read_snapshot_tables(snapshot_id: int, url: str | None = None) -> SnapshotTables:
     """One stored snapshot's offsets, committed offsets and members; unknown ids raise AdvisorError."""
     with db.connect(url) as conn:
@@ -65,10 +84,13 @@ def read_snapshot_tables(snapshot_id: int, url: str | None = None) -> SnapshotTa
 def snapshot_tables_in(conn: Connection, snapshot_id: int) -> SnapshotTables:
     """:func:`read_snapshot_tables` inside the caller's transaction (the planner's one read)."""
     s = SnapshotRow.__table__
-    found = conn.execute(sa.select(s.c.isolation_level, s.c.rates_note).where(s.c.id == snapshot_id)).first()
+    found = conn.execute(
+        sa.select(s.c.isolation_level, s.c.rates_note, s.c.taken_at).where(s.c.id == snapshot_id)
+    ).first()
     if found is None:
         raise AdvisorError(f"snapshot {snapshot_id} does not exist")
-    isolation, rates_note = found
+    isolation, rates_note, taken_at = found
+    rate_interval_s = stored_rate_interval(conn, snapshot_id, taken_at, rates_note)
     stable = isolation == "read_committed"  # lags against the LSO (lag_rules.lag_end_offset)
     p, g, m = PartitionOffsetRow.__table__, ConsumerGroupRow.__table__, GroupMemberRow.__table__
     a, c = MemberAssignmentRow.__table__, CommittedOffsetRow.__table__
@@ -153,6 +175,7 @@ def snapshot_tables_in(conn: Connection, snapshot_id: int) -> SnapshotTables:
         capacities=capacities,
         time_lags=time_lags,
         rates_note=rates_note,
+        rate_interval_s=rate_interval_s,
         share_groups=share_groups,
         share_lags=share_lags,
     )

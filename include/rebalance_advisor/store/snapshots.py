@@ -47,7 +47,7 @@ from rebalance_advisor.store.models import (
 )
 from rebalance_advisor.store.plan_models import PlanAssignment
 from rebalance_advisor.store.plans import published_plans
-from rebalance_advisor.store.snapshot_reader import raw_rows
+from rebalance_advisor.store.snapshot_reader import raw_rows, stored_rate_interval
 
 #: Rows per INSERT statement on the generic Core path (dialects other than SQLite and PostgreSQL).
 CHUNK = 2000
@@ -534,7 +534,10 @@ def load_snapshot(snapshot_id: int, url: str | None = None, groups: list[str] | 
         assignments: dict[tuple[str, str], list[tuple[str, int]]] = {}
         for a in rows(MemberAssignmentRow, "group_id", "member_id", "topic", "partition"):
             assignments.setdefault((a["group_id"], a["member_id"]), []).append((a["topic"], a["partition"]))
-        rates = SnapshotRates(note=row["rates_note"])
+        rates = SnapshotRates(
+            note=row["rates_note"],
+            interval_s=stored_rate_interval(conn, snapshot_id, row["taken_at"], row["rates_note"]),
+        )
         members: dict[str, list[GroupMemberSnapshot]] = {}
         for m in rows(GroupMemberRow, "group_id", "position"):
             if m["capacity_source"] is not None:

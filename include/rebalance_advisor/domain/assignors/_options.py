@@ -52,3 +52,17 @@ def optional_amount(name: str):
         return number
 
     return parse
+
+
+def flag(name: str):
+    """A yes/no option: a bool, or the CLI's 'true'/'false' (also 1/0, yes/no)."""
+    words = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
+
+    def parse(value: Any) -> bool:
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.strip().lower() in words:
+            return words[value.strip().lower()]
+        raise AdvisorError(f"option {name}={value!r}: must be true or false")
+
+    return parse
