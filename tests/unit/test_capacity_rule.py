@@ -57,3 +57,15 @@ def test_fill_capacities_median_own_rate_configured_equal():
     assert fill_capacities([None], [100.0]) == [(None, "equal")]
     # the factor is a parameter: 2 x 100 = 200
     assert fill_capacities([50.0, None], [None, 100.0], factor=2.0)[1] == (200.0, "own_rate")
+
+
+def test_a_long_interval_also_measures_a_member_whose_lag_grew_past_the_floor():
+    # lag 0 -> 3,000 with a floor of 1,000 (100/s x 10 s): backlogged only at the end. A 1-minute
+    # interval waits for a second backlogged snapshot; a 5-minute one takes it (growth 3,000 > 1,000)
+    assert busy_capacity_sample([0], [3000], [90.0], [1000.0]) is None
+    assert busy_capacity_sample([0], [3000], [90.0], [1000.0], growth=True) == 90.0
+    # grew by 700 only (500 -> 1,200): in-flight records could explain that, no sample either way
+    assert busy_capacity_sample([500], [1200], [90.0], [1000.0], growth=True) is None
+    # ends below the floor: not busy however it grew
+    assert busy_capacity_sample([0], [900], [90.0], [1000.0], growth=True) is None
+    assert RateParameters().growth_sample_min_interval_s == 120.0

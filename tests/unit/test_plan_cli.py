@@ -92,7 +92,7 @@ BAD = [
     ),
     (
         {**WORKED, "strategy": "range"},
-        "group 'g': unknown key 'strategy' (allowed: group_id, members, partitions, recent_moves)",
+        "group 'g': unknown key 'strategy' (allowed: group_id, members, partitions, recent_moves, rate_interval_s)",
     ),
     (
         {**WORKED, "members": [{"member_id": "a", "topics": ["t0"], "owend": [["t0", 0]]}]},
@@ -129,6 +129,8 @@ BAD += [
         _rated(moves=[{"topic": "t0", "partition": 0, "from": "a", "to": "b", "at": "yesterday"}]),
         "recent_moves[0]: at must be an ISO 8601 time",
     ),  # fmt: skip
+    ({**_rated(), "rate_interval_s": -60}, "rate_interval_s must be a finite number of seconds > 0 or null"),
+    ({**_rated(), "rate_interval_s": "5m"}, "rate_interval_s must be a finite number of seconds > 0 or null"),
 ]
 
 

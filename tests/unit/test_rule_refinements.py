@@ -218,3 +218,13 @@ def test_sticky_balances_a_large_group_by_a_pool_repack_when_no_single_move_gain
     # 17 members: a pool of 9 is more than half the group, so no pool balancing; nothing moves
     small = _balance_group(17)
     assert get_assignor("rate_aware_sticky").owners(small).tolist() == small.owner.tolist()
+
+
+def test_a_catch_up_within_the_target_meets_it():
+    # bench/drain.py large-500: a sticky plan of 175 handovers predicted 250 s, a full repack of 3,192
+    # predicted 154 s; both within the 300 s target, so the sticky plan is as good and is chosen
+    now = state(87, float("inf"), 1.3, 9e9)
+    repack = plan("rate_aware", 3192, 0, 154.0, 0.77, 2.47e8)
+    sticky = plan("rate_aware_sticky", 175, 0, 250.0, 0.87, 2.36e8)
+    assert as_good(sticky, repack, T)
+    assert decide(now, [repack, sticky], T).chosen.strategy == "rate_aware_sticky"

@@ -485,7 +485,7 @@ def _resolve_owners(
 
 #: The keys the documented JSON shape allows, per object; any other key is refused (a misspelt
 #: optional key such as ``"owend"`` would otherwise be silently ignored).
-GROUP_KEYS = ("group_id", "members", "partitions", "recent_moves")
+GROUP_KEYS = ("group_id", "members", "partitions", "recent_moves", "rate_interval_s")
 MEMBER_KEYS = ("member_id", "group_instance_id", "topics", "owned", "generation", "capacity")
 PARTITION_KEYS = ("topic", "partition", "lag", "produce_rate")
 RECENT_MOVE_KEYS = ("topic", "partition", "from", "to", "at")
