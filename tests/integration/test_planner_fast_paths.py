@@ -131,4 +131,8 @@ def test_run_planner_plans_the_documents_of_build_group_docs(spark, sqlite_url):
     # Log ends 1,000 -> 3,000, 1,000 -> 1,100 and 10 -> 10 over 100 s: the rates planned on.
     g = next(d for d in docs if d["group_id"] == "g")
     assert [p["produce_rate"] for p in g["partitions"]] == pytest.approx([20.0, 1.0, 0.0])
+    # over 100 s: the interval that sets the auto capacity margin, on both routes (the outcomes above
+    # agree), and none for the first snapshot, whose rates are unknown
+    assert g["rate_interval_s"] == pytest.approx(100.0)
+    assert all(d["rate_interval_s"] is None for d in build_group_docs(store.load_snapshot(first, sqlite_url)))
     assert g["weight"] == "lag"
