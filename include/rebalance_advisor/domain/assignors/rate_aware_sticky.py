@@ -25,8 +25,8 @@ consume rate), balancing stops once every member is at most at the fill level: h
 group's mean utilisation and the overload line, the level the oracle of domain/simulation.py packs
 to. Below it a move buys headroom the drift between two plans does not need (bench/drain.py
 large-500: 759 -> 478 handovers per hour at the same overload). A member above the fill level (or
-overloaded) that no move, chain or pool re-pack helps is skipped and the next one is balanced: until
-now one such member ended the plan and left the others overloaded, and the rule took the full
+overloaded) that no move, chain or pool re-pack helps is skipped and the next one is balanced (one
+such member in a row, :data:`SKIPS_IN_A_ROW`): until now one such member ended the plan and left the others overloaded, and the rule took the full
 ``rate_aware`` repack instead (3,197 handovers to relieve one more member).
 
 ``move_budget`` caps the owned partitions moved (None: no cap besides the gain threshold).
@@ -57,6 +57,11 @@ DEFAULT_MIN_GAIN = 0.01
 CHAIN_PEERS = 8
 #: least-utilised peers re-packed together with an overloaded member when no move or chain helps
 POOL_PEERS = 8
+#: members skipped one after another (no move, chain or pool re-pack between) before the plan ends:
+#: one relieves the others behind a member nothing helps (bench/drain.py large-500); more only
+#: retries chains and pool re-packs that fail again (bench/pipeline.py: 4.19 ms per group with no
+#: limit, 3.37 with one, the same drain results)
+SKIPS_IN_A_ROW = 1
 #: groups of at least this many members (the pool at most half the group) also balance by pool
 #: re-packs; in smaller groups a pool re-pack is nearly a full one, which the rule already weighs
 POOL_BALANCE_MEMBERS = 2 * (POOL_PEERS + 1)
@@ -91,6 +96,7 @@ def owners(
     # members above the line to balance (overloaded, or above the fill level) that nothing helps
     skipped = np.zeros(members, dtype=bool)
     line = full if fill is None else min(full, fill)
+    in_a_row = 0
     moved = 0
     steps = 0  # a guard: each step lowers the top utilisation, but ties could in theory cycle
     while moved < budget and steps < 4 * spec.num_partitions + 16:
@@ -111,11 +117,13 @@ def owners(
                 chain = ejection_chain(spec, out, load, weights, caps * full, elig, top, budget - moved)
                 if chain:
                     moved += sum(spec.owner[k] >= 0 for k, _ in chain)
+                    in_a_row = 0
                     continue
                 elig_pm = None if elig is None else elig[spec.topic_index]
                 pool = pool_repack(out, load, weights, caps, full, top, budget - moved, elig_pm, spec.owner)
                 if pool:
                     moved += sum(spec.owner[k] >= 0 for k, _ in pool)
+                    in_a_row = 0
                     continue
             if members >= POOL_BALANCE_MEMBERS:
                 # no single move gains min_gain off the top member (its hottest partition is most of
@@ -125,12 +133,15 @@ def owners(
                 pool = pool_repack(out, load, weights, caps, limit, top, budget - moved, elig_pm, spec.owner)
                 if pool:
                     moved += sum(spec.owner[k] >= 0 for k, _ in pool)
+                    in_a_row = 0
                     continue
-            if known_caps and u_top >= line:
+            if known_caps and u_top >= line and in_a_row < SKIPS_IN_A_ROW:
                 skipped[top] = True  # nothing helps it: balance the next member above the line
+                in_a_row += 1
                 continue
             break
         k = int(mine[i])
+        in_a_row = 0
         _move(out, load, weights, k, b)
         if spec.owner[k] >= 0:
             moved += 1
