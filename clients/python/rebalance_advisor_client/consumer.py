@@ -256,7 +256,9 @@ class _ClaimOutcome:
     txn: PartitionTransaction | None = None  # claimed: its producer; not claimed: a spare one
     took: str = ""
     again: bool = False  # check again at once (a newer epoch, a stale read), not after check_interval
-    error: BaseException | None = None  # AccessRefused (raised on the caller's thread), or a
+    #: AccessRefused (raised on the caller's thread), a KafkaException (the group coordinator did not
+    #: answer), or any other error (logged there; the claim is tried again)
+    error: BaseException | None = None
     answered: bool = False  # the group coordinator answered a read (KafkaException: it did not)
 
 

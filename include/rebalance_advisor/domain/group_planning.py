@@ -490,14 +490,14 @@ def isolate_backlog(
     plus a handover pause of production), while that stays below the bottleneck's current catch-up.
 
     The plan that reaches :func:`catch_up_floor` when the hot partition already sits on the fastest
-    member; the strategies balance load and did not find it (bench/closed_loop.py run B at 04:38:22:
-    catch-up 67 s, best candidate 81 s, this plan 54 s; the rule held, and a capacity probe then moved
+    member; the strategies balance load and did not find it (bench/closed_loop.py run B, session 4:
+    the rule held a group above its target that this plan relieved, and a capacity probe then moved
     the hot partition off the fastest member). None without capacities, when the bottleneck has no
     backlog or one partition, or when nothing can move.
 
-    Only measured members (not in ``estimated``) receive: an estimated capacity is raised to what the
-    member's current load needs (:func:`optimistic_estimates`), so backlog sent there is predicted to
-    fit when it may not (bench/drain.py medium-50-cap2x, 3 seeds: overloaded 6.1 % -> 12.5 % of the
+    Only measured members (not in ``estimated``) receive: an estimated capacity is a guess, or, for a
+    member that just received a partition, raised to what its current load needs
+    (:func:`optimistic_estimates`), so backlog sent there is predicted to fit when it may not (bench/drain.py medium-50-cap2x, 3 seeds: overloaded 6.1 % -> 12.5 % of the
     time when estimated members could receive, 6.1 % when they cannot). Testing an estimate is the
     probe's job.
     """
