@@ -490,7 +490,7 @@ def isolate_backlog(
     plus a handover pause of production), while that stays below the bottleneck's current catch-up.
 
     The plan that reaches :func:`catch_up_floor` when the hot partition already sits on the fastest
-    member; the strategies balance load and did not find it (bench/closed_loop.py run B, session 4:
+    member; the strategies balance load and did not find it (bench/closed_loop.py, an earlier run B:
     the rule held a group above its target that this plan relieved, and a capacity probe then moved
     the hot partition off the fastest member). None without capacities, when the bottleneck has no
     backlog or one partition, or when nothing can move.
