@@ -117,6 +117,13 @@ def scenario_defs() -> dict[str, dict]:
         _headroom=room,
         _note="8 members with capacities x2 apart, 16x8 partitions, Zipf 1.5, re-plan 300 s, handover 30 s",
     )
+    # the same group, its operator declaring each member's capacity (--member-capacity
+    # MEMBER@GROUP=N): what the advisor plans on while a member is not measured
+    defs["cap2x-z1.5-configured"] = dict(
+        defs["cap2x-z1.5"],
+        members=[m | {"configured_capacity": m["capacity"]} for m in _members(caps)],
+        _note="cap2x-z1.5 with every member's capacity declared (member_capacity MEMBER@GROUP=N)",
+    )
 
     topics = [{"name": f"a{j}", "partitions": 10, "total_rate": 1250.0, "zipf": 1.1} for j in range(4)]
     topics += [{"name": f"b{j}", "partitions": 10, "total_rate": 1250.0, "zipf": 1.1} for j in range(4)]

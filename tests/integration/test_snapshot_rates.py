@@ -376,6 +376,34 @@ def test_member_capacity_measured_median_configured_equal(sqlite_url) -> None:
     store.db.dispose(sqlite_url)
 
 
+def test_a_member_capacity_configured_by_member_name(sqlite_url) -> None:
+    """As above, group g: m1 (static "i1") measured at 5/s, m2 not measured. Configured
+    "m2@g=9": m2 gets 9/s (configured) instead of the median 5; "i1@g=99" is not used, i1 being
+    measured. In the planner's documents m2's capacity is not an estimate (no probe, no optimism)."""
+    from rebalance_advisor.domain.snapshot_model import estimated_capacity_members
+
+    store.upgrade(sqlite_url)
+    t0 = datetime(2030, 1, 1, tzinfo=UTC)
+    members = [("g", "m1", "i1", [("t", 0), ("t", 1)]), ("g", "m2", None, [("t", 2)])]
+    ends = {("t", 0): 1000, ("t", 1): 1000, ("t", 2): 100}
+    c0 = {("g", "t", 0): 100, ("g", "t", 1): 100, ("g", "t", 2): 50}
+    store.write_snapshot(_snap(t0, ends, c0, members), sqlite_url)
+    ends1 = {**ends, ("t", 2): 130}
+    c1 = {("g", "t", 0): 400, ("g", "t", 1): 300, ("g", "t", 2): 130}
+    later = _snap(t0 + timedelta(seconds=100), ends1, c1, members)
+    store.write_snapshot(later, sqlite_url, capacities=lag_rules.CapacityPolicy.parse("i1@g=99,m2@g=9"))
+    cap = store.load_snapshot(later.snapshot_id, sqlite_url).rates.capacity
+    assert cap[("g", "m1")][:2] == (5.0, "measured")
+    assert cap[("g", "m2")][:2] == (9.0, "configured")
+    docs = {
+        d["group_id"]: d for d in build_docs_from_tables(read_snapshot_tables(later.snapshot_id, sqlite_url))
+    }
+    assert {m["member_id"]: m["capacity"] for m in docs["g"]["members"]} == {"i1": 5.0, "m2": 9.0}
+    assert docs["g"]["capacity_sources"] == {"i1": "measured", "m2": "configured"}
+    assert estimated_capacity_members(docs["g"]["capacity_sources"].items()) == frozenset()
+    store.db.dispose(sqlite_url)
+
+
 @pytest.mark.postgres
 def test_a_failed_write_with_rates_leaves_the_previous_snapshot_and_nothing_else(db_url) -> None:
     store.upgrade(db_url)

@@ -7,11 +7,13 @@ import math
 
 import pytest
 from rebalance_advisor.domain.lag_rules import (
+    CapacityPolicy,
     RateParameters,
     busy_capacity_sample,
     fill_capacities,
     next_capacity,
 )
+from rebalance_advisor.errors import AdvisorError
 
 
 def test_one_backlogged_partition_is_enough_to_measure():
@@ -69,3 +71,54 @@ def test_a_long_interval_also_measures_a_member_whose_lag_grew_past_the_floor():
     # ends below the floor: not busy however it grew
     assert busy_capacity_sample([0], [900], [90.0], [1000.0], growth=True) is None
     assert RateParameters().growth_sample_min_interval_s == 120.0
+
+
+def test_a_capacity_configured_for_a_member_comes_before_every_estimate():
+    # measured 40 and 60 (median 50). Member 1 consumes 10/s, member 3 100/s: without configuration
+    # they get the median 50 and 1.2 x 100 = 120 (as above). Configured 30 and 75 for them: those.
+    # Member 0 is measured, so its configured 999 is not used; member 4 has none: the median.
+    filled = fill_capacities(
+        [40.0, None, 60.0, None, None],
+        [30.0, 10.0, 55.0, 100.0, None],
+        configured_members=[999.0, 30.0, None, 75.0, None],
+    )
+    assert filled == [
+        (40.0, "measured"),
+        (30.0, "configured"),
+        (60.0, "measured"),
+        (75.0, "configured"),
+        (50.0, "group_median"),
+    ]
+    # none measured: a member's own value beats the group's configured one, and the others get that
+    assert fill_capacities([None, None], [1.0, 2.0], 40.0, configured_members=[80.0, None]) == [
+        (80.0, "configured"),
+        (40.0, "configured"),
+    ]
+
+
+def test_capacity_policy_for_members_and_groups():
+    policy = CapacityPolicy.parse("big-.*@orders-.*=2000, orders-.*=500, .*@audit=50")
+    assert policy.for_group("orders-eu") == 500.0
+    assert policy.for_group("audit") is None  # only a member rule names it
+    assert policy.for_member("orders-eu", "big-3") == 2000.0
+    assert policy.for_member("orders-eu", "small-3") is None
+    assert policy.for_member("xorders-eu", "big-3") is None  # full matches only
+    assert policy.for_member("audit", "anyone") == 50.0
+    assert CapacityPolicy.parse(None).for_member("g", "m") is None
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("@orders=5", "expected GROUP_REGEX=RECORDS_PER_SECOND or MEMBER_REGEX@GROUP_REGEX"),
+        ("big@=5", "expected GROUP_REGEX=RECORDS_PER_SECOND or MEMBER_REGEX@GROUP_REGEX"),
+        ("big@orders=0", "records/s must be a number > 0"),
+        ("big@orders=fast", "records/s must be a number > 0"),
+        ("(a)\\1@orders=5", "bad regex"),  # a back-reference: RE2 (linear time) refuses it
+        ("big@orders(=5", "bad regex"),
+    ],
+)
+def test_bad_member_capacity_rules_are_refused_in_one_line(spec, message):
+    with pytest.raises(AdvisorError) as caught:
+        CapacityPolicy.parse(spec)
+    assert message in str(caught.value) and "\n" not in str(caught.value)

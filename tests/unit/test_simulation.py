@@ -235,6 +235,28 @@ def test_an_unmeasured_member_below_the_median_gets_the_median():
     np.testing.assert_allclose(obs.capacity, [50, 40, 60], atol=0.05)
 
 
+def test_a_configured_capacity_is_what_the_planner_sees_until_the_member_is_measured():
+    # As above, but a declares 400 msg/s: the planner sees 400 (configured), not the median 50;
+    # b and c are measured (overloaded) and their declared values are not used. The truth (500)
+    # still decides the simulation.
+    data = {
+        "topics": [{"name": "t", "partitions": 3, "rates": [10, 80, 90]}],
+        "members": [
+            {"id": "a", "capacity": 500, "configured_capacity": 400},
+            {"id": "b", "capacity": 40, "configured_capacity": 1000},
+            {"id": "c", "capacity": 60},
+        ],
+        "hours": 0.1,
+    }
+    rec = Recorder()
+    simulate(parse_scenario(data), rec)
+    obs, truth = rec.seen[-1]
+    assert obs.owner.tolist() == [0, 1, 2]
+    assert obs.capacity_source == ("configured", "measured", "measured")
+    np.testing.assert_allclose(obs.capacity, [400, 40, 60], atol=0.05)
+    assert truth.capacity.tolist() == [500.0, 40.0, 60.0]
+
+
 @dataclass
 class Flipper:
     """Moves partition 0 to the other member on every tick."""
@@ -306,6 +328,10 @@ def test_member_leaving_orphans_its_partitions_until_the_next_tick():
         ({"topics": [{"name": "t", "partitions": 2, "rates": [1, -5]}]}, "topics[0]"),
         ({"topics": [{"name": "t", "partitions": 2, "total_rate": float("nan")}]}, "topics[0].total_rate"),
         ({"topics": [{"name": "t", "partitions": 2, "total_rate": -3}]}, "topics[0].total_rate"),
+        (
+            {"members": [{"id": "a", "capacity": 5, "configured_capacity": 0}]},
+            "members[0].configured_capacity",
+        ),
         ({"strategy": "fastest"}, "strategy"),
         ({"colour": "red"}, "colour"),
     ],

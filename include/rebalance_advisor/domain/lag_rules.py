@@ -229,14 +229,22 @@ class RateParameters:
 
 @dataclass(frozen=True)
 class CapacityPolicy:
-    """Configured capacity (records/s) per group pattern, used when no member of a group is measured:
-    ``"orders-.*=500,audit=50"``; first full match wins."""
+    """Configured capacity (records/s), first full match wins: ``"orders-.*=500,audit=50"``.
+
+    ``GROUP_REGEX=N`` is used for every member of a group with no measured member.
+    ``MEMBER_REGEX@GROUP_REGEX=N`` is one member's (named by :func:`member_key`), used while that
+    member is not measured: an operator who knows the instance types of a group whose consumers
+    differ (capacities x2 apart) says so. Estimating them instead costs overload: a member is
+    measured only while saturated (bench/drain.py cap2x-z1.5 against cap2x-z1.5-configured).
+    """
 
     rules: tuple[tuple[SafeRegex, float], ...] = ()
+    member_rules: tuple[tuple[SafeRegex, SafeRegex, float], ...] = ()
 
     @classmethod
     def parse(cls, spec: str | None) -> CapacityPolicy:
         rules: list[tuple[SafeRegex, float]] = []
+        member_rules: list[tuple[SafeRegex, SafeRegex, float]] = []
         for item in (spec or "").split(","):
             item = item.strip()
             if not item:
@@ -246,15 +254,37 @@ class CapacityPolicy:
                 number = float(value)
             except ValueError:
                 number = math.nan
-            if not sep or not pattern.strip():
-                raise AdvisorError(f"member capacity {item!r}: expected GROUP_REGEX=RECORDS_PER_SECOND")
+            member, at, group = pattern.partition("@")
+            if not at:
+                member, group = "", pattern
+            if not sep or not group.strip() or (at and not member.strip()):
+                raise AdvisorError(
+                    f"member capacity {item!r}: expected GROUP_REGEX=RECORDS_PER_SECOND "
+                    "or MEMBER_REGEX@GROUP_REGEX=RECORDS_PER_SECOND"
+                )
             if not (math.isfinite(number) and number > 0):
                 raise AdvisorError(f"member capacity {item!r}: records/s must be a number > 0")
-            rules.append((compile_safe_regex(pattern.strip(), f"member capacity {item!r}: bad"), number))
-        return cls(tuple(rules))
+            group_re = compile_safe_regex(group.strip(), f"member capacity {item!r}: bad")
+            if at:
+                member_re = compile_safe_regex(member.strip(), f"member capacity {item!r}: bad")
+                member_rules.append((member_re, group_re, number))
+            else:
+                rules.append((group_re, number))
+        return cls(tuple(rules), tuple(member_rules))
 
     def for_group(self, group_id: str) -> float | None:
         return next((value for pattern, value in self.rules if pattern.fullmatch(group_id)), None)
+
+    def for_member(self, group_id: str, key: str) -> float | None:
+        """The capacity configured for one member (its :func:`member_key`), or None."""
+        return next(
+            (
+                value
+                for member, group, value in self.member_rules
+                if group.fullmatch(group_id) and member.fullmatch(key)
+            ),
+            None,
+        )
 
 
 def member_key(member_id: str, group_instance_id: str | None) -> str:
@@ -492,6 +522,7 @@ def fill_capacities(
     own_rate: Sequence[float | None] | None = None,
     configured: float | None = None,
     factor: float | None = None,
+    configured_members: Sequence[float | None] | None = None,
 ) -> list[tuple[float | None, str]]:
     """(capacity, source) per member (``snapshot_model.CAPACITY_SOURCES``) from the measured ones.
 
@@ -503,16 +534,21 @@ def fill_capacities(
     rate would overestimate a nearly saturated member of a group of equal members (bench/drain.py
     large-500: overloaded 21 % -> 51 % of the time). ``factor`` defaults to
     :attr:`RateParameters.unmeasured_capacity_factor`. With none measured: the configured value, else
-    unknown (``equal``).
+    unknown (``equal``). ``configured_members``: a value configured for one member
+    (:meth:`CapacityPolicy.for_member`) comes before every estimate while the member is not measured;
+    the median is of measured capacities only.
     """
     factor = RateParameters.unmeasured_capacity_factor if factor is None else factor
     known = [c for c in measured if c is not None]
     median = statistics.median(known) if known else None
     rates = list(own_rate) if own_rate is not None else [None] * len(measured)
+    declared = list(configured_members) if configured_members is not None else [None] * len(measured)
     out: list[tuple[float | None, str]] = []
-    for value, rate in zip(measured, rates, strict=True):
+    for value, rate, mine in zip(measured, rates, declared, strict=True):
         if value is not None:
             out.append((value, "measured"))
+        elif mine is not None:
+            out.append((mine, "configured"))
         elif median is not None:
             faster = rate is not None and rate > median
             out.append((factor * rate, "own_rate") if faster else (median, "group_median"))  # type: ignore[operator]
@@ -581,7 +617,11 @@ def _capacities(
             known = [r for r in rates if r is not None]
             own_rate.append(sum(known) if known else None)
         filled = fill_capacities(
-            measured, own_rate, policy.for_group(group_id), params.unmeasured_capacity_factor
+            measured,
+            own_rate,
+            policy.for_group(group_id),
+            params.unmeasured_capacity_factor,
+            [policy.for_member(group_id, key) for _, key, _ in members],
         )
         for (member_id, _, _), (value, source), at in zip(members, filled, measured_at, strict=True):
             out[(group_id, member_id)] = MemberCapacity(value, source, at if source == "measured" else None)

@@ -323,8 +323,11 @@ class SnapshotParams(ParamModel):
         description="do not read share groups (they are read through Kafka's Java AdminClient, which needs Java)",
     )  # fmt: skip
     member_capacity: str | None = surface(
-        None, max_length=1000, cli="--member-capacity", form={"examples": ["orders-.*=500,audit=50"]},
-        description="records/s per member for groups with no measured member, e.g. 'orders-.*=500,audit=50'",
+        None, max_length=1000, cli="--member-capacity",
+        form={"examples": ["orders-.*=500,audit=50", "big-.*@orders-.*=2000,orders-.*=500"]},
+        description="records/s a member can process: GROUP_REGEX=N for the members of a group with no measured "
+        "member; MEMBER_REGEX@GROUP_REGEX=N for one member (static instance id, else member id) while it is not "
+        "measured, e.g. 'big-.*@orders-.*=2000,orders-.*=500'",
     )  # fmt: skip
 
     @field_validator("groups", "exclude_groups")

@@ -28,8 +28,9 @@ snapshots, smoothed as a snapshot smooths them (``lag_rules.smooth_rate``, EWMA 
 same partitions at both ends, with backlog (lag above ``busy_backlog_s`` of the partition's
 produce rate) on at least one of them at both ends (``busy_capacity_sample``), smoothed, never
 below what it consumed and carried up to ``capacity_max_age_s`` (``next_capacity``); unmeasured
-members get the group median, or 1.2 x their own consume rate when that is above it
-(``fill_capacities``) — or the true ones when ``capacities_known``, and the recent moves). The
+members get their ``configured_capacity`` when the scenario declares one, else the group median, or
+1.2 x their own consume rate when that is above it (``fill_capacities``) — or the true ones when
+``capacities_known``, and the recent moves). The
 planner gets them as production's planner does (``advise_group`` with the members whose capacity is
 an estimate, ``snapshot_model.estimated_capacity_members``). Only the oracle also gets the
 :class:`Truth` (true rates and capacities). Its answer becomes the new ownership at once
@@ -134,6 +135,12 @@ class MemberScenario(_Model):
     id: str = Field(min_length=1)
     capacity: float = Field(gt=0)
     topics: tuple[str, ...] | None = None
+    configured_capacity: float | None = Field(
+        None,
+        gt=0,
+        description="what the operator declared (--member-capacity MEMBER@GROUP=N): the planner's "
+        "capacity for the member while it is not measured (capacity stays the truth)",
+    )
 
 
 class EventScenario(_Model):
@@ -685,6 +692,7 @@ class _Layout:
         self.member_ids = tuple(m.id for m in sc.members)
         self.member_topics = tuple(m.topics if m.topics is not None else all_topics for m in sc.members)
         self.capacity = np.asarray([m.capacity for m in sc.members], dtype=float)
+        self.configured = [m.configured_capacity for m in sc.members]
         tpos = {t: i for i, t in enumerate(all_topics)}
         tix = np.asarray([tpos[t] for t in self.topic_of], dtype=np.int64)
         sub = np.zeros((len(sc.members), len(all_topics)), dtype=bool)
@@ -782,7 +790,12 @@ def simulate(
                 rate_of = np.bincount(owner[held], weights=np.nan_to_num(consume[held]), minlength=num_m)
                 own_rate = rate_of[idx].tolist()
             measured = [None if np.isnan(cap_est[m]) else float(cap_est[m]) for m in idx]
-            filled = fill_capacities(measured, own_rate, factor=rate_params.unmeasured_capacity_factor)
+            filled = fill_capacities(
+                measured,
+                own_rate,
+                factor=rate_params.unmeasured_capacity_factor,
+                configured_members=[lay.configured[m] for m in idx],
+            )
             capacity = np.asarray([math.nan if v is None else v for v, _ in filled], dtype=np.float64)
             sources = tuple(source for _, source in filled)
         obs = Observation(

@@ -116,7 +116,8 @@ class TimeLag(NamedTuple):
 #: Where a member's capacity came from: measured from its own consume rate while it had backlog on
 #: at least one partition it owned; the median of its group's measured members; 1.2 x its own consume
 #: rate when that is above the median (``own_rate``: it keeps up, so it can do at least that); a
-#: per-group configured value; or unknown, the planner then taking capacities as equal
+#: configured value (``configured``: the member's own while it is not measured, else the group's
+#: when none of its members is); or unknown, the planner then taking capacities as equal
 #: (``lag_rules.fill_capacities``).
 CAPACITY_SOURCES = ("measured", "group_median", "own_rate", "configured", "equal")
 #: sources that are estimates for a member never seen saturated: its true capacity is only known to
