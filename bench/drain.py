@@ -92,8 +92,9 @@ def _members(caps: list[float], subs=None) -> list[dict]:
     ]
 
 
-def scenario_defs() -> dict[str, dict]:
-    """The scenarios (without seed/hours/strategy); each dict is a simulator scenario + notes."""
+def scenario_defs(declared_scale: float = 1.0) -> dict[str, dict]:
+    """The scenarios (without seed/hours/strategy); each dict is a simulator scenario + notes.
+    ``declared_scale``: the declared capacities of cap2x-z1.5-configured are the true ones x this."""
     defs: dict[str, dict] = {}
 
     topics = [{"name": f"t{j}", "partitions": 6, "total_rate": 750.0, "zipf": 1.1} for j in range(8)]
@@ -121,8 +122,9 @@ def scenario_defs() -> dict[str, dict]:
     # MEMBER@GROUP=N): what the advisor plans on while a member is not measured
     defs["cap2x-z1.5-configured"] = dict(
         defs["cap2x-z1.5"],
-        members=[m | {"configured_capacity": m["capacity"]} for m in _members(caps)],
-        _note="cap2x-z1.5 with every member's capacity declared (member_capacity MEMBER@GROUP=N)",
+        members=[m | {"configured_capacity": m["capacity"] * declared_scale} for m in _members(caps)],
+        _note="cap2x-z1.5 with every member's capacity declared (member_capacity MEMBER@GROUP=N)"
+        + (f", declared x{declared_scale:g} the true one" if declared_scale != 1.0 else ""),
     )
 
     topics = [{"name": f"a{j}", "partitions": 10, "total_rate": 1250.0, "zipf": 1.1} for j in range(4)]
@@ -367,9 +369,18 @@ def main(argv: list[str] | None = None) -> int:
         help="take the runs of these strategies from an earlier results file where it has them for the same "
         "hours, seeds and scenario definition (e.g. the baselines, which do not depend on the rule)",
     )
+    parser.add_argument(
+        "--declared-scale",
+        type=float,
+        default=1.0,
+        help="multiply the capacities a scenario declares (configured_capacity) by this: an operator's "
+        "declaration that is off (e.g. 0.9 or 1.1)",
+    )
     parser.add_argument("--output", default=str(RESULTS), help="JSON results file")
     args = parser.parse_args(argv)
-    defs = scenario_defs()
+    if not args.declared_scale > 0:
+        parser.error("--declared-scale must be a number > 0")
+    defs = scenario_defs(args.declared_scale)
     names = args.scenarios.split(",") if args.scenarios else list(QUICK if args.quick else defs)
     unknown = [n for n in names if n not in defs]
     if unknown:
