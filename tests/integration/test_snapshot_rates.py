@@ -376,6 +376,22 @@ def test_member_capacity_measured_median_configured_equal(sqlite_url) -> None:
     store.db.dispose(sqlite_url)
 
 
+def test_the_rate_interval_is_to_the_previous_snapshot_of_the_same_cluster(sqlite_url) -> None:
+    """c1 at 0 s, c2 at 30 s, c1 at 100 s: c1's second snapshot derives its rates over 100 s (from
+    its own cluster's), and that is the interval the planner reads back, not the 70 s since c2's."""
+    store.upgrade(sqlite_url)
+    t0 = datetime(2030, 1, 1, tzinfo=UTC)
+    ends, committed = {("t", 0): 1000}, {("g", "t", 0): 500}
+    store.write_snapshot(_snap(t0, ends, committed), sqlite_url)
+    store.write_snapshot(_snap(t0 + timedelta(seconds=30), ends, committed, cluster="c2"), sqlite_url)
+    later = _snap(t0 + timedelta(seconds=100), {("t", 0): 2000}, {("g", "t", 0): 900})
+    store.write_snapshot(later, sqlite_url)
+    assert later.rates.interval_s == pytest.approx(100.0)
+    assert read_snapshot_tables(later.snapshot_id, sqlite_url).rate_interval_s == pytest.approx(100.0)
+    assert store.load_snapshot(later.snapshot_id, sqlite_url).rates.interval_s == pytest.approx(100.0)
+    store.db.dispose(sqlite_url)
+
+
 def test_a_member_capacity_configured_by_member_name(sqlite_url) -> None:
     """As above, group g: m1 (static "i1") measured at 5/s, m2 not measured. Configured
     "m2@g=9": m2 gets 9/s (configured) instead of the median 5; "i1@g=99" is not used, i1 being

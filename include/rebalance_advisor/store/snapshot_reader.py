@@ -58,16 +58,32 @@ def raw_rows(conn: Connection, query: sa.Select) -> list[Any]:
         raise db.unavailable(conn.engine.url, error) from error
 
 
+def same_cluster(query: sa.Select, cluster_id: str | None, bootstrap_servers: str) -> sa.Select:
+    """``query`` restricted to the snapshots of one cluster: by its cluster id when the snapshot
+    has one, else by its bootstrap servers. Rates pair a snapshot with the newest earlier one of
+    its cluster, so everything about that pair selects it this way."""
+    s = SnapshotRow.__table__
+    if cluster_id is not None:
+        return query.where(s.c.cluster_id == cluster_id)
+    return query.where(s.c.bootstrap_servers == bootstrap_servers)
+
+
 def stored_rate_interval(
-    conn: Connection, snapshot_id: int, taken_at: datetime, rates_note: str | None
+    conn: Connection,
+    snapshot_id: int,
+    taken_at: datetime,
+    rates_note: str | None,
+    cluster_id: str | None,
+    bootstrap_servers: str,
 ) -> float | None:
-    """Seconds between a stored snapshot and the one stored before it, when its rates were derived
-    over that interval (no ``rates_note``); None otherwise."""
+    """Seconds between a stored snapshot and the one of its cluster stored before it (the pair its
+    rates were derived from, :func:`same_cluster`), when they were (no ``rates_note``); else None."""
     if rates_note is not None:
         return None
     s = SnapshotRow.__table__
+    query = sa.select(s.c.taken_at).where(s.c.id < snapshot_id)
     before = conn.execute(
-        sa.select(s.c.taken_at).where(s.c.id < snapshot_id).order_by(s.c.id.desc()).limit(1)
+        same_cluster(query, cluster_id, bootstrap_servers).order_by(s.c.id.desc()).limit(1)
     ).scalar_one_or_none()
     if before is None:
         return None
@@ -85,12 +101,16 @@ def snapshot_tables_in(conn: Connection, snapshot_id: int) -> SnapshotTables:
     """:func:`read_snapshot_tables` inside the caller's transaction (the planner's one read)."""
     s = SnapshotRow.__table__
     found = conn.execute(
-        sa.select(s.c.isolation_level, s.c.rates_note, s.c.taken_at).where(s.c.id == snapshot_id)
+        sa.select(
+            s.c.isolation_level, s.c.rates_note, s.c.taken_at, s.c.cluster_id, s.c.bootstrap_servers
+        ).where(s.c.id == snapshot_id)
     ).first()
     if found is None:
         raise AdvisorError(f"snapshot {snapshot_id} does not exist")
-    isolation, rates_note, taken_at = found
-    rate_interval_s = stored_rate_interval(conn, snapshot_id, taken_at, rates_note)
+    isolation, rates_note, taken_at, cluster_id, bootstrap_servers = found
+    rate_interval_s = stored_rate_interval(
+        conn, snapshot_id, taken_at, rates_note, cluster_id, bootstrap_servers
+    )
     stable = isolation == "read_committed"  # lags against the LSO (lag_rules.lag_end_offset)
     p, g, m = PartitionOffsetRow.__table__, ConsumerGroupRow.__table__, GroupMemberRow.__table__
     a, c = MemberAssignmentRow.__table__, CommittedOffsetRow.__table__

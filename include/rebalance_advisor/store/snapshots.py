@@ -47,7 +47,7 @@ from rebalance_advisor.store.models import (
 )
 from rebalance_advisor.store.plan_models import PlanAssignment
 from rebalance_advisor.store.plans import published_plans
-from rebalance_advisor.store.snapshot_reader import raw_rows, stored_rate_interval
+from rebalance_advisor.store.snapshot_reader import raw_rows, same_cluster, stored_rate_interval
 
 #: Rows per INSERT statement on the generic Core path (dialects other than SQLite and PostgreSQL).
 CHUNK = 2000
@@ -136,11 +136,9 @@ def _previous_state(
     unchanged are measured over that interval.
     """
     s = SnapshotRow.__table__
-    query = sa.select(s.c.id, s.c.taken_at, s.c.isolation_level)
-    if snapshot.cluster_id is not None:
-        query = query.where(s.c.cluster_id == snapshot.cluster_id)
-    else:
-        query = query.where(s.c.bootstrap_servers == snapshot.bootstrap_servers)
+    query = same_cluster(
+        sa.select(s.c.id, s.c.taken_at, s.c.isolation_level), snapshot.cluster_id, snapshot.bootstrap_servers
+    )
     row = conn.execute(query.order_by(s.c.id.desc()).limit(1)).first()
     if row is None:
         return None
@@ -536,7 +534,14 @@ def load_snapshot(snapshot_id: int, url: str | None = None, groups: list[str] | 
             assignments.setdefault((a["group_id"], a["member_id"]), []).append((a["topic"], a["partition"]))
         rates = SnapshotRates(
             note=row["rates_note"],
-            interval_s=stored_rate_interval(conn, snapshot_id, row["taken_at"], row["rates_note"]),
+            interval_s=stored_rate_interval(
+                conn,
+                snapshot_id,
+                row["taken_at"],
+                row["rates_note"],
+                row["cluster_id"],
+                row["bootstrap_servers"],
+            ),
         )
         members: dict[str, list[GroupMemberSnapshot]] = {}
         for m in rows(GroupMemberRow, "group_id", "position"):
