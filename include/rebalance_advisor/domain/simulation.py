@@ -59,7 +59,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from rebalance_advisor.domain.advice import GroupObservation, RecentMove, StandingPlan
 from rebalance_advisor.domain.assignors import ASSIGNORS, get_assignor
-from rebalance_advisor.domain.assignors.rate_aware_sticky import pool_repack
+from rebalance_advisor.domain.assignors.rate_aware_sticky import fill_level, pool_repack
 from rebalance_advisor.domain.decisions import Thresholds
 from rebalance_advisor.domain.group_planning import advise_group
 from rebalance_advisor.domain.group_spec import GroupSpec, Member
@@ -445,8 +445,7 @@ class OraclePlanner:
         held = owner >= 0
         load = np.bincount(owner[held], weights=weight[held], minlength=num_members)
         assignable = eligible.any(axis=1)
-        utilisation = float(weight[assignable].sum() / cap.sum())
-        fill = min(0.95, utilisation + (1.0 - utilisation) / 2)
+        fill = min(0.95, fill_level(weight[assignable], cap, 1.0))
         target = cap * fill
         orphans = np.flatnonzero((owner < 0) & assignable)
         if not (load > cap * (1.0 + fill) / 2).any() and not orphans.size:
