@@ -1,6 +1,6 @@
 """Drain benchmark (issue 13): strategies side by side in the what-if simulator, over hours.
 
-    python bench/drain.py                 # 7 scenarios x 5 seeds x 6 simulated hours
+    python bench/drain.py                 # 9 scenarios x 5 seeds x 6 simulated hours
     python bench/drain.py --quick         # 3 small scenarios x 2 seeds x 2 hours
     python bench/drain.py --scenarios small-z1.1,cap2x-z1.5 --seeds 3 --hours 1
 
@@ -50,6 +50,10 @@ RESULTS = Path(__file__).resolve().parent / "results" / "drain.json"
 STRATEGIES = ("range", "sticky", "lag_aware", "lag_aware_sticky", "current_rule", "rate_aware", "oracle")
 TARGET_STRATEGY = "rate_aware"
 DRIFT = {"drift_sigma": 0.2, "drift_reversion_hours": 2.0, "daily_swing": 0.2}
+#: how far off a member's own capacity report may be, drawn afresh for each report (uniform, either
+#: way): twice the real helper's error on a broker (2.4-2.5 % below its saturated throughput in
+#: tests/integration/test_capacity_report.py, two runs)
+REPORT_ERROR = 0.05
 
 
 def _zipf_top_share(partitions: int, s: float) -> float:
@@ -125,6 +129,15 @@ def scenario_defs(declared_scale: float = 1.0) -> dict[str, dict]:
         members=[m | {"configured_capacity": m["capacity"] * declared_scale} for m in _members(caps)],
         _note="cap2x-z1.5 with every member's capacity declared (member_capacity MEMBER@GROUP=N)"
         + (f", declared x{declared_scale:g} the true one" if declared_scale != 1.0 else ""),
+    )
+    # the same group, its consumers run through the client helper, which reports each member's
+    # records per busy second in its commits (capacity_report.py): known at any load, within +-10 %
+    defs["cap2x-z1.5-reported"] = dict(
+        defs["cap2x-z1.5"],
+        capacity_reports=True,
+        capacity_report_error=REPORT_ERROR,
+        _note=f"cap2x-z1.5 with members reporting their capacity through the client helper "
+        f"(each report off by up to +-{REPORT_ERROR:.0%})",
     )
 
     topics = [{"name": f"a{j}", "partitions": 10, "total_rate": 1250.0, "zipf": 1.1} for j in range(4)]

@@ -46,6 +46,7 @@ from rebalance_advisor_client.assignment_records import (
     decode_record,
     reader_settings,
 )
+from rebalance_advisor_client.capacity_report import UtilisationMeter
 from rebalance_advisor_client.errors import AccessRefused, ClientError
 from rebalance_advisor_client.fencing import (
     FencingToken,
@@ -362,6 +363,7 @@ class AssignedConsumer:
         ready_timeout: float = 30.0,
         mark_read_bound: float = 0.5,
         transaction_timeout: float = 60.0,
+        capacity_window_s: float = 60.0,
     ) -> None:
         if config.get("group.id", group_id) != group_id:
             raise ClientError(f"config has group.id={config['group.id']!r} but the group is {group_id!r}")
@@ -412,6 +414,8 @@ class AssignedConsumer:
         self._admin_lock = threading.Lock()
         self._next_check = 0.0
         self._last_call = time.monotonic()
+        #: busy and idle time around poll(): the capacity written into each mark (capacity_report.py)
+        self._meter = UtilisationMeter(window_s=capacity_window_s)
         # key ranges of split partitions (record format 2): their own consumers, see range_set.py
         self._ranges = RangeSet(
             self._settings, group_id, member_id, self._whole_owner_released,
@@ -460,7 +464,19 @@ class AssignedConsumer:
         After a gap of more than half the takeover timeout (a pause: GC, SIGSTOP, a slow handler)
         ownership is checked again before a message is returned, so a member taken over meanwhile
         drops the partition instead of handing out the batch its blocked fetch returned.
+
+        Time inside this call is idle, time between calls busy: records returned per busy second is
+        the capacity the member reports in its commits' marks (capacity_report.py).
         """
+        self._meter.poll_started()
+        message = None
+        try:
+            message = self._poll(timeout)
+            return message
+        finally:
+            self._meter.poll_ended(0 if message is None else 1)
+
+    def _poll(self, timeout: float):
         deadline = time.monotonic() + timeout
         while True:
             self._note_gap()
@@ -746,7 +762,8 @@ class AssignedConsumer:
         held = self._held.get(tp)
         epoch = claimed_at if claimed_at is not None else held.claimed_at
         producer = held.txn.producer if held is not None and held.txn is not None else None
-        return OwnerMark(self.member_id, epoch, state, self.instance, producer, self.epoch).encode()
+        mark = OwnerMark(self.member_id, epoch, state, self.instance, producer, self.epoch)
+        return mark.encode(self._meter.report())
 
     # -- unfenced mode: checked commits -----------------------------------------------------------
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from rebalance_advisor_client.assignment_records import TopicPartitionKey
+from rebalance_advisor_client.capacity_report import MARK_KEY, CapacityReport
 
 OWNED = "owned"
 RELEASED = "released"
@@ -39,10 +40,11 @@ class OwnerMark:
     #: epoch did not give it is visible in the commit history); None in marks written without it
     seen: int | None = None
 
-    def encode(self) -> str:
-        """Commit metadata text (Kafka keeps up to ``offsets.metadata.max.bytes``, 4096 by default)."""
+    def encode(self, report: CapacityReport | None = None) -> str:
+        """Commit metadata text (Kafka keeps up to ``offsets.metadata.max.bytes``, 4096 by default),
+        with the member's capacity ``report`` when it has one (capacity_report.py)."""
         data: dict[str, object] = {
-            "rebalance_advisor": 2,
+            MARK_KEY: 2,
             "member": self.member,
             "epoch": self.epoch,
             "state": self.state,
@@ -52,6 +54,8 @@ class OwnerMark:
             data["producer"] = list(self.producer)
         if self.seen is not None:
             data["seen"] = self.seen
+        if report is not None:
+            data.update(report.fields())
         return json.dumps(data, separators=(",", ":"))
 
     def written_by(self, member: str, instance: str) -> bool:
@@ -70,7 +74,7 @@ def decode_mark(metadata: str | None) -> OwnerMark | None:
         data = json.loads(metadata)
     except ValueError:
         return None
-    if not isinstance(data, dict) or data.get("rebalance_advisor") not in _MARK_VERSIONS:
+    if not isinstance(data, dict) or data.get(MARK_KEY) not in _MARK_VERSIONS:
         return None
     member, epoch, state = data.get("member"), data.get("epoch"), data.get("state")
     instance, producer, seen = data.get("instance", ""), data.get("producer"), data.get("seen")

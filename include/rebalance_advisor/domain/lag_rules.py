@@ -24,9 +24,12 @@ from datetime import datetime
 from typing import Any
 
 import numpy as np
+from rebalance_advisor_client.capacity_report import CapacityReport, decode_capacity_report
+from rebalance_advisor_client.handover_rules import decode_mark
 
 from rebalance_advisor.domain.safe_regex import SafeRegex, compile_safe_regex
 from rebalance_advisor.domain.snapshot_model import (
+    MEASURED_CAPACITY_SOURCES,
     MemberCapacity,
     PartitionOffsets,
     RateEstimate,
@@ -225,6 +228,16 @@ class RateParameters:
     #: overloaded 15 % -> 2.5 % of the time with it). At shorter intervals the second snapshot comes
     #: soon (medium-50-cap2x, 1 minute: 3.9 % -> 6.0 % with it, 12 seeds)
     growth_sample_min_interval_s: float = 120.0
+    #: a member's own capacity report (written by the client helper into its commits' marks,
+    #: rebalance_advisor_client.capacity_report) is a new sample when written after the previous
+    #: snapshot; at a cluster's first snapshot, when written at most this many seconds before it
+    capacity_report_max_age_s: float = 300.0
+    #: EWMA time constant of reported capacities (``time_constant_s`` smooths the busy samples): a
+    #: member's speed changes with a deploy or a new instance, not with traffic, and a longer
+    #: average keeps the noise of single reports out of the plans (bench/drain.py
+    #: cap2x-z1.5-reported, reports off by up to 5 %: 8.2 moves/h and 0.4 flaps at 120 s, 7.0 and 0
+    #: at 600 s; off by up to 10 %: 20.1 and 4.6 at 120 s, 12.0 and 0.6 at 600 s)
+    capacity_report_time_constant_s: float = 600.0
 
 
 @dataclass(frozen=True)
@@ -313,6 +326,8 @@ class PreviousSnapshotState:
     owners: Mapping[tuple[str, str, int], str] = field(default_factory=dict)
     #: (group, member key) -> (capacity, measured at) of members whose capacity was measured
     capacities: Mapping[tuple[str, str], tuple[float, datetime]] = field(default_factory=dict)
+    #: (group, member key) -> how it was measured (``MEASURED_CAPACITY_SOURCES``; default measured)
+    capacity_sources: Mapping[tuple[str, str], str] = field(default_factory=dict)
 
 
 def rate_interval_problem(elapsed: float, params: RateParameters) -> str | None:
@@ -495,10 +510,12 @@ def next_capacity(
     elapsed_s: float,
     params: RateParameters,
     consumed: float | None = None,
+    reported: bool = False,
 ) -> tuple[float, bool] | None:
     """A member's measured capacity after an interval of ``elapsed_s``: (value, freshly measured).
 
-    A new sample is smoothed into the carried value like a rate (EWMA, τ = ``time_constant_s``); without
+    A new sample is smoothed into the carried value like a rate (EWMA, τ = ``time_constant_s``, or
+    ``capacity_report_time_constant_s`` for a member's own report: ``reported``); without
     one the carried value stays while it is at most ``capacity_max_age_s`` old; else unknown (None).
     ``consumed``: what the member consumed per second over the interval, busy or not. A member can
     not consume faster than its capacity, so a measured value below it is raised to it (fresh): an
@@ -507,7 +524,8 @@ def next_capacity(
     if carried is not None and carried_age_s > params.capacity_max_age_s:
         carried = None
     if sample is not None:
-        value, fresh = smooth_rate(sample, carried, smoothing_weight(elapsed_s, params)), True
+        tau = params.capacity_report_time_constant_s if reported else params.time_constant_s
+        value, fresh = smooth_rate(sample, carried, 1.0 - math.exp(-elapsed_s / tau)), True
     elif carried is not None:
         value, fresh = carried, False
     else:
@@ -517,12 +535,40 @@ def next_capacity(
     return value, fresh
 
 
+def reported_capacities(
+    current: Snapshot, previous_taken_at: datetime | None, params: RateParameters
+) -> dict[tuple[str, str], float]:
+    """(group, member) -> the capacity the member's client helper reported in its commits' marks
+    (``rebalance_advisor_client.capacity_report``), the newest of its partitions', when written
+    after the previous snapshot (at a first snapshot: at most ``capacity_report_max_age_s`` old).
+    The member is the one the mark names: what the helper was started with, the name plans use."""
+    taken = current.taken_at.timestamp()
+    since = (
+        previous_taken_at.timestamp()
+        if previous_taken_at is not None
+        else taken - params.capacity_report_max_age_s
+    )
+    newest: dict[tuple[str, str], CapacityReport] = {}
+    for c in current.committed:
+        report = decode_capacity_report(c.metadata)
+        if report is None or report.at <= since:
+            continue
+        mark = decode_mark(c.metadata)
+        if mark is None:
+            continue
+        key = (c.group_id, mark.member)
+        if key not in newest or report.at > newest[key].at:
+            newest[key] = report
+    return {key: report.capacity for key, report in newest.items()}
+
+
 def fill_capacities(
     measured: Sequence[float | None],
     own_rate: Sequence[float | None] | None = None,
     configured: float | None = None,
     factor: float | None = None,
     configured_members: Sequence[float | None] | None = None,
+    measured_sources: Sequence[str] | None = None,
 ) -> list[tuple[float | None, str]]:
     """(capacity, source) per member (``snapshot_model.CAPACITY_SOURCES``) from the measured ones.
 
@@ -536,17 +582,19 @@ def fill_capacities(
     :attr:`RateParameters.unmeasured_capacity_factor`. With none measured: the configured value, else
     unknown (``equal``). ``configured_members``: a value configured for one member
     (:meth:`CapacityPolicy.for_member`) comes before every estimate while the member is not measured;
-    the median is of measured capacities only.
+    the median is of measured capacities only. ``measured_sources``: how each measured value was
+    measured (``measured`` by default, ``reported`` by the member's client helper).
     """
     factor = RateParameters.unmeasured_capacity_factor if factor is None else factor
     known = [c for c in measured if c is not None]
     median = statistics.median(known) if known else None
     rates = list(own_rate) if own_rate is not None else [None] * len(measured)
     declared = list(configured_members) if configured_members is not None else [None] * len(measured)
+    how = list(measured_sources) if measured_sources is not None else ["measured"] * len(measured)
     out: list[tuple[float | None, str]] = []
-    for value, rate, mine in zip(measured, rates, declared, strict=True):
+    for value, rate, mine, source in zip(measured, rates, declared, how, strict=True):
         if value is not None:
-            out.append((value, "measured"))
+            out.append((value, source))
         elif mine is not None:
             out.append((mine, "configured"))
         elif median is not None:
@@ -589,10 +637,12 @@ def _capacities(
     for group_id, owned in assigned.items():
         if group_id not in roster:  # listed members win: they are what the broker sees
             roster[group_id] = [(member, member, tuple(parts)) for member, parts in sorted(owned.items())]
+    reports = reported_capacities(current, previous.taken_at if previous is not None else None, params)
     out: dict[tuple[str, str], MemberCapacity] = {}
     for group_id, members in roster.items():
         measured: list[float | None] = []
         measured_at: list[datetime | None] = []
+        how: list[str] = []
         own_rate: list[float | None] = []
         for _, key, assignment in members:
             sample = consumed = None
@@ -607,12 +657,22 @@ def _capacities(
                     elapsed,
                 )  # fmt: skip
             carried = previous.capacities.get((group_id, key)) if previous is not None else None
+            source = previous.capacity_sources.get((group_id, key), "measured") if carried else "measured"
+            if sample is None and (group_id, key) in reports:
+                sample, source = reports[(group_id, key)], "reported"
+                if not interval_ok:  # nothing to smooth over: the report is taken as it is
+                    carried = None
+            elif sample is not None:
+                source = "measured"
             age = (current.taken_at - carried[1]).total_seconds() if carried is not None else 0.0
-            value = next_capacity(sample, carried[0] if carried else None, age, elapsed, params, consumed)
+            value = next_capacity(
+                sample, carried[0] if carried else None, age, elapsed, params, consumed, source == "reported"
+            )
             measured.append(None if value is None else value[0])
             measured_at.append(
                 None if value is None else (current.taken_at if value[1] else carried[1])  # type: ignore[index]
             )
+            how.append(source)
             rates = [consume.get((group_id, t, p), RateEstimate(None)).rate for t, p in assignment]
             known = [r for r in rates if r is not None]
             own_rate.append(sum(known) if known else None)
@@ -622,9 +682,12 @@ def _capacities(
             policy.for_group(group_id),
             params.unmeasured_capacity_factor,
             [policy.for_member(group_id, key) for _, key, _ in members],
+            how,
         )
         for (member_id, _, _), (value, source), at in zip(members, filled, measured_at, strict=True):
-            out[(group_id, member_id)] = MemberCapacity(value, source, at if source == "measured" else None)
+            out[(group_id, member_id)] = MemberCapacity(
+                value, source, at if source in MEASURED_CAPACITY_SOURCES else None
+            )
     return out
 
 

@@ -27,7 +27,9 @@ snapshots, smoothed as a snapshot smooths them (``lag_rules.smooth_rate``, EWMA 
 ``lag_rules``: measured as a member's consume rate over a snapshot interval in which it held the
 same partitions at both ends, with backlog (lag above ``busy_backlog_s`` of the partition's
 produce rate) on at least one of them at both ends (``busy_capacity_sample``), smoothed, never
-below what it consumed and carried up to ``capacity_max_age_s`` (``next_capacity``); unmeasured
+below what it consumed and carried up to ``capacity_max_age_s`` (``next_capacity``); with
+``capacity_reports``, a member not measured so that processed records over the interval reports its
+capacity, as the client helper does (x 1 +- ``capacity_report_error``), smoothed the same way; unmeasured
 members get their ``configured_capacity`` when the scenario declares one, else the group median, or
 1.2 x their own consume rate when that is above it (``fill_capacities``) — or the true ones when
 ``capacities_known``, and the recent moves). The
@@ -185,6 +187,15 @@ class Scenario(_Model):
     strategy: str = "current_rule"
     initial_strategy: str = "range"
     capacities_known: bool = False
+    capacity_reports: bool = Field(
+        False,
+        description="members run through the client helper, which reports its records per busy "
+        "second in its commits' marks (rebalance_advisor_client.capacity_report); the planner takes "
+        "them as a snapshot does (lag_rules.reported_capacities)",
+    )
+    capacity_report_error: float = Field(
+        0.0, ge=0, lt=1, description="each report is the true capacity x (1 + e), e uniform in +-this"
+    )
     rate_time_constant_s: float = Field(
         RATE_PARAMETERS.time_constant_s,
         gt=0,
@@ -753,6 +764,9 @@ def simulate(
     rates = [np.full(num_p, np.nan), np.full(num_p, np.nan)]  # smoothed produce, consume (NaN: unknown)
     cap_est = np.full(num_m, np.nan)  # measured capacity (NaN: not measured or too old)
     cap_at = np.zeros(num_m)  # when it was last measured
+    cap_src = ["measured"] * num_m  # how (lag_rules.MEASURED_CAPACITY_SOURCES)
+    # reports draw from their own stream: a scenario without them sees the same rates as before
+    report_rng = np.random.default_rng([sc.seed, 1])
     member_changed = np.zeros(num_m)  # last time its partition set changed
     moves_log: deque[tuple[float, RecentMove]] = deque()
 
@@ -794,6 +808,7 @@ def simulate(
                 own_rate,
                 factor=rate_params.unmeasured_capacity_factor,
                 configured_members=[lay.configured[m] for m in idx],
+                measured_sources=[cap_src[m] for m in idx],
             )
             capacity = np.asarray([math.nan if v is None else v for v, _ in filled], dtype=np.float64)
             sources = tuple(source for _, source in filled)
@@ -833,8 +848,17 @@ def simulate(
                     lag_prev[mine], lag_cur[mine], consumed[mine], floor[mine], growth
                 )
                 total = float(consumed[mine].sum())
+            if sample is not None:
+                cap_src[m] = "measured"
+            elif sc.capacity_reports and consumed[mine].sum() > 0:
+                # the helper's report (lag_rules._capacities takes it when no busy sample exists): it
+                # processed records over the interval, so its busy time gives its speed
+                error = report_rng.uniform(-1.0, 1.0) * sc.capacity_report_error
+                sample, cap_src[m] = float(lay.capacity[m] * (1.0 + error)), "reported"
             carried = None if np.isnan(cap_est[m]) else float(cap_est[m])
-            value = next_capacity(sample, carried, tc - cap_at[m], tc - tp, rate_params, total)
+            value = next_capacity(
+                sample, carried, tc - cap_at[m], tc - tp, rate_params, total, cap_src[m] == "reported"
+            )
             cap_est[m] = math.nan if value is None else value[0]
             if value is not None and value[1]:
                 cap_at[m] = tc

@@ -114,12 +114,16 @@ class TimeLag(NamedTuple):
 
 
 #: Where a member's capacity came from: measured from its own consume rate while it had backlog on
-#: at least one partition it owned; the median of its group's measured members; 1.2 x its own consume
+#: at least one partition it owned; reported by the member's client helper (records per second spent
+#: outside ``poll()``, at any load: rebalance_advisor_client.capacity_report); the median of its
+#: group's measured members; 1.2 x its own consume
 #: rate when that is above the median (``own_rate``: it keeps up, so it can do at least that); a
 #: configured value (``configured``: the member's own while it is not measured, else the group's
 #: when none of its members is); or unknown, the planner then taking capacities as equal
 #: (``lag_rules.fill_capacities``).
-CAPACITY_SOURCES = ("measured", "group_median", "own_rate", "configured", "equal")
+CAPACITY_SOURCES = ("measured", "reported", "group_median", "own_rate", "configured", "equal")
+#: sources that measured the member itself: carried to later snapshots, in the group median
+MEASURED_CAPACITY_SOURCES = ("measured", "reported")
 #: sources that are estimates for a member never seen saturated: its true capacity is only known to
 #: be at least what it consumes (group_planning's capacity probe may test it)
 ESTIMATED_CAPACITY_SOURCES = ("group_median", "own_rate")
@@ -144,7 +148,7 @@ class MemberCapacity(NamedTuple):
 
     capacity: float | None
     source: str
-    #: when the measurement it rests on was taken (``measured`` only)
+    #: when the measurement it rests on was taken (``MEASURED_CAPACITY_SOURCES`` only)
     measured_at: datetime | None = None
 
 

@@ -17,6 +17,7 @@ from rebalance_advisor.domain.lag_rules import (
     member_key,
 )
 from rebalance_advisor.domain.snapshot_model import (
+    MEASURED_CAPACITY_SOURCES,
     CommittedOffset,
     Group,
     GroupMemberSnapshot,
@@ -165,14 +166,15 @@ def _previous_state(
         committed[(group_id, topic, partition)] = offset
         consume[(group_id, topic, partition)] = rate
     keys: dict[tuple[str, str], str] = {}
-    capacities = {}
+    capacities, capacity_sources = {}, {}
     for group_id, member_id, instance_id, capacity, source, measured_at in conn.execute(
         sa.select(m.c.group_id, m.c.member_id, m.c.group_instance_id, m.c.capacity, m.c.capacity_source,
                   m.c.capacity_measured_at).where(m.c.snapshot_id == previous_id)
     ):  # fmt: skip
         key = keys[(group_id, member_id)] = member_key(member_id, instance_id)
-        if source == "measured" and capacity is not None and measured_at is not None:
+        if source in MEASURED_CAPACITY_SOURCES and capacity is not None and measured_at is not None:
             capacities[(group_id, key)] = (capacity, _aware(measured_at))
+            capacity_sources[(group_id, key)] = source
     owners = {
         (group_id, topic, partition): keys.get((group_id, member_id), member_id)
         for group_id, member_id, topic, partition in raw_rows(
@@ -189,8 +191,9 @@ def _previous_state(
                   ac.c.capacity_measured_at).where(ac.c.snapshot_id == previous_id)
     ):  # fmt: skip
         previous_plan[group_id] = plan_id
-        if source == "measured" and capacity is not None and measured_at is not None:
+        if source in MEASURED_CAPACITY_SOURCES and capacity is not None and measured_at is not None:
             capacities[(group_id, member_id)] = (capacity, _aware(measured_at))
+            capacity_sources[(group_id, member_id)] = source
     # The previous owners are those of the plan the previous snapshot measured against; a member whose
     # partitions a newer plan left unchanged held them over the whole interval, so it is measured too
     # (one that gained or lost a partition is not: derive_rates checks owners and counts).
@@ -221,6 +224,7 @@ def _previous_state(
         consume=consume,
         owners=owners,
         capacities=capacities,
+        capacity_sources=capacity_sources,
     )
 
 

@@ -1,0 +1,149 @@
+"""A member's own capacity report on a real broker (issue 13): the client helper measures records per
+second spent outside ``poll()``, writes it into its commits' marks, and the snapshot stores it as
+the member's capacity, at a load where nothing else could measure it.
+
+The truth is what the member did while it had a backlog (saturated, its consume rate is its
+capacity), timed by the test itself; the report is read later, while the member runs at about a
+quarter of that, caught up.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+
+import pytest
+from confluent_kafka import Producer
+from rebalance_advisor import store
+from rebalance_advisor.adapters import kafka_snapshot
+from rebalance_advisor.adapters.assignment_publisher import publish_assignments
+from rebalance_advisor.services import plan_lifecycle, static_members
+from rebalance_advisor.store import db
+from rebalance_advisor.store.plans import published_assignments
+from rebalance_advisor_client.capacity_report import decode_capacity_report
+from rebalance_advisor_client.consumer import AssignedConsumer
+
+from tests._plans import record_plan
+from tests.support.kafka_offsets import new_topic
+
+pytestmark = pytest.mark.kafka
+
+HANDLING_S = 0.004  # the application's work per record: about 250 records/s at most
+BACKLOG = 2500
+
+
+class _Member(threading.Thread):
+    """An AssignedConsumer that handles each record in ``HANDLING_S`` and commits twice a second;
+    it logs (monotonic time, records handled so far) after each record."""
+
+    def __init__(self, bootstrap: str, group: str, assignments: str) -> None:
+        super().__init__(daemon=True)
+        self.consumer = AssignedConsumer(
+            {"bootstrap.servers": bootstrap, "auto.offset.reset": "earliest"},
+            group,
+            "m1",
+            topic=assignments,
+            fenced=False,
+            capacity_window_s=10.0,
+        )
+        self.handled: list[float] = []
+        self.stop = threading.Event()
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            next_commit = time.monotonic() + 0.5
+            while not self.stop.is_set():
+                if self.consumer.poll(0.2) is not None:
+                    end = time.perf_counter() + HANDLING_S  # busy work, not a sleep: a real handler
+                    while time.perf_counter() < end:
+                        pass
+                    self.handled.append(time.monotonic())
+                if time.monotonic() >= next_commit:
+                    self.consumer.commit()
+                    next_commit = time.monotonic() + 0.5
+            self.consumer.commit()
+        except BaseException as error:  # noqa: BLE001 - reported by the test
+            self.error = error
+        finally:
+            self.consumer.close()
+
+
+def _snapshot(bootstrap: str, group: str, url: str) -> int:
+    options = kafka_snapshot.SnapshotOptions(groups=kafka_snapshot.GroupFilter.parse(group), timeout_s=10)
+    return store.write_snapshot(kafka_snapshot.collect(bootstrap, options=options), url)
+
+
+def test_the_helper_reports_its_capacity_while_caught_up_and_the_snapshot_stores_it(
+    kafka_bootstrap, sqlite_url
+) -> None:
+    url = sqlite_url
+    store.upgrade(url)
+    group = f"report-{uuid.uuid4().hex[:8]}"
+    topic = new_topic(kafka_bootstrap, 4)
+    for member in ("m1", "m2"):
+        static_members.add(group, member, [topic], url)
+    plan_id = record_plan(url, group, ["m1", "m2"], [9000, 500, 400, 300], topic=topic)
+    plan_lifecycle.approve(plan_id, "tests", url)
+    with db.connect(url) as conn:
+        plan_lifecycle.transition(
+            conn, plan_id, "published", "tests", expect=("approved",), values={"epoch": 1}
+        )
+        owners = published_assignments(conn)[group]
+    mine = sorted(p for _, p in owners["m1"])
+    assert mine, owners
+    assignments = f"{group}-assignments"
+    publish_assignments(
+        {"bootstrap.servers": kafka_bootstrap}, group, str(plan_id), owners, topic=assignments, timeout=30
+    )
+
+    producer = Producer({"bootstrap.servers": kafka_bootstrap, "linger.ms": 5})
+    for i in range(BACKLOG):
+        producer.produce(topic, b"x", partition=mine[i % len(mine)])
+    assert producer.flush(30) == 0
+
+    member = _Member(kafka_bootstrap, group, assignments)
+    member.start()
+    try:
+        deadline = time.monotonic() + 90
+        while len(member.handled) < BACKLOG and time.monotonic() < deadline and member.error is None:
+            time.sleep(0.2)
+        assert len(member.handled) >= BACKLOG, (len(member.handled), member.error)
+        # The truth: its rate over the backlog, from its 200th record to its last (warm-up left out).
+        handled = member.handled[:BACKLOG]
+        truth = (BACKLOG - 200) / (handled[-1] - handled[199])
+
+        # A quarter of that for 15 s: it keeps up, so its consume rate says nothing about its capacity.
+        rate = truth / 4
+        started = time.monotonic()
+        for k in range(int(rate * 15)):
+            producer.produce(topic, b"y", partition=mine[k % len(mine)])
+            producer.poll(0)
+            time.sleep(max(started + (k + 1) / rate - time.monotonic(), 0))
+        assert producer.flush(30) == 0
+        time.sleep(1.0)  # the last records handled and committed
+        assert member.error is None, member.error
+        first_id = _snapshot(kafka_bootstrap, group, url)
+        time.sleep(6.0)  # past the shortest rate interval (5 s)
+        second_id = _snapshot(kafka_bootstrap, group, url)
+    finally:
+        member.stop.set()
+        member.join(30)
+    assert member.error is None, member.error
+
+    first = store.load_snapshot(first_id, url)
+    marks = [decode_capacity_report(c.metadata) for c in first.committed if c.group_id == group]
+    reports = [r for r in marks if r is not None]
+    assert reports, [c.metadata for c in first.committed]
+    # the window held only the quarter-load phase: busy about a quarter of the time, not saturated
+    assert max(r.busy for r in reports) < 0.6, reports
+    for snapshot_id in (first_id, second_id):
+        got = store.load_snapshot(snapshot_id, url).rates.capacity[(group, "m1")]
+        assert got.source == "reported", (snapshot_id, got)
+        assert got.capacity == pytest.approx(truth, rel=0.10), (snapshot_id, got, truth)
+    # m2 runs nothing: it gets the group median, i.e. m1's reported capacity
+    second = store.load_snapshot(second_id, url).rates.capacity
+    assert second[(group, "m2")].source == "group_median"
+    assert second[(group, "m2")].capacity == pytest.approx(second[(group, "m1")].capacity)
+    store.db.dispose(url)
