@@ -96,9 +96,10 @@ def _members(caps: list[float], subs=None) -> list[dict]:
     ]
 
 
-def scenario_defs(declared_scale: float = 1.0) -> dict[str, dict]:
+def scenario_defs(declared_scale: float = 1.0, report_error: float = REPORT_ERROR) -> dict[str, dict]:
     """The scenarios (without seed/hours/strategy); each dict is a simulator scenario + notes.
-    ``declared_scale``: the declared capacities of cap2x-z1.5-configured are the true ones x this."""
+    ``declared_scale``: the declared capacities of cap2x-z1.5-configured are the true ones x this;
+    ``report_error``: how far off cap2x-z1.5-reported's reports may be."""
     defs: dict[str, dict] = {}
 
     topics = [{"name": f"t{j}", "partitions": 6, "total_rate": 750.0, "zipf": 1.1} for j in range(8)]
@@ -135,9 +136,9 @@ def scenario_defs(declared_scale: float = 1.0) -> dict[str, dict]:
     defs["cap2x-z1.5-reported"] = dict(
         defs["cap2x-z1.5"],
         capacity_reports=True,
-        capacity_report_error=REPORT_ERROR,
+        capacity_report_error=report_error,
         _note=f"cap2x-z1.5 with members reporting their capacity through the client helper "
-        f"(each report off by up to +-{REPORT_ERROR:.0%})",
+        f"(each report off by up to +-{report_error:.0%})",
     )
 
     topics = [{"name": f"a{j}", "partitions": 10, "total_rate": 1250.0, "zipf": 1.1} for j in range(4)]
@@ -389,11 +390,19 @@ def main(argv: list[str] | None = None) -> int:
         help="multiply the capacities a scenario declares (configured_capacity) by this: an operator's "
         "declaration that is off (e.g. 0.9 or 1.1)",
     )
+    parser.add_argument(
+        "--report-error",
+        type=float,
+        default=REPORT_ERROR,
+        help=f"how far off each capacity report of cap2x-z1.5-reported may be, either way (default {REPORT_ERROR})",
+    )
     parser.add_argument("--output", default=str(RESULTS), help="JSON results file")
     args = parser.parse_args(argv)
     if not args.declared_scale > 0:
         parser.error("--declared-scale must be a number > 0")
-    defs = scenario_defs(args.declared_scale)
+    if not 0 <= args.report_error < 1:
+        parser.error("--report-error must be a number >= 0 and < 1")
+    defs = scenario_defs(args.declared_scale, args.report_error)
     names = args.scenarios.split(",") if args.scenarios else list(QUICK if args.quick else defs)
     unknown = [n for n in names if n not in defs]
     if unknown:
