@@ -172,7 +172,11 @@ def test_login_see_imbalance_and_approve_in_chromium(api_server, browser, tmp_pa
     dialog = wait.until(ec.visibility_of_element_located((By.ID, "confirm")))
     assert "Approve plan" in dialog.text and "kip-example" in dialog.text
     browser.save_screenshot(str(tmp_path / "confirm-dialog.png"))
+    before = browser.find_element(By.ID, "plan-status")
     browser.find_element(By.ID, "confirm-yes").click()
+    # the page reloads once the decision is stored (decide.js): read the new page's status, not the
+    # old one while it is being replaced (Chrome then answers "Node ... does not belong to the document")
+    wait.until(ec.staleness_of(before))
     wait.until(ec.text_to_be_present_in_element((By.ID, "plan-status"), "approved"))
     assert not browser.find_elements(By.ID, "approve")
     link = browser.find_element(By.ID, "trigger-link")  # to the approval DAG, whose Trigger opens the form

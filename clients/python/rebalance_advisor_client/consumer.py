@@ -347,6 +347,7 @@ class AssignedConsumer:
     transaction per partition holding its offset and every output sent with :meth:`produce` since
     the previous commit: exactly once across handovers. ``takeover_timeout`` must exceed the
     longest pause between two ``poll()`` calls, or a slow member is taken over (and, fenced, stopped).
+    ``capacity_window_s``: how far back the capacity written into each mark looks (capacity_report.py).
     """
 
     def __init__(

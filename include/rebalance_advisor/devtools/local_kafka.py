@@ -15,6 +15,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import time
 import uuid
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -366,6 +367,7 @@ def start(
     )
     _state_file(state_dir).write_text(json.dumps(asdict(info)))
     del libs
+    deadline = time.monotonic() + timeout
 
     def answers() -> bool:
         if process.poll() is not None:
@@ -375,7 +377,10 @@ def start(
                 f"{_log_tail(log_file)}"
             )
         login = secured.client_config() if secured else None
-        return _answers_metadata(info.bootstrap_servers, 2.0, login)
+        # each probe waits at most what is left of the bound: a 2 s probe let a broker that came up
+        # within it pass a shorter bound (timeout=0 answered on a quiet machine with warm caches)
+        wait = min(2.0, max(deadline - time.monotonic(), 0.05))
+        return _answers_metadata(info.bootstrap_servers, wait, login)
 
     if poll_until(answers, timeout=timeout, interval=0.5):
         return info
