@@ -341,9 +341,11 @@ def rate_interval_problem(elapsed: float, params: RateParameters) -> str | None:
     return None
 
 
-def smoothing_weight(elapsed: float, params: RateParameters) -> float:
-    """α of the EWMA in time (module docstring) for an interval of ``elapsed`` seconds."""
-    return 1.0 - math.exp(-elapsed / params.time_constant_s)
+def smoothing_weight(elapsed: float, params: RateParameters, time_constant_s: float | None = None) -> float:
+    """α of the EWMA in time (module docstring) for an interval of ``elapsed`` seconds, with τ =
+    ``params.time_constant_s`` unless another ``time_constant_s`` is given (reported capacities)."""
+    tau = params.time_constant_s if time_constant_s is None else time_constant_s
+    return 1.0 - math.exp(-elapsed / tau)
 
 
 def smooth_rate(sample: Any, previous: Any, alpha: float) -> Any:
@@ -524,8 +526,8 @@ def next_capacity(
     if carried is not None and carried_age_s > params.capacity_max_age_s:
         carried = None
     if sample is not None:
-        tau = params.capacity_report_time_constant_s if reported else params.time_constant_s
-        value, fresh = smooth_rate(sample, carried, 1.0 - math.exp(-elapsed_s / tau)), True
+        tau = params.capacity_report_time_constant_s if reported else None
+        value, fresh = smooth_rate(sample, carried, smoothing_weight(elapsed_s, params, tau)), True
     elif carried is not None:
         value, fresh = carried, False
     else:
@@ -533,6 +535,18 @@ def next_capacity(
     if consumed is not None and consumed > value:
         return consumed, True
     return value, fresh
+
+
+def capacity_sample(busy: float | None, reported: float | None) -> tuple[float | None, str | None]:
+    """A member's capacity sample over one interval and its source: a busy measurement
+    (:func:`busy_capacity_sample`: what it did while saturated) before its helper's own report; (None,
+    None) without either, and the carried value keeps its source. One rule for snapshots and the
+    simulator."""
+    if busy is not None:
+        return busy, "measured"
+    if reported is not None:
+        return reported, "reported"
+    return None, None
 
 
 def reported_capacities(
@@ -657,13 +671,15 @@ def _capacities(
                     elapsed,
                 )  # fmt: skip
             carried = previous.capacities.get((group_id, key)) if previous is not None else None
-            source = previous.capacity_sources.get((group_id, key), "measured") if carried else "measured"
-            if sample is None and (group_id, key) in reports:
-                sample, source = reports[(group_id, key)], "reported"
-                if not interval_ok:  # nothing to smooth over: the report is taken as it is
-                    carried = None
-            elif sample is not None:
+            sample, fresh_source = capacity_sample(sample, reports.get((group_id, key)))
+            if fresh_source is not None:
+                source = fresh_source
+            elif carried is not None:
+                source = previous.capacity_sources.get((group_id, key), "measured")  # type: ignore[union-attr]
+            else:
                 source = "measured"
+            if source == "reported" and not interval_ok:  # nothing to smooth over: taken as it is
+                carried = None
             age = (current.taken_at - carried[1]).total_seconds() if carried is not None else 0.0
             value = next_capacity(
                 sample, carried[0] if carried else None, age, elapsed, params, consumed, source == "reported"

@@ -68,6 +68,7 @@ from rebalance_advisor.domain.group_spec import GroupSpec, Member
 from rebalance_advisor.domain.lag_rules import (
     RateParameters,
     busy_capacity_sample,
+    capacity_sample,
     fill_capacities,
     next_capacity,
     rate_interval_problem,
@@ -848,13 +849,15 @@ def simulate(
                     lag_prev[mine], lag_cur[mine], consumed[mine], floor[mine], growth
                 )
                 total = float(consumed[mine].sum())
-            if sample is not None:
-                cap_src[m] = "measured"
-            elif sc.capacity_reports and consumed[mine].sum() > 0:
-                # the helper's report (lag_rules._capacities takes it when no busy sample exists): it
-                # processed records over the interval, so its busy time gives its speed
+            report = None
+            if sample is None and sc.capacity_reports and consumed[mine].sum() > 0:
+                # the helper's report: it processed records over the interval, so its busy time
+                # gives its speed (drawn only when no busy sample would win over it)
                 error = report_rng.uniform(-1.0, 1.0) * sc.capacity_report_error
-                sample, cap_src[m] = float(lay.capacity[m] * (1.0 + error)), "reported"
+                report = float(lay.capacity[m] * (1.0 + error))
+            sample, fresh_source = capacity_sample(sample, report)
+            if fresh_source is not None:
+                cap_src[m] = fresh_source
             carried = None if np.isnan(cap_est[m]) else float(cap_est[m])
             value = next_capacity(
                 sample, carried, tc - cap_at[m], tc - tp, rate_params, total, cap_src[m] == "reported"
