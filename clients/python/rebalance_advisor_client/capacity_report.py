@@ -49,20 +49,36 @@ def _positive(value: object) -> bool:
     )
 
 
-def decode_capacity_report(metadata: str | None) -> CapacityReport | None:
-    """The report in a commit's metadata, or None (not written by the helper, or without a report)."""
-    if not metadata or '"capacity"' not in metadata:
+def mark_document(metadata: str | None) -> dict | None:
+    """Commit metadata parsed as a helper-written document (a JSON object with :data:`MARK_KEY`), or
+    None: the one parse behind ``handover_rules.decode_mark`` and the report's decoders."""
+    if not metadata:
         return None
     try:
         data = json.loads(metadata)
     except ValueError:
         return None
-    if not isinstance(data, dict) or MARK_KEY not in data:
+    return data if isinstance(data, dict) and MARK_KEY in data else None
+
+
+def reported_document(metadata: str | None) -> tuple[dict, CapacityReport] | None:
+    """The helper's document and the report in it, parsed once; None without a (valid) report.
+    Metadata without the report's key is not parsed at all: most commits carry none."""
+    if not metadata or '"capacity"' not in metadata:
+        return None
+    data = mark_document(metadata)
+    if data is None:
         return None
     capacity, busy, at = data.get("capacity"), data.get("busy"), data.get("at")
     if not (_positive(capacity) and _positive(busy) and _positive(at)) or busy > 1:  # type: ignore[operator]
         return None
-    return CapacityReport(float(capacity), float(busy), float(at))  # type: ignore[arg-type]
+    return data, CapacityReport(float(capacity), float(busy), float(at))  # type: ignore[arg-type]
+
+
+def decode_capacity_report(metadata: str | None) -> CapacityReport | None:
+    """The report in a commit's metadata, or None (not written by the helper, or without a report)."""
+    found = reported_document(metadata)
+    return None if found is None else found[1]
 
 
 class UtilisationMeter:

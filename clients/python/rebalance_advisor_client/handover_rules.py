@@ -14,7 +14,12 @@ from dataclasses import dataclass
 from enum import Enum
 
 from rebalance_advisor_client.assignment_records import TopicPartitionKey
-from rebalance_advisor_client.capacity_report import MARK_KEY, CapacityReport
+from rebalance_advisor_client.capacity_report import (
+    MARK_KEY,
+    CapacityReport,
+    mark_document,
+    reported_document,
+)
 
 OWNED = "owned"
 RELEASED = "released"
@@ -68,13 +73,21 @@ def _non_negative_int(value: object) -> bool:
 
 def decode_mark(metadata: str | None) -> OwnerMark | None:
     """The mark in commit metadata, or None when it was not written by the helper (no owner known)."""
-    if not metadata:
-        return None
-    try:
-        data = json.loads(metadata)
-    except ValueError:
-        return None
-    if not isinstance(data, dict) or data.get(MARK_KEY) not in _MARK_VERSIONS:
+    data = mark_document(metadata)
+    return None if data is None else _mark_in(data)
+
+
+def decode_reported_mark(metadata: str | None) -> tuple[OwnerMark, CapacityReport] | None:
+    """The mark and the capacity report in commit metadata, parsed once (the snapshot reads both
+    for every committed offset); None unless both are there."""
+    found = reported_document(metadata)
+    mark = None if found is None else _mark_in(found[0])
+    return None if mark is None else (mark, found[1])  # type: ignore[index]
+
+
+def _mark_in(data: dict) -> OwnerMark | None:
+    """The mark in a helper-written document (:func:`capacity_report.mark_document`), when valid."""
+    if data.get(MARK_KEY) not in _MARK_VERSIONS:
         return None
     member, epoch, state = data.get("member"), data.get("epoch"), data.get("state")
     instance, producer, seen = data.get("instance", ""), data.get("producer"), data.get("seen")

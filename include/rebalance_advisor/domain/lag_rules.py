@@ -24,8 +24,8 @@ from datetime import datetime
 from typing import Any
 
 import numpy as np
-from rebalance_advisor_client.capacity_report import CapacityReport, decode_capacity_report
-from rebalance_advisor_client.handover_rules import decode_mark
+from rebalance_advisor_client.capacity_report import CapacityReport
+from rebalance_advisor_client.handover_rules import decode_reported_mark
 
 from rebalance_advisor.domain.safe_regex import SafeRegex, compile_safe_regex
 from rebalance_advisor.domain.snapshot_model import (
@@ -564,12 +564,10 @@ def reported_capacities(
     )
     newest: dict[tuple[str, str], CapacityReport] = {}
     for c in current.committed:
-        report = decode_capacity_report(c.metadata)
-        if report is None or report.at <= since:
+        found = decode_reported_mark(c.metadata)
+        if found is None or found[1].at <= since:
             continue
-        mark = decode_mark(c.metadata)
-        if mark is None:
-            continue
+        mark, report = found
         key = (c.group_id, mark.member)
         if key not in newest or report.at > newest[key].at:
             newest[key] = report
