@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 
 from rebalance_advisor.domain.decisions import Thresholds
 from rebalance_advisor.domain.group_planning import plan_group
+from rebalance_advisor.services import plan_lifecycle
 from rebalance_advisor.store import db
 from rebalance_advisor.store.plans import write_run
 
@@ -35,3 +36,13 @@ def record_plan(
             airflow_run_id=None, created_by="tests",
         )  # fmt: skip
     return plan_ids[group]
+
+
+def mark_published(url: str, plan_id: int, epoch: int) -> None:
+    """Approve ``plan_id`` and record it as published at ``epoch`` (in the store only: nothing is
+    written to the assignment topic)."""
+    plan_lifecycle.approve(plan_id, "tests", url)
+    with db.connect(url) as conn:
+        plan_lifecycle.transition(
+            conn, plan_id, "published", "tests", expect=("approved",), values={"epoch": epoch}
+        )

@@ -16,17 +16,17 @@ import pytest
 import sqlalchemy as sa
 from confluent_kafka import Producer
 from rebalance_advisor import store
-from rebalance_advisor.adapters import kafka_snapshot
 from rebalance_advisor.domain.spec_documents import build_docs_from_tables
-from rebalance_advisor.services import plan_lifecycle, static_members
+from rebalance_advisor.services import static_members
 from rebalance_advisor.store import db
 from rebalance_advisor.store.models import GroupMemberRow, MemberAssignmentRow
 from rebalance_advisor.store.planner_inputs import read_planner_inputs
 from rebalance_advisor.store.plans import published_assignments
 
-from tests._plans import record_plan
+from tests._plans import mark_published, record_plan
 from tests.support.kafka_offsets import commit as _commit
 from tests.support.kafka_offsets import new_topic as _topic
+from tests.support.kafka_offsets import stored_snapshot
 
 pytestmark = pytest.mark.kafka
 
@@ -39,21 +39,6 @@ def _produce(bootstrap: str, topic: str, counts: dict[int, int]) -> None:
         for _ in range(count):
             producer.produce(topic, b"r", partition=partition)
     assert producer.flush(30) == 0
-
-
-def _publish(url: str, plan_id: int, epoch: int) -> None:
-    plan_lifecycle.approve(plan_id, "tests", url)
-    with db.connect(url) as conn:
-        plan_lifecycle.transition(
-            conn, plan_id, "published", "tests", expect=("approved",), values={"epoch": epoch}
-        )
-
-
-def _snapshot(bootstrap: str, group: str, url: str, taken_at: datetime) -> int:
-    options = kafka_snapshot.SnapshotOptions(groups=kafka_snapshot.GroupFilter.parse(group), timeout_s=10)
-    taken = kafka_snapshot.collect(bootstrap, options=options)
-    taken.taken_at = taken_at  # the interval the commits were spread over (module docstring)
-    return store.write_snapshot(taken, url)
 
 
 def _doc(url: str, snapshot_id: int, group: str) -> dict:
@@ -71,7 +56,7 @@ def test_assign_only_member_gets_a_measured_capacity_from_its_published_plan(kaf
     for member in ("m1", "m2"):
         static_members.add(group, member, [topic], url)
     first = record_plan(url, group, ["m1", "m2"], [9000, 500, 400, 300], topic=topic)
-    _publish(url, first, 1)
+    mark_published(url, first, 1)
     with db.connect(url) as conn:
         owners = published_assignments(conn)[group]
     busy = next(m for m, parts in owners.items() if (topic, 0) in parts)  # holds the backlogged p0
@@ -84,7 +69,7 @@ def test_assign_only_member_gets_a_measured_capacity_from_its_published_plan(kaf
     _produce(kafka_bootstrap, topic, {0: 3000, 1: 200, 2: 200, 3: 200})
     _commit(kafka_bootstrap, group, topic, {0: 1000, 1: 200, 2: 200, 3: 200})
     t0 = datetime.now(UTC).replace(microsecond=0) - timedelta(minutes=10)
-    first_id = _snapshot(kafka_bootstrap, group, url, t0)
+    first_id = stored_snapshot(kafka_bootstrap, group, url, t0)
 
     # Over the next 60 s: busy consumes 900 of p0's backlog (still 1,100 behind) and the 120 new
     # records on each of its other partitions; idle keeps up with 30 new records per partition.
@@ -95,7 +80,7 @@ def test_assign_only_member_gets_a_measured_capacity_from_its_published_plan(kaf
         topic,
         {0: 1900, **{p: 320 for p in busy_others}, **{p: 230 for p in idle_parts}},
     )
-    second_id = _snapshot(kafka_bootstrap, group, url, t0 + timedelta(seconds=INTERVAL_S))
+    second_id = stored_snapshot(kafka_bootstrap, group, url, t0 + timedelta(seconds=INTERVAL_S))
 
     # By hand: busy had backlog on p0 at both ends, so its capacity is what it consumed.
     expected = (900 + 120 * len(busy_others)) / INTERVAL_S
@@ -124,9 +109,9 @@ def test_assign_only_member_gets_a_measured_capacity_from_its_published_plan(kaf
     # A plan published between snapshots moves partitions: no sample over that interval, the measured
     # value is carried (same value, same time), although busy consumed 800 records of p0 meanwhile.
     second = record_plan(url, group, ["m1", "m2"], [300, 400, 500, 9000], topic=topic)
-    _publish(url, second, 2)
+    mark_published(url, second, 2)
     _commit(kafka_bootstrap, group, topic, {0: 2700})  # p0 still behind (log end 3,000)
-    third_id = _snapshot(kafka_bootstrap, group, url, t0 + timedelta(seconds=2 * INTERVAL_S))
+    third_id = stored_snapshot(kafka_bootstrap, group, url, t0 + timedelta(seconds=2 * INTERVAL_S))
     carried = store.load_snapshot(third_id, url).rates.capacity[(group, busy)]
     assert carried == got
     store.db.dispose(url)
@@ -144,7 +129,7 @@ def test_member_whose_partitions_a_new_plan_left_unchanged_is_measured_across_it
     topic = _topic(kafka_bootstrap, 6)
     for member in ("m1", "m2", "m3"):
         static_members.add(group, member, [topic], url)
-    _publish(
+    mark_published(
         url, record_plan(url, group, ["m1", "m2", "m3"], [9000, 500, 400, 300, 200, 100], topic=topic), 1
     )
     with db.connect(url) as conn:
@@ -157,9 +142,9 @@ def test_member_whose_partitions_a_new_plan_left_unchanged_is_measured_across_it
     _produce(kafka_bootstrap, topic, {0: 3000, **{p: 200 for p in range(1, 6)}})
     _commit(kafka_bootstrap, group, topic, {0: 1000, 1: 50, **{p: 200 for p in range(2, 6)}})
     t0 = datetime.now(UTC).replace(microsecond=0) - timedelta(minutes=10)
-    _snapshot(kafka_bootstrap, group, url, t0)
+    stored_snapshot(kafka_bootstrap, group, url, t0)
     _commit(kafka_bootstrap, group, topic, {0: 1600, 1: 100})
-    second_id = _snapshot(kafka_bootstrap, group, url, t0 + timedelta(seconds=INTERVAL_S))
+    second_id = stored_snapshot(kafka_bootstrap, group, url, t0 + timedelta(seconds=INTERVAL_S))
     second = store.load_snapshot(second_id, url).rates.capacity
     # By hand: each consumed its backlogged partition only; 600 and 50 records in 60 s.
     assert second[(group, keeper)].capacity == pytest.approx(600 / INTERVAL_S)
@@ -167,7 +152,7 @@ def test_member_whose_partitions_a_new_plan_left_unchanged_is_measured_across_it
     assert {second[(group, m)].source for m in (keeper, mover)} == {"measured"}
 
     # A new plan keeps the keeper's partitions and changes the mover's.
-    _publish(
+    mark_published(
         url, record_plan(url, group, ["m1", "m2", "m3"], [9000, 100, 200, 300, 400, 500], topic=topic), 2
     )
     with db.connect(url) as conn:
@@ -177,7 +162,7 @@ def test_member_whose_partitions_a_new_plan_left_unchanged_is_measured_across_it
 
     _commit(kafka_bootstrap, group, topic, {0: 2500, 1: 150})
     third = store.load_snapshot(
-        _snapshot(kafka_bootstrap, group, url, t0 + timedelta(seconds=2 * INTERVAL_S)), url
+        stored_snapshot(kafka_bootstrap, group, url, t0 + timedelta(seconds=2 * INTERVAL_S)), url
     ).rates.capacity
     # The keeper is measured again over the interval the plan changed in: it consumed 900 records in
     # 60 s, 15/s (above its smoothed sample, so the consumed bound gives exactly that), at that time.

@@ -16,16 +16,15 @@ import uuid
 import pytest
 from confluent_kafka import Producer
 from rebalance_advisor import store
-from rebalance_advisor.adapters import kafka_snapshot
 from rebalance_advisor.adapters.assignment_publisher import publish_assignments
-from rebalance_advisor.services import plan_lifecycle, static_members
+from rebalance_advisor.services import static_members
 from rebalance_advisor.store import db
 from rebalance_advisor.store.plans import published_assignments
 from rebalance_advisor_client.capacity_report import decode_capacity_report
 from rebalance_advisor_client.consumer import AssignedConsumer
 
-from tests._plans import record_plan
-from tests.support.kafka_offsets import new_topic
+from tests._plans import mark_published, record_plan
+from tests.support.kafka_offsets import new_topic, stored_snapshot
 
 pytestmark = pytest.mark.kafka
 
@@ -70,11 +69,6 @@ class _Member(threading.Thread):
             self.consumer.close()
 
 
-def _snapshot(bootstrap: str, group: str, url: str) -> int:
-    options = kafka_snapshot.SnapshotOptions(groups=kafka_snapshot.GroupFilter.parse(group), timeout_s=10)
-    return store.write_snapshot(kafka_snapshot.collect(bootstrap, options=options), url)
-
-
 def test_the_helper_reports_its_capacity_while_caught_up_and_the_snapshot_stores_it(
     kafka_bootstrap, sqlite_url
 ) -> None:
@@ -85,11 +79,8 @@ def test_the_helper_reports_its_capacity_while_caught_up_and_the_snapshot_stores
     for member in ("m1", "m2"):
         static_members.add(group, member, [topic], url)
     plan_id = record_plan(url, group, ["m1", "m2"], [9000, 500, 400, 300], topic=topic)
-    plan_lifecycle.approve(plan_id, "tests", url)
+    mark_published(url, plan_id, 1)
     with db.connect(url) as conn:
-        plan_lifecycle.transition(
-            conn, plan_id, "published", "tests", expect=("approved",), values={"epoch": 1}
-        )
         owners = published_assignments(conn)[group]
     mine = sorted(p for _, p in owners["m1"])
     assert mine, owners
@@ -124,9 +115,9 @@ def test_the_helper_reports_its_capacity_while_caught_up_and_the_snapshot_stores
         assert producer.flush(30) == 0
         time.sleep(1.0)  # the last records handled and committed
         assert member.error is None, member.error
-        first_id = _snapshot(kafka_bootstrap, group, url)
+        first_id = stored_snapshot(kafka_bootstrap, group, url)
         time.sleep(6.0)  # past the shortest rate interval (5 s)
-        second_id = _snapshot(kafka_bootstrap, group, url)
+        second_id = stored_snapshot(kafka_bootstrap, group, url)
     finally:
         member.stop.set()
         member.join(30)

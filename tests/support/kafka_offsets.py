@@ -53,6 +53,19 @@ def commit(bootstrap: str, group: str, topic: str, offsets: dict[int, int], time
         consumer.close()
 
 
+def stored_snapshot(bootstrap: str, group: str, url: str, taken_at=None) -> int:
+    """Snapshot one group into the store at ``url``; ``taken_at`` replaces the snapshot's time (a test
+    that spread its commits over a known interval); the snapshot id."""
+    from rebalance_advisor import store
+    from rebalance_advisor.adapters import kafka_snapshot
+
+    options = kafka_snapshot.SnapshotOptions(groups=kafka_snapshot.GroupFilter.parse(group), timeout_s=10)
+    taken = kafka_snapshot.collect(bootstrap, options=options)
+    if taken_at is not None:
+        taken.taken_at = taken_at
+    return store.write_snapshot(taken, url)
+
+
 def admin(bootstrap: str):
     """An AdminClient; keep the reference while its futures are pending."""
     from confluent_kafka.admin import AdminClient
