@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 import pytest
-from rebalance_advisor.domain.lag_rules import (
+from rebalance_advisor.domain.estimates import (
     CapacityPolicy,
     RateParameters,
     busy_capacity_sample,

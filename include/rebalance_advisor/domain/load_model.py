@@ -27,8 +27,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from rebalance_advisor.domain.estimates import fill_capacities
 from rebalance_advisor.domain.group_spec import GroupSpec
-from rebalance_advisor.domain.lag_rules import fill_capacities
 
 
 @dataclass(frozen=True, eq=False)

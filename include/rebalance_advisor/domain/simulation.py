@@ -63,9 +63,7 @@ from rebalance_advisor.domain.advice import GroupObservation, RecentMove, Standi
 from rebalance_advisor.domain.assignors import ASSIGNORS, get_assignor
 from rebalance_advisor.domain.assignors.rate_aware_sticky import fill_level, pool_repack
 from rebalance_advisor.domain.decisions import Thresholds
-from rebalance_advisor.domain.group_planning import advise_group
-from rebalance_advisor.domain.group_spec import GroupSpec, Member
-from rebalance_advisor.domain.lag_rules import (
+from rebalance_advisor.domain.estimates import (
     RateParameters,
     busy_capacity_sample,
     capacity_sample,
@@ -75,6 +73,8 @@ from rebalance_advisor.domain.lag_rules import (
     smooth_rate,
     smoothing_weight,
 )
+from rebalance_advisor.domain.group_planning import advise_group
+from rebalance_advisor.domain.group_spec import GroupSpec, Member
 from rebalance_advisor.domain.snapshot_model import estimated_capacity_members, own_rate_capacity_members
 from rebalance_advisor.errors import AdvisorError
 

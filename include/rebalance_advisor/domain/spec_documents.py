@@ -44,7 +44,7 @@ from typing import Any
 
 from rebalance_advisor.domain.key_range_advice import CurrentRange
 from rebalance_advisor.domain.key_range_groups import fold_range_tables, range_progress
-from rebalance_advisor.domain.lag_rules import ResetPolicy, lag_end_offset, partition_lag
+from rebalance_advisor.domain.lag import ResetPolicy, lag_end_offset, partition_lag
 from rebalance_advisor.domain.safe_regex import compile_safe_regex
 from rebalance_advisor.domain.snapshot_model import SHARE_GROUP_TYPE, MemberCapacity, Snapshot, TimeLag
 

@@ -9,13 +9,17 @@ from datetime import UTC, datetime, timedelta
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from rebalance_advisor.domain.lag_rules import (
+from rebalance_advisor.domain.estimates import (
     CapacityPolicy,
-    PreviousSnapshotState,
+    Carried,
+    CarriedCapacity,
     RateParameters,
-    derive_rates,
+    cluster_key,
     member_key,
+    observe_snapshot,
+    step,
 )
+from rebalance_advisor.domain.lag import time_lags
 from rebalance_advisor.domain.snapshot_model import (
     MEASURED_CAPACITY_SOURCES,
     CommittedOffset,
@@ -127,8 +131,8 @@ def _manual_assign_plans(conn: Connection, snapshot: Snapshot) -> ManualAssignPl
 
 def _previous_state(
     conn: Connection, snapshot: Snapshot, manual: ManualAssignPlans | None = None
-) -> PreviousSnapshotState | None:
-    """The newest stored snapshot of the same cluster, as :func:`derive_rates` needs it.
+) -> Carried | None:
+    """The newest stored snapshot of the same cluster, as :func:`~rebalance_advisor.domain.estimates.step` needs it.
 
     Only that one snapshot is read (its offsets, stored rates, owners and capacities): rates are
     carried forward snapshot by snapshot, never recomputed from older ones. A manual-assign group
@@ -166,15 +170,14 @@ def _previous_state(
         committed[(group_id, topic, partition)] = offset
         consume[(group_id, topic, partition)] = rate
     keys: dict[tuple[str, str], str] = {}
-    capacities, capacity_sources = {}, {}
+    capacities: dict[tuple[str, str], CarriedCapacity] = {}
     for group_id, member_id, instance_id, capacity, source, measured_at in conn.execute(
         sa.select(m.c.group_id, m.c.member_id, m.c.group_instance_id, m.c.capacity, m.c.capacity_source,
                   m.c.capacity_measured_at).where(m.c.snapshot_id == previous_id)
     ):  # fmt: skip
         key = keys[(group_id, member_id)] = member_key(member_id, instance_id)
         if source in MEASURED_CAPACITY_SOURCES and capacity is not None and measured_at is not None:
-            capacities[(group_id, key)] = (capacity, _aware(measured_at))
-            capacity_sources[(group_id, key)] = source
+            capacities[(group_id, key)] = CarriedCapacity(capacity, _aware(measured_at), source)
     owners = {
         (group_id, topic, partition): keys.get((group_id, member_id), member_id)
         for group_id, member_id, topic, partition in raw_rows(
@@ -192,8 +195,7 @@ def _previous_state(
     ):  # fmt: skip
         previous_plan[group_id] = plan_id
         if source in MEASURED_CAPACITY_SOURCES and capacity is not None and measured_at is not None:
-            capacities[(group_id, member_id)] = (capacity, _aware(measured_at))
-            capacity_sources[(group_id, member_id)] = source
+            capacities[(group_id, member_id)] = CarriedCapacity(capacity, _aware(measured_at), source)
     # The previous owners are those of the plan the previous snapshot measured against; a member whose
     # partitions a newer plan left unchanged held them over the whole interval, so it is measured too
     # (one that gained or lost a partition is not: derive_rates checks owners and counts).
@@ -214,8 +216,8 @@ def _previous_state(
     for group_id, (plan_id, held) in (manual or {}).items():
         if previous_plan.get(group_id) == plan_id:
             owners.update(((group_id, t, p), member) for member, parts in held.items() for t, p in parts)
-    return PreviousSnapshotState(
-        snapshot_id=previous_id,
+    return Carried(
+        cluster=cluster_key(snapshot.cluster_id, snapshot.bootstrap_servers),
         taken_at=_aware(taken_at),
         log_ends=log_ends,
         lag_ends=lag_ends,
@@ -224,7 +226,7 @@ def _previous_state(
         consume=consume,
         owners=owners,
         capacities=capacities,
-        capacity_sources=capacity_sources,
+        snapshot_id=previous_id,
     )
 
 
@@ -255,13 +257,11 @@ def write_snapshot(
             ).scalars()
             _delete_snapshots(conn, list(previous))
         manual = _manual_assign_plans(conn, snapshot)
-        rates = derive_rates(
-            snapshot,
-            _previous_state(conn, snapshot, manual),
-            rate_parameters,
-            capacities,
-            {group_id: held for group_id, (_, held) in manual.items()},
-        )
+        carried = _previous_state(conn, snapshot, manual)
+        assigned = {group_id: held for group_id, (_, held) in manual.items()}
+        observed = observe_snapshot(snapshot, carried, rate_parameters, capacities, assigned)
+        rates, _ = step(carried, observed, rate_parameters)
+        rates.time_lag = time_lags(snapshot, rates.produce)
         snapshot_id = conn.execute(
             sa.insert(SnapshotRow.__table__).returning(SnapshotRow.__table__.c.id),
             {
