@@ -134,7 +134,7 @@ def test_lag_without_snapshots_or_schema(capsys, db_url) -> None:
     store.db.dispose(db_url)
 
 
-def test_lag_rules() -> None:
+def test_lag_rule_and_reset_policy() -> None:
     assert lag.partition_lag(10, 0, 100) == 90
     assert lag.partition_lag(120, 0, 100) == 0  # committed past the end (truncation): never negative
     assert lag.partition_lag(None, 30, 100, "latest") == 0

@@ -1,4 +1,4 @@
-"""The one capacity rule (lag_rules): what a snapshot and the simulator both call. Expected values
+"""The one capacity rule (domain/estimates.py): what a snapshot and the simulator both call. Expected values
 are worked out by hand in each test."""
 
 from __future__ import annotations
