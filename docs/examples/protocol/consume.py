@@ -5,7 +5,10 @@ tests/docs/test_examples.py runs ``run`` against a real broker after publishing 
 
 from collections.abc import Callable
 
+# --8<-- [start:imports]
 from rebalance_advisor_client import AssignedConsumer
+
+# --8<-- [end:imports]
 
 
 def run(

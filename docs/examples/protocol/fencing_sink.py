@@ -4,8 +4,11 @@
 
 from collections.abc import Callable
 
+# --8<-- [start:imports]
 from rebalance_advisor_client import AssignedConsumer
 from sqlalchemy import Connection, Engine, text
+
+# --8<-- [end:imports]
 
 FENCE_TABLE = """CREATE TABLE IF NOT EXISTS fence (
     topic TEXT NOT NULL, part INTEGER NOT NULL, producer_id BIGINT NOT NULL, producer_epoch INTEGER NOT NULL,

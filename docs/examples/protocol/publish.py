@@ -3,7 +3,10 @@
 tests/docs/test_examples.py runs ``publish`` against a real broker and reads the records back.
 """
 
+# --8<-- [start:imports]
 from rebalance_advisor.adapters.assignment_publisher import PublishResult, publish_assignments
+
+# --8<-- [end:imports]
 
 
 def publish(bootstrap_servers: str, group: str = "orders", topic: str = "orders") -> PublishResult:
