@@ -80,6 +80,7 @@ def test_plan_example_with_kafka_assignors(strategy: str, member_lag: dict[str, 
     assert _json_lines(output)[0]["metrics"]["member_lag"] == member_lag
 
 
+@pytest.mark.slow
 def test_simulation_example_is_overloaded_while_c1_is_away(tmp_path: Path) -> None:
     """c1 leaves for 1,800 s of the 6 h: c0 alone (3,000/s) cannot carry about 6,000/s."""
     output = _run(EXAMPLES / "simulate" / "run.sh", env={"OUT": str(tmp_path)})
@@ -97,6 +98,7 @@ def test_simulation_example_is_overloaded_while_c1_is_away(tmp_path: Path) -> No
 # -- the plan table ------------------------------------------------------------------------------------
 
 
+@pytest.mark.postgres
 def test_plan_table_queries_on_both_databases(url: str) -> None:
     import sqlalchemy as sa
 
