@@ -57,7 +57,7 @@ docs-serve: $(STAMP)
 	$(DOCS_ENV) $(BIN)/mkdocs serve --dev-addr 127.0.0.1:8000
 
 docs-check: $(STAMP)
-	@out=$$(mktemp -d) && trap 'rm -rf "$$out"' EXIT && $(DOCS_ENV) $(BIN)/mkdocs build --strict --quiet --site-dir "$$out"
+	@out=$$(mktemp -d) && trap 'rm -rf "$$out"' EXIT && $(DOCS_ENV) $(BIN)/mkdocs build --strict --site-dir "$$out"
 
 # Only the real `airflow standalone` driven through its scheduler and REST API (issue 17; also in `make test`).
 test-airflow: setup
