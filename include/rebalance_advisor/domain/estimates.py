@@ -641,7 +641,8 @@ def _busy_sample(
         consumed.append(samples[gtp])
         floors.append((rates.produce.get(tp, _UNKNOWN).rate or 0.0) * params.busy_backlog_s)
     growth = interval.elapsed_s >= params.growth_sample_min_interval_s
-    # NumPy's sum (pairwise beyond 8 terms) for the bound: the simulator's arrays summed it so
+    # the bound is NumPy's (pairwise) sum, as the simulator first summed its arrays: bench/drain.py's
+    # results stay identical to the last bit (the busy sample's own sum is a plain one, as before)
     return busy_capacity_sample(before, after, consumed, floors, growth), float(np.sum(consumed))
 
 
