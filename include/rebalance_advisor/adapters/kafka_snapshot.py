@@ -786,117 +786,175 @@ def collect(
     pass's CPU time (pausing it: 0.76 s -> 0.54 s wall). The caller's setting is restored.
     """
     with gc_paused():
-        return _collect(bootstrap_servers, client_config, options, on_stage)
+        return _SnapshotPass(bootstrap_servers, client_config, options or SnapshotOptions(), on_stage).build()
 
 
-def _collect(
-    bootstrap_servers: str,
-    client_config: dict[str, str] | None,
-    options: SnapshotOptions | None,
-    on_stage: Callable[[str], None] | None,
-) -> Snapshot:
-    from confluent_kafka import IsolationLevel
-    from confluent_kafka.admin import AdminClient, OffsetSpec
+class _SnapshotPass:
+    """One pass as named steps, in the order :meth:`build` reads; each step ends a stage that
+    ``on_stage`` hears of (``listed``, ``requested``, ``described``, ``committed``, ``log_offsets``,
+    ``record_timestamps``, ``share_groups``: bench/snapshot.py times them).
 
-    options = options or SnapshotOptions()
-    conf: dict[str, Any] = {**(client_config or {}), "bootstrap.servers": bootstrap_servers}
-    conf.setdefault("socket.timeout.ms", int(options.timeout_s * 1000))
-    logger = LIBRDKAFKA_LOG
-    connection_errors = ConnectionErrors()
-    try:
-        admins = [
-            AdminClient({**conf, "error_cb": connection_errors}, logger=logger)
-            for _ in range(max(1, options.connections))
-        ]
-    except Exception as error:  # bad property names or values in the client config
-        raise AdvisorError(f"invalid Kafka client config: {error}") from error
-    stage = on_stage or (lambda _name: None)
-    include_internal = options.include_internal_topics
+    The share groups are read by Kafka's Java AdminClient in a thread from the start; the cluster
+    metadata in a thread while every group's describe and offset fetch are in flight together.
+    """
 
-    started = time.monotonic()
-    share_reader = ShareGroupReader(conf, options.timeout_s) if options.share_groups else None
-    c = _Collector(admins, bootstrap_servers, options, connection_errors)
-    unmatched: NoGroupMatched | None = None
-    try:
-        group_ids = c.list_groups()
-    except NoGroupMatched as no_match:  # the filter may still match a share group
-        if share_reader is None:
-            raise
-        group_ids, unmatched = [], no_match
-    stage("listed")
+    def __init__(
+        self,
+        bootstrap_servers: str,
+        client_config: dict[str, str] | None,
+        options: SnapshotOptions,
+        on_stage: Callable[[str], None] | None,
+    ) -> None:
+        self.bootstrap = bootstrap_servers
+        self.options = options
+        self.conf: dict[str, Any] = {**(client_config or {}), "bootstrap.servers": bootstrap_servers}
+        self.conf.setdefault("socket.timeout.ms", int(options.timeout_s * 1000))
+        connection_errors = ConnectionErrors()
+        admins = _admin_clients(self.conf, options.connections, connection_errors)
+        self.stage = on_stage or (lambda _name: None)
+        self.started = time.monotonic()
+        self.share_reader = ShareGroupReader(self.conf, options.timeout_s) if options.share_groups else None
+        self.c = _Collector(admins, bootstrap_servers, options, connection_errors)
+        #: the group filter matched no consumer group (it may still match a share group)
+        self.unmatched: NoGroupMatched | None = None
+        self.metadata: Any = None
+        self.internal: frozenset[str] = frozenset()
 
-    # Cluster metadata (a blocking call) in a thread while every group's describe and offset fetch
-    # are in flight together, spread over the admin clients.
-    fetched: dict[str, Any] = {}
-
-    def fetch_metadata() -> None:
-        try:
-            fetched["metadata"] = c.metadata()
-            fetched["internal"] = frozenset() if include_internal else c.internal_topics(fetched["metadata"])
-        except BaseException as error:  # re-raised in the caller's thread
-            fetched["error"] = error
-
-    metadata_thread = threading.Thread(target=fetch_metadata, name="snapshot-metadata", daemon=True)
-    metadata_thread.start()
-    described_f = c.describe(group_ids)
-    offsets_f = c.offsets(group_ids)
-    metadata_thread.join()
-    if "error" in fetched:
-        raise fetched["error"]
-    metadata = fetched["metadata"]
-    internal: frozenset[str] = fetched["internal"]
-    cluster_id = metadata.cluster_id
-
-    def keep_topic(topic: str) -> bool:
-        return topic not in internal
-
-    stage("requested")
-
-    groups: list[Group] = []
-    for group_id in group_ids:
-        try:
-            d = c.result(described_f[group_id], "describing groups")
-        except SnapshotAborted:
-            raise
-        except Exception as error:
-            c.record("describe", error, group_id=group_id)
-            continue
-        if getattr(d.state, "name", "") == "DEAD":
-            c.errors.append(SnapshotError("describe", "group was deleted during the snapshot", group_id))
-            continue
-        coordinator = d.coordinator
-        groups.append(
-            Group(
-                group_id=group_id,
-                state=getattr(d.state, "name", str(d.state)).lower(),
-                group_type=_group_type(d),
-                assignor=d.partition_assignor or None,
-                coordinator_id=getattr(coordinator, "id", None),
-                coordinator_host=f"{coordinator.host}:{coordinator.port}" if coordinator else None,
-                members=_members(d, keep_topic),
-            )
+    def build(self) -> Snapshot:
+        group_ids = self.list_groups()
+        self.stage("listed")
+        described_f, offsets_f = self.request_groups(group_ids)
+        self.stage("requested")
+        groups = self.describe(group_ids, described_f)
+        self.stage("described")
+        groups, committed = self.committed_offsets(group_ids, groups, offsets_f)
+        self.stage("committed")
+        taken_at, partitions = self.log_offsets(groups, committed)
+        self.stage("log_offsets")
+        record_timestamps = self.record_timestamps(committed, partitions)
+        self.stage("record_timestamps")
+        share = self.share_groups()
+        self.stage("share_groups")
+        return Snapshot(
+            taken_at=taken_at,
+            bootstrap_servers=self.bootstrap,
+            cluster_id=self.metadata.cluster_id,
+            duration_s=time.monotonic() - self.started,
+            groups=groups + share.groups,
+            committed=committed + share.committed,
+            partitions=partitions,
+            errors=self.c.errors + share.errors,
+            isolation_level=self.isolation,
+            record_timestamps=record_timestamps,
+            share_lags=share.lags,
         )
-    stage("described")
 
-    described = {g.group_id for g in groups}
-    committed: list[CommittedOffset] = []
-    failed_offsets: set[str] = set()
-    for group_id in group_ids:
+    @property
+    def isolation(self) -> str:
+        return "read_committed" if self.options.read_committed else "read_uncommitted"
+
+    def keep_topic(self, topic: str) -> bool:
+        return topic not in self.internal
+
+    def list_groups(self) -> list[str]:
+        """The consumer groups the filter keeps (none, without failing, when it may match a share group)."""
         try:
-            result = c.result(offsets_f[group_id], "fetching committed offsets")
-        except SnapshotAborted:
-            raise
-        except Exception as error:
-            failed_offsets.add(group_id)
-            if group_id in described:
-                c.record("committed_offsets", error, group_id=group_id)
-            continue
-        for tp in result.topic_partitions:
+            return self.c.list_groups()
+        except NoGroupMatched as no_match:
+            if self.share_reader is None:
+                raise
+            self.unmatched = no_match
+            return []
+
+    def request_groups(self, group_ids: list[str]) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Every group's describe and offset fetch in flight (futures), the cluster metadata read meanwhile."""
+        fetched: dict[str, Any] = {}
+
+        def fetch_metadata() -> None:
+            try:
+                fetched["metadata"] = self.c.metadata()
+                internal = self.options.include_internal_topics
+                fetched["internal"] = frozenset() if internal else self.c.internal_topics(fetched["metadata"])
+            except BaseException as error:  # re-raised in the caller's thread
+                fetched["error"] = error
+
+        metadata_thread = threading.Thread(target=fetch_metadata, name="snapshot-metadata", daemon=True)
+        metadata_thread.start()
+        described_f = self.c.describe(group_ids)
+        offsets_f = self.c.offsets(group_ids)
+        metadata_thread.join()
+        if "error" in fetched:
+            raise fetched["error"]
+        self.metadata, self.internal = fetched["metadata"], fetched["internal"]
+        return described_f, offsets_f
+
+    def describe(self, group_ids: list[str], described_f: dict[str, Any]) -> list[Group]:
+        """The described groups; one that failed or was deleted meanwhile is an error of its own."""
+        groups: list[Group] = []
+        for group_id in group_ids:
+            try:
+                d = self.c.result(described_f[group_id], "describing groups")
+            except SnapshotAborted:
+                raise
+            except Exception as error:
+                self.c.record("describe", error, group_id=group_id)
+                continue
+            if getattr(d.state, "name", "") == "DEAD":
+                self.c.errors.append(
+                    SnapshotError("describe", "group was deleted during the snapshot", group_id)
+                )
+                continue
+            coordinator = d.coordinator
+            groups.append(
+                Group(
+                    group_id=group_id,
+                    state=getattr(d.state, "name", str(d.state)).lower(),
+                    group_type=_group_type(d),
+                    assignor=d.partition_assignor or None,
+                    coordinator_id=getattr(coordinator, "id", None),
+                    coordinator_host=f"{coordinator.host}:{coordinator.port}" if coordinator else None,
+                    members=_members(d, self.keep_topic),
+                )
+            )
+        return groups
+
+    def committed_offsets(
+        self, group_ids: list[str], groups: list[Group], offsets_f: dict[str, Any]
+    ) -> tuple[list[Group], list[CommittedOffset]]:
+        """The groups usable for planning (described, offsets read) and their committed offsets."""
+        described = {g.group_id for g in groups}
+        committed: list[CommittedOffset] = []
+        failed: set[str] = set()
+        for group_id in group_ids:
+            try:
+                result = self.c.result(offsets_f[group_id], "fetching committed offsets")
+            except SnapshotAborted:
+                raise
+            except Exception as error:
+                failed.add(group_id)
+                if group_id in described:
+                    self.c.record("committed_offsets", error, group_id=group_id)
+                continue
+            committed.extend(self._committed_of(group_id, result.topic_partitions))
+        # A group whose offsets could not be read is not usable for planning: keep only the error.
+        if failed:
+            groups = [g for g in groups if g.group_id not in failed]
+        if group_ids and not groups:
+            raise self._no_group_read()
+        kept = {g.group_id for g in groups}
+        if len(kept) < len(group_ids):
+            committed = [o for o in committed if o.group_id in kept]
+        return groups, committed
+
+    def _committed_of(self, group_id: str, topic_partitions: list[Any]) -> list[CommittedOffset]:
+        """One group's committed offsets (internal topics left out, per-partition errors recorded)."""
+        committed = []
+        for tp in topic_partitions:
             topic = tp.topic
-            if topic in internal:
+            if topic in self.internal:
                 continue
             if tp.error is not None:
-                c.errors.append(
+                self.c.errors.append(
                     SnapshotError("committed_offsets", str(tp.error), group_id, topic, tp.partition)
                 )
                 continue
@@ -907,79 +965,99 @@ def _collect(
                     group_id, topic, tp.partition, tp.offset, tp.leader_epoch, tp.metadata or None
                 )
             )
-    # A group whose offsets could not be read is not usable for planning: keep only the error.
-    if failed_offsets:
-        groups = [g for g in groups if g.group_id not in failed_offsets]
-    if group_ids and not groups:
-        if c.errors and all(is_authorization_error(e.error_code) for e in c.errors):
-            raise AdvisorError(  # not an outage: retrying will not help, a grant will
-                f"snapshot of {bootstrap_servers} refused: not authorized to read any group; "
-                f"{c.errors[0].reason}. Nothing was stored."
+        return committed
+
+    def _no_group_read(self) -> AdvisorError:
+        """Every group failed: a refusal when each failure was an authorization error, else an outage."""
+        errors = self.c.errors
+        if errors and all(is_authorization_error(e.error_code) for e in errors):
+            return AdvisorError(  # not an outage: retrying will not help, a grant will
+                f"snapshot of {self.bootstrap} refused: not authorized to read any group; "
+                f"{errors[0].reason}. Nothing was stored."
             )
-        raise c.abort("reading groups", f"every group failed: {c.errors[0].reason if c.errors else '?'}")
-    stage("committed")
+        return self.c.abort("reading groups", f"every group failed: {errors[0].reason if errors else '?'}")
 
-    # Every partition of every topic a kept group is assigned or has committed on.
-    kept = {g.group_id for g in groups}
-    if len(kept) < len(group_ids):
-        committed = [o for o in committed if o.group_id in kept]
-    topics = {t for g in groups for m in g.members for t in m.subscribed_topics}
-    topics |= {o.topic for o in committed}
-    wanted: list[tuple[str, int]] = []
-    leaders: dict[tuple[str, int], int] = {}
-    unlisted = c.unlisted_topics({t for t in topics if t not in metadata.topics})
-    for topic in sorted(topics):
-        meta = metadata.topics.get(topic)
-        if meta is None or meta.error is not None:
-            if meta is not None:
-                c.errors.append(SnapshotError("metadata", str(meta.error), topic=topic))
-            elif topic in unlisted:
-                c.record("metadata", unlisted[topic], topic=topic)
-            else:
-                c.errors.append(SnapshotError("metadata", "topic does not exist (deleted?)", topic=topic))
-            continue
-        for partition, pmeta in sorted(meta.partitions.items()):
-            wanted.append((topic, partition))
-            leaders[(topic, partition)] = pmeta.leader
+    def log_offsets(
+        self, groups: list[Group], committed: list[CommittedOffset]
+    ) -> tuple[datetime, list[PartitionOffsets]]:
+        """The snapshot's time and the log offsets of every partition the groups use.
 
-    # The snapshot's time: when the log ends are asked for (the produce rates' Δt between
-    # snapshots, and "now" for the time lag), not when the pass started.
-    taken_at = datetime.now(UTC)
-    # Earliest, latest (and read_committed latest) for every partition: all in flight together.
-    specs: list[tuple[Any, Any]] = [(OffsetSpec.earliest(), None), (OffsetSpec.latest(), None)]
-    if options.read_committed:
-        specs.append((OffsetSpec.latest(), IsolationLevel.READ_COMMITTED))
-    earliest, latest, *rest = c.log_offsets(wanted, specs)
-    stable = rest[0] if rest else {}
-    partitions = [
-        PartitionOffsets(
-            t, p, earliest.get((t, p)), latest.get((t, p)), leaders.get((t, p)), stable.get((t, p))
+        The time is when the log ends are asked for (the produce rates' Δt between snapshots, and
+        "now" for the time lag), not when the pass started. Earliest, latest (and read_committed
+        latest) for every partition: all in flight together.
+        """
+        from confluent_kafka import IsolationLevel
+        from confluent_kafka.admin import OffsetSpec
+
+        wanted, leaders = self._partitions_used(groups, committed)
+        taken_at = datetime.now(UTC)
+        specs: list[tuple[Any, Any]] = [(OffsetSpec.earliest(), None), (OffsetSpec.latest(), None)]
+        if self.options.read_committed:
+            specs.append((OffsetSpec.latest(), IsolationLevel.READ_COMMITTED))
+        earliest, latest, *rest = self.c.log_offsets(wanted, specs)
+        stable = rest[0] if rest else {}
+        partitions = [
+            PartitionOffsets(
+                t, p, earliest.get((t, p)), latest.get((t, p)), leaders.get((t, p)), stable.get((t, p))
+            )
+            for t, p in wanted
+        ]
+        return taken_at, partitions
+
+    def _partitions_used(
+        self, groups: list[Group], committed: list[CommittedOffset]
+    ) -> tuple[list[tuple[str, int]], dict[tuple[str, int], int]]:
+        """Every partition of every topic a kept group is assigned or has committed on, with its leader;
+        a topic missing from the metadata is an error (not authorized, or deleted)."""
+        metadata, errors = self.metadata, self.c.errors
+        topics = {t for g in groups for m in g.members for t in m.subscribed_topics}
+        topics |= {o.topic for o in committed}
+        wanted: list[tuple[str, int]] = []
+        leaders: dict[tuple[str, int], int] = {}
+        unlisted = self.c.unlisted_topics({t for t in topics if t not in metadata.topics})
+        for topic in sorted(topics):
+            meta = metadata.topics.get(topic)
+            if meta is None or meta.error is not None:
+                if meta is not None:
+                    errors.append(SnapshotError("metadata", str(meta.error), topic=topic))
+                elif topic in unlisted:
+                    self.c.record("metadata", unlisted[topic], topic=topic)
+                else:
+                    errors.append(SnapshotError("metadata", "topic does not exist (deleted?)", topic=topic))
+                continue
+            for partition, pmeta in sorted(meta.partitions.items()):
+                wanted.append((topic, partition))
+                leaders[(topic, partition)] = pmeta.leader
+        return wanted, leaders
+
+    def record_timestamps(
+        self, committed: list[CommittedOffset], partitions: list[PartitionOffsets]
+    ) -> dict[tuple[str, str, int], int]:
+        """The time lag's source, when asked for (:class:`_TimestampReader`)."""
+        if not self.options.time_lag:
+            return {}
+        return _record_timestamps(self.conf, committed, partitions, self.isolation, self.options.timeout_s)
+
+    def share_groups(self) -> ShareGroupsRead:
+        """The share groups the filter keeps; the filter matching no group of either kind fails here."""
+        share = (
+            self.share_reader.result(self.options.groups.accepts, self.keep_topic)
+            if self.share_reader
+            else ShareGroupsRead()
         )
-        for t, p in wanted
-    ]
-    stage("log_offsets")
+        if self.unmatched is not None and not share.groups:
+            raise self.unmatched
+        return share
 
-    isolation = "read_committed" if options.read_committed else "read_uncommitted"
-    record_timestamps: dict[tuple[str, str, int], int] = {}
-    if options.time_lag:
-        record_timestamps = _record_timestamps(conf, committed, partitions, isolation, options.timeout_s)
-    stage("record_timestamps")
 
-    share = share_reader.result(options.groups.accepts, keep_topic) if share_reader else ShareGroupsRead()
-    if unmatched is not None and not share.groups:
-        raise unmatched
-    stage("share_groups")
+def _admin_clients(conf: dict[str, Any], connections: int, connection_errors: ConnectionErrors) -> list[Any]:
+    """``connections`` admin clients over ``conf``; a bad property is the caller's config error."""
+    from confluent_kafka.admin import AdminClient
 
-    return Snapshot(
-        taken_at=taken_at,
-        bootstrap_servers=bootstrap_servers,
-        cluster_id=cluster_id,
-        duration_s=time.monotonic() - started,
-        groups=groups + share.groups,
-        committed=committed + share.committed,
-        partitions=partitions,
-        errors=c.errors + share.errors,
-        isolation_level=isolation,
-        record_timestamps=record_timestamps,
-        share_lags=share.lags,
-    )
+    try:
+        return [
+            AdminClient({**conf, "error_cb": connection_errors}, logger=LIBRDKAFKA_LOG)
+            for _ in range(max(1, connections))
+        ]
+    except Exception as error:  # bad property names or values in the client config
+        raise AdvisorError(f"invalid Kafka client config: {error}") from error
