@@ -45,7 +45,7 @@ format: $(STAMP)
 test: setup lint
 	$(BIN)/pytest $(PYTEST_ARGS)
 
-# Only the real `airflow standalone` driven through its scheduler and REST API (issue 17; also in `make test`).
+# Only the real `airflow standalone` driven through its scheduler and REST API (also in `make test`).
 test-airflow: setup
 	$(BIN)/pytest -m airflow_scheduler tests/e2e/test_airflow_scheduler.py $(PYTEST_ARGS)
 

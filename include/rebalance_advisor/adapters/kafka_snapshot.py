@@ -121,7 +121,7 @@ class GroupFilter:
 
     def accepts(self, group_id: str) -> bool:
         """A derived key-range group (``<parent>.keyrange.<lo>-<hi>``) is judged by its parent's id:
-        the snapshot folds it into the parent, whose lag it is (issue 15)."""
+        the snapshot folds it into the parent, whose lag it is (domain/key_range_groups.py)."""
         parsed = parse_range_group(group_id)
         if parsed is not None:
             group_id = parsed[0]

@@ -16,12 +16,13 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from functools import cached_property
 from typing import Any
 
 import numpy as np
 
+from rebalance_advisor.domain.timestamps import assume_utc
 from rebalance_advisor.errors import AdvisorError
 from rebalance_advisor.gcpause import gc_paused
 
@@ -623,9 +624,7 @@ def parse_recent_moves(data: Any) -> tuple[RecentMove, ...]:
             when = None
         if when is None:
             raise AdvisorError(f"recent_moves[{j}]: at must be an ISO 8601 time, got {at!r}")
-        if when.tzinfo is None:
-            when = when.replace(tzinfo=UTC)
-        moves.append(RecentMove(topic, number, source, target or "", when))
+        moves.append(RecentMove(topic, number, source, target or "", assume_utc(when)))
     return tuple(moves)
 
 
