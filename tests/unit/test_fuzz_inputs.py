@@ -21,7 +21,7 @@ from rebalance_advisor.cli import build_parser, main
 from rebalance_advisor.domain.parameters import MODELS
 from rebalance_advisor.errors import AdvisorError
 
-FUZZ = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+FUZZ = settings(deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 #: any JSON value, NaN and the infinities included (Python's json reads them)
 JSON = st.recursive(
@@ -232,7 +232,7 @@ def test_fuzz_values_reach_the_edges() -> None:
         for item in value.values() if isinstance(value, dict) else value if isinstance(value, list) else ():
             walk(item)
 
-    @settings(max_examples=500, deadline=None)
+    @settings(max_examples=500, deadline=None)  # the generators, not the code under test
     @given(value=JSON)
     def look(value: Any) -> None:
         walk(value)

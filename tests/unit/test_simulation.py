@@ -149,7 +149,11 @@ def scenarios(draw):
     }
 
 
-@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=max(1, settings.default.max_examples // 5),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 @given(scenarios())
 def test_conservation_and_bounds(data):
     result = simulate(parse_scenario(data))

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 pytestmark = [pytest.mark.airflow]
 
 PREFIX = "/rebalance-advisor"
-FUZZ = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+FUZZ = settings(deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 VALUES = st.one_of(
     st.text(max_size=30),
     st.sampled_from(["", "-1", "0", "1e309", "nan", "true", "10" * 20, "9" * 40, "é" * 700, "x" * 1300,
