@@ -140,18 +140,7 @@ class GroupSpec:
         topics, topic_index, part_arr, lag_arr, order = _sorted_partitions(topic, partition, lag)
         rate_arr = None
         if produce_rate is not None:
-            raw = np.asarray([np.nan if r is None else r for r in produce_rate], dtype=np.float64)
-            if raw.shape != order.shape:
-                raise AdvisorError("produce_rate column differs in length from the partitions")
-            rate_arr = raw[order]
-            bad = ~np.isnan(rate_arr) & ~(np.isfinite(rate_arr) & (rate_arr >= 0))
-            if bad.any():
-                k = int(np.flatnonzero(bad)[0])
-                raise AdvisorError(
-                    f"partition {topics[topic_index[k]]}-{part_arr[k]}: {RATE_RULE}, got {rate_arr[k]!r}"
-                )
-            if np.isnan(rate_arr).all():
-                rate_arr = None
+            rate_arr = _rate_column(produce_rate, order, topics, topic_index, part_arr)
         for m in members:
             _check_capacity(m.member_id, m.capacity)
         num_topics = len(topics)
@@ -161,17 +150,8 @@ class GroupSpec:
         owner, owner_valid = _resolve_owners(
             members, topic_pos, topic_index, part_arr, member_class, class_topics
         )
-        for arr in (
-            topic_index,
-            part_arr,
-            lag_arr,
-            topic_start,
-            member_class,
-            class_topics,
-            owner,
-            owner_valid,
-            *([] if rate_arr is None else [rate_arr]),
-        ):
+        arrays = (topic_index, part_arr, lag_arr, topic_start, member_class, class_topics, owner, owner_valid)
+        for arr in (*arrays, *([] if rate_arr is None else [rate_arr])):
             arr.setflags(write=False)
         return cls(
             group_id=group_id,
@@ -355,6 +335,27 @@ def _sorted_partitions(
         k = int(np.flatnonzero(dup)[0])
         raise AdvisorError(f"partition {topics[topic_index[k]]}-{part_arr[k]} listed twice")
     return topics, topic_index, part_arr, lag_arr, order
+
+
+def _rate_column(
+    produce_rate: Sequence[float | None] | np.ndarray,
+    order: np.ndarray,
+    topics: tuple[str, ...],
+    topic_index: np.ndarray,
+    part_arr: np.ndarray,
+) -> np.ndarray | None:
+    """The produce rates in the partitions' sorted ``order`` (NaN = unknown); None when none is known."""
+    raw = np.asarray([np.nan if r is None else r for r in produce_rate], dtype=np.float64)
+    if raw.shape != order.shape:
+        raise AdvisorError("produce_rate column differs in length from the partitions")
+    rate_arr = raw[order]
+    bad = ~np.isnan(rate_arr) & ~(np.isfinite(rate_arr) & (rate_arr >= 0))
+    if bad.any():
+        k = int(np.flatnonzero(bad)[0])
+        raise AdvisorError(
+            f"partition {topics[topic_index[k]]}-{part_arr[k]}: {RATE_RULE}, got {rate_arr[k]!r}"
+        )
+    return None if np.isnan(rate_arr).all() else rate_arr
 
 
 def _subscription_classes(
