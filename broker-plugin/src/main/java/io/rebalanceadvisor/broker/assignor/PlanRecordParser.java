@@ -103,13 +103,21 @@ final class PlanRecordParser {
         return new PlanMember(memberId, instanceId, arrays);
     }
 
-    private static Uuid topicId(JsonNode node) {
+    /**
+     * Kafka's URL-safe base64 form ({@code Uuid.toString()}), and also the standard alphabet with or
+     * without padding, which some clients print (confluent-kafka's {@code str(topic_id)} does).
+     */
+    static Uuid topicId(JsonNode node) {
         String text = textOrNull(node);
         if (text == null) {
             return null;
         }
+        String urlSafe = text.replace('+', '-').replace('/', '_');
+        while (urlSafe.endsWith("=")) {
+            urlSafe = urlSafe.substring(0, urlSafe.length() - 1);
+        }
         try {
-            return Uuid.fromString(text);
+            return Uuid.fromString(urlSafe);
         } catch (IllegalArgumentException error) {
             return null;
         }
