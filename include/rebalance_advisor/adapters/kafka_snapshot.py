@@ -152,13 +152,25 @@ class SnapshotOptions:
     share_groups: bool = True
 
 
+def decode_properties(data: bytes) -> str:
+    """A ``.properties`` file's text: UTF-8 when it decodes as such, else ISO-8859-1, the encoding
+    Java's ``Properties.load(InputStream)`` reads (every byte is a character there, so never fails)."""
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        return data.decode("iso-8859-1")
+
+
 def read_client_config(path: str | Path) -> dict[str, str]:
     """A librdkafka ``.properties`` file (``key=value`` lines, ``#`` comments) as a dict."""
     path = Path(path)
     try:
-        text = path.read_text()
+        raw_bytes = path.read_bytes()
     except OSError as error:
         raise AdvisorError(f"cannot read client config {path}: {error.strerror or error}") from error
+    text = decode_properties(raw_bytes)
+    if "\0" in text:
+        raise AdvisorError(f"client config {path} contains a NUL byte: is it a binary file?")
     config: dict[str, str] = {}
     for number, raw in enumerate(text.splitlines(), start=1):
         line = raw.strip()
@@ -634,6 +646,26 @@ def collect(
         return _SnapshotPass(bootstrap_servers, client_config, options or SnapshotOptions(), on_stage).build()
 
 
+def clean_bootstrap(servers: str) -> str:
+    """``HOST:PORT[,...]`` without empty entries (a trailing comma): librdkafka skips them, Java's
+    AdminClient (the share-group reader) refuses the whole list. None left is a one-line error."""
+    entries = [entry.strip() for entry in servers.split(",") if entry.strip()]
+    if not entries:
+        raise AdvisorError(f"bootstrap servers {servers!r} name no broker: give HOST:PORT[,HOST:PORT...]")
+    return ",".join(entries)
+
+
+#: librdkafka's bounds for ``socket.timeout.ms`` (CONFIGURATION.md); ``--timeout`` goes beyond them.
+SOCKET_TIMEOUT_MS_RANGE = (10, 300_000)
+
+
+def socket_timeout_ms(timeout_s: float) -> int:
+    """``--timeout`` as librdkafka's socket timeout, held inside the range librdkafka accepts: the
+    request timeouts (passed per call) still carry the full value."""
+    low, high = SOCKET_TIMEOUT_MS_RANGE
+    return min(high, max(low, round(timeout_s * 1000)))
+
+
 class _SnapshotPass:
     """One pass as named steps, in the order :meth:`build` reads; each step ends a stage that
     ``on_stage`` hears of (``listed``, ``requested``, ``described``, ``committed``, ``log_offsets``,
@@ -650,10 +682,10 @@ class _SnapshotPass:
         options: SnapshotOptions,
         on_stage: Callable[[str], None] | None,
     ) -> None:
-        self.bootstrap = bootstrap_servers
+        self.bootstrap = bootstrap_servers = clean_bootstrap(bootstrap_servers)
         self.options = options
         self.conf: dict[str, Any] = {**(client_config or {}), "bootstrap.servers": bootstrap_servers}
-        self.conf.setdefault("socket.timeout.ms", int(options.timeout_s * 1000))
+        self.conf.setdefault("socket.timeout.ms", socket_timeout_ms(options.timeout_s))
         connection_errors = ConnectionErrors()
         admins = _admin_clients(self.conf, options.connections, connection_errors)
         self.stage = on_stage or (lambda _name: None)

@@ -11,6 +11,7 @@ import argparse
 import importlib
 import os
 import sys
+from typing import NoReturn
 
 from rebalance_advisor import __version__
 from rebalance_advisor.errors import AdvisorError
@@ -28,8 +29,16 @@ COMMAND_MODULES = [
 ]
 
 
+class OneLineErrorParser(argparse.ArgumentParser):
+    """An argparse parser whose errors are one line ending in a hint, not the whole usage block
+    (subcommand parsers inherit the class: ``add_subparsers`` uses the parent's)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineErrorParser(
         prog="rebalance-advisor",
         description="Snapshot Kafka consumer groups, plan lag-aware assignments, publish them.",
     )

@@ -91,7 +91,7 @@ def _snapshot(args: argparse.Namespace) -> int:
 
     params = params_from(args, SnapshotParams)
     config = kafka_snapshot.read_client_config(args.config) if args.config else {}
-    config["bootstrap.servers"] = bootstrap = (
+    config["bootstrap.servers"] = bootstrap = kafka_snapshot.clean_bootstrap(
         args.bootstrap_servers or config.get("bootstrap.servers") or resolve_bootstrap(None)
     )
     store.upgrade(args.db)  # a write: fail on a bad DB before touching Kafka; a no-op when current
@@ -149,9 +149,8 @@ def _lag(args: argparse.Namespace) -> int:
     if args.format == "json":
         sys.stdout.write("\n")
     if args.format in ("table", "tool"):
-        for group_id, group_rows in grouped.items():
-            if not group_rows:
-                print(f"\nConsumer group '{group_id}' has no active members.", file=sys.stderr)
+        for note in lag_report.tool_notes(taken, grouped):
+            print(f"\n{note}", file=sys.stderr)
         shared = sorted(g.group_id for g in taken.groups if g.group_type == SHARE_GROUP_TYPE)
         if shared:
             print(

@@ -71,6 +71,17 @@ def lag_end_offset(offsets: PartitionOffsets, isolation_level: str) -> int | Non
     return offsets.log_end_offset
 
 
+def committed_lag_end(offsets: PartitionOffsets, isolation_level: str, committed: int | None) -> int | None:
+    """:func:`lag_end_offset` for one committed offset. Under read_committed, an offset between the
+    LSO and the log end (a read_uncommitted consumer at the end) is its own end: lag 0, not negative
+    and not above the log end, which stays the high watermark (an offset past it lags against it)."""
+    end = lag_end_offset(offsets, isolation_level)
+    high = offsets.log_end_offset
+    if committed is not None and end is not None and high is not None and end < committed:
+        return min(committed, high)
+    return end
+
+
 def lag_against(isolation_level: str) -> str:
     """Which offsets a snapshot's lags are against, for people: ``log_end`` or ``last_stable``."""
     return "last_stable" if isolation_level == "read_committed" else "log_end"
@@ -162,6 +173,14 @@ def group_lag(
     return {(x.topic, x.partition): x.lag for x in partition_lags(snapshot, policy) if x.group_id == group_id}
 
 
+def record_time_lag(taken_ms: float, stamp_ms: float) -> TimeLag:
+    """The time lag from the timestamp of the record at the committed offset. A stamp after the
+    snapshot's own time is clock skew, not a caught-up group: say so instead of showing 0 s."""
+    if stamp_ms > taken_ms:
+        return TimeLag(0.0, "future_timestamp")
+    return TimeLag((taken_ms - stamp_ms) / 1000.0, "record_timestamp")
+
+
 def time_lags(
     snapshot: Snapshot, produce: Mapping[tuple[str, int], RateEstimate]
 ) -> dict[tuple[str, str, int], TimeLag]:
@@ -178,7 +197,7 @@ def time_lags(
         if lag == 0:
             out[key] = TimeLag(0.0, "caught_up")
         elif (stamp := snapshot.record_timestamps.get(key)) is not None:
-            out[key] = TimeLag(max(taken_ms - stamp, 0.0) / 1000.0, "record_timestamp")
+            out[key] = record_time_lag(taken_ms, stamp)
         elif lag is not None and (rate := produce.get(tp, RateEstimate(None)).rate):
             out[key] = TimeLag(lag / rate, "rate_estimate")
         else:

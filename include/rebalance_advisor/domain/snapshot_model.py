@@ -103,7 +103,9 @@ class RateEstimate(NamedTuple):
 
 #: How a time lag was obtained: the timestamp of the record at the committed offset, read from the
 #: broker; lag / produce rate; or 0 because the group is caught up on the partition.
-TIME_LAG_METHODS = ("record_timestamp", "rate_estimate", "caught_up")
+#: ``future_timestamp``: that record is stamped after the snapshot was taken (the producer's clock,
+#: or a CreateTime set by hand, runs ahead), so the time lag is unknown: 0 s, and flagged.
+TIME_LAG_METHODS = ("record_timestamp", "rate_estimate", "caught_up", "future_timestamp")
 
 
 class TimeLag(NamedTuple):

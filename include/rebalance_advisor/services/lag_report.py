@@ -5,7 +5,9 @@ assignment first, each member's partitions by (topic, partition); then committed
 member holds (consumer columns ``-``); a member with no partitions gets one row of ``-``. LAG is
 ``-`` where no offset is committed and negative when the committed offset is past the end, as the
 tool prints it. In a snapshot taken read_committed, LAG is against the last stable offset (what a
-read_committed consumer can reach; LAG-AGAINST says which), LOG-END-OFFSET stays the high watermark.
+read_committed consumer can reach; LAG-AGAINST says which): json/csv keep LOG-END-OFFSET the high
+watermark beside LAST-STABLE-OFFSET, the tool/table rows show the offset LAG is against, so that
+LAG = LOG-END-OFFSET - CURRENT-OFFSET holds as in the tool's rows.
 
 Share groups (KIP-932) get one row per partition they have started on, as ``kafka-share-groups
 --describe`` prints them: CURRENT-OFFSET is the share-partition start offset, LAG the broker's own
@@ -13,8 +15,9 @@ figure (LAG-AGAINST ``share_broker_lag``), no consumer columns (every member may
 partition).
 
 ``tool`` format: exactly the tool's nine columns. ``table`` adds the time lag (seconds, and
-TIME-LAG-BY: record_timestamp, rate_estimate or caught_up), the produce and consume rates
-(records/s) and FLAGS (below-log-start, above-log-end). json/csv carry every column, also
+TIME-LAG-BY: record_timestamp, rate_estimate, caught_up or future_timestamp), the produce and consume
+rates (records/s) and FLAGS (below-log-start, above-log-end, future-timestamp: the record at the
+committed offset is stamped after the snapshot, clock skew). json/csv carry every column, also
 log-start, the last stable offset, the lag under the reset policy (POLICY-LAG, never negative)
 and the flags as booleans.
 """
@@ -34,8 +37,8 @@ from rebalance_advisor.domain.lag import (
     ResetPolicy,
     above_log_end,
     below_log_start,
+    committed_lag_end,
     lag_against,
-    lag_end_offset,
     partition_lag,
 )
 from rebalance_advisor.domain.snapshot_model import (
@@ -107,14 +110,18 @@ class Row:
 
     def tool_values(self) -> list[str]:
         """The nine columns as the tool prints them (``-`` where missing)."""
-        values = (self.group, self.topic, self.partition, self.current_offset, self.log_end_offset,
+        end = self.log_end_offset
+        if self.lag_against == "last_stable" and self.lag is not None and self.current_offset is not None:
+            end = self.current_offset + self.lag  # the end LAG is against, so that LAG = END - CURRENT
+        values = (self.group, self.topic, self.partition, self.current_offset, end,
                   self.lag, self.consumer_id, self.host, self.client_id)  # fmt: skip
         return [MISSING if v is None else str(v) for v in values]
 
     def table_values(self) -> list[str]:
         """The columns ``table`` adds (:data:`TABLE_COLUMNS`)."""
         flags = [n for n, on in (("below-log-start", self.below_log_start),
-                                 ("above-log-end", self.above_log_end)) if on]  # fmt: skip
+                                 ("above-log-end", self.above_log_end),
+                                 ("future-timestamp", self.time_lag_by == "future_timestamp")) if on]  # fmt: skip
         return [
             MISSING if self.time_lag_s is None else f"{self.time_lag_s:.1f}",
             self.time_lag_by or MISSING,
@@ -178,9 +185,9 @@ def _rows(
             key = (_g.group_id, topic, partition)
             c = committed.get(key)
             offsets = ends.get((topic, partition))
-            end = lag_end_offset(offsets, isolation) if offsets else None
-            start = offsets.log_start_offset if offsets else None
             value = c.offset if c else None
+            end = committed_lag_end(offsets, isolation, value) if offsets else None
+            start = offsets.log_start_offset if offsets else None
             produce = rates.produce.get((topic, partition), no_rate)
             consume = rates.consume.get(key, no_rate)
             time_lag = rates.time_lag.get(key, no_time_lag)
@@ -230,9 +237,39 @@ def format_lag_table(grouped: dict[str, list[Row]]) -> str:
     return _layout(grouped, extra=True)
 
 
+#: group states (lower case, as stored) in which kafka-consumer-groups warns that a group is rebalancing
+REBALANCING_STATES = frozenset({"preparing_rebalance", "completing_rebalance", "assigning", "reconciling"})
+
+
+def tool_notes(snapshot: Snapshot, grouped: dict[str, list[Row]]) -> list[str]:
+    """The lines kafka-consumer-groups --describe prints to stderr before a group's rows: no active
+    members (state Empty, or nothing to show), or a rebalance in progress."""
+    groups = {g.group_id: g for g in snapshot.groups}
+    notes = []
+    for group_id, group_rows in grouped.items():
+        group = groups.get(group_id)
+        state = group.state.lower() if group else ""
+        kind = "Share" if group and group.group_type == SHARE_GROUP_TYPE else "Consumer"
+        if not group_rows or state == "empty":
+            notes.append(f"{kind} group '{group_id}' has no active members.")
+        elif state in REBALANCING_STATES:
+            notes.append(f"Warning: Consumer group '{group_id}' is rebalancing.")
+    return notes
+
+
 def format_tool(grouped: dict[str, list[Row]]) -> str:
     """Exactly the tool's layout: per group a blank line, a header and rows, widths from the rows (min 15)."""
     return _layout(grouped, extra=False)
+
+
+def java_length(text: str) -> int:
+    """``String.length()`` in Java: UTF-16 code units, so a character outside the BMP counts 2.
+    The tool's widths and ``%-Ns`` padding count these, not code points."""
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
+
+
+def _java_ljust(text: str, width: int) -> str:
+    return text + " " * max(0, width - java_length(text))
 
 
 def _layout(grouped: dict[str, list[Row]], extra: bool) -> str:
@@ -241,14 +278,14 @@ def _layout(grouped: dict[str, list[Row]], extra: bool) -> str:
         if not group_rows:
             continue
         values = [r.tool_values() for r in group_rows]
-        group_w = max(15, *(len(v[0]) for v in values))
-        topic_w = max(15, *(len(v[1]) for v in values))
-        consumer_w = max(15, *(len(v[6]) for v in values))
-        host_w = max(15, *(len(v[7]) for v in values))
+        group_w = max(15, *(java_length(v[0]) for v in values))
+        topic_w = max(15, *(java_length(v[1]) for v in values))
+        consumer_w = max(15, *(java_length(v[6]) for v in values))
+        host_w = max(15, *(java_length(v[7]) for v in values))
         widths = (group_w, topic_w, 10, 15, 15, 15, consumer_w, host_w)
 
         if extra:
-            client_w = max(15, *(len(v[8]) for v in values))
+            client_w = max(15, *(java_length(v[8]) for v in values))
             values = [v + r.table_values() for v, r in zip(values, group_rows, strict=True)]
             widths = (*widths, client_w, 10, 16, 12, 12)
             header = COLUMNS + TABLE_COLUMNS
@@ -256,7 +293,7 @@ def _layout(grouped: dict[str, list[Row]], extra: bool) -> str:
             header = COLUMNS
 
         def line(cells: list[str] | tuple[str, ...], _w=widths) -> str:
-            return " ".join(c.ljust(w) for c, w in zip(cells[:-1], _w, strict=True)) + " " + cells[-1]
+            return " ".join(_java_ljust(c, w) for c, w in zip(cells[:-1], _w, strict=True)) + " " + cells[-1]
 
         lines.append("")
         lines.append(line(header))

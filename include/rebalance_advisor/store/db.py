@@ -138,8 +138,25 @@ def current_revision(url: str | None = None) -> str | None:
         return MigrationContext.configure(conn).get_current_revision()
 
 
+def _missing_sqlite_file(url: str) -> Path | None:
+    """The SQLite file ``url`` names when it does not exist yet (connecting would create it)."""
+    try:
+        parsed = sa.make_url(url)
+    except Exception:  # noqa: BLE001 - _engine reports a bad URL
+        return None
+    if parsed.get_backend_name() != "sqlite" or not parsed.database or parsed.query.get("uri"):
+        return None
+    path = Path(parsed.database).expanduser()
+    return None if parsed.database == ":memory:" or path.exists() else path
+
+
 def require_schema(url: str | None = None) -> None:
-    """Fail clearly when the database has not been upgraded yet."""
+    """Fail clearly when the database has not been upgraded yet; a read never creates a SQLite file."""
+    if missing := _missing_sqlite_file(url or database_url()):
+        raise AdvisorError(
+            f"database file {missing} does not exist: take a snapshot first (`rebalance-advisor snapshot`) "
+            "or check --db / $REBALANCE_ADVISOR_DB_URL"
+        )
     if current_revision(url) is None:
         raise AdvisorError(
             f"database {_safe(url or database_url())} has no advisor tables: run `rebalance-advisor db upgrade`"

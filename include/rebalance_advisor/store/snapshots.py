@@ -544,8 +544,9 @@ def newest_snapshot_id_of_group(conn: Connection, group_id: str) -> int | None:
     ).scalar()
 
 
-#: The largest id a snapshot (a 64-bit integer column) can have.
-SQL_ID_MAX = 2**63 - 1
+#: The largest id a snapshot can have: ``snapshots.id`` is ``sa.Integer``, a 32-bit column on
+#: PostgreSQL (a larger number in a query fails there with NumericValueOutOfRange).
+SQL_ID_MAX = 2**31 - 1
 
 
 def resolve_snapshot_id(ref: str | int | None, url: str | None = None) -> int:
