@@ -61,6 +61,7 @@ from rebalance_advisor.domain.decisions import Thresholds
 from rebalance_advisor.domain.estimates import Carried, Observed, ObservedMember, RateParameters, step
 from rebalance_advisor.domain.group_planning import advise_group
 from rebalance_advisor.domain.group_spec import GroupSpec, Member
+from rebalance_advisor.domain.interval_evidence import IntervalObservation, interval_observations
 from rebalance_advisor.domain.snapshot_model import (
     RateEstimate,
     SnapshotRates,
@@ -286,6 +287,8 @@ class Observation:
     snapshots_seen: int
     #: seconds since the previous snapshot, when the rates come from that interval (None: no rates)
     rate_interval_s: float | None = None
+    #: the last interval's own evidence, as production's planner reader gives it (domain/interval_evidence.py)
+    interval: IntervalObservation | None = None
 
 
 @dataclass(frozen=True)
@@ -395,6 +398,7 @@ class AdvisorPlanner:
             if self.with_load
             else frozenset(),
             rate_interval_s=obs.rate_interval_s,
+            interval=obs.interval if self.with_load else None,
         )
         now = EPOCH + timedelta(seconds=obs.time_s)
         advice = advise_group(observation, self.thresholds, now)
@@ -861,6 +865,7 @@ class _Run:
         log_end = np.floor(self.produced_now)
         committed = np.minimum(np.floor(self.processed_cum), log_end)  # float sums may pass the end by 1e-13
         observed = self._observed(t, idx, log_end, committed)
+        interval = self._interval(observed)
         rates, self.carried = step(self.carried, observed, self.rate_params)
         lay = self.lay
         to_obs = np.full(self.num_m, -1, dtype=np.int32)
@@ -881,6 +886,7 @@ class _Run:
             recent_moves=self.carried.recent_moves.get(GROUP, ()),
             snapshots_seen=self.snapshots,
             rate_interval_s=rates.interval_s,
+            interval=interval,
         )
         return obs, Truth(truth_rate.copy(), lay.capacity[idx].copy()), idx
 
@@ -907,6 +913,16 @@ class _Run:
             members=members,
             reports=_SimulatedReports(self, self._processed(committed)),
         )
+
+    def _interval(self, observed: Observed) -> IntervalObservation | None:
+        """The last interval's evidence (domain/interval_evidence.py) from the carried state, before
+        the step advances it: what production's planner reader computes from the stored snapshots."""
+        committed = {GROUP: {(t, p): c for (_, t, p), c in observed.committed.items()}}
+        members = {GROUP: [(m.key, m.partitions) for m in observed.members]}
+        found = interval_observations(
+            self.carried, observed.taken_at, observed.lag_ends, committed, members, self.rate_params
+        )
+        return found.get(GROUP)
 
     def _processed(self, committed: np.ndarray) -> np.ndarray:
         """[M] bool: the member committed more on a partition it holds now than at the previous snapshot."""
