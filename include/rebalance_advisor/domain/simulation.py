@@ -72,7 +72,7 @@ from rebalance_advisor.errors import AdvisorError
 
 #: planners the simulator knows besides the plain assignors (see :func:`make_planner`); a name here
 #: wins over an assignor of the same name (``rate_aware`` is the advisor's rule, not the bare assignor).
-RULE_PLANNERS: tuple[str, ...] = ("current_rule", "rate_aware", "oracle")
+RULE_PLANNERS: tuple[str, ...] = ("current_rule", "rate_aware", "oracle", "oracle_late")
 #: every strategy name a scenario or ``simulate --strategy`` accepts.
 SIM_STRATEGIES: tuple[str, ...] = (*dict.fromkeys((*ASSIGNORS, *RULE_PLANNERS)),)
 #: the advisor's rule before the load model: lag-only candidates, a 30-minute cool-down, no hysteresis.
@@ -82,6 +82,8 @@ CURRENT_RULE = Thresholds(cooldown_minutes=30.0, strategies=LAG_STRATEGIES, hyst
 RATE_AWARE_STRATEGIES: tuple[str, ...] = ("rate_aware", "rate_aware_sticky")
 #: a partition moved back to a member that lost it within this window counts as a flap.
 FLAP_WINDOW_S = 1800.0
+#: a partition more than this many seconds behind counts in :attr:`Summary.behind_share`.
+BEHIND_S = 30.0
 #: the oracle balances rate + backlog / horizon (seconds) against the true capacity.
 ORACLE_HORIZON_S = 300.0
 #: arbitrary wall-clock origin for planners that take datetimes (the current rule's cool-down).
@@ -538,6 +540,22 @@ class OraclePlanner:
         return True
 
 
+@dataclass
+class LateOraclePlanner:
+    """The oracle on the true rates of the previous snapshot: what a snapshot-driven advisor could do
+    at best, since a snapshot shows what happened over the interval before it (bench/drain.py judges
+    the rule against it). Owners, lags and members are the current snapshot's; capacities true."""
+
+    name: str = "oracle_late"
+    oracle: OraclePlanner = dataclasses.field(default_factory=lambda: OraclePlanner(name="oracle_late"))
+    _previous: np.ndarray | None = None
+
+    def plan(self, obs: Observation, truth: Truth) -> np.ndarray | None:
+        late = truth.produce_rate if self._previous is None else self._previous
+        self._previous = truth.produce_rate.copy()
+        return self.oracle.plan(obs, Truth(late, truth.capacity))
+
+
 def _eligibility(obs: Observation) -> np.ndarray:
     """[P, M] bool: member m subscribes to partition k's topic."""
     topics = sorted(set(obs.partition_topic))
@@ -558,6 +576,8 @@ def make_planner(name: str, scenario: Scenario) -> Planner:
         return AdvisorPlanner(name, rule)
     if name == "oracle":
         return OraclePlanner()
+    if name == "oracle_late":
+        return LateOraclePlanner()
     if name in ASSIGNORS:
         return AssignorPlanner(name)
     raise AdvisorError(f"unknown strategy {name!r} (known: {', '.join(SIM_STRATEGIES)})")
@@ -611,6 +631,9 @@ class Summary:
     p50_time_lag_s: float
     p99_time_lag_s: float
     max_time_lag_s: float
+    #: share of time-lag samples in which some partition is more than :data:`BEHIND_S` behind: the
+    #: pooled p99 hides one partition left behind for an hour among hundreds that are not
+    behind_share: float
     moves: int
     moves_per_hour: float
     flaps: int
@@ -1059,6 +1082,7 @@ class _Run:
             p50_time_lag_s=float(np.percentile(all_samples, 50)),
             p99_time_lag_s=float(np.percentile(all_samples, 99)),
             max_time_lag_s=float(all_samples.max()),
+            behind_share=float((self.time_lag.max(axis=1) > BEHIND_S).mean()) if len(self.time_lag) else 0.0,
             moves=self.total_moves,
             moves_per_hour=self.total_moves / hours,
             flaps=self.flaps,
