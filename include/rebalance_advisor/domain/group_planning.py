@@ -197,7 +197,8 @@ def empty_members(spec: GroupSpec, owners: np.ndarray) -> int:
 def moves_back(
     spec: GroupSpec, owners: np.ndarray, recent: tuple[RecentMove, ...], now: datetime, window_s: float
 ) -> int:
-    """Partitions ``owners`` hands back to a member they left within ``window_s`` before ``now``."""
+    """Partitions ``owners`` hands back to a member they left within ``window_s`` before ``now``;
+    not one that has no valid owner now (its owner left the group): hysteresis never holds an orphan."""
     if not recent or window_s <= 0:
         return 0
     index = {m: i for i, m in enumerate(spec.member_ids)}
@@ -213,7 +214,8 @@ def moves_back(
         k = lo + int(np.searchsorted(spec.partition[lo:hi], move.partition))
         if k >= hi or spec.partition[k] != move.partition or k in seen:
             continue
-        if owners[k] == left and spec.owner[k] != left:
+        # a partition whose owner left (no valid owner now) is never held: it must go somewhere
+        if owners[k] == left and spec.owner[k] != left and spec.owner_valid[k]:
             seen.add(k)
             count += 1
     return count
@@ -311,7 +313,9 @@ def _current(observation: GroupObservation, thresholds: Thresholds) -> _Current:
     receivers = observation.estimated_capacity & recent_receivers(observation)
     estimated = optimistic_estimates(spec, load_inputs(spec), thresholds, receivers)
     # the last interval's evidence last: what the member did beats what it is estimated to do
-    inputs = with_interval_evidence(spec, estimated, observation.interval, thresholds.interval_departure)
+    inputs = with_interval_evidence(
+        spec, estimated, observation.interval, thresholds.interval_departure, thresholds.growth_floor_s
+    )
     bound = lower_bound_max_lag(spec)
     view = spec
     if observation.current_ranges:

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rebalance_advisor.domain.estimates import RateParameters, fill_capacities
+from rebalance_advisor.domain.estimates import fill_capacities
 from rebalance_advisor.domain.group_spec import GroupSpec
 from rebalance_advisor.domain.interval_evidence import IntervalObservation
 
@@ -73,14 +73,12 @@ def load_inputs(spec: GroupSpec) -> LoadInputs:
     return LoadInputs(rate, caps, rates_known, "; ".join(notes))
 
 
-#: a member's backlog grew across the interval when it grew by more than this many seconds of its
-#: inflow: the capacity rule's backlog floor (``estimates.RateParameters.busy_backlog_s``), what a
-#: caught-up consumer shows in flight (fetched, not yet committed)
-GROWTH_FLOOR_S = RateParameters().busy_backlog_s
-
-
 def with_interval_evidence(
-    spec: GroupSpec, inputs: LoadInputs, interval: IntervalObservation | None, departure: float
+    spec: GroupSpec,
+    inputs: LoadInputs,
+    interval: IntervalObservation | None,
+    departure: float,
+    growth_floor_s: float,
 ) -> LoadInputs:
     """``inputs`` with the last interval's evidence (domain/interval_evidence.py) taken in.
 
@@ -88,11 +86,15 @@ def with_interval_evidence(
       than ``departure`` (a fraction of the smoothed rate) plans on the interval's rate: a step shows
       in full at the first snapshot after it instead of 63 % after τ.
     - A member that held its partitions throughout the interval and whose backlog grew by more than
-      :data:`GROWTH_FLOOR_S` of its inflow did not keep up: its partitions plan on the interval's
+      ``growth_floor_s`` seconds of its inflow did not keep up: its partitions plan on the interval's
       rates whatever ``departure`` says, and its capacity is at most what it consumed (the interval's
-      inflow less the growth), so the rule sees it overloaded now.
+      inflow less the growth), so the rule sees it overloaded now. Without any capacity known, that
+      one is the group's measured capacity and the others get its median (``fill_capacities``), as
+      when a snapshot measures one member.
 
-    ``departure`` is the guard against a single noisy interval (bench/drain.py measures it).
+    ``departure`` and ``growth_floor_s`` are the guards against a single noisy interval: a caught-up
+    consumer shows up to its commit interval of production as lag (bench/drain.py --commit-interval
+    measures them).
     """
     if interval is None or not inputs.rates_known or not spec.num_partitions:
         return inputs
@@ -103,23 +105,35 @@ def with_interval_evidence(
     known = ~np.isnan(observed)
     departs = known & (np.abs(observed - rate) > departure * rate)
     rate[departs] = observed[departs]
-    behind = _behind_members(spec, interval, observed, before)
-    caps = None if inputs.capacity is None else inputs.capacity.copy()
-    for m, consumed in behind.items():
-        mine = spec.owner == m
-        rate[mine] = observed[mine]
-        if caps is not None and consumed > 0:
-            caps[m] = min(caps[m], consumed)
+    behind = _behind_members(spec, interval, observed, before, growth_floor_s)
     if not departs.any() and not behind:
         return inputs
+    for m in behind:
+        mine = spec.owner == m
+        rate[mine] = observed[mine]
+    caps = _at_most_consumed(inputs.capacity, behind, spec.num_members)
     for arr in (rate, caps):
         if arr is not None:
             arr.setflags(write=False)
     return dataclasses.replace(inputs, rate=rate, capacity=caps)
 
 
+def _at_most_consumed(caps: np.ndarray | None, behind: dict[int, float], members: int) -> np.ndarray | None:
+    """Capacities with each member that fell behind at most what it consumed (module docstring)."""
+    consumed = {m: c for m, c in behind.items() if c > 0}
+    if not consumed:
+        return None if caps is None else caps.copy()
+    if caps is None:
+        filled = fill_capacities([consumed.get(m) for m in range(members)])
+        return np.asarray([value for value, _ in filled], dtype=np.float64)
+    out = caps.copy()
+    for m, c in consumed.items():
+        out[m] = min(out[m], c)
+    return out
+
+
 def _behind_members(
-    spec: GroupSpec, interval: IntervalObservation, observed: np.ndarray, before: np.ndarray
+    spec: GroupSpec, interval: IntervalObservation, observed: np.ndarray, before: np.ndarray, floor_s: float
 ) -> dict[int, float]:
     """Members whose backlog grew across the interval while they held the same partitions: member
     index -> what they consumed per second over it (their interval inflow less the growth)."""
@@ -132,7 +146,7 @@ def _behind_members(
             continue
         inflow = float(observed[mine].sum())
         growth = float(spec.lag[mine].sum() - before[mine].sum())
-        if growth > GROWTH_FLOOR_S * inflow and growth > 0:
+        if growth > floor_s * inflow and growth > 0:
             out[m] = inflow - growth / interval.seconds
     return out
 

@@ -199,6 +199,14 @@ class Scenario(_Model):
         description="EWMA time constant of the observed rates (estimates.RateParameters.time_constant_s)",
     )
     backlog_age_s: float = Field(0.0, ge=0, description="starting lag was produced over this long before 0")
+    commit_interval_s: float = Field(
+        0.0,
+        ge=0,
+        le=3600,
+        description="consumers commit every this many seconds: a snapshot reads each committed offset up "
+        "to that many seconds of production behind what was processed (uniform, never backwards); "
+        "0 = committed as processed. The lag noise a real caught-up consumer shows",
+    )
     sample_s: float = Field(30.0, gt=0, description="time lag is sampled this often (a multiple of step_s)")
     seed: int = 0
 
@@ -785,6 +793,8 @@ class _Run:
         )
         # reports draw from their own stream: a scenario without them sees the same rates as before
         self.report_rng = np.random.default_rng([sc.seed, 1])
+        # commit noise draws from its own stream too (Scenario.commit_interval_s)
+        self.commit_rng = np.random.default_rng([sc.seed, 2])
         self.carried: Carried | None = None
         self.snapshots = 0
         self._membership()
@@ -887,6 +897,7 @@ class _Run:
         idx = np.flatnonzero(self.present)
         log_end = np.floor(self.produced_now)
         committed = np.minimum(np.floor(self.processed_cum), log_end)  # float sums may pass the end by 1e-13
+        committed = self._commit_noise(committed, truth_rate)
         observed = self._observed(t, idx, log_end, committed)
         interval = self._interval(observed)
         rates, self.carried = step(self.carried, observed, self.rate_params)
@@ -936,6 +947,18 @@ class _Run:
             members=members,
             reports=_SimulatedReports(self, self._processed(committed)),
         )
+
+    def _commit_noise(self, committed: np.ndarray, rate: np.ndarray) -> np.ndarray:
+        """Committed offsets as consumers that commit every ``commit_interval_s`` leave them: up to
+        that much production behind what they processed, never below the previous snapshot's."""
+        if self.sc.commit_interval_s <= 0:
+            return committed
+        behind = self.commit_rng.uniform(0.0, self.sc.commit_interval_s, self.num_p) * rate
+        noisy = np.minimum(committed, np.floor(np.maximum(self.processed_cum - behind, 0.0)))
+        if self.carried is not None:
+            before = np.fromiter((self.carried.committed[k] for k in self.lay.group_keys), float, self.num_p)
+            noisy = np.maximum(noisy, np.minimum(before, committed))
+        return noisy
 
     def _interval(self, observed: Observed) -> IntervalObservation | None:
         """The last interval's evidence (domain/interval_evidence.py) from the carried state, before

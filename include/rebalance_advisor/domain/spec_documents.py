@@ -45,10 +45,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from rebalance_advisor.domain.group_spec import RecentMove
 from rebalance_advisor.domain.interval_evidence import IntervalObservation
 from rebalance_advisor.domain.key_range_advice import CurrentRange
 from rebalance_advisor.domain.key_range_groups import fold_range_tables, range_progress
 from rebalance_advisor.domain.lag import ResetPolicy, lag_end_offset, partition_lag
+from rebalance_advisor.domain.recent_moves import moves_document
 from rebalance_advisor.domain.safe_regex import compile_safe_regex
 from rebalance_advisor.domain.snapshot_model import SHARE_GROUP_TYPE, MemberCapacity, Snapshot, TimeLag
 
@@ -107,6 +109,9 @@ class SnapshotTables:
     #: group -> the last interval's own evidence (domain/interval_evidence.py), when the planner's
     #: reader found the previous snapshot of the cluster; the document's ``interval``
     interval: Mapping[str, IntervalObservation] = field(default_factory=dict)
+    #: group -> its recent moves (domain/recent_moves.py: published and observed owner changes),
+    #: the document's ``recent_moves``, which the hysteresis rule reads
+    recent_moves: Mapping[str, tuple[RecentMove, ...]] = field(default_factory=dict)
 
 
 #: the outcome reason of a share group
@@ -279,6 +284,8 @@ def build_docs_from_tables(
             docs[-1]["current_ranges"] = current_ranges
         if (evidence := tables.interval.get(group_id)) is not None:
             docs[-1]["interval"] = evidence.to_doc()
+        if moves := tables.recent_moves.get(group_id):
+            docs[-1]["recent_moves"] = moves_document(moves)
     return docs
 
 
