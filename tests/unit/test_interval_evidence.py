@@ -81,7 +81,7 @@ def test_a_departure_within_the_guard_is_noise():
 
 def test_backlog_that_grew_while_holding_the_same_partitions_is_overload():
     """m0's capacity estimate says 2,000/s and its rates hold still at 1,096/s, but its backlog grew
-    from 4 x 100 to 4 x 3,100 in 60 s: 12,000 > the floor of 10 s x 1,096 = 10,960. It consumed
+    from 4 x 100 to 4 x 3,100 in 60 s: 12,000 > the floor of 5 s x 1,096 = 5,480. It consumed
     1,096 - 12,000 / 60 = 896/s: its capacity is at most that, so it is overloaded now."""
     rates = (274.0, 274.0, 274.0, 274.0, 300.0, 300.0)
     lags, before = (3_100, 3_100, 3_100, 3_100, 100, 100), (100,) * 6
@@ -95,8 +95,9 @@ def test_backlog_that_grew_while_holding_the_same_partitions_is_overload():
         rates, caps=(2000.0, 2000.0), lags=lags, interval=_interval(rates, before, frozenset({"m1"}))
     )
     assert plan_group(moved, T, NOW).current_load.overloaded == 0
-    # growth below the floor (4 x 2,700 = 10,800 < 10,960) is not evidence either
+    # growth below the floor (4 x 1,300 = 5,200 < 5,480) is not evidence either
+    assert T.growth_floor_s == 5.0
     small = _doc(
-        rates, caps=(2000.0, 2000.0), lags=(2_800,) * 4 + (100, 100), interval=_interval(rates, before)
+        rates, caps=(2000.0, 2000.0), lags=(1_400,) * 4 + (100, 100), interval=_interval(rates, before)
     )
     assert plan_group(small, T, NOW).current_load.overloaded == 0

@@ -192,12 +192,21 @@ def within_move_budget(handovers: int, forced: int, move_budget: int | None) -> 
     return move_budget is None or handovers - forced <= move_budget
 
 
-def relieves_overload(after: LoadSummary, before: LoadSummary, thresholds: Thresholds) -> bool:
+#: the hysteresis rule lets a move back through when it cuts the overload's severity by at least this
+#: much (or leaves fewer members over the line at no higher severity): a cut of ``min_improvement``
+#: let plans trade partitions back and forth between overloaded members (bench/drain.py
+#: large-50x500-steps)
+HYSTERESIS_RELIEF = 0.5
+
+
+def relieves_overload(
+    after: LoadSummary, before: LoadSummary, thresholds: Thresholds, cut: float | None = None
+) -> bool:
     """The overload rule: ``after`` relieves the overload of ``before``.
 
     Overload is ranked by its severity (``load_model.overload_severity``: Σ ((u − 1)+)² over member
     utilisations against the usable capacity), not by how many members are over the line: a plan
-    that cuts the severity by ``min_improvement`` relieves, even with more members just over the
+    that cuts the severity by ``cut`` (default ``min_improvement``) relieves, even with more members just over the
     line (one member at 150 % -> three at 101 %: 0.25 -> 0.0003), and fewer overloaded members
     relieve only when the severity does not rise (never one member at 130 % for two at 101 %).
     Counting members first left a group at full load with one member at 144-160 % for 46 minutes
@@ -205,9 +214,8 @@ def relieves_overload(after: LoadSummary, before: LoadSummary, thresholds: Thres
     """
     if before.overloaded == 0:
         return False
-    if before.overload_severity > 0 and after.overload_severity <= before.overload_severity * (
-        1.0 - thresholds.min_improvement
-    ):
+    cut = thresholds.min_improvement if cut is None else cut
+    if before.overload_severity > 0 and after.overload_severity <= before.overload_severity * (1.0 - cut):
         return True
     return (
         after.overloaded < before.overloaded and after.overload_severity <= before.overload_severity + 1e-12
@@ -224,7 +232,9 @@ def overload_text(load: LoadSummary) -> str:
 
 def held_by_hysteresis(candidate: CandidatePlan, current: LoadSummary, thresholds: Thresholds) -> bool:
     """The hysteresis rule: moving a partition back to an owner it recently left needs an overload relieved."""
-    return candidate.moves_back > 0 and not relieves_overload(candidate.load, current, thresholds)
+    return candidate.moves_back > 0 and not relieves_overload(
+        candidate.load, current, thresholds, cut=max(HYSTERESIS_RELIEF, thresholds.min_improvement)
+    )
 
 
 def _relative_drop(before: float | None, after: float | None) -> float:

@@ -220,7 +220,7 @@ class Thresholds(ParamModel):
         "departs from the smoothed rate by more than this fraction of it (the guard against one noisy interval)",
     )  # fmt: skip
     growth_floor_s: float = surface(
-        10.0, ge=0.0, le=3600.0, cli="--growth-floor", section=RULES,
+        5.0, ge=0.0, le=3600.0, cli="--growth-floor", section=RULES,
         description="a member whose backlog grew across the last snapshot interval by more than this many "
         "seconds of its inflow, while it held the same partitions, is overloaded now (the guard against "
         "commit timing: a caught-up consumer shows up to its commit interval of lag)",
