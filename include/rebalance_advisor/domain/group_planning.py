@@ -259,15 +259,11 @@ def advise_group(observation: GroupObservation, thresholds: Thresholds, now: dat
     measured = _Candidates(current, ranged, observation.recent_moves, thresholds, now)
     for name, o in owners.items():
         measured.add(name, o)
+    rescues = _rescues(current, measured, observation.estimated_capacity, thresholds)
     decision = decide(
-        current.state,
-        measured.plans,
-        thresholds,
-        forced_handovers=current.forced,
-        standing=observation.standing,
-        now=now,
-        rescues=_rescues(current, measured, observation.estimated_capacity, thresholds),
-    )
+        current.state, measured.plans, thresholds, forced_handovers=current.forced,
+        standing=observation.standing, now=now, rescues=rescues,
+    )  # fmt: skip
     plan, reason = _chosen_plan(decision, measured, observation.weight, thresholds)
     return GroupAdvice(
         group_id=observation.group_id,
