@@ -723,11 +723,14 @@ def observe_snapshot(
     isolation = snapshot.isolation_level
     cluster = cluster_key(snapshot.cluster_id, snapshot.bootstrap_servers)
     since = carried.taken_at if carried is not None and carried.cluster == cluster else None
+    log_ends = {(p.topic, p.partition): p.log_end_offset for p in snapshot.partitions}
     return Observed(
         cluster=cluster,
         taken_at=snapshot.taken_at,
-        log_ends={(p.topic, p.partition): p.log_end_offset for p in snapshot.partitions},
-        lag_ends={(p.topic, p.partition): lag_end_offset(p, isolation) for p in snapshot.partitions},
+        log_ends=log_ends,
+        lag_ends={(p.topic, p.partition): lag_end_offset(p, isolation) for p in snapshot.partitions}
+        if isolation == "read_committed"
+        else log_ends,  # lags are against the log end (lag.lag_end_offset)
         committed={(c.group_id, c.topic, c.partition): c.offset for c in snapshot.committed},
         members=tuple(members),
         reports=reported_capacities(snapshot, since, params),
