@@ -1,14 +1,16 @@
 """Drain benchmark (docs/benchmarks/drain.md): strategies side by side in the what-if simulator, over hours.
 
-    python bench/drain.py                 # 9 scenarios x 5 seeds x 6 simulated hours
+    python bench/drain.py                 # every scenario x 5 seeds x 6 simulated hours
     python bench/drain.py --quick         # 3 small scenarios x 2 seeds x 2 hours
     python bench/drain.py --scenarios small-z1.1,cap2x-z1.5 --seeds 3 --hours 1
 
 Each scenario is run per seed under every strategy: Kafka's ``range`` and ``sticky``, ``lag_aware``
 and ``lag_aware_sticky`` re-run every interval, the advisor's current rule (``advise_group`` with
 default thresholds and its cool-down, plans auto-approved), ``rate_aware`` with its decision rule
-(when the simulator knows it), and the oracle (true rates and capacities, sticky greedy packing
-with a pool re-pack where greedy moves cannot relieve a member).
+(when the simulator knows it), the oracle (true rates and capacities, sticky greedy packing
+with a pool re-pack where greedy moves cannot relieve a member) and ``oracle_late``, the same oracle
+on the true rates of the previous snapshot: a snapshot shows what happened over the interval before
+it, so that is the honest limit of a snapshot-driven advisor, and the targets are relative to it.
 Same seed = same produce rates, drift and events for every strategy.
 
 Capacities: total capacity = ``headroom`` (1.2 unless the scenario says otherwise) x the peak mean
@@ -17,13 +19,18 @@ produce rate (the daily swing's top), split equally or x2 apart; each member's c
 spread of log-rates)), so a feasible assignment exists (without it no planner
 can avoid overload and the comparison says nothing). The table shows the resulting headroom.
 
+The step scenarios (``steps-10``, ``large-50x500-steps``, ``leave-return-steps``): every 10 minutes a
+tenth of the partitions jumps x3 and the tenth that jumped before drops back. ``full-load``: capacity
+1.05 x the peak.
+
 Per strategy and scenario: means over seeds of the overloaded share of time, p99 time lag (over
-30 s samples of every partition), moves per hour, flaps per run (moves back within 30 min), and
-average / peak max member lag. Targets for ``rate_aware`` per scenario: overloaded <= 5 %, p99 time
-lag <= 30 s (for a scenario that starts with a backlog: judged after the initial drain, see
-:func:`targets`; both p99s are printed for every scenario), moves/h <= 2 x the oracle's and flaps <= 2 x the oracle's (the oracle's value counted
-as at least 1 move/h and 1 flap per run, so a target of exactly 0 is never demanded). Prints tables
-and PASS / FAIL / NOT RUN lines; writes bench/results/drain.json.
+30 s samples of every partition, pooled), the largest time lag of a run (mean, and the worst run),
+the share of samples in which some partition is more than 30 s behind, moves per hour, flaps per
+run (moves back within 30 min), and average / peak max member lag. Targets for ``rate_aware`` per
+scenario (:func:`targets`): overloaded <= max(5 %, 1.5 x the one-interval-late oracle's), p99 time
+lag <= 30 s, the largest time lag of every run <= 60 s (steady scenarios), some partition > 30 s
+behind in <= 2 % of samples, moves/h and flaps <= 2 x the late oracle's. Prints tables and
+PASS / FAIL / NOT RUN lines; writes bench/results/drain.json.
 """
 
 from __future__ import annotations
@@ -44,10 +51,29 @@ import numpy as np  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "include"))
 
 from rebalance_advisor.domain import simulation  # noqa: E402
+from rebalance_advisor.domain.decisions import Thresholds  # noqa: E402
 from rebalance_advisor.domain.simulation import parse_scenario, simulate  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results" / "drain.json"
-STRATEGIES = ("range", "sticky", "lag_aware", "lag_aware_sticky", "current_rule", "rate_aware", "oracle")
+STRATEGIES = (
+    "range",
+    "sticky",
+    "lag_aware",
+    "lag_aware_sticky",
+    "current_rule",
+    "rate_aware",
+    "oracle",
+    "oracle_late",
+)
+#: the reference the targets are relative to: the oracle on the snapshots one interval late, the
+#: honest limit of an advisor that plans on snapshots (simulation.LateOraclePlanner); the plain
+#: oracle when it was not run
+REFERENCE = ("oracle_late", "oracle")
+#: step scenarios: every STEP_EVERY_S seconds, STEP_SHARE of the partitions jump x STEP_FACTOR and
+#: the ones that jumped the time before drop back
+STEP_EVERY_S, STEP_SHARE, STEP_FACTOR = 600.0, 0.1, 3.0
+#: steps are generated for this long; a longer run has none after it
+STEP_HOURS = 24.0
 TARGET_STRATEGY = "rate_aware"
 DRIFT = {"drift_sigma": 0.2, "drift_reversion_hours": 2.0, "daily_swing": 0.2}
 #: how far off a member's own capacity report may be, drawn afresh for each report (uniform, either
@@ -87,6 +113,39 @@ def _capacities(
     caps = headroom * peak * weights / weights.sum()
     caps = np.maximum(caps, hottest)
     return [round(float(c), 3) for c in caps], float(caps.sum() / peak)
+
+
+def _step_events(topics: list[dict], name: str) -> list[dict]:
+    """Rate steps (module docstring): every ``STEP_EVERY_S`` a fresh ``STEP_SHARE`` of the partitions
+    jumps x ``STEP_FACTOR`` and the previous ones drop back. Drawn from the scenario's name, so every
+    strategy and seed sees the same steps (the seed still draws the rates and the drift)."""
+    rng = np.random.default_rng(int(hashlib.sha256(name.encode()).hexdigest()[:8], 16))
+    keys = [(t["name"], p) for t in topics for p in range(t["partitions"])]
+    count = max(1, round(STEP_SHARE * len(keys)))
+    events: list[dict] = []
+    up: list[tuple[str, int]] = []
+    at = STEP_EVERY_S
+    while at < STEP_HOURS * 3600:
+        for topic, p in up:
+            events.append(
+                {"at_s": at, "kind": "rate_jump", "factor": 1 / STEP_FACTOR, "topic": topic, "partition": p}
+            )
+        up = [keys[i] for i in sorted(rng.choice(len(keys), count, replace=False).tolist())]
+        for topic, p in up:
+            events.append(
+                {"at_s": at, "kind": "rate_jump", "factor": STEP_FACTOR, "topic": topic, "partition": p}
+            )
+        at += STEP_EVERY_S
+    return events
+
+
+def _step_capacities(topics: list[dict], members: int, **kwargs) -> tuple[list[float], float]:
+    """Capacities for a step scenario: over the peak plus what the steps add on average,
+    (STEP_FACTOR - 1) x STEP_SHARE of the total. A stepped-up hottest partition may exceed one
+    member's capacity (no plan helps then, the oracle included): allowing for it made every member
+    twice as fast as the load needs (headroom 1.9), a world where nothing is ever at risk."""
+    total = sum(t["total_rate"] for t in topics)
+    return _capacities(topics, members, extra_rate=(STEP_FACTOR - 1) * STEP_SHARE * total, **kwargs)
 
 
 def _members(caps: list[float], subs=None) -> list[dict]:
@@ -219,8 +278,69 @@ def scenario_defs(declared_scale: float = 1.0, report_error: float = REPORT_ERRO
         _headroom=room,
         _note="6 members, 6x8 partitions, Zipf 1.5, 50,000 lag on every partition at start, re-plan 300 s, handover 30 s",
     )
+    defs.update(_harder_defs())
     for d in defs.values():
         d.update({k: v for k, v in DRIFT.items()})
+    return defs
+
+
+def _harder_defs() -> dict[str, dict]:
+    """Scenarios with step changes in rates, a large group, a member leaving and returning under
+    steps, and a group at full load: worlds the scenarios above did not build (docs/architecture.md,
+    "Imbalance and decisions")."""
+    defs: dict[str, dict] = {}
+    topics = [{"name": f"s{j}", "partitions": 10, "total_rate": 800.0, "zipf": 1.1} for j in range(10)]
+    caps, room = _step_capacities(topics, 10)
+    defs["steps-10"] = dict(
+        topics=topics,
+        members=_members(caps),
+        events=_step_events(topics, "steps-10"),
+        replan_interval_s=60,
+        handover_s=5,
+        _headroom=room,
+        _note="10 members, 10x10 partitions Zipf 1.1, every 10 min 10 % of the partitions x3 (the previous ones "
+        "back), re-plan 60 s, handover 5 s",
+    )
+    topics = [{"name": f"l{j:02d}", "partitions": 10, "total_rate": 500.0, "zipf": 1.1} for j in range(50)]
+    caps, room = _step_capacities(topics, 50)
+    defs["large-50x500-steps"] = dict(
+        topics=topics,
+        members=_members(caps),
+        events=_step_events(topics, "large-50x500-steps"),
+        replan_interval_s=60,
+        handover_s=5,
+        _headroom=room,
+        _note="50 members, 50x10 partitions Zipf 1.1, steps as steps-10, re-plan 60 s, handover 5 s",
+    )
+    topics = [{"name": f"r{j}", "partitions": 10, "total_rate": 900.0, "zipf": 1.1} for j in range(12)]
+    caps, room = _step_capacities(topics, 12, headroom=1.3)
+    leave = [
+        {"at_s": 5400, "kind": "member_leave", "member": "m003"},
+        {"at_s": 9000, "kind": "member_join", "member": "m003"},
+        {"at_s": 14400, "kind": "member_leave", "member": "m009"},
+        {"at_s": 16200, "kind": "member_join", "member": "m009"},
+    ]
+    defs["leave-return-steps"] = dict(
+        topics=topics,
+        members=_members(caps),
+        events=sorted(leave + _step_events(topics, "leave-return-steps"), key=lambda e: e["at_s"]),
+        replan_interval_s=60,
+        handover_s=30,
+        _headroom=room,
+        _note="12 members, 12x10 partitions Zipf 1.1, steps, m003 away 1.5-2.5 h, m009 away 4-4.5 h, "
+        "headroom 1.3, re-plan 60 s, handover 30 s",
+    )
+    topics = [{"name": f"f{j}", "partitions": 10, "total_rate": 1000.0, "zipf": 1.1} for j in range(8)]
+    caps, room = _capacities(topics, 8, headroom=1.05)
+    defs["full-load"] = dict(
+        topics=topics,
+        members=_members(caps),
+        replan_interval_s=60,
+        handover_s=5,
+        _headroom=room,
+        _note="8 members, 8x10 partitions Zipf 1.1, capacity 1.05 x the peak: near full group load, "
+        "re-plan 60 s, handover 5 s",
+    )
     return defs
 
 
@@ -228,6 +348,8 @@ QUICK = ("small-z1.1", "cap2x-z1.5", "mixed-leave-return")
 MEASURES = (
     "overloaded_share",
     "p99_time_lag_s",
+    "max_time_lag_s",
+    "behind_share",
     "moves_per_hour",
     "flaps",
     "avg_max_member_lag",
@@ -235,11 +357,18 @@ MEASURES = (
 )
 
 
-def run_one(defn: dict, name: str, strategy: str, seed: int, hours: float) -> dict:
+def run_one(defn: dict, name: str, strategy: str, seed: int, hours: float, rule: dict | None = None) -> dict:
+    """One run; ``rule``: thresholds of the rate-aware rule other than their defaults (``--rule``)."""
     data = {k: v for k, v in defn.items() if not k.startswith("_")}
     scenario = parse_scenario({**data, "name": name}, strategy=strategy, seed=seed, hours=hours)
+    planner = None
+    if strategy == TARGET_STRATEGY and rule:
+        thresholds = Thresholds(
+            strategies=simulation.RATE_AWARE_STRATEGIES, handover_cost_s=scenario.handover_s, **rule
+        )
+        planner = simulation.AdvisorPlanner(strategy, thresholds)
     started = time.process_time()
-    summary = simulate(scenario, keep_time_lag=False).summary
+    summary = simulate(scenario, planner, keep_time_lag=False).summary
     return {
         "scenario": name,
         "strategy": strategy,
@@ -260,8 +389,10 @@ def _mean_defined(values: list) -> float | None:
 
 def aggregate(runs: list[dict]) -> dict:
     drained = [r["time_to_drain_s"] for r in runs]
-    return {m: float(np.mean([r[m] for r in runs])) for m in MEASURES} | {
+    # results files written before a measure existed (--reuse) lack it: shown as n/a
+    return {m: _mean_defined([r.get(m) for r in runs]) for m in MEASURES} | {
         "p99_time_lag_s_max": float(max(r["p99_time_lag_s"] for r in runs)),
+        "max_time_lag_s_max": float(max(r["max_time_lag_s"] for r in runs)),
         "overloaded_share_max": float(max(r["overloaded_share"] for r in runs)),
         # absent from results files written before the measure existed (--reuse): shown as n/a
         "overloaded_share_after_1h": _mean_defined([r.get("overloaded_share_after_1h") for r in runs]),
@@ -283,42 +414,61 @@ def _check(label: str, key: str, mine: dict | None, limit: float | None, extra: 
     return row | {"status": "PASS" if ok else "FAIL", "value": value}
 
 
-def targets(per_strategy: dict[str, dict], backlog_at_start: bool = False) -> list[dict]:
-    """PASS / FAIL / NOT RUN of each rate_aware target for one scenario.
+def reference(per_strategy: dict[str, dict]) -> tuple[str, dict] | None:
+    """(name, results) of the oracle the targets are relative to (:data:`REFERENCE`), if run."""
+    return next(((n, per_strategy[n]) for n in REFERENCE if n in per_strategy), None)
 
-    The p99 time lag target is judged on the p99 after the initial drain (``simulation.steady_lag``:
-    from the first time the group's total lag is at most 10 s of its produce rate) when the scenario
-    starts with a backlog, and on the all-time p99 otherwise (the two are then equal): the records of
-    a starting backlog are old before the run begins, so no rule, the oracle included, can keep them
-    under 30 s. For such a scenario two more lines, marked extra (not judged): the all-time p99 and
-    the time to drain against the oracle's (limit 2x, as for moves). A rule that never drains FAILs.
+
+def targets(per_strategy: dict[str, dict], backlog_at_start: bool = False, steady: bool = True) -> list[dict]:
+    """PASS / FAIL / NOT RUN of each rate_aware target for one scenario, relative to the one-interval-late
+    oracle (:data:`REFERENCE`).
+
+    Overloaded share <= max(5 %, 1.5 x the reference's); the largest time lag of every run <= 60 s
+    in a ``steady`` scenario (no starting backlog, no member leaving; elsewhere printed, not judged);
+    some partition more than 30 s behind in <= 2 % of the samples; moves/h and flaps <= 2 x the
+    reference's (counted as at least 1 move/h and 1 flap per run, so a target of exactly 0 is never
+    demanded). The p99 time lag target is judged on the p99 after the initial drain
+    (``simulation.steady_lag``: from the first time the group's total lag is at most 10 s of its
+    produce rate) when the scenario starts with a backlog, and on the all-time p99 otherwise (the two
+    are then equal): the records of a starting backlog are old before the run begins, so no rule, the
+    oracle included, can keep them under 30 s. For such a scenario two more lines, marked extra (not
+    judged): the all-time p99 and the time to drain against the reference's (limit 2x, as for moves).
+    A rule that never drains FAILs.
     """
-    mine, oracle = per_strategy.get(TARGET_STRATEGY), per_strategy.get("oracle")
-    known = oracle is not None
+    mine = per_strategy.get(TARGET_STRATEGY)
+    found = reference(per_strategy)
+    ref = found[1] if found else None
     p99 = (
         _check("p99 time lag after the initial drain <= 30 s", "p99_time_lag_after_drain_s", mine, 30.0)
         if backlog_at_start
         else _check("p99 time lag <= 30 s", "p99_time_lag_s", mine, 30.0)
     )
     out = [
-        _check("overloaded share <= 5 %", "overloaded_share", mine, 0.05),
-        p99,
         _check(
-            "moves/h <= 2x oracle",
+            "overloaded share <= max(5 %, 1.5x reference)",
+            "overloaded_share",
+            mine,
+            max(0.05, 1.5 * ref["overloaded_share"]) if ref else None,
+        ),
+        p99,
+        _check("largest time lag of every run <= 60 s", "max_time_lag_s_max", mine, 60.0, extra=not steady),
+        _check("some partition > 30 s behind in <= 2 % of samples", "behind_share", mine, 0.02),
+        _check(
+            "moves/h <= 2x reference",
             "moves_per_hour",
             mine,
-            2 * max(oracle["moves_per_hour"], 1.0) if known else None,
+            2 * max(ref["moves_per_hour"], 1.0) if ref else None,
         ),
-        _check("flaps <= 2x oracle", "flaps", mine, 2 * max(oracle["flaps"], 1.0) if known else None),
+        _check("flaps <= 2x reference", "flaps", mine, 2 * max(ref["flaps"], 1.0) if ref else None),
     ]
     if backlog_at_start:
         out.append(
             _check("p99 time lag over the whole run <= 30 s", "p99_time_lag_s", mine, 30.0, extra=True)
         )
-        drain = oracle.get("time_to_drain_s") if known else None
+        drain = ref.get("time_to_drain_s") if ref else None
         out.append(
             _check(
-                "time to drain <= 2x oracle",
+                "time to drain <= 2x reference",
                 "time_to_drain_s",
                 mine,
                 2 * drain if drain is not None else None,
@@ -336,6 +486,10 @@ def table(rows: list[list[str]]) -> str:
         )
         for r in rows
     )
+
+
+def _shown(value: float | None, fmt: str) -> str:
+    return "n/a" if value is None else fmt.format(value)
 
 
 def _seconds(value: float | None, drained: int | None = None, seeds: int | None = None) -> str:
@@ -370,6 +524,27 @@ def reusable(
     return {key: sorted(runs, key=lambda r: r["seed"]) for key, runs in out.items() if len(runs) == seeds}
 
 
+def _rule(parser: argparse.ArgumentParser, items: list[str]) -> dict:
+    """``--rule KEY=VALUE`` items -> validated thresholds (a clear error names the bad one)."""
+    rule: dict = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or key not in Thresholds.model_fields:
+            parser.error(
+                f"--rule {item!r}: expected KEY=VALUE with KEY one of {', '.join(Thresholds.model_fields)}"
+            )
+        try:
+            rule[key] = json.loads(value)
+        except ValueError:
+            rule[key] = value
+    try:
+        Thresholds(**rule)
+    except ValueError as error:  # pydantic's ValidationError: its text names the field and the bound
+        lines = str(error).splitlines()
+        parser.error(f"--rule: {' '.join(line.strip() for line in lines[1:3])}")
+    return rule
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="3 small scenarios, 2 seeds, 2 hours")
@@ -396,13 +571,33 @@ def main(argv: list[str] | None = None) -> int:
         default=REPORT_ERROR,
         help=f"how far off each capacity report of cap2x-z1.5-reported may be, either way (default {REPORT_ERROR})",
     )
+    parser.add_argument(
+        "--commit-interval",
+        type=float,
+        default=0.0,
+        help="consumers commit every this many seconds (simulation.Scenario.commit_interval_s): the lag noise "
+        "of real consumers, against which the rule's guards are measured (default 0: none)",
+    )
+    parser.add_argument(
+        "--rule",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a threshold of the rate-aware rule (domain/parameters.py Thresholds), e.g. growth_floor_s=5; repeatable",
+    )
     parser.add_argument("--output", default=str(RESULTS), help="JSON results file")
     args = parser.parse_args(argv)
     if not args.declared_scale > 0:
         parser.error("--declared-scale must be a number > 0")
     if not 0 <= args.report_error < 1:
         parser.error("--report-error must be a number >= 0 and < 1")
+    if not 0 <= args.commit_interval <= 3600:
+        parser.error("--commit-interval must be a number of seconds from 0 to 3600")
+    rule = _rule(parser, args.rule)
     defs = scenario_defs(args.declared_scale, args.report_error)
+    if args.commit_interval:
+        for d in defs.values():
+            d["commit_interval_s"] = args.commit_interval
     names = args.scenarios.split(",") if args.scenarios else list(QUICK if args.quick else defs)
     unknown = [n for n in names if n not in defs]
     if unknown:
@@ -427,15 +622,16 @@ def main(argv: list[str] | None = None) -> int:
                 mine = old[(name, strategy)]
                 reused.append(f"{name}/{strategy}")
             else:
-                mine = [run_one(defn, name, strategy, seed, hours) for seed in range(seeds)]
+                mine = [run_one(defn, name, strategy, seed, hours, rule) for seed in range(seeds)]
             runs.extend(mine)
             per[strategy] = aggregate(mine)
         backlog = any(r["starting_lag"] > 0 for r in runs if r["scenario"] == name)
+        steady = not backlog and not any(e.get("member") for e in defn.get("events", ()))
         report[name] = {
             "note": defn["_note"],
             "headroom": round(defn["_headroom"], 3),
             "strategies": per,
-            "targets": targets(per, backlog),
+            "targets": targets(per, backlog, steady),
         }
         print(f"\n== {name}: {defn['_note']}; headroom {defn['_headroom']:.2f}; {seeds} seeds x {hours:g} h")
         if backlog:
@@ -450,6 +646,8 @@ def main(argv: list[str] | None = None) -> int:
                 "overloaded",
                 "after 1st h",
                 "p99 time lag s",
+                "max lag s (worst run)",
+                ">30 s behind",
                 "p99 after drain s",
                 "drain s",
                 "moves/h",
@@ -469,6 +667,8 @@ def main(argv: list[str] | None = None) -> int:
                     if a["overloaded_share_after_1h"] is None
                     else f"{a['overloaded_share_after_1h']:.1%}",
                     f"{a['p99_time_lag_s']:,.1f}",
+                    f"{_shown(a['max_time_lag_s'], '{:,.0f}')} ({a['max_time_lag_s_max']:,.0f})",
+                    _shown(a["behind_share"], "{:.1%}"),
                     "never drained" if after is None else f"{after:,.1f}",
                     _seconds(a["time_to_drain_s"], a["drained_seeds"], a["seeds"]),
                     f"{a['moves_per_hour']:,.1f}",
@@ -479,17 +679,18 @@ def main(argv: list[str] | None = None) -> int:
                 ]
             )
         for strategy in not_run:
-            rows.append([strategy, "NOT RUN", "", "", "", "", "", "", "", "", ""])
+            rows.append([strategy, "NOT RUN", *[""] * (len(rows[0]) - 2)])
         print(table(rows), flush=True)
-    print(f"\n== targets for {TARGET_STRATEGY} (means over seeds)")
+    print(f"\n== targets for {TARGET_STRATEGY} (means over seeds; reference: {' or '.join(REFERENCE)})")
     lines = []
     for name, r in report.items():
+        found = reference(r["strategies"])
         for t in r["targets"]:
-            oracle = r["strategies"].get("oracle", {}).get(t["key"])
+            oracle = found[1].get(t["key"]) if found else None
             shown = ""
             if t["value"] is not None:
                 theirs = "never" if oracle is None else f"{oracle:.3g}"
-                shown = f" ({t['value']:.3g} vs limit {t['limit']:.3g}; oracle {theirs})"
+                shown = f" ({t['value']:.3g} vs limit {t['limit']:.3g}; reference {theirs})"
             elif t["status"] == "FAIL":
                 shown = " (never drained)"
             extra = " [extra, not judged]" if t["extra"] else ""
@@ -506,6 +707,8 @@ def main(argv: list[str] | None = None) -> int:
         "load_1min_start": round(load_start, 2),
         "load_1min_end": round(os.getloadavg()[0], 2),
         "scenario_digests": {name: scenario_digest(defs[name]) for name in names},
+        "commit_interval_s": args.commit_interval,
+        "rule": rule,
         "scenarios": report,
         "runs": runs,
     }

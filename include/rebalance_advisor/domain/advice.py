@@ -18,6 +18,7 @@ from typing import Any
 from pydantic import TypeAdapter
 
 from rebalance_advisor.domain.group_spec import GroupSpec, RecentMove
+from rebalance_advisor.domain.interval_evidence import IntervalObservation
 from rebalance_advisor.domain.key_range_advice import CurrentRange, KeySharingInputs
 from rebalance_advisor.domain.load_model import LoadSummary, MemberLoad
 from rebalance_advisor.domain.metrics import GroupMetrics
@@ -61,6 +62,9 @@ class GroupObservation:
     #: seconds between the snapshots the rates come from (None: unknown); sets the auto capacity
     #: margin (``Thresholds.for_rate_interval``)
     rate_interval_s: float | None = None
+    #: the last snapshot interval's own evidence (domain/interval_evidence.py; None: none, e.g. a
+    #: hand-written plan document): what the load model adds to the smoothed rates
+    interval: IntervalObservation | None = None
 
 
 @dataclass(frozen=True)

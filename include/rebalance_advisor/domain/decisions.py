@@ -19,13 +19,14 @@ The rule is in *time* when capacities are known (the load model, ``load_model``)
   partitions (None: any), counting unowned ones that get an owner; the forced handovers (partitions
   no one owns) never count against it.
 - **hysteresis** (:func:`held_by_hysteresis`): a candidate that moves a partition back to an owner
-  it left within ``hysteresis_window_s`` (1,800 s) is held back unless it removes an overload.
+  it left within ``hysteresis_window_s`` (1,800 s) is held back unless it relieves an overload.
 - **improvement** (:func:`improvement_reason`): the plan assigns unowned partitions, feeds an empty
-  member or removes overload; or it cuts the predicted catch-up (with capacities) or the max member
+  member or relieves overload (:func:`relieves_overload`: its severity falls by ``min_improvement``,
+  or fewer members are over the line at no higher severity); or it cuts the predicted catch-up (with capacities) or the max member
   load (without) by at least ``min_improvement`` (10 %).
 - **payback** (:func:`repaid`): with capacities, the plan's backlog area over ``horizon_s`` (900 s),
   charged a pause of ``handover_cost_s`` (5 s) per handed-over partition, is below the current one.
-  Handing over unowned partitions, feeding empty members and fewer overloaded members (also
+  Handing over unowned partitions, feeding empty members and relieving overload (also
   partial relief, 8 -> 7) are never blocked by it. Without capacities the pause is charged in the
   load: the receiving member's backlog grows by rate x ``handover_cost_s``.
 - ``cooldown_minutes`` (default 0, off): the old fixed silence after a standing plan, kept for runs
@@ -41,7 +42,8 @@ Outcomes: ``error``, ``no_members``, ``idle``, ``balanced``, then for flagged gr
 ``not_repaid`` (its pause is not repaid within the horizon), ``held_by_cooldown``, or
 ``no_better_plan`` (no candidate improves enough, or none fits the move budget).
 
-Best candidate (:func:`rank_key`): fewest overloaded members, then shortest predicted catch-up,
+Best candidate (:func:`rank_key`): least severe overload (:func:`relieves_overload`: one member at
+150 % is worse than three at 101 %), then fewest overloaded members, then shortest predicted catch-up,
 then lowest max load, then fewest handovers, then :data:`STRATEGY_PREFERENCE`. On a full tie
 ``lag_aware`` wins: naming it after the published KAFKA-5337 algorithm makes it reproducible.
 The plan recommended is the one with the fewest handovers among those within ``min_improvement``
@@ -167,7 +169,10 @@ def flag_reasons(state: GroupState, thresholds: Thresholds) -> list[str]:
                 if not thresholds.capacity_margin_in_force
                 else f"{1 - thresholds.capacity_margin_in_force:.0%} of capacity"
             )
-            reasons.append(f"{load.overloaded} member(s) overloaded (inflow >= {at})")
+            reasons.append(
+                f"{load.overloaded} member(s) overloaded (inflow >= {at}), worst at "
+                f"{load.worst_utilisation:.1%} of usable capacity, excess inflow {load.excess_inflow:,.1f}/s"
+            )
         elif load.max_catch_up_s is not None and load.max_catch_up_s > thresholds.target_catch_up_s:
             reasons.append(
                 f"predicted catch-up {seconds(load.max_catch_up_s)} > target {thresholds.target_catch_up_s:g} s"
@@ -187,9 +192,49 @@ def within_move_budget(handovers: int, forced: int, move_budget: int | None) -> 
     return move_budget is None or handovers - forced <= move_budget
 
 
-def held_by_hysteresis(candidate: CandidatePlan, current: LoadSummary) -> bool:
-    """The hysteresis rule: moving a partition back to an owner it recently left needs an overload removed."""
-    return candidate.moves_back > 0 and not candidate.load.overloaded < current.overloaded
+#: the hysteresis rule lets a move back through when it cuts the overload's severity by at least this
+#: much (or leaves fewer members over the line at no higher severity): a cut of ``min_improvement``
+#: let plans trade partitions back and forth between overloaded members (bench/drain.py
+#: large-50x500-steps)
+HYSTERESIS_RELIEF = 0.5
+
+
+def relieves_overload(
+    after: LoadSummary, before: LoadSummary, thresholds: Thresholds, cut: float | None = None
+) -> bool:
+    """The overload rule: ``after`` relieves the overload of ``before``.
+
+    Overload is ranked by its severity (``load_model.overload_severity``: Σ ((u − 1)+)² over member
+    utilisations against the usable capacity), not by how many members are over the line: a plan
+    that cuts the severity by ``cut`` (default ``min_improvement``) relieves, even with more members just over the
+    line (one member at 150 % -> three at 101 %: 0.25 -> 0.0003), and fewer overloaded members
+    relieve only when the severity does not rise (never one member at 130 % for two at 101 %).
+    Counting members first left a group at full load with one member at 144-160 % for 46 minutes
+    (docs/architecture.md, "Imbalance and decisions").
+    """
+    if before.overloaded == 0:
+        return False
+    cut = thresholds.min_improvement if cut is None else cut
+    if before.overload_severity > 0 and after.overload_severity <= before.overload_severity * (1.0 - cut):
+        return True
+    return (
+        after.overloaded < before.overloaded and after.overload_severity <= before.overload_severity + 1e-12
+    )
+
+
+def overload_text(load: LoadSummary) -> str:
+    """The overload numbers of a reason: how many members, the worst one's utilisation, the excess."""
+    return (
+        f"{load.overloaded} overloaded, worst member at {load.worst_utilisation:.1%} of usable capacity, "
+        f"excess inflow {load.excess_inflow:,.1f}/s"
+    )
+
+
+def held_by_hysteresis(candidate: CandidatePlan, current: LoadSummary, thresholds: Thresholds) -> bool:
+    """The hysteresis rule: moving a partition back to an owner it recently left needs an overload relieved."""
+    return candidate.moves_back > 0 and not relieves_overload(
+        candidate.load, current, thresholds, cut=max(HYSTERESIS_RELIEF, thresholds.min_improvement)
+    )
 
 
 def _relative_drop(before: float | None, after: float | None) -> float:
@@ -209,8 +254,12 @@ def improvement_reason(candidate: CandidatePlan, state: GroupState, thresholds: 
         return "assigns every unowned partition"
     if state.empty_members and candidate.empty_members < state.empty_members:
         return f"gives partitions to {state.empty_members - candidate.empty_members} empty member(s)"
-    if load.overloaded < cur.overloaded:
-        return f"overloaded members {cur.overloaded} -> {load.overloaded}"
+    if relieves_overload(load, cur, thresholds):
+        return (
+            f"overloaded members {cur.overloaded} -> {load.overloaded} (worst member "
+            f"{cur.worst_utilisation:.1%} -> {load.worst_utilisation:.1%} of usable capacity, excess inflow "
+            f"{cur.excess_inflow:,.1f} -> {load.excess_inflow:,.1f}/s)"
+        )
     if state.capacities_known:
         drop = _relative_drop(cur.max_catch_up_s, load.max_catch_up_s)
         if drop >= thresholds.min_improvement and drop > 0:
@@ -222,18 +271,18 @@ def improvement_reason(candidate: CandidatePlan, state: GroupState, thresholds: 
     return None
 
 
-def repaid(candidate: CandidatePlan, state: GroupState) -> bool:
+def repaid(candidate: CandidatePlan, state: GroupState, thresholds: Thresholds) -> bool:
     """The payback rule: with the handover pause charged, less backlog over the horizon than now.
 
-    Never blocks handing over orphans, feeding an empty member, or fewer overloaded members (also
-    partial relief, 8 -> 7): an overloaded member's backlog grows without bound, so whatever a
+    Never blocks handing over orphans, feeding an empty member, or relieving overload
+    (:func:`relieves_overload`, also partial relief, 8 -> 7 members): an overloaded member's backlog grows without bound, so whatever a
     finite horizon says, the pauses are repaid some time; and between members that stay overloaded
     a move only shifts the growth, so the horizon's area would refuse every step of a fix that
     takes more than one plan.
     """
     if state.load.unowned_backlog > 0 or state.load.unowned_inflow > 0 or state.empty_members:
         return True  # handing over orphans or feeding an empty member is never blocked
-    if candidate.load.overloaded < state.load.overloaded:
+    if relieves_overload(candidate.load, state.load, thresholds):
         return True
     before, after = state.load.backlog_area, candidate.load.backlog_area
     if before is None or after is None:
@@ -269,7 +318,8 @@ def rank_key(candidate: CandidatePlan) -> tuple:
         preference = len(STRATEGY_PREFERENCE)
     load = candidate.load
     catch_up = math.inf if load.max_catch_up_s is None else load.max_catch_up_s
-    return (load.overloaded, catch_up, round(load.max_load, 9), candidate.moves, preference)
+    severity = round(load.overload_severity, 9)
+    return (severity, load.overloaded, catch_up, round(load.max_load, 9), candidate.moves, preference)
 
 
 def best_candidate(candidates: Sequence[CandidatePlan]) -> CandidatePlan | None:
@@ -279,20 +329,24 @@ def best_candidate(candidates: Sequence[CandidatePlan]) -> CandidatePlan | None:
 def as_good(candidate: CandidatePlan, best: CandidatePlan, thresholds: Thresholds) -> bool:
     """Whether ``candidate`` is within ``min_improvement`` of ``best`` (the fewer-moves rule).
 
-    No more overloaded or empty members and no more left unowned; then, with capacities, a predicted
+    No more severe overload (within ``min_improvement``; none when the best has none), no more empty
+    members and no more left unowned; then, with capacities, a predicted
     catch-up within ``min_improvement`` of max(best's, ``target_catch_up_s``): every catch-up within
     the target meets it, as the flag rule reads it (bench/drain.py large-500: a sticky plan of 175
     handovers at 250 s lost to a full repack of 3,192 at 154 s); otherwise, or when both are
     infinite, a max load at most ``min_improvement`` higher.
     """
     c, b = candidate.load, best.load
+    tolerance = thresholds.min_improvement
+    if c.overload_severity > b.overload_severity * (1.0 + tolerance) + 1e-12 or (
+        b.overload_severity == 0 and c.overloaded > b.overloaded
+    ):
+        return False
     if (
-        c.overloaded > b.overloaded
-        or candidate.empty_members > best.empty_members
+        candidate.empty_members > best.empty_members
         or c.unowned_backlog + c.unowned_inflow > b.unowned_backlog + b.unowned_inflow
     ):
         return False
-    tolerance = thresholds.min_improvement
     if c.max_catch_up_s is not None and b.max_catch_up_s is not None:
         if math.isinf(b.max_catch_up_s) != math.isinf(c.max_catch_up_s):
             return False
@@ -413,8 +467,8 @@ def _judge(
     improving = [c for c in fitting if worth[c.strategy]]
     if not improving:
         return _not_improved(best_candidate(fitting), state, flagged, thresholds)
-    allowed = [c for c in improving if not held_by_hysteresis(c, state.load)]
-    paying = [c for c in allowed if repaid(c, state)]
+    allowed = [c for c in improving if not held_by_hysteresis(c, state.load, thresholds)]
+    paying = [c for c in allowed if repaid(c, state, thresholds)]
     if not paying:
         return _held_back(improving, allowed, worth, state, flagged, thresholds)
     chosen = fewest_moves_near_best(paying, thresholds)
@@ -438,8 +492,8 @@ def _not_improved(b: CandidatePlan, state: GroupState, flagged: str, thresholds:
         "no_better_plan",
         f"{flagged}, but best ({b.strategy}) does not improve enough: catch-up "
         f"{seconds(state.load.max_catch_up_s)} -> {seconds(b.load.max_catch_up_s)}, max load "
-        f"{state.load.max_load:,.2f} -> {b.load.max_load:,.2f}{unit}, overloaded {state.load.overloaded} -> "
-        f"{b.load.overloaded} (min improvement {thresholds.min_improvement:.0%})",
+        f"{state.load.max_load:,.2f} -> {b.load.max_load:,.2f}{unit}, {overload_text(state.load)} -> "
+        f"{overload_text(b.load)} (min improvement {thresholds.min_improvement:.0%})",
         best=b,
     )
 

@@ -54,6 +54,7 @@ from rebalance_advisor.domain.group_spec import (
     parse_rate_interval,
     parse_recent_moves,
 )
+from rebalance_advisor.domain.interval_evidence import IntervalObservation
 from rebalance_advisor.domain.key_range_advice import (
     KeySharingInputs,
     RangedCandidate,
@@ -68,6 +69,7 @@ from rebalance_advisor.domain.load_model import (
     load_inputs,
     member_totals,
     summarize,
+    with_interval_evidence,
 )
 from rebalance_advisor.domain.metrics import GroupMetrics, compute_metrics, lower_bound_max_lag
 from rebalance_advisor.domain.rescues import RESCUES, Rescuer
@@ -129,6 +131,7 @@ DOCUMENT_KEYS = (
     "current_ranges",
     "capacity_sources",
     "rate_interval_s",
+    "interval",
 )
 
 
@@ -156,6 +159,7 @@ def observe_document(doc: dict[str, Any]) -> GroupObservation:
         "estimated_capacity": estimated_capacity_members((doc.get("capacity_sources") or {}).items()),
         "own_rate_capacity": own_rate_capacity_members((doc.get("capacity_sources") or {}).items()),
         "rate_interval_s": parse_rate_interval(doc.get("rate_interval_s")),
+        "interval": IntervalObservation.from_doc(doc.get("interval")),
     }
     if not doc.get("members"):
         total_lag = int(sum(int(p.get("lag", 0)) for p in doc.get("partitions") or []))
@@ -193,7 +197,8 @@ def empty_members(spec: GroupSpec, owners: np.ndarray) -> int:
 def moves_back(
     spec: GroupSpec, owners: np.ndarray, recent: tuple[RecentMove, ...], now: datetime, window_s: float
 ) -> int:
-    """Partitions ``owners`` hands back to a member they left within ``window_s`` before ``now``."""
+    """Partitions ``owners`` hands back to a member they left within ``window_s`` before ``now``;
+    not one that has no valid owner now (its owner left the group): hysteresis never holds an orphan."""
     if not recent or window_s <= 0:
         return 0
     index = {m: i for i, m in enumerate(spec.member_ids)}
@@ -209,7 +214,8 @@ def moves_back(
         k = lo + int(np.searchsorted(spec.partition[lo:hi], move.partition))
         if k >= hi or spec.partition[k] != move.partition or k in seen:
             continue
-        if owners[k] == left and spec.owner[k] != left:
+        # a partition whose owner left (no valid owner now) is never held: it must go somewhere
+        if owners[k] == left and spec.owner[k] != left and spec.owner_valid[k]:
             seen.add(k)
             count += 1
     return count
@@ -288,6 +294,8 @@ class _Current:
     members: MemberLoad
     metrics: GroupMetrics
     unowned_lag: int
+    #: the spec the strategies plan on: ``spec`` with the last interval's evidence taken in
+    planning: GroupSpec
 
     @property
     def forced(self) -> int:
@@ -299,7 +307,11 @@ def _current(observation: GroupObservation, thresholds: Thresholds) -> _Current:
     spec = observation.spec
     assert spec is not None
     receivers = observation.estimated_capacity & recent_receivers(observation)
-    inputs = optimistic_estimates(spec, load_inputs(spec), thresholds, receivers)
+    estimated = optimistic_estimates(spec, load_inputs(spec), thresholds, receivers)
+    # the last interval's evidence last: what the member did beats what it is estimated to do
+    inputs = with_interval_evidence(
+        spec, estimated, observation.interval, thresholds.interval_departure, thresholds.growth_floor_s
+    )
     bound = lower_bound_max_lag(spec)
     view = spec
     if observation.current_ranges:
@@ -311,7 +323,18 @@ def _current(observation: GroupObservation, thresholds: Thresholds) -> _Current:
         compute_metrics(view, view.owner, bound if view is spec else lower_bound_max_lag(view))
     )
     unowned_lag = int(view.lag[view.owner < 0].sum())
-    return _Current(spec, inputs, bound, view, state, members, metrics, unowned_lag)
+    planning = spec if inputs is estimated else evidence_spec(spec, inputs)
+    return _Current(spec, inputs, bound, view, state, members, metrics, unowned_lag, planning)
+
+
+def evidence_spec(spec: GroupSpec, inputs: LoadInputs) -> GroupSpec:
+    """``spec`` with the rates and capacities of ``inputs``: what the strategies plan on once the
+    last interval's evidence changed them (the assignors read rates and capacities from the spec)."""
+    caps = inputs.capacity
+    members = spec.members
+    if caps is not None:
+        members = tuple(dataclasses.replace(m, capacity=float(c)) for m, c in zip(members, caps, strict=True))
+    return dataclasses.replace(spec, members=members, produce_rate=inputs.rate)
 
 
 def _strategy_owners(
@@ -321,7 +344,7 @@ def _strategy_owners(
     skipping them is most of a quiet cluster's work); key_range with the run's key samples."""
     if not is_flagged(current.state, thresholds):
         return {}, None
-    owners = candidate_owners(current.spec, thresholds, settle=not observation.own_rate_capacity)
+    owners = candidate_owners(current.planning, thresholds, settle=not observation.own_rate_capacity)
     sharing = observation.key_sharing
     if "key_range" not in owners or sharing is None:
         return owners, None

@@ -22,6 +22,7 @@ Pure NumPy over arrays indexed like :class:`~rebalance_advisor.domain.group_spec
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -29,6 +30,7 @@ import numpy as np
 
 from rebalance_advisor.domain.estimates import fill_capacities
 from rebalance_advisor.domain.group_spec import GroupSpec
+from rebalance_advisor.domain.interval_evidence import IntervalObservation
 
 
 @dataclass(frozen=True, eq=False)
@@ -69,6 +71,84 @@ def load_inputs(spec: GroupSpec) -> LoadInputs:
         if arr is not None:
             arr.setflags(write=False)
     return LoadInputs(rate, caps, rates_known, "; ".join(notes))
+
+
+def with_interval_evidence(
+    spec: GroupSpec,
+    inputs: LoadInputs,
+    interval: IntervalObservation | None,
+    departure: float,
+    growth_floor_s: float,
+) -> LoadInputs:
+    """``inputs`` with the last interval's evidence (domain/interval_evidence.py) taken in.
+
+    - A partition whose produce rate over the last interval departs from the smoothed one by more
+      than ``departure`` (a fraction of the smoothed rate) plans on the interval's rate: a step shows
+      in full at the first snapshot after it instead of 63 % after τ.
+    - A member that held its partitions throughout the interval and whose backlog grew by more than
+      ``growth_floor_s`` seconds of its inflow did not keep up: its partitions plan on the interval's
+      rates whatever ``departure`` says, and its capacity is at most what it consumed (the interval's
+      inflow less the growth), so the rule sees it overloaded now. Without any capacity known, that
+      one is the group's measured capacity and the others get its median (``fill_capacities``), as
+      when a snapshot measures one member.
+
+    ``departure`` and ``growth_floor_s`` are the guards against a single noisy interval: a caught-up
+    consumer shows up to its commit interval of production as lag (bench/drain.py --commit-interval
+    measures them).
+    """
+    if interval is None or not inputs.rates_known or not spec.num_partitions:
+        return inputs
+    keys = spec.partition_keys
+    observed = np.fromiter((interval.rates.get(k, np.nan) for k in keys), np.float64, len(keys))
+    before = np.fromiter((interval.lags_before.get(k, np.nan) for k in keys), np.float64, len(keys))
+    rate = inputs.rate.copy()
+    known = ~np.isnan(observed)
+    departs = known & (np.abs(observed - rate) > departure * rate)
+    rate[departs] = observed[departs]
+    behind = _behind_members(spec, interval, observed, before, growth_floor_s)
+    if not departs.any() and not behind:
+        return inputs
+    for m in behind:
+        mine = spec.owner == m
+        rate[mine] = observed[mine]
+    caps = _at_most_consumed(inputs.capacity, behind, spec.num_members)
+    for arr in (rate, caps):
+        if arr is not None:
+            arr.setflags(write=False)
+    return dataclasses.replace(inputs, rate=rate, capacity=caps)
+
+
+def _at_most_consumed(caps: np.ndarray | None, behind: dict[int, float], members: int) -> np.ndarray | None:
+    """Capacities with each member that fell behind at most what it consumed (module docstring)."""
+    consumed = {m: c for m, c in behind.items() if c > 0}
+    if not consumed:
+        return None if caps is None else caps.copy()
+    if caps is None:
+        filled = fill_capacities([consumed.get(m) for m in range(members)])
+        return np.asarray([value for value, _ in filled], dtype=np.float64)
+    out = caps.copy()
+    for m, c in consumed.items():
+        out[m] = min(out[m], c)
+    return out
+
+
+def _behind_members(
+    spec: GroupSpec, interval: IntervalObservation, observed: np.ndarray, before: np.ndarray, floor_s: float
+) -> dict[int, float]:
+    """Members whose backlog grew across the interval while they held the same partitions: member
+    index -> what they consumed per second over it (their interval inflow less the growth)."""
+    out: dict[int, float] = {}
+    for m, member_id in enumerate(spec.member_ids):
+        if member_id not in interval.held_throughout:
+            continue
+        mine = spec.owner == m
+        if not mine.any() or np.isnan(observed[mine]).any() or np.isnan(before[mine]).any():
+            continue
+        inflow = float(observed[mine].sum())
+        growth = float(spec.lag[mine].sum() - before[mine].sum())
+        if growth > floor_s * inflow and growth > 0:
+            out[m] = inflow - growth / interval.seconds
+    return out
 
 
 def catch_up_time(backlog: np.ndarray, inflow: np.ndarray, capacity: np.ndarray) -> np.ndarray:
@@ -117,6 +197,12 @@ class LoadSummary:
     backlog_area: float | None
     unowned_backlog: int = 0
     unowned_inflow: float = 0.0
+    #: max member utilisation Λ / usable μ (>= 1: overloaded); 0 without capacities
+    worst_utilisation: float = 0.0
+    #: Σ (Λ − usable μ)+ over members, messages/s: how fast overloaded members' backlog grows
+    excess_inflow: float = 0.0
+    #: Σ ((Λ / usable μ − 1)+)² over members (:func:`overload_severity`): what the rule ranks overload by
+    overload_severity: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -137,6 +223,26 @@ def member_totals(spec: GroupSpec, owners: np.ndarray, rate: np.ndarray) -> tupl
     inflow = np.bincount(who, weights=rate[held], minlength=spec.num_members)
     backlog = np.bincount(who, weights=spec.lag[held].astype(np.float64), minlength=spec.num_members)
     return inflow, np.rint(backlog).astype(np.int64)
+
+
+def overload_severity(inflow: np.ndarray, usable: np.ndarray) -> tuple[float, float, float]:
+    """(worst utilisation, excess inflow, severity) of members with ``inflow`` against ``usable``.
+
+    Severity Σ ((u − 1)+)² over member utilisations u = Λ / μ: a member's time lag grows at 1 − 1/u
+    of the clock, so one member at 150 % (severity 0.25) is worse than three at 101 % (0.0003), which
+    a count of overloaded members would prefer (docs/architecture.md, "Imbalance and decisions"). The
+    square makes spreading an overload over more members better than concentrating it, and is 0 iff
+    no member is overloaded.
+    """
+    if not len(inflow):
+        return 0.0, 0.0, 0.0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        util = np.where(
+            usable > 0, inflow / np.where(usable > 0, usable, 1.0), np.where(inflow > 0, np.inf, 0.0)
+        )
+    over = np.maximum(util - 1.0, 0.0)
+    excess = float(np.maximum(inflow - usable, 0.0).sum())
+    return float(util.max()), excess, float((over * over).sum())
 
 
 def usable_capacity(caps: np.ndarray, margin: float) -> np.ndarray:
@@ -197,6 +303,7 @@ def summarize(
         max_t = math.inf
     area = float(backlog_area(backlog_f, inflow, usable, horizon_s).sum())
     area += unowned_backlog * horizon_s + unowned_inflow * horizon_s * horizon_s / 2.0
+    worst, excess, severity = overload_severity(inflow, usable)
     summary = LoadSummary(
         overloaded=overloaded,
         max_catch_up_s=max_t,
@@ -204,6 +311,9 @@ def summarize(
         backlog_area=area,
         unowned_backlog=unowned_backlog,
         unowned_inflow=unowned_inflow,
+        worst_utilisation=worst,
+        excess_inflow=excess,
+        overload_severity=severity,
     )
     member = MemberLoad(
         spec.member_ids,

@@ -214,6 +214,17 @@ class Thresholds(ParamModel):
         "estimated over past minutes and drift until the next plan (0: at capacity; empty: auto, "
         "0.016 per minute between snapshots, at least 0.02: 0.08 for the default 5-minute snapshots)",
     )  # fmt: skip
+    interval_departure: float = surface(
+        0.1, ge=0.0, le=100.0, cli="--interval-departure", section=RULES,
+        description="a partition plans on its produce rate over the last snapshot interval when that "
+        "departs from the smoothed rate by more than this fraction of it (the guard against one noisy interval)",
+    )  # fmt: skip
+    growth_floor_s: float = surface(
+        5.0, ge=0.0, le=3600.0, cli="--growth-floor", section=RULES,
+        description="a member whose backlog grew across the last snapshot interval by more than this many "
+        "seconds of its inflow, while it held the same partitions, is overloaded now (the guard against "
+        "commit timing: a caught-up consumer shows up to its commit interval of lag)",
+    )  # fmt: skip
     hysteresis_window_s: float = surface(
         1800.0, ge=0.0, le=10**7, cli="--hysteresis-window", section=RULES,
         description="a partition does not move back to an owner it left within this many seconds "

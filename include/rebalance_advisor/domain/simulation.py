@@ -61,6 +61,7 @@ from rebalance_advisor.domain.decisions import Thresholds
 from rebalance_advisor.domain.estimates import Carried, Observed, ObservedMember, RateParameters, step
 from rebalance_advisor.domain.group_planning import advise_group
 from rebalance_advisor.domain.group_spec import GroupSpec, Member
+from rebalance_advisor.domain.interval_evidence import IntervalObservation, interval_observations
 from rebalance_advisor.domain.snapshot_model import (
     RateEstimate,
     SnapshotRates,
@@ -71,7 +72,7 @@ from rebalance_advisor.errors import AdvisorError
 
 #: planners the simulator knows besides the plain assignors (see :func:`make_planner`); a name here
 #: wins over an assignor of the same name (``rate_aware`` is the advisor's rule, not the bare assignor).
-RULE_PLANNERS: tuple[str, ...] = ("current_rule", "rate_aware", "oracle")
+RULE_PLANNERS: tuple[str, ...] = ("current_rule", "rate_aware", "oracle", "oracle_late")
 #: every strategy name a scenario or ``simulate --strategy`` accepts.
 SIM_STRATEGIES: tuple[str, ...] = (*dict.fromkeys((*ASSIGNORS, *RULE_PLANNERS)),)
 #: the advisor's rule before the load model: lag-only candidates, a 30-minute cool-down, no hysteresis.
@@ -81,6 +82,8 @@ CURRENT_RULE = Thresholds(cooldown_minutes=30.0, strategies=LAG_STRATEGIES, hyst
 RATE_AWARE_STRATEGIES: tuple[str, ...] = ("rate_aware", "rate_aware_sticky")
 #: a partition moved back to a member that lost it within this window counts as a flap.
 FLAP_WINDOW_S = 1800.0
+#: a partition more than this many seconds behind counts in :attr:`Summary.behind_share`.
+BEHIND_S = 30.0
 #: the oracle balances rate + backlog / horizon (seconds) against the true capacity.
 ORACLE_HORIZON_S = 300.0
 #: arbitrary wall-clock origin for planners that take datetimes (the current rule's cool-down).
@@ -196,6 +199,14 @@ class Scenario(_Model):
         description="EWMA time constant of the observed rates (estimates.RateParameters.time_constant_s)",
     )
     backlog_age_s: float = Field(0.0, ge=0, description="starting lag was produced over this long before 0")
+    commit_interval_s: float = Field(
+        0.0,
+        ge=0,
+        le=3600,
+        description="consumers commit every this many seconds: a snapshot reads each committed offset up "
+        "to that many seconds of production behind what was processed (uniform, never backwards); "
+        "0 = committed as processed. The lag noise a real caught-up consumer shows",
+    )
     sample_s: float = Field(30.0, gt=0, description="time lag is sampled this often (a multiple of step_s)")
     seed: int = 0
 
@@ -286,6 +297,8 @@ class Observation:
     snapshots_seen: int
     #: seconds since the previous snapshot, when the rates come from that interval (None: no rates)
     rate_interval_s: float | None = None
+    #: the last interval's own evidence, as production's planner reader gives it (domain/interval_evidence.py)
+    interval: IntervalObservation | None = None
 
 
 @dataclass(frozen=True)
@@ -395,6 +408,7 @@ class AdvisorPlanner:
             if self.with_load
             else frozenset(),
             rate_interval_s=obs.rate_interval_s,
+            interval=obs.interval if self.with_load else None,
         )
         now = EPOCH + timedelta(seconds=obs.time_s)
         advice = advise_group(observation, self.thresholds, now)
@@ -534,6 +548,22 @@ class OraclePlanner:
         return True
 
 
+@dataclass
+class LateOraclePlanner:
+    """The oracle on the true rates of the previous snapshot: what a snapshot-driven advisor could do
+    at best, since a snapshot shows what happened over the interval before it (bench/drain.py judges
+    the rule against it). Owners, lags and members are the current snapshot's; capacities true."""
+
+    name: str = "oracle_late"
+    oracle: OraclePlanner = dataclasses.field(default_factory=lambda: OraclePlanner(name="oracle_late"))
+    _previous: np.ndarray | None = None
+
+    def plan(self, obs: Observation, truth: Truth) -> np.ndarray | None:
+        late = truth.produce_rate if self._previous is None else self._previous
+        self._previous = truth.produce_rate.copy()
+        return self.oracle.plan(obs, Truth(late, truth.capacity))
+
+
 def _eligibility(obs: Observation) -> np.ndarray:
     """[P, M] bool: member m subscribes to partition k's topic."""
     topics = sorted(set(obs.partition_topic))
@@ -554,6 +584,8 @@ def make_planner(name: str, scenario: Scenario) -> Planner:
         return AdvisorPlanner(name, rule)
     if name == "oracle":
         return OraclePlanner()
+    if name == "oracle_late":
+        return LateOraclePlanner()
     if name in ASSIGNORS:
         return AssignorPlanner(name)
     raise AdvisorError(f"unknown strategy {name!r} (known: {', '.join(SIM_STRATEGIES)})")
@@ -607,6 +639,9 @@ class Summary:
     p50_time_lag_s: float
     p99_time_lag_s: float
     max_time_lag_s: float
+    #: share of time-lag samples in which some partition is more than :data:`BEHIND_S` behind: the
+    #: pooled p99 hides one partition left behind for an hour among hundreds that are not
+    behind_share: float
     moves: int
     moves_per_hour: float
     flaps: int
@@ -758,6 +793,8 @@ class _Run:
         )
         # reports draw from their own stream: a scenario without them sees the same rates as before
         self.report_rng = np.random.default_rng([sc.seed, 1])
+        # commit noise draws from its own stream too (Scenario.commit_interval_s)
+        self.commit_rng = np.random.default_rng([sc.seed, 2])
         self.carried: Carried | None = None
         self.snapshots = 0
         self._membership()
@@ -860,7 +897,9 @@ class _Run:
         idx = np.flatnonzero(self.present)
         log_end = np.floor(self.produced_now)
         committed = np.minimum(np.floor(self.processed_cum), log_end)  # float sums may pass the end by 1e-13
+        committed = self._commit_noise(committed, truth_rate)
         observed = self._observed(t, idx, log_end, committed)
+        interval = self._interval(observed)
         rates, self.carried = step(self.carried, observed, self.rate_params)
         lay = self.lay
         to_obs = np.full(self.num_m, -1, dtype=np.int32)
@@ -881,6 +920,7 @@ class _Run:
             recent_moves=self.carried.recent_moves.get(GROUP, ()),
             snapshots_seen=self.snapshots,
             rate_interval_s=rates.interval_s,
+            interval=interval,
         )
         return obs, Truth(truth_rate.copy(), lay.capacity[idx].copy()), idx
 
@@ -907,6 +947,28 @@ class _Run:
             members=members,
             reports=_SimulatedReports(self, self._processed(committed)),
         )
+
+    def _commit_noise(self, committed: np.ndarray, rate: np.ndarray) -> np.ndarray:
+        """Committed offsets as consumers that commit every ``commit_interval_s`` leave them: up to
+        that much production behind what they processed, never below the previous snapshot's."""
+        if self.sc.commit_interval_s <= 0:
+            return committed
+        behind = self.commit_rng.uniform(0.0, self.sc.commit_interval_s, self.num_p) * rate
+        noisy = np.minimum(committed, np.floor(np.maximum(self.processed_cum - behind, 0.0)))
+        if self.carried is not None:
+            before = np.fromiter((self.carried.committed[k] for k in self.lay.group_keys), float, self.num_p)
+            noisy = np.maximum(noisy, np.minimum(before, committed))
+        return noisy
+
+    def _interval(self, observed: Observed) -> IntervalObservation | None:
+        """The last interval's evidence (domain/interval_evidence.py) from the carried state, before
+        the step advances it: what production's planner reader computes from the stored snapshots."""
+        committed = {GROUP: {(t, p): c for (_, t, p), c in observed.committed.items()}}
+        members = {GROUP: [(m.key, m.partitions) for m in observed.members]}
+        found = interval_observations(
+            self.carried, observed.taken_at, observed.lag_ends, committed, members, self.rate_params
+        )
+        return found.get(GROUP)
 
     def _processed(self, committed: np.ndarray) -> np.ndarray:
         """[M] bool: the member committed more on a partition it holds now than at the previous snapshot."""
@@ -1043,6 +1105,7 @@ class _Run:
             p50_time_lag_s=float(np.percentile(all_samples, 50)),
             p99_time_lag_s=float(np.percentile(all_samples, 99)),
             max_time_lag_s=float(all_samples.max()),
+            behind_share=float((self.time_lag.max(axis=1) > BEHIND_S).mean()) if len(self.time_lag) else 0.0,
             moves=self.total_moves,
             moves_per_hour=self.total_moves / hours,
             flaps=self.flaps,

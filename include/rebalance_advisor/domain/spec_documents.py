@@ -27,7 +27,10 @@ partition carries ``produce_rate`` (records/s, null when unknown) and each membe
 (records/s, null when unknown), the plan JSON's keys (docs/reference/plan-format.md). Beside them, outside what
 ``parse_group_spec`` reads, the document holds ``capacity_sources`` (member -> measured | reported |
 group_median | own_rate | configured | equal), ``time_lags`` (one ``{topic, partition, seconds, method}`` per
-partition) and ``rates_note``, why a snapshot has no rates at all (the first of its cluster, say).
+partition), ``rates_note``, why a snapshot has no rates at all (the first of its cluster, say), and
+``interval``, the last interval's own evidence (interval produce rates, lags at its start, members
+that held their partitions throughout: ``domain/interval_evidence.py``) when the planner's reader
+found the cluster's previous snapshot.
 
 Lags are against the log end, or the last stable offset when the snapshot was taken read_committed.
 
@@ -42,9 +45,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from rebalance_advisor.domain.group_spec import RecentMove
+from rebalance_advisor.domain.interval_evidence import IntervalObservation
 from rebalance_advisor.domain.key_range_advice import CurrentRange
 from rebalance_advisor.domain.key_range_groups import fold_range_tables, range_progress
 from rebalance_advisor.domain.lag import ResetPolicy, lag_end_offset, partition_lag
+from rebalance_advisor.domain.recent_moves import moves_document
 from rebalance_advisor.domain.safe_regex import compile_safe_regex
 from rebalance_advisor.domain.snapshot_model import SHARE_GROUP_TYPE, MemberCapacity, Snapshot, TimeLag
 
@@ -100,6 +106,12 @@ class SnapshotTables:
     #: share groups of the snapshot (never planned) and their broker-reported lags
     share_groups: frozenset[str] = frozenset()
     share_lags: dict[tuple[str, str, int], int | None] = field(default_factory=dict)
+    #: group -> the last interval's own evidence (domain/interval_evidence.py), when the planner's
+    #: reader found the previous snapshot of the cluster; the document's ``interval``
+    interval: Mapping[str, IntervalObservation] = field(default_factory=dict)
+    #: group -> its recent moves (domain/recent_moves.py: published and observed owner changes),
+    #: the document's ``recent_moves``, which the hysteresis rule reads
+    recent_moves: Mapping[str, tuple[RecentMove, ...]] = field(default_factory=dict)
 
 
 #: the outcome reason of a share group
@@ -270,6 +282,10 @@ def build_docs_from_tables(
         )
         if current_ranges:
             docs[-1]["current_ranges"] = current_ranges
+        if (evidence := tables.interval.get(group_id)) is not None:
+            docs[-1]["interval"] = evidence.to_doc()
+        if moves := tables.recent_moves.get(group_id):
+            docs[-1]["recent_moves"] = moves_document(moves)
     return docs
 
 
