@@ -40,11 +40,11 @@ def _arm_kills_in_transactions() -> None:
     bounded = fencing.PartitionTransaction._bounded
 
     def maybe_die(self, call, *args):
-        if getattr(call, "__name__", "") == "commit_transaction" and _DIE_IN_TRANSACTION.is_set():
-            if self.committing and "._probe." not in self.transactional_id:
-                logging.getLogger(__name__).info("dying in a transaction of %s", self.transactional_id)
-                logging.shutdown()
-                os.kill(os.getpid(), signal.SIGKILL)
+        armed = _DIE_IN_TRANSACTION.is_set() and self.committing and "._probe." not in self.transactional_id
+        if armed and getattr(call, "__name__", "") == "commit_transaction":
+            logging.getLogger(__name__).info("dying in a transaction of %s", self.transactional_id)
+            logging.shutdown()
+            os.kill(os.getpid(), signal.SIGKILL)
         return bounded(self, call, *args)
 
     fencing.PartitionTransaction._bounded = maybe_die

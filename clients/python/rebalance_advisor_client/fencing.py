@@ -15,8 +15,8 @@ import queue
 import re
 import threading
 import time
-from dataclasses import dataclass
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Producer
