@@ -1282,6 +1282,12 @@ class AssignedConsumer:
         if self._newer_epoch_known(epoch) or self._claims.cancelled.is_set():
             # a claim mark of an epoch already moved on would make that epoch's claimant wait for
             # (or fence) us; the previous owner's mark stays as it was
+            log.info(
+                "%s: claim of %s-%d at epoch %d dropped after its fence: a newer epoch",
+                self.member_id,
+                *tp,
+                epoch,
+            )
             txn.close()
             outcome.again = True
             return outcome
