@@ -197,8 +197,12 @@ class PartitionTransaction:
         already moved on aborted its successor's transactions three times. The caller closes
         this producer then, which ends librdkafka's retries.
         """
-        self._connected.wait(self.timeout)  # made ahead (warm): long done
         deadline = time.monotonic() + self.timeout
+        while not self._connected.wait(max(min(FENCE_ATTEMPT_S, deadline - time.monotonic()), 0)):
+            if time.monotonic() >= deadline:  # made ahead (warm): long done
+                break
+            if stop is not None and stop():
+                raise _stopped()
         while True:
             attempt = max(min(FENCE_ATTEMPT_S, deadline - time.monotonic()), 0.001)
             try:
@@ -214,9 +218,7 @@ class PartitionTransaction:
                 if not again or self.stuck or time.monotonic() >= deadline:
                     raise
                 if stop is not None and stop():
-                    raise KafkaException(
-                        KafkaError(KafkaError._TIMED_OUT, "fence stopped: its claim no longer stands")
-                    ) from error
+                    raise _stopped() from error
         self._producer.poll(0)  # serves the log queue
         if self._pid_log.acquired is None:
             raise KafkaException(KafkaError(KafkaError._STATE, "no producer id was logged by librdkafka"))
@@ -266,6 +268,10 @@ class PartitionTransaction:
         if producer is not None and not self.stuck:
             _REAPER.put(producer)
         # a stuck producer is left to its call's thread: destroying it now would block there too
+
+
+def _stopped() -> KafkaException:
+    return KafkaException(KafkaError(KafkaError._TIMED_OUT, "fence stopped: its claim no longer stands"))
 
 
 class _Reaper(threading.Thread):
