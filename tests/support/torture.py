@@ -413,7 +413,13 @@ class Run:
         """
         started = time.time()
         self.broker.restart(down_for=self.random.uniform(0.5, 3.0))
-        consumer = Consumer({"bootstrap.servers": self.bootstrap, "group.id": self.group})
+        consumer = Consumer(  # read_uncommitted: answered whether or not a transaction is open
+            {
+                "bootstrap.servers": self.bootstrap,
+                "group.id": self.group,
+                "isolation.level": "read_uncommitted",
+            }
+        )
         try:
             deadline = time.monotonic() + 90
             while time.monotonic() < deadline:

@@ -1143,21 +1143,20 @@ class AssignedConsumer:
             return outcome
         if not self.fenced:
             return self._claim_unfenced(claim, committed, read_at, outcome)
-        if not self._may_fence(tp, epoch, read_at):
+        if not self._may_fence(tp, epoch):
             outcome.again = True
+            return outcome
+        if time.monotonic() - read_at > _FENCE_READ_BOUND_S and not self._still_takes(claim, outcome):
             return outcome
         if not self._ranges.fence_ranges(tp):
             return outcome
         outcome.txn = None
         return self._claim_fenced(claim, read_at, outcome)
 
-    def _may_fence(self, tp: TopicPartitionKey, epoch: int, read_at: float) -> bool:
-        """Is a fence of ``tp`` at ``epoch`` still warranted? (docs/client-liveness.md)
-
-        Only when the mark read is recent (the process was not paused since) and ``epoch`` is the
-        newest published one, checked after reading the assignment topic to an end queried now: a
-        member resumed from a pause knows only the epochs before it, and fenced the new owner.
-        """
+    def _may_fence(self, tp: TopicPartitionKey, epoch: int) -> bool:
+        """Is ``epoch`` still the newest one, read from the assignment topic up to an end queried
+        now? A member resumed from a pause knows only the epochs before it, and its claim fenced
+        the new owner (docs/client-liveness.md, "Stale claims")."""
         partitions = self._follower.partitions()
         try:
             ends = self._settled.ends(self._assignment_topic, partitions, self.request_timeout)
@@ -1169,8 +1168,21 @@ class AssignedConsumer:
                 "%s: not fencing %s-%d at epoch %d: a newer epoch or none read", self.member_id, *tp, epoch
             )
             return False
-        if time.monotonic() - read_at > _FENCE_READ_BOUND_S:
-            log.info("%s: mark of %s-%d read too long ago (paused?): reading again", self.member_id, *tp)
+        return True
+
+    def _still_takes(self, claim: _ClaimInput, outcome: _ClaimOutcome) -> bool:
+        """The mark was read too long ago to fence on (a pause, or a slow machine): read it again;
+        does the claim still take the partition? (A restarted instance of this member id may have
+        claimed it meanwhile, at the same epoch: the newest-epoch check cannot tell.)"""
+        log.info("%s: mark of %s-%d read too long ago (paused?): reading again", self.member_id, *claim.tp)
+        try:
+            _, mark = self._read_marks([claim.tp], self._hints)[claim.tp]
+        except ClientError as error:
+            log.warning("%s: cannot check %s-%d to claim yet: %s", self.member_id, *claim.tp, error)
+            return False
+        decision = claim_decision(claim.who, mark, claim.waited, self.takeover_timeout)
+        if decision not in (Claim.TAKE, Claim.TAKE_OVER):
+            outcome.again = decision is Claim.STALE
             return False
         return True
 
