@@ -1363,7 +1363,10 @@ class AssignedConsumer:
             if outcome.txn is not None:
                 outcome.txn.close()
             raise outcome.error  # a grant is missing: waiting will not bring it
-        if isinstance(outcome.error, KafkaException):
+        if isinstance(outcome.error, KafkaException) and not self.fenced:
+            # unfenced claims read through the claims' consumer; fenced ones through readers lent
+            # per read, which replace themselves (offset_reads.py): the polled consumer reads no
+            # offsets in fenced mode, replacing it would only re-fetch what it holds
             self._coordinator_unanswered(outcome.error)
         elif outcome.answered:
             self._unanswered_since = None

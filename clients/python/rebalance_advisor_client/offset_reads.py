@@ -18,12 +18,15 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Mapping
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 log = logging.getLogger(__name__)
+#: timeouts in a row after which a reader is dropped even though no other reader was answered
+_WEDGED_AFTER = 3
 
 
 class OffsetReaders:
@@ -32,8 +35,11 @@ class OffsetReaders:
     ``stable``: ``read_committed`` (an answer waits until no transaction holds the partition's
     offsets; the read after a fence) or ``read_uncommitted`` (the last committed offset at once;
     the read that decides whether to fence, where the mark is only a hint). Each read borrows an
-    idle consumer or makes one, so a slow read holds up no other; a consumer whose read timed out
-    is dropped (its coordinator connection may be wedged) and the next read gets a new one.
+    idle consumer or makes one, so a slow read holds up no other. A consumer whose read timed out
+    while another consumer's read was answered, or that timed out ``_WEDGED_AFTER`` times in a
+    row, is dropped (its coordinator connection is wedged); otherwise it is kept: when no reader
+    is answered (a coordinator loading after a broker restart), new ones would have to find the
+    coordinator again, which on a loaded machine timed out as well, for minutes.
     """
 
     def __init__(self, config: Mapping[str, Any], stable: bool, name: str, keep: int = 4) -> None:
@@ -47,6 +53,8 @@ class OffsetReaders:
         self._idle: list[Consumer] = []
         self._lock = threading.Lock()
         self._closed = False
+        self._answered_at = 0.0  # when a read of this pool was last answered (monotonic)
+        self._timeouts: dict[int, int] = {}  # id(consumer) -> its timeouts in a row
 
     def committed(self, partitions: list[TopicPartition], timeout: float) -> list[TopicPartition]:
         """``Consumer.committed`` on a consumer of its own; raises what it raises."""
@@ -63,21 +71,40 @@ class OffsetReaders:
 
     def _with(self, call: Any) -> Any:
         consumer = self._borrow()
+        started = time.monotonic()
         try:
             result = call(consumer)
         except KafkaException as error:
             kafka_error = error.args[0] if error.args else None
             if isinstance(kafka_error, KafkaError) and kafka_error.code() == KafkaError._TIMED_OUT:
-                log.warning("%s: an offset read timed out: replacing that reader", self._name)
-                _close_later(consumer)
+                self._timed_out(consumer, started)
             else:
                 self._give_back(consumer)
             raise
         except BaseException:
-            _close_later(consumer)
+            self._drop(consumer)
             raise
+        with self._lock:
+            self._answered_at = time.monotonic()
+            self._timeouts.pop(id(consumer), None)
         self._give_back(consumer)
         return result
+
+    def _timed_out(self, consumer: Consumer, started: float) -> None:
+        with self._lock:
+            count = self._timeouts.get(id(consumer), 0) + 1
+            self._timeouts[id(consumer)] = count
+            wedged = self._answered_at > started or count >= _WEDGED_AFTER
+        if wedged:
+            log.warning("%s: an offset read timed out: replacing that reader", self._name)
+            self._drop(consumer)
+        else:
+            self._give_back(consumer)
+
+    def _drop(self, consumer: Consumer) -> None:
+        with self._lock:
+            self._timeouts.pop(id(consumer), None)
+        _close_later(consumer)
 
     def _borrow(self) -> Consumer:
         with self._lock:
@@ -92,7 +119,7 @@ class OffsetReaders:
             if not self._closed and len(self._idle) < self._keep:
                 self._idle.append(consumer)
                 return
-        _close_later(consumer)
+        self._drop(consumer)
 
     def close(self) -> None:
         """Close the idle readers; those lent out close when their read ends."""
@@ -100,7 +127,7 @@ class OffsetReaders:
             self._closed = True
             idle, self._idle = self._idle, []
         for consumer in idle:
-            _close_later(consumer)
+            self._drop(consumer)
 
 
 def _close_later(consumer: Consumer) -> None:
