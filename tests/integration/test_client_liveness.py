@@ -84,7 +84,8 @@ def test_owner_killed_inside_a_transaction_is_taken_over_within_the_takeover_tim
     kafka_bootstrap: str, tmp_path: Path
 ) -> None:
     """Member a dies between sending its offsets and committing (its transaction stays open for
-    the default 60 s); b, given a's partitions, claims them within takeover timeout + 5 s.
+    the default 60 s); b, given a's partitions, claims them within takeover timeout + 5 s of
+    applying the epoch that gives them to it.
     Before: b's mark read asked for stable offsets and waited for that transaction."""
     group, assignments, topic = _setup(kafka_bootstrap, 2)
     producer = h.SteadyProducer(kafka_bootstrap, topic, 2, rate=100)
@@ -104,10 +105,12 @@ def test_owner_killed_inside_a_transaction_is_taken_over_within_the_takeover_tim
         assert _stable_read_blocks(kafka_bootstrap, group, (topic, 0)) or _stable_read_blocks(
             kafka_bootstrap, group, (topic, 1)
         ), "the dead member left no transaction open"
-        published = time.time()
         _publish(kafka_bootstrap, group, assignments, {"a": [], "b": [(topic, 0), (topic, 1)]})
         h.wait_for(lambda: all(_claimed_at(b, topic, p) for p in (0, 1)), 90, "b's claims")
-        waits = [_claimed_at(b, topic, p) - published for p in (0, 1)]
+        # from when b applied that epoch: how late its follower delivers a record depends on the
+        # machine's load (7 s at load 49), not on the claim
+        gained = float(re.search(r"^(\d+\.\d+) \w+ b: epoch 1 -> 2", b.log(), re.M).group(1))
+        waits = [_claimed_at(b, topic, p) - gained for p in (0, 1)]
     finally:
         producer.finish()
         b.stop()
