@@ -9,7 +9,7 @@ Workers run with the clients' default transaction timeout (60 s) unless --transa
 half the kills (fenced) land between send_offsets_to_transaction and commit_transaction.
 Liveness columns: stall_s (the longest a partition went unprocessed while the newest plan gave
 it to a running member), over_budget (stalls above takeover timeout + 5 s), rightful (fences of a
-member holding the partition under a newer epoch than the fencing claim), docs/client-liveness.md.
+member holding the partition under a newer epoch than the fencing claim), docs/protocol/liveness.md.
 
 Starts a broker of its own (the nemesis restarts it), runs tests.support.torture per
 configuration, prints a table and writes JSON to bench/results/torture.json (with `uptime` load).

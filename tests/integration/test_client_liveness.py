@@ -4,7 +4,7 @@ With the clients' default transaction timeout (60 s): a member killed between
 ``send_offsets_to_transaction`` and ``commit_transaction`` is taken over within the takeover
 timeout plus a few seconds; a partition whose offsets an open transaction holds delays no other
 partition's claim; a member resumed from a pause does not fence the owner of a newer epoch.
-docs/client-liveness.md.
+docs/protocol/liveness.md.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ pauses, kills, broker restarts):
 
 - a *stall* is time a partition went unprocessed while the newest plan gave it to a member that
   was running (not stopped, not dead or still starting) and the broker was up; the target is at
-  most the takeover timeout plus 5 s (docs/client-liveness.md);
+  most the takeover timeout plus 5 s (docs/protocol/liveness.md);
 - a *fence of a rightful owner* is a claim's fence (``init_transactions``) while another run held
   the partition (claimed it, or fenced for a claim not yet written) under a newer epoch than the
   fencing claim's: a stale claim stopped the owner the plan wanted.

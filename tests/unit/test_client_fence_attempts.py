@@ -1,7 +1,7 @@
 """A fence stops between its init_transactions attempts once its claim no longer stands.
 
 librdkafka retries InitProducerId every 500 ms until the call's timeout, and each retry aborts the
-transaction the id's newest holder has open (docs/client-liveness.md, "Stale claims"). A real
+transaction the id's newest holder has open (docs/protocol/liveness.md, "Stale claims"). A real
 librdkafka producer against an address where no broker listens never gets a producer id: the
 fence must end soon after ``stop()`` turns true, not at its 30 s timeout.
 """

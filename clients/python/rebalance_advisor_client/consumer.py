@@ -18,7 +18,7 @@ finished ones (assign at the claimed offset), so one partition's slow claim dela
 Fenced mode (default): each claimed partition has its own transactional producer; claiming it
 fences every earlier holder at the broker, offsets and outputs commit in one transaction per
 partition. Unfenced mode (``fenced=False``): commit metadata marks are read before every write.
-README, "Static assignments: the handover protocol".
+docs/protocol/ (the protocol; the threads: docs/protocol/threads.md).
 """
 
 from __future__ import annotations
@@ -120,7 +120,7 @@ class AssignmentFollower(threading.Thread):
 
         With ends queried after some moment, ``latest()`` then knows every epoch published before
         it: a member resumed from a pause has not read the epochs of its pause yet
-        (docs/client-liveness.md, "Stale claims").
+        (docs/protocol/liveness.md, "Stale claims").
         """
         with self._read_to:
             return self._read_to.wait_for(
@@ -1156,7 +1156,7 @@ class AssignedConsumer:
     def _may_fence(self, tp: TopicPartitionKey, epoch: int) -> bool:
         """Is ``epoch`` still the newest one, read from the assignment topic up to an end queried
         now? A member resumed from a pause knows only the epochs before it, and its claim fenced
-        the new owner (docs/client-liveness.md, "Stale claims")."""
+        the new owner (docs/protocol/liveness.md, "Stale claims")."""
         partitions = self._follower.partitions()
         try:
             ends = self._settled.ends(self._assignment_topic, partitions, self.request_timeout)

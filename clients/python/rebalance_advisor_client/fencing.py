@@ -5,7 +5,7 @@ the producer epoch: the broker aborts the previous owner's open transaction and 
 later commit (``PRODUCER_FENCED``). Offsets go into the transaction (``send_offsets_to_transaction``)
 together with the user's outputs, so a fenced member can neither move the group's offsets nor
 publish output. Pre-KIP-447 exactly-once: it needs no consumer-group generation, which
-``assign()`` consumers do not have. Measured cost per claimed partition: README, "Fenced mode".
+``assign()`` consumers do not have. Measured cost per claimed partition: docs/benchmarks/fencing.md.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ log = logging.getLogger(__name__)
 #: how much longer than its own timeout a transactional call may take before it counts as stuck
 _MARGIN_S = 5.0
 #: a fence asks ``init_transactions`` for at most this long at a time, and between two attempts
-#: whether its claim still stands: a claim whose epoch moved on stops fencing (docs/client-liveness.md)
+#: whether its claim still stands: a claim whose epoch moved on stops fencing (docs/protocol/liveness.md)
 FENCE_ATTEMPT_S = 1.0
 _PID = re.compile(r"Acquired PID\{Id:(\d+),Epoch:(\d+)\}")
 _FENCED_CODES = {
@@ -335,7 +335,7 @@ def probe_transactions(
 
 _UNFENCED_HINT = (
     "Or run without broker fencing: AssignedConsumer(..., fenced=False) (weaker guarantees, "
-    "README 'Unfenced mode')."
+    "docs/protocol/fenced.md, 'Unfenced mode')."
 )
 
 

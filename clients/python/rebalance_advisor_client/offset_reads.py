@@ -3,7 +3,7 @@
 Why a pool and not one shared consumer: librdkafka answers a consumer's ``committed()`` calls one
 after the other, and a ``read_committed`` consumer asks for stable offsets, retrying
 ``UNSTABLE_OFFSET_COMMIT`` until its timeout while any transaction holds offsets of the partition.
-Measured on the local broker (docs/client-liveness.md): a read of a partition with an open
+Measured on the local broker (docs/protocol/liveness.md): a read of a partition with an open
 transaction timed out after its 4 s, and a read of another partition on the same consumer waited
 3.8 s behind it; on a second consumer 4 ms. A ``read_uncommitted`` consumer asks without
 ``require_stable`` and is answered at once with the last committed offset (1 ms), three threads
