@@ -58,7 +58,7 @@ class OffsetReaders:
 
     def committed(self, partitions: list[TopicPartition], timeout: float) -> list[TopicPartition]:
         """``Consumer.committed`` on a consumer of its own; raises what it raises."""
-        return self._with(lambda consumer: consumer.committed(partitions, timeout=timeout))
+        return self._with(lambda consumer: consumer.committed(partitions, timeout=timeout), offsets=True)
 
     def ends(self, topic: str, partitions: list[int], timeout: float) -> dict[int, int]:
         """End offsets of ``topic``'s partitions; a stable reader's end is the last stable offset."""
@@ -69,7 +69,10 @@ class OffsetReaders:
             }
         )
 
-    def _with(self, call: Any) -> Any:
+    def _with(self, call: Any, offsets: bool = False) -> Any:
+        """Run ``call`` on a borrowed consumer. Only an answered offset read (``offsets``) counts as
+        the coordinator answering: a wedged coordinator connection was seen to leave watermark
+        queries (to the partition leader) answered."""
         consumer = self._borrow()
         started = time.monotonic()
         try:
@@ -84,9 +87,10 @@ class OffsetReaders:
         except BaseException:
             self._drop(consumer)
             raise
-        with self._lock:
-            self._answered_at = time.monotonic()
-            self._timeouts.pop(id(consumer), None)
+        if offsets:
+            with self._lock:
+                self._answered_at = time.monotonic()
+                self._timeouts.pop(id(consumer), None)
         self._give_back(consumer)
         return result
 
