@@ -391,13 +391,13 @@ class Run:
 
     def kill(self, victim: h.Worker, inside: bool) -> None:
         """SIGKILL a worker; ``inside``: arm it (SIGUSR2) to die at its next commit_transaction,
-        offsets sent and not committed, and kill it plainly if it commits nothing within 3 s."""
+        offsets sent and not committed, and kill it plainly if it commits nothing within 10 s."""
         armed_at = time.time()
         if inside:
             victim.signal(signal.SIGUSR2)
             victim.signal(signal.SIGCONT)  # one stopped by the nemesis must run to get there
             with contextlib.suppress(subprocess.TimeoutExpired):
-                victim.process.wait(3)
+                victim.process.wait(10)
             inside = victim.process.poll() is not None and "dying in a transaction" in victim.log()
         victim.signal(signal.SIGKILL)
         victim.process.wait(10)
