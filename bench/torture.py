@@ -2,7 +2,14 @@
 
     .venv/bin/python bench/torture.py                 # fenced 10 min + unfenced 5 min (default)
     .venv/bin/python bench/torture.py --minutes 1 --modes fenced
+    .venv/bin/python bench/torture.py --workers 8 --partitions 48 --modes fenced
     .venv/bin/python bench/torture.py --calm --minutes 1 --unfenced-minutes 1   # handovers alone
+
+Workers run with the clients' default transaction timeout (60 s) unless --transaction-timeout;
+half the kills (fenced) land between send_offsets_to_transaction and commit_transaction.
+Liveness columns: stall_s (the longest a partition went unprocessed while the newest plan gave
+it to a running member), over_budget (stalls above takeover timeout + 5 s), rightful (fences of a
+member holding the partition under a newer epoch than the fencing claim), docs/protocol/liveness.md.
 
 Starts a broker of its own (the nemesis restarts it), runs tests.support.torture per
 configuration, prints a table and writes JSON to bench/results/torture.json (with `uptime` load).
@@ -42,6 +49,7 @@ COLUMNS = [
     ("pauses_longer_than_timeout", "long_pause"),
     ("aimed_pauses", "aimed"),
     ("kills", "kills"),
+    ("kills_in_transaction", "in_txn"),
     ("broker_restarts", "restarts"),
     ("normal_handovers", "handovers"),
     ("normal_handovers_in_warmup", "in_warmup"),
@@ -49,6 +57,10 @@ COLUMNS = [
     ("handover_pause_p50_s", "p50_s"),
     ("handover_pause_p99_s", "p99_s"),
     ("owner_gap_p99_s", "gap_p99_s"),
+    ("stall_max_s", "stall_s"),
+    ("stalls_over_budget", "over_budget"),
+    ("fences_of_rightful_owners", "rightful"),
+    ("fences_at_an_older_epoch", "old_epoch"),
 ]
 
 
@@ -60,6 +72,12 @@ def main() -> int:
     parser.add_argument("--unfenced-minutes", type=float, default=5.0)
     parser.add_argument("--modes", default="fenced,unfenced")
     parser.add_argument("--broker-restart-every", type=float, default=120.0)
+    parser.add_argument("--workers", type=int, default=Config.workers)
+    parser.add_argument("--partitions", type=int, default=Config.partitions)
+    parser.add_argument("--rate", type=float, default=Config.rate, help="records per second, all partitions")
+    parser.add_argument(
+        "--transaction-timeout", type=float, help="workers' transaction timeout, s (default: the helper's 60)"
+    )
     parser.add_argument(
         "--warmup",
         type=float,
@@ -85,6 +103,11 @@ def main() -> int:
                 duration=minutes * 60,
                 broker_restart_every=args.broker_restart_every,
                 warmup=args.warmup,
+                workers=args.workers,
+                partitions=args.partitions,
+                rate=args.rate,
+                transaction_timeout=args.transaction_timeout,
+                in_transaction_kills=0.5 if mode == "fenced" else 0.0,
             )
             if args.calm:
                 never = (1e9, 1e9)
@@ -114,7 +137,13 @@ def main() -> int:
         )
         for text in result["slow_normal_handovers"]:  # each to look up in the work dir's logs
             print(f"   normal handover over 1 s: {text}")
+        for text in result["stall_examples"]:
+            print(f"   stall: {text}")
+        for text in result["examples"]["fences_of_rightful_owners"]:
+            print(f"   fence of a rightful owner: {text}")
     results_file = RESULTS.with_name("torture_calm.json") if args.calm else RESULTS
+    if (args.workers, args.partitions) != (Config.workers, Config.partitions):
+        results_file = results_file.with_name(f"{results_file.stem}_{args.workers}x{args.partitions}.json")
     results_file.parent.mkdir(exist_ok=True)
     results_file.write_text(
         json.dumps(

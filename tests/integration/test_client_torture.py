@@ -2,8 +2,10 @@
 
 Four worker processes, a producer of sequence-numbered records, a plan every 2-5 s (sometimes two
 a few ms apart), pauses (some longer than the takeover timeout, some aimed between a read and its
-write), kills and restarts; then the checker reads the group's whole commit history from
-__consumer_offsets, every worker's processing log and the output topic. Broker restarts: the long run.
+write), kills and restarts (fenced: inside a transaction, between sending the offsets and
+committing), with the clients' default transaction timeout (60 s); then the checker reads the
+group's whole commit history from __consumer_offsets, every worker's processing log and the output
+topic. Broker restarts: the long run.
 """
 
 from __future__ import annotations
@@ -41,6 +43,11 @@ def _run(config: Config, broker: OwnBroker, tmp_path: Path) -> dict:
     assert result["committed_offset_regressions"] == 0 or not config.fenced, result["examples"]
     # no duplicate is left unexplained by a fault: none in a normal handover, in either mode
     assert result["duplicates"].get("normal_handover", 0) == 0, result["duplicates"]
+    # liveness (stalls, kills inside a transaction) is reported, not asserted: at load 38 the
+    # broker's transaction coordinator alone timed out commits for 70 s. The takeover of a member
+    # killed inside a transaction is asserted by test_client_liveness.py, the targets measured by
+    # bench/torture.py (docs/protocol/liveness.md)
+    print(f"stall max {result['stall_max_s']} s, kills inside a transaction {result['kills_in_transaction']}")
     return result
 
 
@@ -58,8 +65,10 @@ def test_fenced_mode_under_combined_faults(own_broker: OwnBroker, tmp_path: Path
         pause_every=(1.5, 3.5),
         kill_every=(5.0, 8.0),
         first_self_pause=20,
+        in_transaction_kills=1.0,
     )
     result = _run(config, own_broker, tmp_path)
+    assert result["fences_of_rightful_owners"] == 0, result["examples"]
     assert result["outputs_lost"] == 0
     assert result["commits_accepted_from_fenced_members"] == 0, result["examples"]
     assert result["commits_from_superseded_owners"] == 0, result["examples"]
@@ -78,6 +87,7 @@ def test_unfenced_mode_under_pauses_and_kills(own_broker: OwnBroker, tmp_path: P
         pause_every=(1.5, 3.5),
         kill_every=(5.0, 8.0),
         first_self_pause=20,
+        in_transaction_kills=0.0,  # no transactions
     )
     result = _run(config, own_broker, tmp_path)
     # The skipped-epoch flaw is gone: no member writes over a newer claim because it skipped epochs.

@@ -6,8 +6,11 @@ Runs :class:`rebalance_advisor_client.AssignedConsumer` and appends one line per
 With ``--output-topic`` (fenced mode) it also sends ``<partition>:<offset>`` there through the
 helper's transaction. ``--self-pause P``: with probability P it stops itself (SIGSTOP) right after
 reading marks, after fencing or before committing a transaction, i.e. between a read and the write
-that depends on it; the torture nemesis finds it stopped and continues it later. The helper's log
-goes to OUT.log with unix timestamps. SIGTERM: close (commit and release) and exit.
+that depends on it; the torture nemesis finds it stopped and continues it later. SIGUSR2 (or
+``--die-in-transaction-after N`` processed records) arms a kill: the process SIGKILLs itself at its
+next ``commit_transaction``, after ``send_offsets_to_transaction`` put offsets into the open
+transaction (a member dead with a transaction open). The helper's log goes to OUT.log with unix
+timestamps. SIGTERM: close (commit and release) and exit.
 """
 
 from __future__ import annotations
@@ -26,6 +29,26 @@ from rebalance_advisor_client import consumer as consumer_module
 
 #: cleared by SIGTERM: a worker that is shutting down no longer stops itself
 _PAUSES_ON = threading.Event()
+#: set by SIGUSR2: die (SIGKILL) at the next commit_transaction, with offsets sent and not committed
+_DIE_IN_TRANSACTION = threading.Event()
+
+
+def _arm_kills_in_transactions() -> None:
+    """Wrap the transactional calls so that an armed worker dies between sending its offsets and
+    committing the transaction: the broker keeps that transaction open until the next owner fences
+    it, or until transaction.timeout.ms."""
+    bounded = fencing.PartitionTransaction._bounded
+
+    def maybe_die(self, call, *args):
+        armed = _DIE_IN_TRANSACTION.is_set() and self.committing and "._probe." not in self.transactional_id
+        if armed and getattr(call, "__name__", "") == "commit_transaction":
+            logging.getLogger(__name__).info("dying in a transaction of %s", self.transactional_id)
+            logging.shutdown()
+            os.kill(os.getpid(), signal.SIGKILL)
+        return bounded(self, call, *args)
+
+    fencing.PartitionTransaction._bounded = maybe_die
+    signal.signal(signal.SIGUSR2, lambda *_: _DIE_IN_TRANSACTION.set())
 
 
 def _aim_pauses(probability: float, first: int = 0, at: str | None = None) -> None:
@@ -57,8 +80,8 @@ def _aim_pauses(probability: float, first: int = 0, at: str | None = None) -> No
         maybe_stop("after reading marks")
         return result
 
-    def fence_then_pause(self):
-        result = fence(self)
+    def fence_then_pause(self, *args):
+        result = fence(self, *args)
         if "._probe." not in self.transactional_id:  # the start probe fences nobody's partition
             maybe_stop("after fencing")
         return result
@@ -87,12 +110,17 @@ def main() -> None:
     )
     parser.add_argument("--ready-timeout", type=float, default=30.0)
     parser.add_argument("--request-timeout", type=float, default=5.0)
+    parser.add_argument(
+        "--transaction-timeout", type=float, help="seconds (default: the helper's own default, 60)"
+    )
+    parser.add_argument("--die-in-transaction-after", type=int, default=0, help="records (0: never)")
     args = parser.parse_args()
     logging.basicConfig(
         filename=args.out + ".log", level=logging.INFO, format="%(created).6f %(levelname)s %(message)s"
     )
     if args.self_pause or args.pause_at:
         _aim_pauses(args.self_pause, args.first_self_pause, args.pause_at)
+    _arm_kills_in_transactions()
     # SIGUSR1: every thread's stack to OUT.stacks (the harness asks before it kills a hung worker)
     stacks = open(args.out + ".stacks", "w")  # noqa: SIM115 - open for the process's lifetime
     faulthandler.register(signal.SIGUSR1, file=stacks, all_threads=True)
@@ -112,9 +140,10 @@ def main() -> None:
         takeover_timeout=args.takeover_timeout,
         check_interval=0.1,
         request_timeout=args.request_timeout,
-        transaction_timeout=max(10.0, 3 * args.takeover_timeout),
         ready_timeout=args.ready_timeout,
+        **({"transaction_timeout": args.transaction_timeout} if args.transaction_timeout else {}),
     )
+    processed = 0
     fd = os.open(args.out, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
     next_commit = time.monotonic() + args.commit_interval
     try:
@@ -136,6 +165,9 @@ def main() -> None:
                     f"{message.topic()} {message.partition()} {message.offset()} {pid} {pe}\n"
                 )
                 os.write(fd, line.encode())
+                processed += 1
+                if processed == args.die_in_transaction_after:
+                    _DIE_IN_TRANSACTION.set()
             if time.monotonic() >= next_commit:
                 consumer.commit()
                 next_commit = time.monotonic() + args.commit_interval

@@ -13,7 +13,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from rebalance_advisor_client.handover_rules import OwnerMark, decode_mark
 
@@ -115,7 +115,10 @@ class SteadyProducer(threading.Thread):
     def __init__(self, bootstrap: str, topic: str, partitions: int, rate: float = 300.0) -> None:
         super().__init__(daemon=True)
         self.topic, self.partitions, self.rate = topic, partitions, rate
-        self.producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "acks": "all"})
+        # idempotent: a retry under load wrote a record twice (7,820 in the topic for 7,818 sent)
+        self.producer = Producer(
+            {"bootstrap.servers": bootstrap, "linger.ms": 5, "acks": "all", "enable.idempotence": True}
+        )
         self.halt = threading.Event()
         self.sent = 0
         self.unsent = 0
@@ -144,11 +147,24 @@ class OffsetWatch(threading.Thread):
         self.halt = threading.Event()
 
     def run(self) -> None:
-        consumer = Consumer({"bootstrap.servers": self.bootstrap, "group.id": self.group})
+        # read_uncommitted: the committed offsets as they are, without waiting until no member's
+        # transaction holds offsets of any partition read (librdkafka's default, read_committed,
+        # asks for stable offsets; under load the watch timed out and its thread ended)
+        consumer = Consumer(
+            {
+                "bootstrap.servers": self.bootstrap,
+                "group.id": self.group,
+                "isolation.level": "read_uncommitted",
+            }
+        )
         try:
             tps = [TopicPartition(self.topic, p) for p in range(self.partitions)]
             while not self.halt.is_set():
-                for item in consumer.committed(tps, timeout=10):
+                try:
+                    found = consumer.committed(tps, timeout=10)
+                except KafkaException:
+                    continue  # a coordinator restarting: sample again
+                for item in found:
                     if item.offset >= 0:
                         entry = (time.time(), item.offset, decode_mark(item.metadata))
                         seen = self.history[item.partition]

@@ -35,6 +35,7 @@ from rebalance_advisor.devtools import local_kafka
 from rebalance_advisor_client.handover_rules import OWNED, RELEASED, OwnerMark, decode_mark
 
 from tests.support import handover as h
+from tests.support import torture_liveness as live
 
 # -- a broker of our own, restartable -------------------------------------------------------------
 
@@ -237,6 +238,12 @@ class Config:
     self_pause: float = 0.01
     first_self_pause: int = 0  # the n-th read-then-write point of each worker run stops for sure
     kill_every: tuple[float, float] = (15.0, 30.0)
+    #: share of kills placed inside a transaction: the worker dies between
+    #: send_offsets_to_transaction and commit_transaction, leaving the transaction open
+    in_transaction_kills: float = 0.5
+    #: the workers' transaction.timeout.ms in seconds; None: the helper's default (60 s), which a
+    #: transaction left open by a dead member lasts unless its successor's fence aborts it
+    transaction_timeout: float | None = None
     broker_restart_every: float | None = None
     first_broker_restart: float | None = None  # seconds into the run (default: broker_restart_every)
     commit_interval: float = 0.1
@@ -254,6 +261,7 @@ class Events:
     publishes: list[tuple[float, int, dict]] = field(default_factory=list)
     pauses: list[tuple[float, float, str, str]] = field(default_factory=list)  # start, end, member, kind
     kills: list[tuple[float, str, str]] = field(default_factory=list)  # time, member, killed run
+    kills_in_transaction: list[tuple[float, str, str]] = field(default_factory=list)  # among kills
     broker_restarts: list[tuple[float, float]] = field(default_factory=list)
 
 
@@ -318,6 +326,8 @@ class Run:
             str(self.config.first_self_pause),
         ]
         extra += ["--ready-timeout", "120"]  # a worker restarted while the broker restarts waits for it
+        if self.config.transaction_timeout is not None:
+            extra += ["--transaction-timeout", str(self.config.transaction_timeout)]
         if not self.config.fenced:
             extra.append("--unfenced")
         if self.output:
@@ -363,9 +373,7 @@ class Run:
                 member = self.random.choice([m for m in self.members if m not in resume] or self.members)
                 resume.pop(member, None)
                 victim = self.current(member)
-                victim.signal(signal.SIGKILL)
-                victim.process.wait(10)
-                self.events.kills.append((time.time(), member, victim.out.name))
+                self.kill(victim, inside=self.random.random() < cfg.in_transaction_kills)
                 time.sleep(self.random.uniform(0.5, 2.0))
                 self.start_worker(member)
                 next_kill = time.monotonic() + self.random.uniform(*cfg.kill_every)
@@ -379,6 +387,22 @@ class Run:
         if restarting.is_alive():
             restarting.join(120)
 
+    def kill(self, victim: h.Worker, inside: bool) -> None:
+        """SIGKILL a worker; ``inside``: arm it (SIGUSR2) to die at its next commit_transaction,
+        offsets sent and not committed, and kill it plainly if it commits nothing within 10 s."""
+        armed_at = time.time()
+        if inside:
+            victim.signal(signal.SIGUSR2)
+            victim.signal(signal.SIGCONT)  # one stopped by the nemesis must run to get there
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                victim.process.wait(10)
+            inside = victim.process.poll() is not None and "dying in a transaction" in victim.log()
+        victim.signal(signal.SIGKILL)
+        victim.process.wait(10)
+        self.events.kills.append((armed_at if inside else time.time(), victim.member, victim.out.name))
+        if inside:
+            self.events.kills_in_transaction.append(self.events.kills[-1])
+
     def restart_broker(self) -> None:
         """Restart the broker; the restart ends when the group's coordinator answers again.
 
@@ -387,7 +411,13 @@ class Run:
         """
         started = time.time()
         self.broker.restart(down_for=self.random.uniform(0.5, 3.0))
-        consumer = Consumer({"bootstrap.servers": self.bootstrap, "group.id": self.group})
+        consumer = Consumer(  # read_uncommitted: answered whether or not a transaction is open
+            {
+                "bootstrap.servers": self.bootstrap,
+                "group.id": self.group,
+                "isolation.level": "read_uncommitted",
+            }
+        )
         try:
             deadline = time.monotonic() + 90
             while time.monotonic() < deadline:
@@ -536,7 +566,9 @@ class Run:
                         fenced_accepted.append(f"partition {p}: {mark} after producer {max_producer}")
                     max_producer = max(max_producer or mark.producer, mark.producer)
         final_committed = {p: (commits[-1].offset if commits else None) for p, commits in history.items()}
-        duplicates = self.classify_duplicates(lines, seen)
+        runs = self.run_logs()
+        rightful = live.rightful_fences(runs)
+        duplicates = self.classify_duplicates(lines, seen, rightful)
         handovers = self.handovers(lines)
         outputs = read_outputs(self.bootstrap, self.output, cfg.partitions) if self.output else None
         result = {
@@ -568,14 +600,18 @@ class Run:
             ),
             "aimed_pauses": sum(1 for *_, kind in self.events.pauses if kind == "aimed"),
             "kills": len(self.events.kills),
+            "kills_in_transaction": len(self.events.kills_in_transaction),
+            "transaction_timeout_s": cfg.transaction_timeout or 60.0,
             "broker_restarts": len(self.events.broker_restarts),
             **handovers,
+            **self.liveness(lines, runs, rightful),
             "worker_exit_codes": codes,
             "examples": {
                 "regressions": regressions[:5],
                 "superseded": [text for _, text in superseded[:5]],
                 "not_given": not_given[:5],
                 "fenced": fenced_accepted[:5],
+                "fences_of_rightful_owners": [live.describe(*pair) for pair in rightful[:5]],
             },
         }
         if outputs is not None:
@@ -584,6 +620,31 @@ class Run:
                 1 for p, end in ends.items() for o in range(end) if (p, o) not in outputs
             )
         return result
+
+    def run_logs(self) -> list[live.RunLog]:
+        """Each worker run's claims, fences and holdings, from its helper log."""
+        runs = []
+        for worker in self.all_workers():
+            killed = [t for t, _, run in self.events.kills if run == worker.out.name]
+            end = killed[0] if killed else time.time()
+            runs.append(live.parse_run(worker.out.name, worker.member, worker.log(), self.topic, end))
+        return runs
+
+    def liveness(self, lines: list[h.Processed], runs: list[live.RunLog], rightful: list) -> dict:
+        """Stalls (unprocessed with a live owner), fences of rightful owners, fences at old epochs."""
+        down = live.member_downtime(runs, self.events.pauses, self.events.kills, time.time())
+        restarts = [(s, e + 2.0) for s, e in self.events.broker_restarts]  # coordinators settle
+        liveness = live.Liveness(self.events.publishes, down, restarts)
+        processed: dict[int, list[float]] = defaultdict(list)
+        for line in lines:
+            processed[line.partition].append(line.at)
+        since = self.events.publishes[0][0] + self.config.warmup if self.events.publishes else 0.0
+        return {
+            **live.stalls(processed, liveness, since, self.config.takeover_timeout + 5.0),
+            "fences_of_rightful_owners": len(rightful),
+            "fences_at_an_older_epoch": live.moved_on_fences(runs, self.events.publishes),
+            "fences": sum(len(run.fences) for run in runs),
+        }
 
     def _log_events(
         self,
@@ -636,11 +697,14 @@ class Run:
         stamps += [item.at for item in worker.lines()[-1:]]
         return max(stamps, default=0.0)
 
-    def classify_duplicates(self, lines: list[h.Processed], seen: Counter) -> dict[str, int]:
+    def classify_duplicates(
+        self, lines: list[h.Processed], seen: Counter, rightful: list | None = None
+    ) -> dict[str, int]:
         """Each repeat of a processed record, by what happened to its first processor in between.
 
-        ``same_instance_redo`` (its own transaction aborted, rewound), ``after_fenced`` (taken over
-        while paused or slow; its commit was refused), ``after_aborted_transaction`` (its last
+        ``same_instance_redo`` (its own transaction aborted, rewound), ``after_stale_fence`` (fenced
+        by a claim of an older epoch than its own: torture_liveness.rightful_fences),
+        ``after_fenced`` (taken over while paused or slow; its commit was refused), ``after_aborted_transaction`` (its last
         transaction failed, the next owner redid it), ``after_crash`` (killed before committing),
         ``after_takeover`` (the next owner took over: the first was paused, its own log is silent),
         ``normal_handover`` (none of these: a bug).
@@ -663,7 +727,13 @@ class Run:
                     for t, kind, q in per_run.get(run_of.get(first.instance, ""), [])
                     if first.at - 0.5 <= t <= again.at and q in (p, None)
                 ]
-                if "fenced" in events:
+                if "fenced" in events and any(
+                    held.run == run_of.get(first.instance) and fence.partition == p
+                    and first.at - 0.5 <= fence.at <= again.at
+                    for fence, held in rightful or []
+                ):  # fmt: skip
+                    causes["after_stale_fence"] += 1
+                elif "fenced" in events:
                     causes["after_fenced"] += 1
                 elif "abort" in events:
                     causes["after_aborted_transaction"] += 1

@@ -68,6 +68,7 @@ from rebalance_advisor_client.handover_rules import (
     may_commit,
     plan_handover,
 )
+from rebalance_advisor_client.offset_reads import OffsetReaders
 from rebalance_advisor_client.range_set import RangeSet
 
 log = logging.getLogger(__name__)
@@ -77,6 +78,10 @@ Marks = dict[TopicPartitionKey, tuple[int | None, OwnerMark | None]]
 _NOT_TRIED = object()  # _transaction_failed: no abort was tried yet
 #: poll()'s wait slice while claims run: how soon a finished claim is applied (at most)
 _CLAIM_APPLY_S = 0.02
+#: a fenced claim whose mark read is older than this when it is about to fence reads it again (the
+#: process was paused in between); wider than mark_read_bound, which guards unfenced writes, because
+#: a fenced claim's later reads are exact and a loaded machine often takes 0.5 s between two steps
+_FENCE_READ_BOUND_S = 2.0
 
 
 class AssignmentFollower(threading.Thread):
@@ -97,10 +102,43 @@ class AssignmentFollower(threading.Thread):
         #: the missing grant when the broker refuses to let this member read the topic (then ready)
         self.refused: str | None = None
         self._halt = threading.Event()
+        #: next offset to read per partition of the topic (empty: not assigned, or topic missing)
+        self._positions: dict[int, int] = {}
+        self._read_to = threading.Condition(self._lock)
 
     def latest(self) -> AssignmentRecord | None:
         with self._lock:
             return self._latest
+
+    def partitions(self) -> list[int]:
+        """The topic's partitions this follower reads (empty while the topic is missing)."""
+        with self._lock:
+            return sorted(self._positions)
+
+    def caught_up(self, ends: Mapping[int, int], timeout: float) -> bool:
+        """Wait until every record below ``ends`` was read (and offered); False after ``timeout``.
+
+        With ends queried after some moment, ``latest()`` then knows every epoch published before
+        it: a member resumed from a pause has not read the epochs of its pause yet
+        (docs/protocol/liveness.md, "Stale claims").
+        """
+        with self._read_to:
+            return self._read_to.wait_for(
+                lambda: all(self._positions.get(p, end) >= end for p, end in ends.items()), timeout
+            )
+
+    def _note_positions(self, consumer: Consumer, partitions: set[int] | None) -> None:
+        if not partitions:
+            with self._read_to:
+                self._positions = {}
+            return
+        try:
+            found = consumer.position([TopicPartition(self._topic, p) for p in sorted(partitions)])
+        except KafkaException:
+            return
+        with self._read_to:
+            self._positions = {tp.partition: tp.offset for tp in found}
+            self._read_to.notify_all()
 
     def stop(self) -> None:
         self._halt.set()
@@ -159,7 +197,9 @@ class AssignmentFollower(threading.Thread):
         next_check = time.monotonic() + 2.0
         try:
             pending: set[int] | None = None
+            assigned: set[int] | None = None
             while not self._halt.is_set():
+                self._note_positions(consumer, assigned)
                 if pending is not None and time.monotonic() >= next_check:
                     next_check = time.monotonic() + 2.0
                     if not self._topic_exists(consumer):
@@ -167,7 +207,7 @@ class AssignmentFollower(threading.Thread):
                             "assignment topic %s was deleted: keeping the current assignment", self._topic
                         )
                         consumer.unassign()
-                        pending = None
+                        pending = assigned = None
                         missing_logged = True
                 if pending is None:
                     try:
@@ -190,7 +230,7 @@ class AssignmentFollower(threading.Thread):
                         self._halt.wait(1.0)
                         continue
                     missing_logged = False
-                    pending = set(metadata.partitions)
+                    pending, assigned = set(metadata.partitions), set(metadata.partitions)
                     consumer.assign([TopicPartition(self._topic, p, -2) for p in pending])
                 message = consumer.poll(0.2)
                 if message is None:
@@ -210,7 +250,7 @@ class AssignmentFollower(threading.Thread):
                             "assignment topic %s was deleted: keeping the current assignment", self._topic
                         )
                         consumer.unassign()
-                        pending = None
+                        pending = assigned = None
                     else:
                         log.warning("assignment topic %s: %s", self._topic, error)
                     continue
@@ -397,10 +437,16 @@ class AssignedConsumer:
             "isolation.level": "read_committed",
         }
         self._consumer = Consumer(self._consumer_config)
-        #: the claim threads' own consumer (mark reads, unfenced claim writes; it never polls): a
+        #: the unfenced claims' own consumer (mark reads and claim writes; it never polls): a
         #: synchronous commit or watermark query on the polled consumer from another thread was
         #: seen to wait until the caller's thread stopped polling
         self._claim_consumer = Consumer(self._consumer_config)
+        #: fenced claims' reads, one consumer per read in flight (offset_reads.py): the mark that
+        #: decides whether to fence is read without waiting for stable offsets (a dead owner's open
+        #: transaction would hold it until transaction.timeout.ms), the offset after the fence stable
+        self._hints = OffsetReaders(self._consumer_config, stable=False, name=f"{member_id} hints")
+        self._settled = OffsetReaders(self._consumer_config, stable=True, name=f"{member_id} settled")
+        self._assignment_topic = topic
         #: since when the group coordinator has not answered this consumer (None: it answers)
         self._unanswered_since: float | None = None
         self.epoch = 0
@@ -603,6 +649,9 @@ class AssignedConsumer:
                 self._consumer.close()
             if hasattr(self, "_claim_consumer"):
                 self._claim_consumer.close()
+            if hasattr(self, "_hints"):
+                self._hints.close()
+                self._settled.close()
 
     # -- epochs, claims, releases -----------------------------------------------------------------
 
@@ -657,7 +706,7 @@ class AssignedConsumer:
         """May a key range of ``tp`` start: its whole-partition owner (parent group's mark) let it go?
         Never while the mark is of a newer epoch than ours (we are the stale one: wait for it)."""
         try:
-            _, mark = self._read_marks([tp])[tp]
+            _, mark = self._read_marks([tp], self._hints)[tp]  # a hint: the range start fences
         except ClientError as error:
             log.warning("%s: cannot check %s-%d before starting a key range: %s", self.member_id, *tp, error)
             return False
@@ -686,7 +735,9 @@ class AssignedConsumer:
                 )  # fmt: skip
                 self._drop(tp, fenced=True)
 
-    def _read_marks(self, tps: list[TopicPartitionKey], consumer: Consumer | None = None) -> Marks:
+    def _read_marks(
+        self, tps: list[TopicPartitionKey], consumer: Consumer | OffsetReaders | None = None
+    ) -> Marks:
         """Committed offsets and marks of ``tps``. ``consumer`` given: on a claim thread, whose
         outcome tells the caller's thread whether the coordinator answered (see _apply_claim)."""
         try:
@@ -1066,8 +1117,8 @@ class AssignedConsumer:
         tp, epoch = claim.tp, claim.who.epoch
         outcome = _ClaimOutcome(tp, epoch, txn=claim.txn)  # not claimed: the spare producer goes back
         read_at = time.monotonic()
-        try:
-            committed, mark = self._read_marks([tp], claim.consumer)[tp]
+        try:  # fenced: a hint only, read without waiting for open transactions (offset_reads.py)
+            committed, mark = self._read_marks([tp], self._hints if self.fenced else claim.consumer)[tp]
         except AccessRefused as error:  # a grant is missing: the caller's thread raises it
             outcome.error = error
             return outcome
@@ -1090,12 +1141,50 @@ class AssignedConsumer:
         if self._newer_epoch_known(epoch) or self._claims.cancelled.is_set():
             outcome.again = True
             return outcome
-        if self.fenced and not self._ranges.fence_ranges(tp):
+        if not self.fenced:
+            return self._claim_unfenced(claim, committed, read_at, outcome)
+        if not self._may_fence(tp, epoch):
+            outcome.again = True
             return outcome
-        if self.fenced:
-            outcome.txn = None
-            return self._claim_fenced(claim, read_at, outcome)
-        return self._claim_unfenced(claim, committed, read_at, outcome)
+        if time.monotonic() - read_at > _FENCE_READ_BOUND_S and not self._still_takes(claim, outcome):
+            return outcome
+        if not self._ranges.fence_ranges(tp):
+            return outcome
+        outcome.txn = None
+        return self._claim_fenced(claim, read_at, outcome)
+
+    def _may_fence(self, tp: TopicPartitionKey, epoch: int) -> bool:
+        """Is ``epoch`` still the newest one, read from the assignment topic up to an end queried
+        now? A member resumed from a pause knows only the epochs before it, and its claim fenced
+        the new owner (docs/protocol/liveness.md, "Stale claims")."""
+        partitions = self._follower.partitions()
+        try:
+            ends = self._settled.ends(self._assignment_topic, partitions, self.request_timeout)
+        except (KafkaException, RuntimeError) as error:
+            log.info("%s: cannot read the assignment topic's end before fencing: %s", self.member_id, error)
+            return False
+        if not self._follower.caught_up(ends, self.request_timeout) or self._newer_epoch_known(epoch):
+            log.info(
+                "%s: not fencing %s-%d at epoch %d: a newer epoch or none read", self.member_id, *tp, epoch
+            )
+            return False
+        return True
+
+    def _still_takes(self, claim: _ClaimInput, outcome: _ClaimOutcome) -> bool:
+        """The mark was read too long ago to fence on (a pause, or a slow machine): read it again;
+        does the claim still take the partition? (A restarted instance of this member id may have
+        claimed it meanwhile, at the same epoch: the newest-epoch check cannot tell.)"""
+        log.info("%s: mark of %s-%d read too long ago (paused?): reading again", self.member_id, *claim.tp)
+        try:
+            _, mark = self._read_marks([claim.tp], self._hints)[claim.tp]
+        except ClientError as error:
+            log.warning("%s: cannot check %s-%d to claim yet: %s", self.member_id, *claim.tp, error)
+            return False
+        decision = claim_decision(claim.who, mark, claim.waited, self.takeover_timeout)
+        if decision not in (Claim.TAKE, Claim.TAKE_OVER):
+            outcome.again = decision is Claim.STALE
+            return False
+        return True
 
     def _start_offset(self, tp: TopicPartitionKey) -> int | None:
         """Where to start a never-committed partition, by ``auto.offset.reset`` (default latest).
@@ -1158,17 +1247,26 @@ class AssignedConsumer:
         tp, epoch = claim.tp, claim.who.epoch
         fence_from, warm = time.monotonic(), claim.txn is not None
         txn = claim.txn or self._new_transaction(tp)
+
+        def moved_on() -> bool:  # checked between init_transactions attempts
+            return self._claims.cancelled.is_set() or self._newer_epoch_known(epoch)
+
         try:
-            txn.fence()
+            producer = txn.fence(moved_on)
         except KafkaException as error:
             log.warning("%s: cannot fence %s-%d yet: %s", self.member_id, tp[0], tp[1], error)
-            txn.close()
+            txn.close()  # a stopped fence: its producer retries no more
+            outcome.again = moved_on()
             return outcome
         fenced_at = time.monotonic()
+        log.info(
+            "%s: fence of %s-%d by a claim at epoch %d: producer %s (%.3f s)",
+            self.member_id, tp[0], tp[1], epoch, list(producer), fenced_at - fence_from,
+        )  # fmt: skip
         try:
             if self._claims.cancelled.is_set():
                 raise ClientError("closing")
-            committed, mark = self._read_marks([tp], claim.consumer)[tp]  # after fencing: final
+            committed, mark = self._read_marks([tp], self._settled)[tp]  # after fencing: final
         except ClientError as error:
             log.warning("%s: claim failed, will retry: %s", self.member_id, error)
             txn.close()
@@ -1196,6 +1294,12 @@ class AssignedConsumer:
         if self._newer_epoch_known(epoch) or self._claims.cancelled.is_set():
             # a claim mark of an epoch already moved on would make that epoch's claimant wait for
             # (or fence) us; the previous owner's mark stays as it was
+            log.info(
+                "%s: claim of %s-%d at epoch %d dropped after its fence: a newer epoch",
+                self.member_id,
+                *tp,
+                epoch,
+            )
             txn.close()
             outcome.again = True
             return outcome
@@ -1259,7 +1363,10 @@ class AssignedConsumer:
             if outcome.txn is not None:
                 outcome.txn.close()
             raise outcome.error  # a grant is missing: waiting will not bring it
-        if isinstance(outcome.error, KafkaException):
+        if isinstance(outcome.error, KafkaException) and not self.fenced:
+            # unfenced claims read through the claims' consumer; fenced ones through readers lent
+            # per read, which replace themselves (offset_reads.py): the polled consumer reads no
+            # offsets in fenced mode, replacing it would only re-fetch what it holds
             self._coordinator_unanswered(outcome.error)
         elif outcome.answered:
             self._unanswered_since = None

@@ -15,6 +15,7 @@ import queue
 import re
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,6 +27,9 @@ log = logging.getLogger(__name__)
 
 #: how much longer than its own timeout a transactional call may take before it counts as stuck
 _MARGIN_S = 5.0
+#: a fence asks ``init_transactions`` for at most this long at a time, and between two attempts
+#: whether its claim still stands: a claim whose epoch moved on stops fencing (docs/protocol/liveness.md)
+FENCE_ATTEMPT_S = 1.0
 _PID = re.compile(r"Acquired PID\{Id:(\d+),Epoch:(\d+)\}")
 _FENCED_CODES = {
     KafkaError._FENCED,
@@ -184,10 +188,37 @@ class PartitionTransaction:
             raise value
         return value
 
-    def fence(self) -> tuple[int, int]:
-        """``init_transactions()``: fence every earlier holder of this id; (producer id, epoch)."""
-        self._connected.wait(self.timeout)  # made ahead (warm): long done
-        self._bounded(self._producer.init_transactions, self.timeout)
+    def fence(self, stop: Callable[[], bool] | None = None) -> tuple[int, int]:
+        """``init_transactions()``: fence every earlier holder of this id; (producer id, epoch).
+
+        Asked in attempts of ``FENCE_ATTEMPT_S``; before each further attempt ``stop()`` may end
+        it (raises ``_TIMED_OUT``): librdkafka retries ``InitProducerId`` every 500 ms, and each
+        retry aborts the transaction the id's newest holder has open. Seen: a claim of an epoch
+        already moved on aborted its successor's transactions three times. The caller closes
+        this producer then, which ends librdkafka's retries.
+        """
+        deadline = time.monotonic() + self.timeout
+        while not self._connected.wait(max(min(FENCE_ATTEMPT_S, deadline - time.monotonic()), 0)):
+            if time.monotonic() >= deadline:  # made ahead (warm): long done
+                break
+            if stop is not None and stop():
+                raise _stopped()
+        while True:
+            attempt = max(min(FENCE_ATTEMPT_S, deadline - time.monotonic()), 0.001)
+            try:
+                self._bounded(self._producer.init_transactions, attempt)
+                break
+            except KafkaException as error:
+                kafka_error = error.args[0] if error.args else None
+                # an attempt that timed out reports the last error of librdkafka's retries (e.g.
+                # CONCURRENT_TRANSACTIONS), retriable: calling again resumes the same fence
+                again = isinstance(kafka_error, KafkaError) and (
+                    kafka_error.retriable() or kafka_error.code() == KafkaError._TIMED_OUT
+                )
+                if not again or self.stuck or time.monotonic() >= deadline:
+                    raise
+                if stop is not None and stop():
+                    raise _stopped() from error
         self._producer.poll(0)  # serves the log queue
         if self._pid_log.acquired is None:
             raise KafkaException(KafkaError(KafkaError._STATE, "no producer id was logged by librdkafka"))
@@ -237,6 +268,10 @@ class PartitionTransaction:
         if producer is not None and not self.stuck:
             _REAPER.put(producer)
         # a stuck producer is left to its call's thread: destroying it now would block there too
+
+
+def _stopped() -> KafkaException:
+    return KafkaException(KafkaError(KafkaError._TIMED_OUT, "fence stopped: its claim no longer stands"))
 
 
 class _Reaper(threading.Thread):

@@ -1,0 +1,222 @@
+"""Liveness of a torture run (tests.support.torture): stalls and fences of rightful owners.
+
+From the workers' helper logs (claims, fences, releases, drops) and the run's events (plans,
+pauses, kills, broker restarts):
+
+- a *stall* is time a partition went unprocessed while the newest plan gave it to a member that
+  was running (not stopped, not dead or still starting) and the broker was up; the target is at
+  most the takeover timeout plus 5 s (docs/protocol/liveness.md);
+- a *fence of a rightful owner* is a claim's fence (``init_transactions``) while another run held
+  the partition (claimed it, or fenced for a claim not yet written) under a newer epoch than the
+  fencing claim's: a stale claim stopped the owner the plan wanted.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+_STAMP = r"^(\d+\.\d+) \w+ (\S+): "
+#: sampling step of the stall measure, seconds
+_STEP = 0.05
+
+
+@dataclass(frozen=True)
+class Fence:
+    at: float
+    run: str
+    partition: int
+    epoch: int
+
+
+@dataclass(frozen=True)
+class Holding:
+    """A run held ``partition`` (claimed at ``epoch``) from ``start`` to ``end``."""
+
+    run: str
+    partition: int
+    epoch: int
+    start: float
+    end: float
+
+
+@dataclass
+class RunLog:
+    """What one worker run's helper log says about one topic."""
+
+    name: str
+    member: str
+    ready: float | None  # its first log line: the helper started
+    fences: list[Fence]
+    holdings: list[Holding]
+
+
+def parse_run(name: str, member: str, text: str, topic: str, end: float) -> RunLog:
+    """Fences and holdings of one run; a holding still open at its last line ends at ``end``."""
+    t = re.escape(topic)
+    fence = re.compile(_STAMP + rf"fence of {t}-(\d+) by a claim at epoch (\d+)")
+    claimed = re.compile(_STAMP + rf"claimed {t}-(\d+) at epoch (\d+)")
+    released = re.compile(_STAMP + r"released (.*) at epoch")
+    failed = re.compile(
+        _STAMP + rf"(?:claim transaction of {t}-(\d+) failed|{t}-(\d+) was claimed by|"
+        rf"claim of {t}-(\d+) at epoch \d+ dropped|no offsets for {t}-(\d+))"
+    )
+    lines = text.splitlines()
+    stamps = [float(m.group(1)) for m in map(re.compile(_STAMP).match, lines) if m]
+    fences, holdings, open_since = [], [], {}
+    for line in lines:
+        if found := fence.match(line):
+            at, p, e = float(found.group(1)), int(found.group(3)), int(found.group(4))
+            fences.append(Fence(at, name, p, e))
+            open_since[p] = (at, e)
+        elif found := claimed.match(line):
+            at, p, e = float(found.group(1)), int(found.group(3)), int(found.group(4))
+            open_since.setdefault(p, (at, e))
+        elif found := released.match(line):
+            for p in _partitions(found.group(3), topic):
+                _close(holdings, open_since, name, p, float(found.group(1)))
+        elif (found := failed.match(line)) or (found := _drop(line, topic)):
+            p = int(next(g for g in found.groups()[2:] if g is not None))
+            _close(holdings, open_since, name, p, float(found.group(1)))
+    for p in list(open_since):
+        _close(holdings, open_since, name, p, end)
+    return RunLog(name, member, stamps[0] if stamps else None, fences, holdings)
+
+
+def _drop(line: str, topic: str) -> re.Match | None:
+    """A line saying the run gave the partition up (fenced, refused, taken, stuck)."""
+    t = re.escape(topic)
+    return re.match(
+        _STAMP + rf"(?:fenced on {t}-(\d+)|not committing {t}-(\d+)|{t}-(\d+) was taken by|"
+        rf"\w+ of {t}-(\d+) is stuck)",
+        line,
+    )
+
+
+def _partitions(names: str, topic: str) -> list[int]:
+    prefix = f"{topic}-"
+    return [int(n[len(prefix) :]) for n in names.split(", ") if n.startswith(prefix)]
+
+
+def _close(holdings: list[Holding], open_since: dict, run: str, p: int, at: float) -> None:
+    if p in open_since:
+        start, epoch = open_since.pop(p)
+        holdings.append(Holding(run, p, epoch, start, at))
+
+
+def rightful_fences(runs: Iterable[RunLog]) -> list[tuple[Fence, Holding]]:
+    """Fences that stopped a run holding the partition under a newer epoch than the fencer's."""
+    runs = list(runs)
+    holdings = [h for r in runs for h in r.holdings]
+    found = []
+    for run in runs:
+        for fence in run.fences:
+            for held in holdings:
+                if (
+                    held.run != fence.run
+                    and held.partition == fence.partition
+                    and held.start < fence.at <= held.end
+                    and held.epoch > fence.epoch
+                ):
+                    found.append((fence, held))
+    return found
+
+
+def describe(fence: Fence, held: Holding) -> str:
+    return (
+        f"partition {fence.partition}: {fence.run} fenced at epoch {fence.epoch} ({fence.at:.3f}) "
+        f"while {held.run} held it at epoch {held.epoch} (since {held.start:.3f})"
+    )
+
+
+def moved_on_fences(runs: Iterable[RunLog], publishes: list[tuple[float, int, dict]]) -> int:
+    """Fences at an epoch older than the newest one published before them."""
+    times = [at for at, _, _ in publishes]
+    epochs = [epoch for _, epoch, _ in publishes]
+    count = 0
+    for run in runs:
+        for fence in run.fences:
+            i = bisect.bisect_right(times, fence.at) - 1
+            count += i >= 0 and epochs[i] > fence.epoch
+    return count
+
+
+@dataclass
+class Liveness:
+    """Inputs of the stall measure: when each member was able to work, and the plans."""
+
+    publishes: list[tuple[float, int, dict]]
+    down: dict[str, list[tuple[float, float]]]  # member -> intervals it could not work
+    broker_down: list[tuple[float, float]]
+
+    def __post_init__(self) -> None:
+        self._times = [t for t, _, _ in self.publishes]
+
+    def owner(self, partition: int, at: float) -> str | None:
+        i = bisect.bisect_right(self._times, at) - 1
+        if i < 0:
+            return None
+        plan = self.publishes[i][2]
+        return next((m for m, parts in plan.items() if partition in parts), None)
+
+    def live(self, partition: int, at: float) -> bool:
+        member = self.owner(partition, at)
+        if member is None or any(s <= at <= e for s, e in self.broker_down):
+            return False
+        return not any(s <= at <= e for s, e in self.down.get(member, []))
+
+
+def member_downtime(
+    runs: list[RunLog],
+    pauses: list[tuple[float, float, str, str]],
+    kills: list[tuple[float, str, str]],
+    end: float,
+) -> dict[str, list[tuple[float, float]]]:
+    """Per member, when it could not work: stopped (SIGSTOP), or killed until its next run started."""
+    down: dict[str, list[tuple[float, float]]] = {}
+    for start, stop, member, _ in pauses:
+        down.setdefault(member, []).append((start, stop))
+    by_member: dict[str, list[RunLog]] = {}
+    for run in runs:
+        by_member.setdefault(run.member, []).append(run)
+    for at, member, _ in kills:
+        later = [r.ready for r in by_member.get(member, []) if r.ready is not None and r.ready > at]
+        down.setdefault(member, []).append((at, min(later, default=end)))
+    return down
+
+
+def stalls(
+    processed: dict[int, list[float]], liveness: Liveness, since: float, budget: float
+) -> dict[str, object]:
+    """The longest time each partition went unprocessed with a live owner, between two records.
+
+    Only gaps of more than a second are sampled (every ``_STEP`` s): the owner must have been live
+    at each sample for the time to count, and the count restarts when it was not.
+    """
+    worst: list[tuple[float, int, float]] = []
+    for p, times in processed.items():
+        times = sorted(t for t in times if t >= since)
+        for a, b in zip(times, times[1:], strict=False):
+            if b - a > 1.0:
+                longest = _longest_live(p, a, b, liveness)
+                if longest > 1.0:
+                    worst.append((longest, p, a))
+    worst.sort(reverse=True)
+    return {
+        "stall_max_s": round(worst[0][0], 2) if worst else 0.0,
+        "stalls_over_budget": sum(1 for s, _, _ in worst if s > budget),
+        "stall_budget_s": budget,
+        "stall_examples": [f"partition {p}: {s:.1f} s unprocessed from {a:.3f}" for s, p, a in worst[:5]],
+    }
+
+
+def _longest_live(p: int, a: float, b: float, liveness: Liveness) -> float:
+    longest = current = 0.0
+    t = a + _STEP
+    while t < b:
+        current = current + _STEP if liveness.live(p, t) else 0.0
+        longest = max(longest, current)
+        t += _STEP
+    return longest

@@ -1,0 +1,48 @@
+"""The torture run's liveness measures (tests/support/torture_liveness.py) on hand-written logs."""
+
+from __future__ import annotations
+
+from tests.support import torture_liveness as live
+
+TOPIC = "t-in"
+
+
+def _run(name: str, member: str, *lines: str) -> live.RunLog:
+    return live.parse_run(name, member, "\n".join(lines) + "\n", TOPIC, end=1000.0)
+
+
+def test_a_fence_under_an_older_epoch_of_a_held_partition_is_counted() -> None:
+    owner = _run(
+        "a.0.processed", "a",
+        "100.000000 INFO a: claimed t-in-0 at epoch 3 (read 0.001 s)",
+        "103.000000 INFO a: released t-in-0, t-in-2 at epoch 4 (0.010 s)",
+    )  # fmt: skip
+    stale = _run(
+        "b.0.processed", "b",
+        "101.000000 INFO b: fence of t-in-0 by a claim at epoch 2: producer [7, 1] (0.010 s)",
+        "101.100000 WARNING b: t-in-0 was claimed by a meanwhile: backing off",
+        "104.000000 INFO b: fence of t-in-0 by a claim at epoch 2: producer [7, 2] (0.010 s)",
+    )  # fmt: skip
+    newer = _run(
+        "c.0.processed",
+        "c",
+        "102.000000 INFO c: fence of t-in-0 by a claim at epoch 4: producer [7, 3] (0.01 s)",
+        "102.100000 INFO c: claim of t-in-0 at epoch 4 dropped after its fence: a newer epoch",
+    )
+    found = live.rightful_fences([owner, stale, newer])
+    # only b's first fence: c's epoch is newer than a's claim, b's second came after a released
+    assert [(f.run, f.at, h.run, h.epoch) for f, h in found] == [("b.0.processed", 101.0, "a.0.processed", 3)]
+    assert owner.holdings == [live.Holding("a.0.processed", 0, 3, 100.0, 103.0)]
+    publishes = [(90.0, 3, {}), (101.5, 4, {})]
+    assert live.moved_on_fences([owner, stale, newer], publishes) == 2  # b's fences at 2 < 3, 4
+
+
+def test_a_stall_counts_only_while_the_owner_can_work() -> None:
+    plan = {"m": [0], "n": []}
+    liveness = live.Liveness([(0.0, 1, plan)], {"m": [(12.0, 14.0)]}, broker_down=[])
+    processed = {0: [i / 10 for i in range(101)] + [20.0]}  # 0.0 .. 10.0, then nothing until 20.0
+    result = live.stalls(processed, liveness, since=0.0, budget=5.0)
+    assert 5.9 <= result["stall_max_s"] <= 6.0  # 14 .. 20: m was stopped from 12 to 14
+    assert result["stalls_over_budget"] == 1
+    moved = live.Liveness([(0.0, 1, plan), (11.0, 2, {"m": [], "n": []})], {}, broker_down=[])
+    assert live.stalls(processed, moved, since=0.0, budget=5.0)["stall_max_s"] <= 1.0  # no owner
