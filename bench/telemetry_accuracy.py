@@ -210,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--languages", default="python,java")
     parser.add_argument("--cost-ms", type=float, default=4.0)
     parser.add_argument("--workers", type=int, default=4)
-    parser.add_argument("--warmup", type=float, default=45.0)
+    parser.add_argument("--warmup", type=float, default=60.0)
     parser.add_argument("--measure", type=float, default=90.0)
     parser.add_argument("--out", default=str(RESULTS / "telemetry_accuracy.json"))
     args = parser.parse_args(argv)
@@ -231,6 +231,7 @@ def main(argv: list[str] | None = None) -> int:
                 bootstrap, case.topic, case.group, case.group, args.cost_ms / 1000,
                 "pool" if case.mode == "pool" else "inline",
                 workers=args.workers, report=str(case.report),
+                offset_reset="earliest" if case.mode == "saturated" else "latest",
             )  # fmt: skip
             case.process = cost_consumers.launch(spec, case.language, work / f"{case.group}.log")
         print(f"consumers started, logs in {work}; measuring after {args.warmup:.0f} s", flush=True)

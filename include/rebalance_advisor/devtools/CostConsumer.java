@@ -87,7 +87,7 @@ public class CostConsumer {
         props.put("group.id", spec.get("group").asText());
         props.put("client.id", spec.get("client_id").asText());
         props.put("group.protocol", "consumer");
-        props.put("auto.offset.reset", "earliest");
+        props.put("auto.offset.reset", spec.path("offset_reset").asText("earliest"));
         props.put("enable.auto.commit", "false");
         if (!spec.path("instance_id").asText("").isEmpty()) {
             props.put("group.instance.id", spec.get("instance_id").asText());

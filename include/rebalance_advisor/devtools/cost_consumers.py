@@ -43,6 +43,8 @@ class CostConsumerSpec:
     max_queued: int = 200
     report: str = ""
     instance_id: str = ""
+    #: ``earliest`` works off a backlog (a saturated consumer); ``latest`` starts at the live end
+    offset_reset: str = "earliest"
 
 
 class Owed:
@@ -67,7 +69,7 @@ def _consumer(spec: CostConsumerSpec):
         "group.id": spec.group,
         "client.id": spec.client_id,
         "group.protocol": "consumer",
-        "auto.offset.reset": "earliest",
+        "auto.offset.reset": spec.offset_reset,
         "enable.auto.commit": False,
         "enable.auto.offset.store": False,
     }
