@@ -5,12 +5,16 @@ filled by uniform, bad records fall back to uniform, and a restarted broker read
 
 from __future__ import annotations
 
+import json
+import subprocess
+import threading
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from confluent_kafka.admin import AdminClient, NewPartitions
+from rebalance_advisor.adapters import kafka_jars
 from rebalance_advisor.devtools import local_kafka
 
 from tests.support import broker_plans as bp
@@ -194,4 +198,54 @@ def test_bad_records_are_logged_once_each_and_never_break_assignment(own_broker:
         assert log.count(f"the plan record of group {group.name} is not JSON") == 1, log[-3000:]
         assert log.count("partition 99 of topic id") == 1, log[-3000:]
     finally:
+        group.close()
+
+
+class JavaMember:
+    """tests/support/AdvisedJavaConsumer.java in a JVM of its own: its member id and its partitions."""
+
+    def __init__(self, bootstrap: str, group: str, topic: str, assignor: str = "advised"):
+        program = Path(__file__).resolve().parents[1] / "support" / "AdvisedJavaConsumer.java"
+        command = kafka_jars.java_command(str(program), bootstrap, group, topic, assignor)
+        self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.lines: list[dict] = []
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        for line in self.process.stdout:
+            if line.startswith("{"):
+                self.lines.append(json.loads(line))
+
+    def last(self) -> dict:
+        return self.lines[-1] if self.lines else {}
+
+    def stop(self) -> None:
+        self.process.stdin.close()
+        try:
+            self.process.wait(20)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+
+
+def test_a_java_consumer_follows_the_plan(kafka_bootstrap: str) -> None:
+    bp.ensure_plans_topic(kafka_bootstrap)
+    name = f"adv-t-{uuid.uuid4().hex[:8]}"
+    tid = bp.create_topic(kafka_bootstrap, name, 4)
+    group = Group(kafka_bootstrap, name, 1)
+    java = JavaMember(kafka_bootstrap, group.name, name)
+    try:
+        joined = group.settle(
+            lambda: len(java.last().get("partitions", [])) == 2 and len(group.owned()[0]) == 2
+        )
+        assert joined, f"java {java.lines[-3:]}, python {group.owned()}"
+        python_id = group.members[0].memberid()
+        plan = {java.last()["member_id"]: {0, 1, 2}, python_id: {3}}
+        bp.publish(kafka_bootstrap, group.name, bp.plan_record(group.name, name, tid, plan))
+        group.add_extra()
+        applied = group.settle(
+            lambda: java.last().get("partitions") == [0, 1, 2] and group.owned() == [{3}], bounce=True
+        )
+        assert applied, f"java {java.lines[-3:]}, python {group.owned()}"
+    finally:
+        java.stop()
         group.close()

@@ -281,6 +281,7 @@ def start(
     heap: str = JVM_HEAP,
     secured: ScramSuperUser | None = None,
     tls: BrokerTls | None = None,
+    extra_properties: dict[str, str] | None = None,
 ) -> BrokerInfo:
     """Format KRaft storage and start one broker+controller on 127.0.0.1; wait until it answers.
 
@@ -289,6 +290,7 @@ def start(
     SCRAM credential is written at format time (its password goes into the broker's own
     ``server.properties`` in ``state_dir``, never into a log line). ``tls`` (with ``secured``): a
     second client listener, SASL_SSL, with the keystore of ``make_tls`` (``tls_bootstrap_servers``).
+    ``extra_properties``: more broker settings (such as the broker plugin's own keys), added last.
     """
     if tls and not secured:
         raise LocalKafkaError("a TLS listener is only offered on a secured broker: pass secured= as well")
@@ -332,7 +334,9 @@ def start(
             telemetry_receiver=TELEMETRY_RECEIVER_CLASS,
         )
     )
-    properties.write_text(_secured_properties(text, secured, tls, tls_port) if secured else text)
+    text = _secured_properties(text, secured, tls, tls_port) if secured else text
+    text += "".join(f"{key}={value}\n" for key, value in (extra_properties or {}).items())
+    properties.write_text(text)
     properties.chmod(0o600)
     scram = []
     if secured:

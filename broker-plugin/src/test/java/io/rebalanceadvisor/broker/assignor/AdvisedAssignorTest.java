@@ -19,6 +19,7 @@ import static io.rebalanceadvisor.broker.assignor.Specs.planned;
 import static io.rebalanceadvisor.broker.assignor.Specs.topics;
 import static io.rebalanceadvisor.broker.assignor.Specs.view;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** Hand-worked cases of the whole assign(): plan, fill, fallbacks. */
@@ -44,6 +45,15 @@ class AdvisedAssignorTest {
         assertEquals(Map.of("a", Map.of(T, Set.of(0, 1, 2, 3)), "b", Map.of(T, Set.of(4)), "c", Map.of(T, Set.of(5))),
             view(result));
         assertTrue(notes.keys.isEmpty(), notes.messages.toString());
+    }
+
+    @Test
+    void aPlanAlreadyInForceReturnsTheCurrentAssignmentsUncopied() {
+        GroupSpec spec = group(member("a").subscribes(T).owns(T, 0, 1, 2), member("b").subscribes(T).owns(T, 3));
+        Plan plan = plan("g", NOW, planned("a", null, T, 0, 1, 2), planned("b", null, T, 3));
+        GroupAssignment result = advised(plan).assign(spec, topics(T, 4));
+        assertSame(spec.memberAssignment("a").partitions(), result.members().get("a").partitions());
+        assertSame(spec.memberAssignment("b").partitions(), result.members().get("b").partitions());
     }
 
     @Test
