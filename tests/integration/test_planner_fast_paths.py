@@ -20,7 +20,7 @@ from rebalance_advisor.domain.advice import OutcomeLine
 from rebalance_advisor.domain.assignors import lag_aware_sticky
 from rebalance_advisor.domain.decisions import Thresholds
 from rebalance_advisor.domain.group_planning import plan_group
-from rebalance_advisor.domain.lag_rules import ResetPolicy
+from rebalance_advisor.domain.lag import ResetPolicy
 from rebalance_advisor.domain.spec_documents import StaticMember, build_docs_from_tables, build_group_docs
 from rebalance_advisor.errors import AdvisorError
 from rebalance_advisor.store.snapshot_reader import read_snapshot_tables

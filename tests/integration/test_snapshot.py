@@ -15,7 +15,7 @@ from rebalance_advisor import store
 from rebalance_advisor.adapters import kafka_snapshot
 from rebalance_advisor.cli import main
 from rebalance_advisor.devtools import local_kafka
-from rebalance_advisor.domain import lag_rules
+from rebalance_advisor.domain import lag
 from rebalance_advisor.domain.snapshot_model import Snapshot
 from rebalance_advisor.services import lag_report
 
@@ -341,8 +341,8 @@ def test_classic_consumer_protocol_and_memberless_groups(demo_snapshot, demo_gro
 
 @pytest.mark.parametrize("reset", ["latest", "earliest"])
 def test_never_committed_partitions_follow_the_reset_policy(demo_snapshot, demo_groups, reset) -> None:
-    policy = lag_rules.ResetPolicy.parse(f"partial-commit={reset},manual-.*=earliest")
-    rows = {(x.group_id, x.topic, x.partition): x for x in lag_rules.partition_lags(demo_snapshot, policy)}
+    policy = lag.ResetPolicy.parse(f"partial-commit={reset},manual-.*=earliest")
+    rows = {(x.group_id, x.topic, x.partition): x for x in lag.partition_lags(demo_snapshot, policy)}
     group = next(g for g in demo_groups if g.group_id == "partial-commit")
     for partition in range(4):
         row = rows[("partial-commit", "never-committed", partition)]
@@ -359,7 +359,7 @@ def test_memberless_group_partly_committed(kafka_bootstrap: str) -> None:
     assert [g.group_type for g in taken.groups] == ["simple"]
     assert sorted((p.partition, p.log_end_offset) for p in taken.partitions) == [(0, 30), (1, 40), (2, 50)]
     for reset, expected in (("latest", [20, 0, 0]), ("earliest", [20, 40, 50])):
-        lags = lag_rules.group_lag(taken, group, lag_rules.ResetPolicy(default=reset))
+        lags = lag.group_lag(taken, group, lag.ResetPolicy(default=reset))
         assert [lags[(topic, p)] for p in range(3)] == expected
 
 
@@ -374,7 +374,7 @@ def test_committed_offset_below_log_start(kafka_bootstrap: str) -> None:
     for future in deleted.values():
         assert future.result(30).low_watermark == 50
     taken = _collect(kafka_bootstrap, group)
-    (row,) = lag_rules.partition_lags(taken)
+    (row,) = lag.partition_lags(taken)
     assert (row.log_start, row.log_end, row.committed) == (50, 100, 10)
     assert row.below_log_start and row.lag == 90
     reference = local_kafka.parse_describe_output(
@@ -398,7 +398,7 @@ def test_rates_between_two_snapshots(kafka_bootstrap: str) -> None:
     assert producer.flush(30) == 0
     _commit(kafka_bootstrap, group, topic, {0: 70})
     second = _collect(kafka_bootstrap, group)
-    (rate,) = lag_rules.rates(first, second)
+    (rate,) = lag.rates(first, second)
     elapsed = (second.taken_at - first.taken_at).total_seconds()
     assert rate.produce_rate == pytest.approx(60 / elapsed)
     assert rate.consume_rate == pytest.approx(30 / elapsed)

@@ -10,7 +10,7 @@ import sqlalchemy as sa
 from rebalance_advisor import store
 from rebalance_advisor.adapters import kafka_snapshot
 from rebalance_advisor.cli import main
-from rebalance_advisor.domain import lag_rules
+from rebalance_advisor.domain import lag
 from rebalance_advisor.errors import AdvisorError
 
 from tests.support.kafka_offsets import commit
@@ -134,13 +134,13 @@ def test_lag_without_snapshots_or_schema(capsys, db_url) -> None:
     store.db.dispose(db_url)
 
 
-def test_lag_rules() -> None:
-    assert lag_rules.partition_lag(10, 0, 100) == 90
-    assert lag_rules.partition_lag(120, 0, 100) == 0  # committed past the end (truncation): never negative
-    assert lag_rules.partition_lag(None, 30, 100, "latest") == 0
-    assert lag_rules.partition_lag(None, 30, 100, "earliest") == 70
-    assert lag_rules.partition_lag(None, 30, 100, "none") == 70
-    policy = lag_rules.ResetPolicy.parse("orders-.*=earliest, audit=latest, earliest")
+def test_lag_rule_and_reset_policy() -> None:
+    assert lag.partition_lag(10, 0, 100) == 90
+    assert lag.partition_lag(120, 0, 100) == 0  # committed past the end (truncation): never negative
+    assert lag.partition_lag(None, 30, 100, "latest") == 0
+    assert lag.partition_lag(None, 30, 100, "earliest") == 70
+    assert lag.partition_lag(None, 30, 100, "none") == 70
+    policy = lag.ResetPolicy.parse("orders-.*=earliest, audit=latest, earliest")
     assert policy.default == "earliest"
     assert [policy.for_group(g) for g in ("orders-eu", "audit", "other", "xorders-eu")] == [
         "earliest",
@@ -148,11 +148,11 @@ def test_lag_rules() -> None:
         "earliest",
         "earliest",
     ]
-    assert lag_rules.ResetPolicy.parse(None).for_group("any") == "latest"
+    assert lag.ResetPolicy.parse(None).for_group("any") == "latest"
     with pytest.raises(AdvisorError, match="must be one of"):
-        lag_rules.ResetPolicy.parse("g=sometimes")
+        lag.ResetPolicy.parse("g=sometimes")
     with pytest.raises(AdvisorError, match="bad regex"):
-        lag_rules.ResetPolicy.parse("g(=earliest")
+        lag.ResetPolicy.parse("g(=earliest")
 
 
 def test_group_filter_full_match() -> None:

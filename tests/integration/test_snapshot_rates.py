@@ -18,7 +18,7 @@ import sqlalchemy as sa
 from rebalance_advisor import store
 from rebalance_advisor.adapters import kafka_snapshot
 from rebalance_advisor.cli import main
-from rebalance_advisor.domain import lag_rules
+from rebalance_advisor.domain import estimates
 from rebalance_advisor.domain.snapshot_model import (
     CommittedOffset,
     Group,
@@ -334,7 +334,7 @@ def test_member_capacity_measured_median_configured_equal(sqlite_url) -> None:
     # member ids change for the static member (restart), the instance id stays
     members1 = [("g", "m1-new", "i1", [("t", 0), ("t", 1)]), *members[1:]]
     later = _snap(t0 + timedelta(seconds=100), ends1, c1, members1)
-    policy = lag_rules.CapacityPolicy.parse("h=40,k-.*=7")
+    policy = estimates.CapacityPolicy.parse("h=40,k-.*=7")
     store.write_snapshot(later, sqlite_url, capacities=policy)
     cap = store.load_snapshot(later.snapshot_id, sqlite_url).rates.capacity
     assert cap[("g", "m1-new")][:2] == (5.0, "measured")
@@ -372,7 +372,7 @@ def test_member_capacity_measured_median_configured_equal(sqlite_url) -> None:
     spec = parse_group_spec({k: docs["g"][k] for k in ("group_id", "members", "partitions")})
     assert [m.capacity for m in spec.members] == [13.0, 13.0]
     with pytest.raises(Exception, match="records/s must be a number > 0"):
-        lag_rules.CapacityPolicy.parse("g=-1")
+        estimates.CapacityPolicy.parse("g=-1")
     store.db.dispose(sqlite_url)
 
 
@@ -407,7 +407,7 @@ def test_a_member_capacity_configured_by_member_name(sqlite_url) -> None:
     ends1 = {**ends, ("t", 2): 130}
     c1 = {("g", "t", 0): 400, ("g", "t", 1): 300, ("g", "t", 2): 130}
     later = _snap(t0 + timedelta(seconds=100), ends1, c1, members)
-    store.write_snapshot(later, sqlite_url, capacities=lag_rules.CapacityPolicy.parse("i1@g=99,m2@g=9"))
+    store.write_snapshot(later, sqlite_url, capacities=estimates.CapacityPolicy.parse("i1@g=99,m2@g=9"))
     cap = store.load_snapshot(later.snapshot_id, sqlite_url).rates.capacity
     assert cap[("g", "m1")][:2] == (5.0, "measured")
     assert cap[("g", "m2")][:2] == (9.0, "configured")

@@ -16,12 +16,18 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from rebalance_advisor.domain.decisions import Thresholds
+from rebalance_advisor.domain.estimates import (
+    Carried,
+    CarriedCapacity,
+    RateParameters,
+    observe_snapshot,
+    step,
+)
 from rebalance_advisor.domain.group_planning import (
     catch_up_floor,
     plan_group,
 )
 from rebalance_advisor.domain.group_spec import parse_group_spec
-from rebalance_advisor.domain.lag_rules import PreviousSnapshotState, RateParameters, derive_rates
 from rebalance_advisor.domain.load_model import load_inputs
 from rebalance_advisor.domain.snapshot_model import (
     CommittedOffset,
@@ -58,9 +64,15 @@ def _snapshot(k: int) -> Snapshot:
     )
 
 
-def _previous(snap: Snapshot, rates, carried) -> PreviousSnapshotState:
+def derive_rates(snap: Snapshot, carried: Carried | None, params: RateParameters):
+    """The snapshot's rates and capacities (what the store computes when it writes it)."""
+    return step(carried, observe_snapshot(snap, carried, params), params)[0]
+
+
+def _previous(snap: Snapshot, rates, carried) -> Carried:
     ends = {(p.topic, p.partition): p.log_end_offset for p in snap.partitions}
-    return PreviousSnapshotState(
+    return Carried(
+        cluster="id:c",
         snapshot_id=1,
         taken_at=snap.taken_at,
         log_ends=ends,
@@ -69,7 +81,7 @@ def _previous(snap: Snapshot, rates, carried) -> PreviousSnapshotState:
         committed={(c.group_id, c.topic, c.partition): c.offset for c in snap.committed},
         consume={k: v.rate for k, v in rates.consume.items()} if rates else {},
         owners={("g", "t", p): m for p, m in OWNERS.items()},
-        capacities=carried,
+        capacities={k: CarriedCapacity(value, at) for k, (value, at) in carried.items()},
     )
 
 

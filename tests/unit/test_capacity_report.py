@@ -9,7 +9,13 @@ from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import pytest
-from rebalance_advisor.domain.lag_rules import PreviousSnapshotState, RateParameters, derive_rates
+from rebalance_advisor.domain.estimates import (
+    Carried,
+    CarriedCapacity,
+    RateParameters,
+    observe_snapshot,
+    step,
+)
 from rebalance_advisor.domain.simulation import Observation, parse_scenario, simulate
 from rebalance_advisor.domain.snapshot_model import CommittedOffset, PartitionOffsets, Snapshot
 from rebalance_advisor_client.capacity_report import (
@@ -131,9 +137,16 @@ def _snapshot(k: int, metadata: dict[int, str] | None = None, lag0: int = 0) -> 
     )
 
 
-def _previous(snap: Snapshot, carried=None, sources=None) -> PreviousSnapshotState:
+def derive_rates(snap: Snapshot, carried: Carried | None, params: RateParameters, assigned=None):
+    """The snapshot's rates and capacities (what the store computes when it writes it)."""
+    return step(carried, observe_snapshot(snap, carried, params, assigned=assigned), params)[0]
+
+
+def _previous(snap: Snapshot, carried=None, sources=None) -> Carried:
     ends = {(p.topic, p.partition): p.log_end_offset for p in snap.partitions}
-    return PreviousSnapshotState(
+    sources = sources or {}
+    return Carried(
+        cluster="id:c",
         snapshot_id=1,
         taken_at=snap.taken_at,
         log_ends=ends,
@@ -142,8 +155,10 @@ def _previous(snap: Snapshot, carried=None, sources=None) -> PreviousSnapshotSta
         committed={(c.group_id, c.topic, c.partition): c.offset for c in snap.committed},
         consume={("g", t, p): 10.0 for t, p in ends},
         owners=OWNERS,
-        capacities=carried or {},
-        capacity_sources=sources or {},
+        capacities={
+            k: CarriedCapacity(value, at, sources.get(k, "measured"))
+            for k, (value, at) in (carried or {}).items()
+        },
     )
 
 

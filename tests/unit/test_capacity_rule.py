@@ -1,4 +1,4 @@
-"""The one capacity rule (lag_rules): what a snapshot and the simulator both call. Expected values
+"""The one capacity rule (domain/estimates.py): what a snapshot and the simulator both call. Expected values
 are worked out by hand in each test."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 import pytest
-from rebalance_advisor.domain.lag_rules import (
+from rebalance_advisor.domain.estimates import (
     CapacityPolicy,
     RateParameters,
     busy_capacity_sample,

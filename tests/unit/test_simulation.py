@@ -491,7 +491,7 @@ def test_drained_when_the_total_lag_is_what_steady_production_leaves():
 
 def test_observed_rates_are_the_snapshot_ewma():
     # One partition at 100 msg/s, x3 at 300 s; snapshots every 300 s, EWMA time constant 300 s
-    # (lag_rules.RateParameters). At 300 s the first interval's rate is taken as is: 100. At 600 s the
+    # (estimates.RateParameters). At 300 s the first interval's rate is taken as is: 100. At 600 s the
     # interval's rate is 300 and alpha = 1 - e^-1 = 0.6321: 100 + 0.6321 x 200 = 226.4 (a window over
     # the last interval would say 300). With a time constant of 60 s, alpha = 1 - e^-5 = 0.9933: 298.7.
     data = {

@@ -12,7 +12,7 @@ out per busy second is the member's capacity at any load:
 
 It is written with the owner mark into each commit's metadata (``"capacity"``, ``"busy"``: the busy
 share of the window, ``"at"``: when, in seconds since the epoch), and the snapshot reads it from the
-committed offsets it already fetches (``lag_rules.reported_capacities``). No I/O here.
+committed offsets it already fetches (``estimates.reported_capacities``). No I/O here.
 """
 
 from __future__ import annotations

@@ -218,7 +218,7 @@ def _run_planner(
     plan_fn: PlanFn,
     kafka_config: Mapping[str, Any] | None = None,
 ) -> PlannerRun:
-    from rebalance_advisor.domain.lag_rules import ResetPolicy
+    from rebalance_advisor.domain.lag import ResetPolicy
     from rebalance_advisor.store import db, static_members_table
     from rebalance_advisor.store import plans as plan_store
     from rebalance_advisor.store.planner_inputs import read_planner_inputs

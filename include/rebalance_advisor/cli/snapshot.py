@@ -126,7 +126,7 @@ def _report(taken) -> None:
 
 def _lag(args: argparse.Namespace) -> int:
     from rebalance_advisor import store
-    from rebalance_advisor.domain.lag_rules import ResetPolicy
+    from rebalance_advisor.domain.lag import ResetPolicy
     from rebalance_advisor.domain.snapshot_model import SHARE_GROUP_TYPE
     from rebalance_advisor.errors import AdvisorError
     from rebalance_advisor.services import lag_report

@@ -11,7 +11,7 @@ Unknowns (documented choices):
 - produce rate unknown for some partitions: they get the group's median known rate; unknown for
   all (a first snapshot): every rate is 0, so the model plans on backlog alone (:attr:`LoadInputs.note`).
 - capacity unknown for some members: they get the group's median known capacity (the one fill
-  rule, ``lag_rules.fill_capacities``; snapshots and the simulator also raise it to 1.2 x a
+  rule, ``estimates.fill_capacities``; snapshots and the simulator also raise it to 1.2 x a
   member's own consume rate, which a spec does not carry); unknown for all:
   capacities are *unknown* — no overload or catch-up time can be predicted, and the model only
   compares member load w = Λ + B / horizon ("equal capacities"): the throughput a member needs to
@@ -27,8 +27,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from rebalance_advisor.domain.estimates import fill_capacities
 from rebalance_advisor.domain.group_spec import GroupSpec
-from rebalance_advisor.domain.lag_rules import fill_capacities
 
 
 @dataclass(frozen=True, eq=False)
@@ -61,7 +61,7 @@ def load_inputs(spec: GroupSpec) -> LoadInputs:
     if caps is not None:
         unknown = np.isnan(caps)
         if unknown.any():
-            # the one fill rule (lag_rules.fill_capacities); a spec carries no consume rates, so the median
+            # the one fill rule (estimates.fill_capacities); a spec carries no consume rates, so the median
             filled = fill_capacities([None if u else float(c) for u, c in zip(unknown, caps, strict=True)])
             caps = np.asarray([value for value, _ in filled], dtype=np.float64)
             notes.append(f"capacity unknown for {int(unknown.sum())} member(s): group median used")

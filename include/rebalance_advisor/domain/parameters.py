@@ -338,7 +338,7 @@ class SnapshotParams(ParamModel):
     @field_validator("member_capacity")
     @classmethod
     def check_member_capacity(cls, value: str | None) -> str | None:
-        from rebalance_advisor.domain.lag_rules import CapacityPolicy
+        from rebalance_advisor.domain.estimates import CapacityPolicy
 
         try:
             CapacityPolicy.parse(value)

@@ -20,21 +20,17 @@ Model, per step of ``step_s`` seconds (default 5 s):
 - Conservation: starting lag + produced = processed + lag, exactly per step (a partition is never
   served more than it has); the tests check it on random scenarios.
 
-Every ``replan_interval_s`` the planner gets an :class:`Observation`: what a snapshot would show
-(integer lags, owners, produce and consume rates from log-end and committed offsets between
-snapshots, smoothed as a snapshot smooths them (``lag_rules.smooth_rate``, EWMA with time constant
-``rate_time_constant_s``), capacities as a snapshot estimates them — the same functions of
-``lag_rules``: measured as a member's consume rate over a snapshot interval in which it held the
-same partitions at both ends, with backlog (lag above ``busy_backlog_s`` of the partition's
-produce rate) on at least one of them at both ends (``busy_capacity_sample``), smoothed, never
-below what it consumed and carried up to ``capacity_max_age_s`` (``next_capacity``); with
-``capacity_reports``, a member not measured so that processed records over the interval reports its
-capacity, as the client helper does (x 1 +- ``capacity_report_error``), smoothed the same way; unmeasured
-members get their ``configured_capacity`` when the scenario declares one, else the group median, or
-1.2 x their own consume rate when that is above it (``fill_capacities``) — or the true ones when
-``capacities_known``, and the recent moves). The
-planner gets them as production's planner does (``advise_group`` with the members whose capacity is
-an estimate, ``snapshot_model.estimated_capacity_members``). Only the oracle also gets the
+Every ``replan_interval_s`` the simulator takes a snapshot of the model (log ends, committed
+offsets, owners, the present members) and advances what the advisor carries between snapshots by
+production's own step (``estimates.step``, holding one ``estimates.Carried``): smoothed produce and
+consume rates (EWMA, time constant ``rate_time_constant_s``), capacities measured, reported,
+carried and filled as a stored snapshot gets them, recent moves. With ``capacity_reports``, a member
+that processed records over the interval reports its capacity, as the client helper does
+(x 1 +- ``capacity_report_error``). A plan is applied at the snapshot's instant, and the carried state
+learns it (``Carried.after_plan``). The planner gets an :class:`Observation` of that snapshot (integer
+lags, owners, those rates and capacities, or the true capacities with ``capacities_known``, and the
+recent moves) as production's planner does (``advise_group`` with the members whose capacity is an
+estimate, ``snapshot_model.estimated_capacity_members``). Only the oracle also gets the
 :class:`Truth` (true rates and capacities). Its answer becomes the new ownership at once
 (auto-approve, publish static assignments).
 
@@ -50,8 +46,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, Protocol
@@ -63,19 +58,15 @@ from rebalance_advisor.domain.advice import GroupObservation, RecentMove, Standi
 from rebalance_advisor.domain.assignors import ASSIGNORS, get_assignor
 from rebalance_advisor.domain.assignors.rate_aware_sticky import fill_level, pool_repack
 from rebalance_advisor.domain.decisions import Thresholds
+from rebalance_advisor.domain.estimates import Carried, Observed, ObservedMember, RateParameters, step
 from rebalance_advisor.domain.group_planning import advise_group
 from rebalance_advisor.domain.group_spec import GroupSpec, Member
-from rebalance_advisor.domain.lag_rules import (
-    RateParameters,
-    busy_capacity_sample,
-    capacity_sample,
-    fill_capacities,
-    next_capacity,
-    rate_interval_problem,
-    smooth_rate,
-    smoothing_weight,
+from rebalance_advisor.domain.snapshot_model import (
+    RateEstimate,
+    SnapshotRates,
+    estimated_capacity_members,
+    own_rate_capacity_members,
 )
-from rebalance_advisor.domain.snapshot_model import estimated_capacity_members, own_rate_capacity_members
 from rebalance_advisor.errors import AdvisorError
 
 #: planners the simulator knows besides the plain assignors (see :func:`make_planner`); a name here
@@ -94,8 +85,10 @@ FLAP_WINDOW_S = 1800.0
 ORACLE_HORIZON_S = 300.0
 #: arbitrary wall-clock origin for planners that take datetimes (the current rule's cool-down).
 EPOCH = datetime(2025, 1, 1, tzinfo=UTC)
-#: how capacities are measured and filled: the snapshot's own parameters (lag_rules)
+#: how rates and capacities are estimated: the snapshot's own parameters (domain/estimates.py)
 RATE_PARAMETERS = RateParameters()
+#: the simulated group's id (and its cluster's, in the carried state)
+GROUP = "sim"
 #: most steps one run may take (memory: the history is steps x partitions floats).
 MAX_STEPS = 200_000
 
@@ -192,7 +185,7 @@ class Scenario(_Model):
         False,
         description="members run through the client helper, which reports its records per busy "
         "second in its commits' marks (rebalance_advisor_client.capacity_report); the planner takes "
-        "them as a snapshot does (lag_rules.reported_capacities)",
+        "them as a snapshot does (estimates.reported_capacities)",
     )
     capacity_report_error: float = Field(
         0.0, ge=0, lt=1, description="each report is the true capacity x (1 + e), e uniform in +-this"
@@ -200,7 +193,7 @@ class Scenario(_Model):
     rate_time_constant_s: float = Field(
         RATE_PARAMETERS.time_constant_s,
         gt=0,
-        description="EWMA time constant of the observed rates (lag_rules.RateParameters.time_constant_s)",
+        description="EWMA time constant of the observed rates (estimates.RateParameters.time_constant_s)",
     )
     backlog_age_s: float = Field(0.0, ge=0, description="starting lag was produced over this long before 0")
     sample_s: float = Field(30.0, gt=0, description="time lag is sampled this often (a multiple of step_s)")
@@ -711,327 +704,369 @@ class _Layout:
             sub[m, [tpos[t] for t in topics]] = True
         self.eligible = sub[:, tix].T  # [P, M]
         self.topic_index = tix
+        #: partitions as a snapshot names them: (topic, partition) and (group, topic, partition)
+        self.keys = tuple(zip(self.topic_of, (int(n) for n in number), strict=True))
+        self.group_keys = tuple((GROUP, t, p) for t, p in self.keys)
+        self.member_index = {m: i for i, m in enumerate(self.member_ids)}
 
 
 def simulate(
     scenario: Scenario, planner: Planner | None = None, *, keep_time_lag: bool = True
 ) -> SimulationResult:
     """Run ``scenario`` under ``planner`` (default: the scenario's strategy) and summarise it."""
-    sc = scenario
-    rng = np.random.default_rng(sc.seed)
-    lay = _Layout(sc, rng)
-    planner = planner or make_planner(sc.strategy, sc)
-    num_p, num_m = len(lay.base_rate), len(lay.member_ids)
-    dt = sc.step_s
-    steps = max(1, round(sc.hours * 3600 / dt))
-    replan_every = max(1, round(sc.replan_interval_s / dt))
-    handover_steps = math.ceil(sc.handover_s / dt - 1e-9)
+    run = _Run(scenario, planner or make_planner(scenario.strategy, scenario))
+    run.start()
+    for i in range(run.steps):
+        t = i * run.dt
+        run.apply_events(t)
+        rate = run.true_rate(t)
+        if i % run.replan_every == 0:
+            run.replan(i, t, rate)
+        run.advance(i, t, rate)
+    return run.result(keep_time_lag)
 
-    # membership: absent until a first event that is a join
-    present = np.ones(num_m, dtype=bool)
-    first_kind: dict[str, str] = {}
-    for e in sorted(sc.events, key=lambda e: e.at_s):
-        if e.member is not None:
-            first_kind.setdefault(e.member, e.kind)
-    for m, mid in enumerate(lay.member_ids):
-        if first_kind.get(mid) == "member_join":
-            present[m] = False
-    events = sorted(sc.events, key=lambda e: e.at_s)
-    next_event = 0
 
-    jump = np.ones(num_p)
-    log_drift = np.zeros(num_p)
-    theta = 1.0 / (sc.drift_reversion_hours * 3600.0)
-    sigma = sc.drift_sigma / math.sqrt(3600.0)
-    decay = math.exp(-theta * dt)
-    drift_sd = sigma * math.sqrt((1 - decay**2) / (2 * theta))
+class _SimulatedReports:
+    """The members' own capacity reports (``Scenario.capacity_reports``), as a snapshot would find
+    them in their commits' marks: a member that processed records over the interval reports its
+    true capacity x (1 + e), e uniform in +-``capacity_report_error``, drawn when asked (the step
+    asks only for members without a busy sample)."""
 
-    # cumulative produced history (rows at hist_t); row 0 = before the starting backlog
-    hist = np.empty((steps + 2, num_p))
-    hist_t = np.empty(steps + 2)
-    hist[0] = 0.0
-    hist_t[0] = -sc.backlog_age_s
-    hist[1] = lay.lag0
-    hist_t[1] = 0.0
-    processed_cum = np.zeros(num_p)
-    lag = lay.lag0.copy()
-    pause_until = np.zeros(num_p, dtype=np.int64)  # step index from which the partition is read
-    left_at = np.full((num_p, num_m), -np.inf)
+    def __init__(self, run: _Run, processed: np.ndarray) -> None:
+        self.run = run
+        self.processed = processed  # [M] bool: committed something since the previous snapshot
 
-    # initial ownership: the initial strategy over the present members, no pause, no move counted
-    owner = np.full(num_p, -1, dtype=np.int32)
-    snaps: deque[tuple[float, np.ndarray, np.ndarray, np.ndarray]] = deque()
-    rate_params = dataclasses.replace(RATE_PARAMETERS, time_constant_s=sc.rate_time_constant_s)
-    rates = [np.full(num_p, np.nan), np.full(num_p, np.nan)]  # smoothed produce, consume (NaN: unknown)
-    cap_est = np.full(num_m, np.nan)  # measured capacity (NaN: not measured or too old)
-    cap_at = np.zeros(num_m)  # when it was last measured
-    cap_src = ["measured"] * num_m  # how (lag_rules.MEASURED_CAPACITY_SOURCES)
-    # reports draw from their own stream: a scenario without them sees the same rates as before
-    report_rng = np.random.default_rng([sc.seed, 1])
-    member_changed = np.zeros(num_m)  # last time its partition set changed
-    moves_log: deque[tuple[float, RecentMove]] = deque()
+    def get(self, key: tuple[str, str], /) -> float | None:
+        run = self.run
+        m = run.lay.member_index[key[1]]
+        if not run.sc.capacity_reports or not self.processed[m]:
+            return None
+        error = run.report_rng.uniform(-1.0, 1.0) * run.sc.capacity_report_error
+        return float(run.lay.capacity[m] * (1.0 + error))
 
-    def observe(t: float, truth_rate: np.ndarray) -> tuple[Observation, Truth, np.ndarray]:
-        idx = np.flatnonzero(present)
-        log_end = np.floor(produced_now[0])
-        committed = np.minimum(np.floor(processed_cum), log_end)  # float sums may pass the end by 1e-13
-        lag_obs = (log_end - committed).astype(np.int64)
-        snaps.append((t, log_end, committed, owner.copy()))
-        while len(snaps) > 2:
-            snaps.popleft()
-        # the snapshot's rates (lag_rules.derive_rates): interval samples smoothed by the same EWMA
-        problem = rate_interval_problem(t - snaps[0][0], rate_params) if len(snaps) >= 2 else "first"
-        if problem is None:
-            t0, e0, c0, _ = snaps[0]
-            alpha = smoothing_weight(t - t0, rate_params)
-            consumed = (committed - c0) / (t - t0)
-            rates[0] = smooth_rate((log_end - e0) / (t - t0), rates[0], alpha)
-            rates[1] = smooth_rate(consumed, rates[1], alpha)
-            _estimate_capacity(t, consumed, rates[0])
-        produce, consume = rates[0].copy(), rates[1].copy()
-        while moves_log and moves_log[0][0] < t - FLAP_WINDOW_S:
-            moves_log.popleft()
-        to_obs = np.full(num_m, -1, dtype=np.int32)
+
+class _Run:
+    """One run's state: the fluid model's world (rates, lags, owners, members present), what the
+    advisor carries between its snapshots (:class:`~rebalance_advisor.domain.estimates.Carried`,
+    advanced by the production :func:`~rebalance_advisor.domain.estimates.step`), and the series."""
+
+    def __init__(self, sc: Scenario, planner: Planner) -> None:
+        self.sc, self.planner = sc, planner
+        self.rng = np.random.default_rng(sc.seed)
+        self.lay = lay = _Layout(sc, self.rng)
+        self.num_p, self.num_m = len(lay.base_rate), len(lay.member_ids)
+        self.dt = sc.step_s
+        self.steps = max(1, round(sc.hours * 3600 / self.dt))
+        self.replan_every = max(1, round(sc.replan_interval_s / self.dt))
+        self.handover_steps = math.ceil(sc.handover_s / self.dt - 1e-9)
+        self.rate_params = dataclasses.replace(
+            RATE_PARAMETERS, time_constant_s=sc.rate_time_constant_s, recent_moves_s=FLAP_WINDOW_S
+        )
+        # reports draw from their own stream: a scenario without them sees the same rates as before
+        self.report_rng = np.random.default_rng([sc.seed, 1])
+        self.carried: Carried | None = None
+        self.snapshots = 0
+        self._membership()
+        self._drift()
+        self._world()
+        self._series()
+
+    def _membership(self) -> None:
+        """Members are present from the start unless their first event is a join."""
+        self.events = sorted(self.sc.events, key=lambda e: e.at_s)
+        self.next_event = 0
+        first_kind: dict[str, str] = {}
+        for e in self.events:
+            if e.member is not None:
+                first_kind.setdefault(e.member, e.kind)
+        self.present = np.asarray(
+            [first_kind.get(m) != "member_join" for m in self.lay.member_ids], dtype=bool
+        )
+
+    def _drift(self) -> None:
+        """Rate jumps and the Ornstein-Uhlenbeck drift of log rates (module docstring)."""
+        sc = self.sc
+        self.jump = np.ones(self.num_p)
+        self.log_drift = np.zeros(self.num_p)
+        theta = 1.0 / (sc.drift_reversion_hours * 3600.0)
+        self.sigma = sc.drift_sigma / math.sqrt(3600.0)
+        self.decay = math.exp(-theta * self.dt)
+        self.drift_sd = self.sigma * math.sqrt((1 - self.decay**2) / (2 * theta))
+
+    def _world(self) -> None:
+        """Lags, owners, handover pauses and the cumulative produced history (rows at ``hist_t``;
+        row 0 = before the starting backlog), from which time lags are read."""
+        num_p, lay = self.num_p, self.lay
+        self.hist = np.empty((self.steps + 2, num_p))
+        self.hist_t = np.empty(self.steps + 2)
+        self.hist[0], self.hist_t[0] = 0.0, -self.sc.backlog_age_s
+        self.hist[1], self.hist_t[1] = lay.lag0, 0.0
+        self.produced_now = lay.lag0.copy()  # cumulative produced incl. starting backlog, at the step start
+        self.processed_cum = np.zeros(num_p)
+        self.lag = lay.lag0.copy()
+        self.pause_until = np.zeros(num_p, dtype=np.int64)  # step index from which the partition is read
+        self.left_at = np.full((num_p, self.num_m), -np.inf)
+        self.owner = np.full(num_p, -1, dtype=np.int32)
+        self.assignable = lay.eligible.any(axis=1)
+
+    def _series(self) -> None:
+        steps = self.steps
+        self.time_s = np.arange(1, steps + 1) * self.dt
+        self.out_max, self.out_total = np.zeros(steps), np.zeros(steps)
+        self.out_over = np.zeros(steps, dtype=np.int64)
+        self.out_moves = np.zeros(steps, dtype=np.int64)
+        self.out_prod, self.out_proc = np.zeros(steps), np.zeros(steps)
+        self.sample_every = max(1, round(self.sc.sample_s / self.dt))
+        self.sample_steps = np.arange(self.sample_every - 1, steps, self.sample_every)
+        self.time_lag = np.zeros((len(self.sample_steps), self.num_p), dtype=np.float32)
+        self.lag_floor = np.zeros(self.num_p, dtype=np.int64)  # history row no later than the oldest unread
+        self.flaps = self.total_moves = 0
+        self.drained_at: float | None = None
+
+    def start(self) -> None:
+        """Events at 0, then the initial assignment: the initial strategy over the present members, no
+        pause, no move counted; its observation is not a snapshot the rates may use."""
+        self.apply_events(0.0)
+        rate = self.true_rate(0.0)
+        if self.lay.lag0.sum() <= steady_lag(float(rate.sum())):
+            self.drained_at = 0.0
+        obs, _truth, idx = self.observe(0.0, rate)
+        self.carried = None
+        if idx.size:
+            spec = observed_spec(obs)
+            init = spec_owners_to_obs(spec, get_assignor(self.sc.initial_strategy).owners(spec), obs)
+            self.owner[:] = np.where(init >= 0, idx[np.maximum(init, 0)], -1)
+
+    def apply_events(self, t: float) -> None:
+        while self.next_event < len(self.events) and self.events[self.next_event].at_s <= t + 1e-9:
+            e = self.events[self.next_event]
+            self.next_event += 1
+            if e.kind == "rate_jump":
+                mask = np.ones(self.num_p, dtype=bool)
+                if e.topic is not None:
+                    mask &= np.asarray([tn == e.topic for tn in self.lay.topic_of])
+                if e.partition is not None:
+                    mask &= self.lay.number == e.partition
+                self.jump[mask] *= e.factor
+                continue
+            m = self.lay.member_ids.index(e.member)
+            if e.kind == "member_leave" and self.present[m]:
+                self.present[m] = False
+                self.owner[self.owner == m] = -1
+            elif e.kind == "member_join":
+                self.present[m] = True
+
+    def true_rate(self, t: float) -> np.ndarray:
+        sc = self.sc
+        swing = 1.0 + sc.daily_swing * math.sin(2 * math.pi * (t / 86400.0 + sc.swing_phase_hours / 24.0))
+        return self.lay.base_rate * np.exp(self.log_drift) * swing * self.jump
+
+    def observe(self, t: float, truth_rate: np.ndarray) -> tuple[Observation, Truth, np.ndarray]:
+        """A snapshot at ``t``: what the advisor reads, and the step that advances what it carries."""
+        idx = np.flatnonzero(self.present)
+        log_end = np.floor(self.produced_now)
+        committed = np.minimum(np.floor(self.processed_cum), log_end)  # float sums may pass the end by 1e-13
+        observed = self._observed(t, idx, log_end, committed)
+        rates, self.carried = step(self.carried, observed, self.rate_params)
+        lay = self.lay
+        to_obs = np.full(self.num_m, -1, dtype=np.int32)
         to_obs[idx] = np.arange(len(idx), dtype=np.int32)
-        obs_owner = np.where(owner >= 0, to_obs[np.maximum(owner, 0)], -1).astype(np.int32)
-        if sc.capacities_known:
-            capacity = lay.capacity[idx]
-            sources = ("given",) * len(idx)
-        else:  # the snapshot's rule (lag_rules.fill_capacities); "equal" ones stay NaN (unknown)
-            own_rate: list[float | None] = [None] * len(idx)
-            if not np.isnan(consume).all():
-                held = owner >= 0
-                rate_of = np.bincount(owner[held], weights=np.nan_to_num(consume[held]), minlength=num_m)
-                own_rate = rate_of[idx].tolist()
-            measured = [None if np.isnan(cap_est[m]) else float(cap_est[m]) for m in idx]
-            filled = fill_capacities(
-                measured,
-                own_rate,
-                factor=rate_params.unmeasured_capacity_factor,
-                configured_members=[lay.configured[m] for m in idx],
-                measured_sources=[cap_src[m] for m in idx],
-            )
-            capacity = np.asarray([math.nan if v is None else v for v, _ in filled], dtype=np.float64)
-            sources = tuple(source for _, source in filled)
+        capacity, sources = self._capacities(rates, idx)
         obs = Observation(
             time_s=t,
             member_ids=tuple(lay.member_ids[m] for m in idx),
             member_topics=tuple(lay.member_topics[m] for m in idx),
             partition_topic=lay.topic_of,
             partition_number=lay.number,
-            lag=lag_obs,
-            owner=obs_owner,
-            produce_rate=produce,
-            consume_rate=consume,
+            lag=(log_end - committed).astype(np.int64),
+            owner=np.where(self.owner >= 0, to_obs[np.maximum(self.owner, 0)], -1).astype(np.int32),
+            produce_rate=_rate_array(rates.produce, lay.keys),
+            consume_rate=_rate_array(rates.consume, lay.group_keys),
             capacity=capacity,
             capacity_source=sources,
-            recent_moves=tuple(move for _, move in moves_log),
-            snapshots_seen=snapshot_count[0],
-            rate_interval_s=t - snaps[0][0] if problem is None else None,
+            recent_moves=self.carried.recent_moves.get(GROUP, ()),
+            snapshots_seen=self.snapshots,
+            rate_interval_s=rates.interval_s,
         )
         return obs, Truth(truth_rate.copy(), lay.capacity[idx].copy()), idx
 
-    def _estimate_capacity(t: float, consumed: np.ndarray, produce: np.ndarray) -> None:
-        """The snapshot's capacity rule (lag_rules.busy_capacity_sample, next_capacity, as
-        ``_capacities`` calls them) over the last interval, for members that held the same
-        partitions at both ends (as a snapshot checks): ``consumed`` the interval's consume rates,
-        ``produce`` the smoothed produce rates (the backlog floor)."""
-        (tp, _ep, cp, owner_p), (tc, _ec, cc, owner_c) = snaps[-2], snaps[-1]
-        lag_prev = _ep - cp
-        lag_cur = snaps[-1][1] - cc
-        floor = np.nan_to_num(produce) * rate_params.busy_backlog_s
-        for m in np.flatnonzero(present).tolist():
-            mine = owner_c == m
-            sample = total = None
-            if mine.any() and member_changed[m] <= tp and not (owner_p[mine] != m).any():
-                growth = tc - tp >= rate_params.growth_sample_min_interval_s
-                sample = busy_capacity_sample(
-                    lag_prev[mine], lag_cur[mine], consumed[mine], floor[mine], growth
+    def _observed(self, t: float, idx: np.ndarray, log_end: np.ndarray, committed: np.ndarray) -> Observed:
+        """The fluid model as a snapshot shows it (:class:`~rebalance_advisor.domain.estimates.Observed`)."""
+        lay = self.lay
+        ends = dict(zip(lay.keys, log_end.astype(np.int64).tolist(), strict=True))
+        offsets = dict(zip(lay.group_keys, committed.astype(np.int64).tolist(), strict=True))
+        order = np.argsort(self.owner, kind="stable")  # each member's partitions in index order
+        bounds = np.searchsorted(self.owner[order], np.arange(self.num_m + 1))
+        members = tuple(
+            ObservedMember(
+                GROUP, lay.member_ids[m], lay.member_ids[m],
+                tuple(lay.keys[k] for k in order[bounds[m] : bounds[m + 1]].tolist()), lay.configured[m],
+            )
+            for m in idx.tolist()
+        )  # fmt: skip
+        return Observed(
+            cluster=GROUP,
+            taken_at=EPOCH + timedelta(seconds=t),
+            log_ends=ends,
+            lag_ends=ends,
+            committed=offsets,
+            members=members,
+            reports=_SimulatedReports(self, self._processed(committed)),
+        )
+
+    def _processed(self, committed: np.ndarray) -> np.ndarray:
+        """[M] bool: the member committed more on a partition it holds now than at the previous snapshot."""
+        if self.carried is None:
+            return np.zeros(self.num_m, dtype=bool)
+        before = np.fromiter((self.carried.committed[k] for k in self.lay.group_keys), float, self.num_p)
+        held = self.owner >= 0
+        grew = np.bincount(self.owner[held], weights=(committed > before)[held], minlength=self.num_m)
+        return grew > 0
+
+    def _capacities(self, rates: SnapshotRates, idx: np.ndarray) -> tuple[np.ndarray, tuple[str, ...]]:
+        """The present members' capacities as the planner gets them (NaN: unknown) and their
+        sources; the true ones with ``capacities_known``."""
+        if self.sc.capacities_known:
+            return self.lay.capacity[idx], ("given",) * len(idx)
+        found = [rates.capacity[(GROUP, self.lay.member_ids[m])] for m in idx.tolist()]
+        capacity = np.asarray(
+            [math.nan if c.capacity is None else c.capacity for c in found], dtype=np.float64
+        )
+        return capacity, tuple(c.source for c in found)
+
+    def replan(self, i: int, t: float, rate: np.ndarray) -> None:
+        """A snapshot, the planner's answer, and the plan applied at once (auto-approve, publish)."""
+        self.snapshots += 1
+        obs, truth, idx = self.observe(t, rate)
+        new = self.planner.plan(obs, truth)
+        if new is None:
+            return
+        new = np.asarray(new, dtype=np.int64)
+        if new.shape != (self.num_p,) or (new >= len(idx)).any():
+            raise AdvisorError(f"planner {self.planner.name} returned owners of the wrong shape")
+        new_global = np.where(new >= 0, idx[np.maximum(new, 0)], -1).astype(np.int32)
+        valid = new_global < 0
+        valid |= self.lay.eligible[np.arange(self.num_p), np.maximum(new_global, 0)]
+        new_global[~valid] = -1
+        self._apply(i, t, new_global)
+
+    def _apply(self, i: int, t: float, new: np.ndarray) -> None:
+        """New owners from step ``i`` on: moved partitions pause for the handover; moves and flaps
+        are counted; the carried state learns the plan (``Carried.after_plan``)."""
+        lay, owner = self.lay, self.owner
+        released = np.flatnonzero(new != owner)
+        moved = np.flatnonzero((new != owner) & (new >= 0))
+        moves: list[RecentMove] = []
+        if moved.size:
+            src, dst = owner[moved], new[moved]
+            self.flaps += int((t - self.left_at[moved, dst] <= FLAP_WINDOW_S).sum())
+            had = src >= 0
+            self.left_at[moved[had], src[had]] = t
+            self.pause_until[moved] = i + self.handover_steps
+            at = EPOCH + timedelta(seconds=t)
+            for k, s_m, d_m in zip(moved[had].tolist(), src[had].tolist(), dst[had].tolist(), strict=True):
+                moves.append(
+                    RecentMove(
+                        lay.topic_of[k], int(lay.number[k]), lay.member_ids[s_m], lay.member_ids[d_m], at
+                    )
                 )
-                total = float(consumed[mine].sum())
-            report = None
-            if sample is None and sc.capacity_reports and consumed[mine].sum() > 0:
-                # the helper's report: it processed records over the interval, so its busy time
-                # gives its speed (drawn only when no busy sample would win over it)
-                error = report_rng.uniform(-1.0, 1.0) * sc.capacity_report_error
-                report = float(lay.capacity[m] * (1.0 + error))
-            sample, fresh_source = capacity_sample(sample, report)
-            if fresh_source is not None:
-                cap_src[m] = fresh_source
-            carried = None if np.isnan(cap_est[m]) else float(cap_est[m])
-            value = next_capacity(
-                sample, carried, tc - cap_at[m], tc - tp, rate_params, total, cap_src[m] == "reported"
-            )
-            cap_est[m] = math.nan if value is None else value[0]
-            if value is not None and value[1]:
-                cap_at[m] = tc
+            self.out_moves[i] = moved.size
+            self.total_moves += moved.size
+        owner[(new != owner) & (new < 0)] = -1
+        owner[moved] = new[moved]
+        assert self.carried is not None
+        self.carried = self.carried.after_plan(GROUP, moves, [lay.keys[k] for k in released.tolist()])
 
-    snapshot_count = [0]
-    produced_now = [lay.lag0.copy()]  # cumulative produced incl. starting backlog, at the step start
-
-    time_s = np.arange(1, steps + 1) * dt
-    out_max = np.zeros(steps)
-    out_total = np.zeros(steps)
-    out_over = np.zeros(steps, dtype=np.int64)
-    out_moves = np.zeros(steps, dtype=np.int64)
-    out_prod = np.zeros(steps)
-    out_proc = np.zeros(steps)
-    sample_every = max(1, round(sc.sample_s / dt))
-    sample_steps = np.arange(sample_every - 1, steps, sample_every)
-    time_lag = np.zeros((len(sample_steps), num_p), dtype=np.float32)
-    lag_floor = np.zeros(num_p, dtype=np.int64)  # history row no later than the oldest unread message
-    assignable = lay.eligible.any(axis=1)
-    flaps = 0
-    total_moves = 0
-    drained_at: float | None = None
-
-    def apply_events(t: float) -> None:
-        nonlocal next_event
-        while next_event < len(events) and events[next_event].at_s <= t + 1e-9:
-            e = events[next_event]
-            next_event += 1
-            if e.kind == "rate_jump":
-                mask = np.ones(num_p, dtype=bool)
-                if e.topic is not None:
-                    mask &= np.asarray([tn == e.topic for tn in lay.topic_of])
-                if e.partition is not None:
-                    mask &= lay.number == e.partition
-                jump[mask] *= e.factor
-            else:
-                m = lay.member_ids.index(e.member)
-                if e.kind == "member_leave" and present[m]:
-                    present[m] = False
-                    owner[owner == m] = -1
-                    member_changed[m] = t
-                elif e.kind == "member_join" and not present[m]:
-                    present[m] = True
-                    member_changed[m] = t
-                    cap_est[m] = np.nan
-
-    def true_rate(t: float) -> np.ndarray:
-        swing = 1.0 + sc.daily_swing * math.sin(2 * math.pi * (t / 86400.0 + sc.swing_phase_hours / 24.0))
-        return lay.base_rate * np.exp(log_drift) * swing * jump
-
-    apply_events(0.0)
-    rate = true_rate(0.0)
-    if lay.lag0.sum() <= steady_lag(float(rate.sum())):
-        drained_at = 0.0
-    obs0, truth0, idx0 = observe(0.0, rate)
-    snaps.clear()  # the initial assignment's observation is not a snapshot the rates may use
-    if idx0.size:
-        spec0 = observed_spec(obs0)
-        init = spec_owners_to_obs(spec0, get_assignor(sc.initial_strategy).owners(spec0), obs0)
-        owner[:] = np.where(init >= 0, idx0[np.maximum(init, 0)], -1)
-
-    for i in range(steps):
-        t = i * dt
-        apply_events(t)
-        rate = true_rate(t)
-        if i % replan_every == 0:
-            snapshot_count[0] += 1
-            obs, truth, idx = observe(t, rate)
-            new = planner.plan(obs, truth)
-            if new is not None:
-                new = np.asarray(new, dtype=np.int64)
-                if new.shape != (num_p,) or (new >= len(idx)).any():
-                    raise AdvisorError(f"planner {planner.name} returned owners of the wrong shape")
-                new_global = np.where(new >= 0, idx[np.maximum(new, 0)], -1).astype(np.int32)
-                valid = new_global < 0
-                valid |= lay.eligible[np.arange(num_p), np.maximum(new_global, 0)]
-                new_global[~valid] = -1
-                moved = np.flatnonzero((new_global != owner) & (new_global >= 0))
-                if moved.size:
-                    src, dst = owner[moved], new_global[moved]
-                    flaps += int((t - left_at[moved, dst] <= FLAP_WINDOW_S).sum())
-                    had = src >= 0
-                    left_at[moved[had], src[had]] = t
-                    pause_until[moved] = i + handover_steps
-                    member_changed[np.unique(np.r_[src[had], dst])] = t
-                    at = EPOCH + timedelta(seconds=t)
-                    for k, s_m, d_m in zip(
-                        moved[had].tolist(), src[had].tolist(), dst[had].tolist(), strict=True
-                    ):
-                        move = RecentMove(
-                            lay.topic_of[k], int(lay.number[k]), lay.member_ids[s_m], lay.member_ids[d_m], at
-                        )
-                        moves_log.append((t, move))
-                    out_moves[i] = moved.size
-                    total_moves += moved.size
-                owner[(new_global != owner) & (new_global < 0)] = -1
-                owner[moved] = new_global[moved]
-        # one step of production and fair consumption
+    def advance(self, i: int, t: float, rate: np.ndarray) -> None:
+        """One step of production and fair consumption, its measures, and the drift for the next."""
+        dt, owner = self.dt, self.owner
         arrived = rate * dt
-        demand = lag + arrived
-        active = (owner >= 0) & (pause_until <= i)
-        got = fair_share(np.where(active, demand, 0.0), np.where(active, owner, -1), lay.capacity * dt)
+        demand = self.lag + arrived
+        active = (owner >= 0) & (self.pause_until <= i)
+        got = fair_share(np.where(active, demand, 0.0), np.where(active, owner, -1), self.lay.capacity * dt)
         got = np.minimum(got, demand)
-        lag = demand - got
-        processed_cum += got
-        produced_now[0] = produced_now[0] + arrived
-        hist[i + 2] = produced_now[0]
-        hist_t[i + 2] = t + dt
-        out_prod[i] = arrived.sum()
-        out_proc[i] = got.sum()
-        held = owner >= 0
-        member_lag = np.bincount(owner[held], weights=lag[held], minlength=num_m)
-        out_max[i] = member_lag.max() if num_m else 0.0
-        out_total[i] = lag.sum()
-        inflow = np.bincount(owner[held], weights=rate[held], minlength=num_m)
-        over = int(((inflow >= lay.capacity) & present & (inflow > 0)).sum())
-        over += int(((~held) & (rate > 0) & assignable).any())
-        out_over[i] = over
-        if (i + 1) % sample_every == 0:
-            time_lag[(i + 1) // sample_every - 1] = _time_lag(
-                hist, hist_t, i + 2, processed_cum, lag, t + dt, lag_floor
+        self.lag = demand - got
+        self.processed_cum += got
+        self.produced_now = self.produced_now + arrived
+        self.hist[i + 2] = self.produced_now
+        self.hist_t[i + 2] = t + dt
+        self.out_prod[i] = arrived.sum()
+        self.out_proc[i] = got.sum()
+        self._measure(i, t, rate)
+        if self.sigma > 0:
+            self.log_drift = self.log_drift * self.decay + self.drift_sd * self.rng.standard_normal(
+                self.num_p
             )
-        if drained_at is None and lag.sum() <= steady_lag(float(rate.sum())):
-            drained_at = t + dt
-        # drift for the next step
-        if sigma > 0:
-            log_drift = log_drift * decay + drift_sd * rng.standard_normal(num_p)
 
-    all_samples = time_lag.ravel()
-    after_drain = None
-    if drained_at is not None:
-        steady = time_lag[(sample_steps + 1) * dt > drained_at + 1e-9]
-        after_drain = float(np.percentile(steady, 99)) if steady.size else None
-    start = float(lay.lag0.sum())
-    summary = Summary(
-        strategy=planner.name,
-        hours=steps * dt / 3600.0,
-        avg_max_member_lag=float(out_max.mean()),
-        peak_max_member_lag=float(out_max.max()),
-        p50_time_lag_s=float(np.percentile(all_samples, 50)),
-        p99_time_lag_s=float(np.percentile(all_samples, 99)),
-        max_time_lag_s=float(all_samples.max()),
-        moves=total_moves,
-        moves_per_hour=total_moves / (steps * dt / 3600.0),
-        flaps=flaps,
-        overloaded_share=float((out_over > 0).mean()),
-        overloaded_share_after_1h=float((out_over[time_s > 3600] > 0).mean())
-        if (time_s > 3600).any()
-        else 0.0,
-        time_to_drain_s=drained_at,
-        p99_time_lag_after_drain_s=after_drain,
-        starting_lag=start,
-        produced=float(out_prod.sum()),
-        processed=float(out_proc.sum()),
-        final_lag=float(lag.sum()),
-    )
-    return SimulationResult(
-        scenario=sc,
-        time_s=time_s,
-        max_member_lag=out_max,
-        total_lag=out_total,
-        overloaded_members=out_over,
-        moves=out_moves,
-        produced=out_prod,
-        processed=out_proc,
-        sample_time_s=(sample_steps + 1) * dt,
-        time_lag=time_lag if keep_time_lag else np.zeros((0, num_p), dtype=np.float32),
-        final_lag=lag,
-        partition_names=lay.names,
-        summary=summary,
+    def _measure(self, i: int, t: float, rate: np.ndarray) -> None:
+        """Max member lag, total lag, overload, the time-lag sample and the first drain after step ``i``."""
+        owner, lag, dt = self.owner, self.lag, self.dt
+        held = owner >= 0
+        member_lag = np.bincount(owner[held], weights=lag[held], minlength=self.num_m)
+        self.out_max[i] = member_lag.max() if self.num_m else 0.0
+        self.out_total[i] = lag.sum()
+        inflow = np.bincount(owner[held], weights=rate[held], minlength=self.num_m)
+        over = int(((inflow >= self.lay.capacity) & self.present & (inflow > 0)).sum())
+        over += int(((~held) & (rate > 0) & self.assignable).any())
+        self.out_over[i] = over
+        if (i + 1) % self.sample_every == 0:
+            self.time_lag[(i + 1) // self.sample_every - 1] = _time_lag(
+                self.hist, self.hist_t, i + 2, self.processed_cum, lag, t + dt, self.lag_floor
+            )
+        if self.drained_at is None and lag.sum() <= steady_lag(float(rate.sum())):
+            self.drained_at = t + dt
+
+    def result(self, keep_time_lag: bool) -> SimulationResult:
+        return SimulationResult(
+            scenario=self.sc,
+            time_s=self.time_s,
+            max_member_lag=self.out_max,
+            total_lag=self.out_total,
+            overloaded_members=self.out_over,
+            moves=self.out_moves,
+            produced=self.out_prod,
+            processed=self.out_proc,
+            sample_time_s=(self.sample_steps + 1) * self.dt,
+            time_lag=self.time_lag if keep_time_lag else np.zeros((0, self.num_p), dtype=np.float32),
+            final_lag=self.lag,
+            partition_names=self.lay.names,
+            summary=self._summary(),
+        )
+
+    def _summary(self) -> Summary:
+        hours = self.steps * self.dt / 3600.0
+        all_samples = self.time_lag.ravel()
+        after_drain = None
+        if self.drained_at is not None:
+            steady = self.time_lag[(self.sample_steps + 1) * self.dt > self.drained_at + 1e-9]
+            after_drain = float(np.percentile(steady, 99)) if steady.size else None
+        later = self.time_s > 3600
+        return Summary(
+            strategy=self.planner.name,
+            hours=hours,
+            avg_max_member_lag=float(self.out_max.mean()),
+            peak_max_member_lag=float(self.out_max.max()),
+            p50_time_lag_s=float(np.percentile(all_samples, 50)),
+            p99_time_lag_s=float(np.percentile(all_samples, 99)),
+            max_time_lag_s=float(all_samples.max()),
+            moves=self.total_moves,
+            moves_per_hour=self.total_moves / hours,
+            flaps=self.flaps,
+            overloaded_share=float((self.out_over > 0).mean()),
+            overloaded_share_after_1h=float((self.out_over[later] > 0).mean()) if later.any() else 0.0,
+            time_to_drain_s=self.drained_at,
+            p99_time_lag_after_drain_s=after_drain,
+            starting_lag=float(self.lay.lag0.sum()),
+            produced=float(self.out_prod.sum()),
+            processed=float(self.out_proc.sum()),
+            final_lag=float(self.lag.sum()),
+        )
+
+
+def _rate_array(rates: Mapping[Any, RateEstimate], keys: Sequence[Any]) -> np.ndarray:
+    """Rates in ``keys`` order, NaN where unknown."""
+    return np.fromiter(
+        (math.nan if (r := rates[k].rate) is None else r for k in keys), dtype=np.float64, count=len(keys)
     )
 
 

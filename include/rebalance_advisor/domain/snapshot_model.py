@@ -120,7 +120,7 @@ class TimeLag(NamedTuple):
 #: rate when that is above the median (``own_rate``: it keeps up, so it can do at least that); a
 #: configured value (``configured``: the member's own while it is not measured, else the group's
 #: when none of its members is); or unknown, the planner then taking capacities as equal
-#: (``lag_rules.fill_capacities``).
+#: (``estimates.fill_capacities``).
 CAPACITY_SOURCES = ("measured", "reported", "group_median", "own_rate", "configured", "equal")
 #: sources that measured the member itself: carried to later snapshots, in the group median
 MEASURED_CAPACITY_SOURCES = ("measured", "reported")
@@ -156,7 +156,7 @@ class MemberCapacity(NamedTuple):
 class SnapshotRates:
     """What a snapshot adds over its predecessor: rates, time lags, member capacities.
 
-    Computed when the snapshot is stored (``rebalance_advisor.domain.lag_rules.derive_rates``) from
+    Computed when the snapshot is stored (``rebalance_advisor.domain.estimates.step``) from
     the previous snapshot's stored values, and stored with it, so readers never rescan old snapshots.
     """
 

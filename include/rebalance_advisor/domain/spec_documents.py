@@ -22,9 +22,9 @@ Share groups (KIP-932): the broker assigns their partitions, so their document h
 ``broker_assigned`` true, the broker's lag per started partition, and the note
 :data:`SHARE_NOT_PLANNED`; their outcome is ``broker_assigned``.
 
-Rates (stored with each snapshot, ``rebalance_advisor.domain.lag_rules.derive_rates``): each
+Rates (stored with each snapshot, ``rebalance_advisor.domain.estimates.step``): each
 partition carries ``produce_rate`` (records/s, null when unknown) and each member its ``capacity``
-(records/s, null when unknown), the plan JSON's keys (README, plan JSON). Beside them, outside what
+(records/s, null when unknown), the plan JSON's keys (docs/reference/plan-format.md). Beside them, outside what
 ``parse_group_spec`` reads, the document holds ``capacity_sources`` (member -> measured | reported |
 group_median | own_rate | configured | equal), ``time_lags`` (one ``{topic, partition, seconds, method}`` per
 partition) and ``rates_note``, why a snapshot has no rates at all (the first of its cluster, say).
@@ -44,7 +44,7 @@ from typing import Any
 
 from rebalance_advisor.domain.key_range_advice import CurrentRange
 from rebalance_advisor.domain.key_range_groups import fold_range_tables, range_progress
-from rebalance_advisor.domain.lag_rules import ResetPolicy, lag_end_offset, partition_lag
+from rebalance_advisor.domain.lag import ResetPolicy, lag_end_offset, partition_lag
 from rebalance_advisor.domain.safe_regex import compile_safe_regex
 from rebalance_advisor.domain.snapshot_model import SHARE_GROUP_TYPE, MemberCapacity, Snapshot, TimeLag
 

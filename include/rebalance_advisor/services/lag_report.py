@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from rebalance_advisor_client.key_ranges import range_group
 
 from rebalance_advisor.domain.key_range_groups import fold_range_groups, range_lags
-from rebalance_advisor.domain.lag_rules import (
+from rebalance_advisor.domain.lag import (
     ResetPolicy,
     above_log_end,
     below_log_start,

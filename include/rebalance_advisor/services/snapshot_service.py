@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from rebalance_advisor.domain.lag_rules import CapacityPolicy
+from rebalance_advisor.domain.estimates import CapacityPolicy
 from rebalance_advisor.domain.parameters import SnapshotParams
 from rebalance_advisor.domain.snapshot_model import Snapshot
 

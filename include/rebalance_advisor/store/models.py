@@ -54,6 +54,9 @@ class SnapshotRow(Base):
     airflow_run_id: Mapped[str | None] = mapped_column(sa.String(250), unique=True)
     #: why no rates could be derived for the whole snapshot (first of its cluster, interval, ...)
     rates_note: Mapped[str | None] = mapped_column(sa.Text)
+    #: seconds since the previous snapshot of the cluster, when the rates come from that interval
+    #: (``SnapshotRates.interval_s``; migration 0009_snapshot_rate_interval)
+    rate_interval_s: Mapped[float | None] = mapped_column(sa.Float)
 
 
 class PartitionOffsetRow(Base):
@@ -66,7 +69,7 @@ class PartitionOffsetRow(Base):
     log_end_offset: Mapped[int | None] = mapped_column(sa.BigInteger)
     last_stable_offset: Mapped[int | None] = mapped_column(sa.BigInteger)
     leader: Mapped[int | None] = mapped_column(sa.Integer)
-    #: records/s appended, smoothed (``rebalance_advisor.domain.lag_rules.derive_rates``)
+    #: records/s appended, smoothed (``rebalance_advisor.domain.estimates.step``)
     produce_rate: Mapped[float | None] = mapped_column(sa.Float)
     #: why ``produce_rate`` is unknown
     produce_rate_unknown: Mapped[str | None] = mapped_column(sa.Text)

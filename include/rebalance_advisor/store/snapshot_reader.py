@@ -7,13 +7,12 @@ reader selects only the columns the documents need and fills plain dicts from th
 tuples (with the rates, time lags and capacities stored with the snapshot);
 :func:`~rebalance_advisor.domain.spec_documents.build_docs_from_tables` then builds the same
 documents as :func:`~rebalance_advisor.domain.spec_documents.build_group_docs` on a loaded snapshot (the
-lag rule stays :func:`rebalance_advisor.domain.lag_rules.partition_lag`). Orders match ``load_snapshot``:
+lag rule stays :func:`rebalance_advisor.domain.lag.partition_lag`). Orders match ``load_snapshot``:
 members by position, a member's assignment by (topic, partition).
 """
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
@@ -21,7 +20,6 @@ from sqlalchemy.engine import Connection
 
 from rebalance_advisor.domain.snapshot_model import SHARE_GROUP_TYPE, MemberCapacity, TimeLag
 from rebalance_advisor.domain.spec_documents import SnapshotTables
-from rebalance_advisor.domain.timestamps import as_utc
 from rebalance_advisor.errors import AdvisorError
 from rebalance_advisor.store import db
 from rebalance_advisor.store.models import (
@@ -60,35 +58,12 @@ def raw_rows(conn: Connection, query: sa.Select) -> list[Any]:
 
 def same_cluster(query: sa.Select, cluster_id: str | None, bootstrap_servers: str) -> sa.Select:
     """``query`` restricted to the snapshots of one cluster: by its cluster id when the snapshot
-    has one, else by its bootstrap servers. Rates pair a snapshot with the newest earlier one of
-    its cluster, so everything about that pair selects it this way."""
+    has one, else by its bootstrap servers (``estimates.cluster_key``). Rates pair a snapshot with
+    the newest earlier one of its cluster, so everything about that pair selects it this way."""
     s = SnapshotRow.__table__
     if cluster_id is not None:
         return query.where(s.c.cluster_id == cluster_id)
     return query.where(s.c.bootstrap_servers == bootstrap_servers)
-
-
-def stored_rate_interval(
-    conn: Connection,
-    snapshot_id: int,
-    taken_at: datetime,
-    rates_note: str | None,
-    cluster_id: str | None,
-    bootstrap_servers: str,
-) -> float | None:
-    """Seconds between a stored snapshot and the one of its cluster stored before it (the pair its
-    rates were derived from, :func:`same_cluster`), when they were (no ``rates_note``); else None."""
-    if rates_note is not None:
-        return None
-    s = SnapshotRow.__table__
-    query = sa.select(s.c.taken_at).where(s.c.id < snapshot_id)
-    before = conn.execute(
-        same_cluster(query, cluster_id, bootstrap_servers).order_by(s.c.id.desc()).limit(1)
-    ).scalar_one_or_none()
-    if before is None:
-        return None
-    elapsed = (as_utc(taken_at) - as_utc(before)).total_seconds()
-    return elapsed if elapsed > 0 else None
 
 
 def read_snapshot_tables(snapshot_id: int, url: str | None = None) -> SnapshotTables:
@@ -101,17 +76,12 @@ def snapshot_tables_in(conn: Connection, snapshot_id: int) -> SnapshotTables:
     """:func:`read_snapshot_tables` inside the caller's transaction (the planner's one read)."""
     s = SnapshotRow.__table__
     found = conn.execute(
-        sa.select(
-            s.c.isolation_level, s.c.rates_note, s.c.taken_at, s.c.cluster_id, s.c.bootstrap_servers
-        ).where(s.c.id == snapshot_id)
+        sa.select(s.c.isolation_level, s.c.rates_note, s.c.rate_interval_s).where(s.c.id == snapshot_id)
     ).first()
     if found is None:
         raise AdvisorError(f"snapshot {snapshot_id} does not exist")
-    isolation, rates_note, taken_at, cluster_id, bootstrap_servers = found
-    rate_interval_s = stored_rate_interval(
-        conn, snapshot_id, taken_at, rates_note, cluster_id, bootstrap_servers
-    )
-    stable = isolation == "read_committed"  # lags against the LSO (lag_rules.lag_end_offset)
+    isolation, rates_note, rate_interval_s = found
+    stable = isolation == "read_committed"  # lags against the LSO (lag.lag_end_offset)
     p, g, m = PartitionOffsetRow.__table__, ConsumerGroupRow.__table__, GroupMemberRow.__table__
     a, c = MemberAssignmentRow.__table__, CommittedOffsetRow.__table__
     offsets = {}

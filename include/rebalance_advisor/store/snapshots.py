@@ -9,13 +9,17 @@ from datetime import UTC, datetime, timedelta
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from rebalance_advisor.domain.lag_rules import (
+from rebalance_advisor.domain.estimates import (
     CapacityPolicy,
-    PreviousSnapshotState,
+    Carried,
+    CarriedCapacity,
     RateParameters,
-    derive_rates,
+    cluster_key,
     member_key,
+    observe_snapshot,
+    step,
 )
+from rebalance_advisor.domain.lag import time_lags
 from rebalance_advisor.domain.snapshot_model import (
     MEASURED_CAPACITY_SOURCES,
     CommittedOffset,
@@ -48,7 +52,7 @@ from rebalance_advisor.store.models import (
 )
 from rebalance_advisor.store.plan_models import PlanAssignment
 from rebalance_advisor.store.plans import published_plans
-from rebalance_advisor.store.snapshot_reader import raw_rows, same_cluster, stored_rate_interval
+from rebalance_advisor.store.snapshot_reader import raw_rows, same_cluster
 
 #: Rows per INSERT statement on the generic Core path (dialects other than SQLite and PostgreSQL).
 CHUNK = 2000
@@ -125,83 +129,142 @@ def _manual_assign_plans(conn: Connection, snapshot: Snapshot) -> ManualAssignPl
     return out
 
 
-def _previous_state(
-    conn: Connection, snapshot: Snapshot, manual: ManualAssignPlans | None = None
-) -> PreviousSnapshotState | None:
-    """The newest stored snapshot of the same cluster, as :func:`derive_rates` needs it.
+def load_carried(
+    conn: Connection,
+    cluster_id: str | None,
+    bootstrap_servers: str,
+    manual: ManualAssignPlans | None = None,
+    before_id: int | None = None,
+) -> Carried | None:
+    """What the advisor carries from the newest stored snapshot of a cluster (before ``before_id``,
+    when given), or None when there is none: ``estimates.step`` pairs the next snapshot with it.
 
     Only that one snapshot is read (its offsets, stored rates, owners and capacities): rates are
     carried forward snapshot by snapshot, never recomputed from older ones. A manual-assign group
-    (``manual``) gets as previous owners those of the plan the previous snapshot measured against:
-    a plan published in between moved some partitions, and only members whose partitions it left
-    unchanged are measured over that interval.
+    (``manual``: the plans published now) gets as owners those of the plan the stored snapshot
+    measured against: a plan published since moved some partitions, and only members whose
+    partitions it left unchanged are measured over the interval.
     """
-    s = SnapshotRow.__table__
-    query = same_cluster(
-        sa.select(s.c.id, s.c.taken_at, s.c.isolation_level), snapshot.cluster_id, snapshot.bootstrap_servers
-    )
-    row = conn.execute(query.order_by(s.c.id.desc()).limit(1)).first()
-    if row is None:
+    head = _previous_head(conn, cluster_id, bootstrap_servers, before_id)
+    if head is None:
         return None
-    previous_id, taken_at, isolation = row
-    p, c = PartitionOffsetRow.__table__, CommittedOffsetRow.__table__
-    m, a = GroupMemberRow.__table__, MemberAssignmentRow.__table__
+    snapshot_id, taken_at, isolation = head
+    log_ends, lag_ends, produce = _carried_offsets(conn, snapshot_id, isolation)
+    committed, consume = _carried_committed(conn, snapshot_id)
+    owners, capacities = _carried_members(conn, snapshot_id)
+    plans, assigned_capacities = _carried_assigned(conn, snapshot_id)
+    capacities.update(assigned_capacities)
+    owners.update(_plan_owners(conn, plans, manual or {}))
+    return Carried(
+        cluster=cluster_key(cluster_id, bootstrap_servers),
+        taken_at=_aware(taken_at),
+        log_ends=log_ends,
+        lag_ends=lag_ends,
+        produce=produce,
+        committed=committed,
+        consume=consume,
+        owners=owners,
+        capacities=capacities,
+        snapshot_id=snapshot_id,
+    )
+
+
+def _previous_head(
+    conn: Connection, cluster_id: str | None, bootstrap_servers: str, before_id: int | None
+) -> tuple[int, datetime, str] | None:
+    """(id, taken_at, isolation level) of the newest stored snapshot of the cluster (:func:`same_cluster`)."""
+    s = SnapshotRow.__table__
+    query = same_cluster(sa.select(s.c.id, s.c.taken_at, s.c.isolation_level), cluster_id, bootstrap_servers)
+    if before_id is not None:
+        query = query.where(s.c.id < before_id)
+    row = conn.execute(query.order_by(s.c.id.desc()).limit(1)).first()
+    return None if row is None else (row[0], row[1], row[2])
+
+
+def _carried_offsets(conn: Connection, snapshot_id: int, isolation: str) -> tuple[dict, dict, dict]:
+    """(topic, partition) -> log end, the end lags were against, the stored produce rate."""
+    p = PartitionOffsetRow.__table__
     log_ends, lag_ends, produce = {}, {}, {}
     for topic, partition, end, stable, rate in raw_rows(
         conn,
         sa.select(
             p.c.topic, p.c.partition, p.c.log_end_offset, p.c.last_stable_offset, p.c.produce_rate
-        ).where(p.c.snapshot_id == previous_id),
+        ).where(p.c.snapshot_id == snapshot_id),
     ):
         log_ends[(topic, partition)] = end
         lag_ends[(topic, partition)] = stable if isolation == "read_committed" and stable is not None else end
         produce[(topic, partition)] = rate
+    return log_ends, lag_ends, produce
+
+
+def _carried_committed(conn: Connection, snapshot_id: int) -> tuple[dict, dict]:
+    """(group, topic, partition) -> committed offset, stored consume rate."""
+    c = CommittedOffsetRow.__table__
     committed, consume = {}, {}
     for group_id, topic, partition, offset, rate in raw_rows(
         conn,
         sa.select(c.c.group_id, c.c.topic, c.c.partition, c.c.committed_offset, c.c.consume_rate).where(
-            c.c.snapshot_id == previous_id
+            c.c.snapshot_id == snapshot_id
         ),
     ):
         committed[(group_id, topic, partition)] = offset
         consume[(group_id, topic, partition)] = rate
+    return committed, consume
+
+
+def _carried_members(
+    conn: Connection, snapshot_id: int
+) -> tuple[dict[tuple[str, str, int], str], dict[tuple[str, str], CarriedCapacity]]:
+    """Owners by member key, and the measured capacities, of the members the broker listed."""
+    m, a = GroupMemberRow.__table__, MemberAssignmentRow.__table__
     keys: dict[tuple[str, str], str] = {}
-    capacities, capacity_sources = {}, {}
+    capacities: dict[tuple[str, str], CarriedCapacity] = {}
     for group_id, member_id, instance_id, capacity, source, measured_at in conn.execute(
         sa.select(m.c.group_id, m.c.member_id, m.c.group_instance_id, m.c.capacity, m.c.capacity_source,
-                  m.c.capacity_measured_at).where(m.c.snapshot_id == previous_id)
+                  m.c.capacity_measured_at).where(m.c.snapshot_id == snapshot_id)
     ):  # fmt: skip
         key = keys[(group_id, member_id)] = member_key(member_id, instance_id)
         if source in MEASURED_CAPACITY_SOURCES and capacity is not None and measured_at is not None:
-            capacities[(group_id, key)] = (capacity, _aware(measured_at))
-            capacity_sources[(group_id, key)] = source
+            capacities[(group_id, key)] = CarriedCapacity(capacity, _aware(measured_at), source)
     owners = {
         (group_id, topic, partition): keys.get((group_id, member_id), member_id)
         for group_id, member_id, topic, partition in raw_rows(
             conn,
             sa.select(a.c.group_id, a.c.member_id, a.c.topic, a.c.partition).where(
-                a.c.snapshot_id == previous_id
+                a.c.snapshot_id == snapshot_id
             ),
         )
     }
+    return owners, capacities
+
+
+def _carried_assigned(
+    conn: Connection, snapshot_id: int
+) -> tuple[dict[str, int], dict[tuple[str, str], CarriedCapacity]]:
+    """Of the registered manual-assign members: group -> the plan they were measured against, and
+    their measured capacities."""
     ac = AssignedCapacityRow.__table__
-    previous_plan: dict[str, int] = {}
+    plans: dict[str, int] = {}
+    capacities: dict[tuple[str, str], CarriedCapacity] = {}
     for group_id, member_id, plan_id, capacity, source, measured_at in conn.execute(
         sa.select(ac.c.group_id, ac.c.member_id, ac.c.plan_id, ac.c.capacity, ac.c.capacity_source,
-                  ac.c.capacity_measured_at).where(ac.c.snapshot_id == previous_id)
+                  ac.c.capacity_measured_at).where(ac.c.snapshot_id == snapshot_id)
     ):  # fmt: skip
-        previous_plan[group_id] = plan_id
+        plans[group_id] = plan_id
         if source in MEASURED_CAPACITY_SOURCES and capacity is not None and measured_at is not None:
-            capacities[(group_id, member_id)] = (capacity, _aware(measured_at))
-            capacity_sources[(group_id, member_id)] = source
-    # The previous owners are those of the plan the previous snapshot measured against; a member whose
-    # partitions a newer plan left unchanged held them over the whole interval, so it is measured too
-    # (one that gained or lost a partition is not: derive_rates checks owners and counts).
-    older = {
-        g: previous_plan[g]
-        for g, (plan_id, _) in (manual or {}).items()
-        if previous_plan.get(g, plan_id) != plan_id
-    }
+            capacities[(group_id, member_id)] = CarriedCapacity(capacity, _aware(measured_at), source)
+    return plans, capacities
+
+
+def _plan_owners(
+    conn: Connection, plans: dict[str, int], manual: ManualAssignPlans
+) -> dict[tuple[str, str, int], str]:
+    """The owners of manual-assign groups: those of the plan the stored snapshot measured against. A
+    member whose partitions a newer plan left unchanged held them over the whole interval, so it is
+    measured too (one that gained or lost a partition is not: ``estimates.step`` checks owners and
+    counts)."""
+    owners: dict[tuple[str, str, int], str] = {}
+    older = {g: plans[g] for g, (plan_id, _) in manual.items() if plans.get(g, plan_id) != plan_id}
     if older:
         pa = PlanAssignment.__table__
         for plan_id, member_id, topic, partition in conn.execute(
@@ -211,21 +274,10 @@ def _previous_state(
         ):
             for group_id in (g for g, i in older.items() if i == plan_id):
                 owners[(group_id, topic, partition)] = member_id
-    for group_id, (plan_id, held) in (manual or {}).items():
-        if previous_plan.get(group_id) == plan_id:
+    for group_id, (plan_id, held) in manual.items():
+        if plans.get(group_id) == plan_id:
             owners.update(((group_id, t, p), member) for member, parts in held.items() for t, p in parts)
-    return PreviousSnapshotState(
-        snapshot_id=previous_id,
-        taken_at=_aware(taken_at),
-        log_ends=log_ends,
-        lag_ends=lag_ends,
-        produce=produce,
-        committed=committed,
-        consume=consume,
-        owners=owners,
-        capacities=capacities,
-        capacity_sources=capacity_sources,
-    )
+    return owners
 
 
 def write_snapshot(
@@ -239,7 +291,7 @@ def write_snapshot(
     """Store ``snapshot`` with its rates, time lags and capacities in one transaction; return its id.
 
     The rates come from the previous stored snapshot of the same cluster
-    (:func:`rebalance_advisor.domain.lag_rules.derive_rates`), read in the same transaction, so a
+    (:func:`load_carried`, :func:`rebalance_advisor.domain.estimates.step`), read in the same transaction, so a
     failure anywhere leaves nothing behind. With an ``airflow_run_id`` (or one set on the snapshot),
     a snapshot stored earlier by the same run is replaced in the same transaction, so a re-run never
     duplicates (and the replaced attempt is not its own predecessor).
@@ -255,13 +307,11 @@ def write_snapshot(
             ).scalars()
             _delete_snapshots(conn, list(previous))
         manual = _manual_assign_plans(conn, snapshot)
-        rates = derive_rates(
-            snapshot,
-            _previous_state(conn, snapshot, manual),
-            rate_parameters,
-            capacities,
-            {group_id: held for group_id, (_, held) in manual.items()},
-        )
+        carried = load_carried(conn, snapshot.cluster_id, snapshot.bootstrap_servers, manual)
+        assigned = {group_id: held for group_id, (_, held) in manual.items()}
+        observed = observe_snapshot(snapshot, carried, rate_parameters, capacities, assigned)
+        rates, _ = step(carried, observed, rate_parameters)
+        rates.time_lag = time_lags(snapshot, rates.produce)
         snapshot_id = conn.execute(
             sa.insert(SnapshotRow.__table__).returning(SnapshotRow.__table__.c.id),
             {
@@ -278,6 +328,7 @@ def write_snapshot(
                 "error_count": len(snapshot.errors),
                 "airflow_run_id": run_id,
                 "rates_note": rates.note,
+                "rate_interval_s": rates.interval_s,
             },
         ).scalar_one()
         sid = {"snapshot_id": snapshot_id}
@@ -435,11 +486,16 @@ def latest_snapshot_id(url: str | None = None) -> int | None:
 
 
 def previous_snapshot_id(snapshot_id: int, url: str | None = None) -> int | None:
-    """The snapshot stored just before ``snapshot_id`` (for rates), or None."""
+    """The snapshot of the same cluster stored just before ``snapshot_id`` (its rates' pair), or None."""
+    s = SnapshotRow.__table__
     with db.connect(url) as conn:
-        return conn.execute(
-            sa.select(sa.func.max(SnapshotRow.id)).where(SnapshotRow.id < snapshot_id)
-        ).scalar_one_or_none()
+        row = conn.execute(
+            sa.select(s.c.cluster_id, s.c.bootstrap_servers).where(s.c.id == snapshot_id)
+        ).first()
+        if row is None:
+            return None
+        head = _previous_head(conn, row[0], row[1], snapshot_id)
+    return None if head is None else head[0]
 
 
 @dataclass(frozen=True)
@@ -536,17 +592,7 @@ def load_snapshot(snapshot_id: int, url: str | None = None, groups: list[str] | 
         assignments: dict[tuple[str, str], list[tuple[str, int]]] = {}
         for a in rows(MemberAssignmentRow, "group_id", "member_id", "topic", "partition"):
             assignments.setdefault((a["group_id"], a["member_id"]), []).append((a["topic"], a["partition"]))
-        rates = SnapshotRates(
-            note=row["rates_note"],
-            interval_s=stored_rate_interval(
-                conn,
-                snapshot_id,
-                row["taken_at"],
-                row["rates_note"],
-                row["cluster_id"],
-                row["bootstrap_servers"],
-            ),
-        )
+        rates = SnapshotRates(note=row["rates_note"], interval_s=row["rate_interval_s"])
         members: dict[str, list[GroupMemberSnapshot]] = {}
         for m in rows(GroupMemberRow, "group_id", "position"):
             if m["capacity_source"] is not None:

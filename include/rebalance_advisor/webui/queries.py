@@ -16,7 +16,8 @@ from typing import Any
 from sqlalchemy.engine import Connection
 
 from rebalance_advisor.domain.decisions import FLAGGED_OUTCOMES, Thresholds
-from rebalance_advisor.domain.lag_rules import ResetPolicy, member_key, partition_lags
+from rebalance_advisor.domain.estimates import member_key
+from rebalance_advisor.domain.lag import ResetPolicy, partition_lags
 from rebalance_advisor.domain.snapshot_model import Snapshot
 from rebalance_advisor.errors import AdvisorError
 from rebalance_advisor.services.plan_lifecycle import is_manual_assign

@@ -1,0 +1,756 @@
+"""What the advisor knows about a cluster between snapshots, and the one step that advances it
+(docs/architecture.md, "What the advisor knows between snapshots"). Pure, no I/O.
+
+:class:`Carried` is that knowledge after one snapshot: its time, log ends and committed offsets,
+smoothed produce and consume rates, owners by member key, measured capacities as (value, when,
+source), and recent moves. :func:`step` takes it and the next :class:`Observed` snapshot and gives
+the snapshot's rates and capacities and the next :class:`Carried`. The store loads and saves it
+(``store.snapshots``); the simulator (``domain.simulation``) holds one and calls the same
+:func:`step` at each of its snapshots, so bench/drain.py measures production's rule.
+
+Rates are exponentially weighted moving averages in time: each new interval's rate r over Δt
+seconds updates the carried average R as R += α (r - R) with α = 1 - exp(-Δt / τ),
+τ = :attr:`RateParameters.time_constant_s` (default 120 s). Unlike a window of the last N snapshots,
+this needs only the carried average (no rescan), weighs irregular intervals by their length, and
+forgets a rate change with the same time constant whatever the snapshot schedule. The first
+interval's rate is taken as is.
+
+Capacity per member: measured (Σ its consume rates over an interval in which it held the same
+partitions with backlog on at least one at both ends, smoothed like rates, carried while it stays,
+up to ``capacity_max_age_s``, never below what it consumed per second; backlog = lag above
+``busy_backlog_s`` of the partition's produce rate) or reported by its client helper, else the
+group's median measured, else the configured value, else unknown (``equal``).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
+from functools import cached_property
+from typing import Any, Protocol
+
+import numpy as np
+from rebalance_advisor_client.capacity_report import CapacityReport
+from rebalance_advisor_client.handover_rules import decode_reported_mark
+
+from rebalance_advisor.domain.group_spec import RecentMove
+from rebalance_advisor.domain.lag import lag_end_offset
+from rebalance_advisor.domain.safe_regex import SafeRegex, compile_safe_regex
+from rebalance_advisor.domain.snapshot_model import (
+    MEASURED_CAPACITY_SOURCES,
+    MemberCapacity,
+    RateEstimate,
+    Snapshot,
+    SnapshotRates,
+)
+from rebalance_advisor.errors import AdvisorError
+
+#: (topic, partition)
+TopicPartition = tuple[str, int]
+#: (group, topic, partition)
+GroupPartition = tuple[str, str, int]
+#: (group, member key)
+MemberRef = tuple[str, str]
+
+
+@dataclass(frozen=True)
+class RateParameters:
+    """How rates and capacities are derived between consecutive snapshots (module docstring)."""
+
+    #: EWMA time constant τ in seconds: a step change in rate is 63 % reflected after τ, and a
+    #: steadily rising rate is read τ x its slope low. 120 s: it still averages 2-3 snapshots taken
+    #: every 45-60 s, and follows drift within one 5-minute planning interval. With 300 s
+    #: bench/drain.py rate_aware was overloaded 29.3 % of the time in medium-50-cap2x (4.3 % at 120 s,
+    #: 7.2 % at 60 s; 5 seeds x 6 h, every scenario in the session-5 notes): the rates, and the
+    #: capacities smoothed with the same τ, lagged the drift by more than the rule's margin.
+    time_constant_s: float = 120.0
+    #: intervals shorter than this give no rate: offsets are read over a pass of up to a second or
+    #: so, which would dominate Δt
+    min_interval_s: float = 5.0
+    #: intervals longer than this give no rate: the average would hide what happened in between
+    max_interval_s: float = 3600.0
+    #: a measured capacity is carried to later snapshots (while its member stays) this long. A day:
+    #: capacity can only be measured while the member is saturated, and a good plan keeps it from
+    #: being saturated, so a short age forgets exactly the members a plan fixed (with 1 h,
+    #: bench/drain.py cap2x-z1.5 saw every capacity expire and the advisor call an overloaded group
+    #: idle); a member that got slower is re-measured as soon as it saturates
+    capacity_max_age_s: float = 86400.0
+    #: an unmeasured member that consumes more than the group's median measured capacity gets this
+    #: factor x its own consume rate instead of the median (:func:`fill_capacities`): it keeps up, so
+    #: it can do at least that, and the median is biased low for it (the members that get measured
+    #: are the saturated, i.e. the slow, ones; bench/drain.py, capacities x2 apart).
+    unmeasured_capacity_factor: float = 1.2
+    #: a partition counts as backlogged (so its member as busy, :func:`busy_capacity_sample`) only
+    #: while its lag is more than this many seconds of its produce rate. A caught-up consumer still
+    #: shows lag: what it fetched but has not committed yet (commits every 1-5 s, prefetched records).
+    #: Counting that as backlog "measured" an idle member's capacity as its inflow (bench/closed_loop.py
+    #: run B: a 279 msg/s consumer measured at 137-154 msg/s with time lags under 1 s), so every member
+    #: looked saturated and no plan could improve the group.
+    busy_backlog_s: float = 10.0
+    #: with snapshots at least this far apart, an interval in which a partition's lag grew by more
+    #: than its backlog floor, and ends above it, also measures its member (:func:`busy_capacity_sample`):
+    #: waiting for a second backlogged snapshot costs a whole interval of overload, and plans move an
+    #: overloaded member's partitions at the very snapshot that shows its backlog, so it was almost
+    #: never measured (bench/drain.py large-500, 5-minute snapshots: no member measured for 4.8 h,
+    #: overloaded 15 % -> 2.5 % of the time with it). At shorter intervals the second snapshot comes
+    #: soon (medium-50-cap2x, 1 minute: 3.9 % -> 6.0 % with it, 12 seeds)
+    growth_sample_min_interval_s: float = 120.0
+    #: a member's own capacity report (written by the client helper into its commits' marks,
+    #: rebalance_advisor_client.capacity_report) is a new sample when written after the previous
+    #: snapshot; at a cluster's first snapshot, when written at most this many seconds before it
+    capacity_report_max_age_s: float = 300.0
+    #: EWMA time constant of reported capacities (``time_constant_s`` smooths the busy samples): a
+    #: member's speed changes with a deploy or a new instance, not with traffic, and a longer
+    #: average keeps the noise of single reports out of the plans (bench/drain.py
+    #: cap2x-z1.5-reported, reports off by up to 5 %: 8.2 moves/h and 0.4 flaps at 120 s, 7.0 and 0
+    #: at 600 s; off by up to 10 %: 20.1 and 4.6 at 120 s, 12.0 and 0.6 at 600 s)
+    capacity_report_time_constant_s: float = 600.0
+    #: moves older than this are not carried: the hysteresis window (``Thresholds.hysteresis_window_s``,
+    #: 1,800 s) and the simulator's flap window look back no further
+    recent_moves_s: float = 1800.0
+
+
+@dataclass(frozen=True)
+class CapacityPolicy:
+    """Configured capacity (records/s), first full match wins: ``"orders-.*=500,audit=50"``.
+
+    ``GROUP_REGEX=N`` is used for every member of a group with no measured member.
+    ``MEMBER_REGEX@GROUP_REGEX=N`` is one member's (named by :func:`member_key`), used while that
+    member is not measured: an operator who knows the instance types of a group whose consumers
+    differ (capacities x2 apart) says so. Estimating them instead costs overload: a member is
+    measured only while saturated (bench/drain.py cap2x-z1.5 against cap2x-z1.5-configured).
+    """
+
+    rules: tuple[tuple[SafeRegex, float], ...] = ()
+    member_rules: tuple[tuple[SafeRegex, SafeRegex, float], ...] = ()
+
+    @classmethod
+    def parse(cls, spec: str | None) -> CapacityPolicy:
+        rules: list[tuple[SafeRegex, float]] = []
+        member_rules: list[tuple[SafeRegex, SafeRegex, float]] = []
+        for item in (spec or "").split(","):
+            item = item.strip()
+            if not item:
+                continue
+            pattern, sep, value = item.rpartition("=")
+            try:
+                number = float(value)
+            except ValueError:
+                number = math.nan
+            member, at, group = pattern.partition("@")
+            if not at:
+                member, group = "", pattern
+            if not sep or not group.strip() or (at and not member.strip()):
+                raise AdvisorError(
+                    f"member capacity {item!r}: expected GROUP_REGEX=RECORDS_PER_SECOND "
+                    "or MEMBER_REGEX@GROUP_REGEX=RECORDS_PER_SECOND"
+                )
+            if not (math.isfinite(number) and number > 0):
+                raise AdvisorError(f"member capacity {item!r}: records/s must be a number > 0")
+            group_re = compile_safe_regex(group.strip(), f"member capacity {item!r}: bad")
+            if at:
+                member_re = compile_safe_regex(member.strip(), f"member capacity {item!r}: bad")
+                member_rules.append((member_re, group_re, number))
+            else:
+                rules.append((group_re, number))
+        return cls(tuple(rules), tuple(member_rules))
+
+    def for_group(self, group_id: str) -> float | None:
+        return next((value for pattern, value in self.rules if pattern.fullmatch(group_id)), None)
+
+    def for_member(self, group_id: str, key: str) -> float | None:
+        """The capacity configured for one member (its :func:`member_key`), or None."""
+        return next(
+            (
+                value
+                for member, group, value in self.member_rules
+                if group.fullmatch(group_id) and member.fullmatch(key)
+            ),
+            None,
+        )
+
+
+def member_key(member_id: str, group_instance_id: str | None) -> str:
+    """How a member is recognised across snapshots (and named in plans): its static instance id
+    when it has one (it survives restarts), else its member id."""
+    return group_instance_id or member_id
+
+
+def rate_interval_problem(elapsed: float, params: RateParameters) -> str | None:
+    """Why an interval of ``elapsed`` seconds between two snapshots gives no rate (None: it does)."""
+    if elapsed <= 0:
+        return f"clock went backwards ({elapsed:.1f} s since the previous snapshot)"
+    if elapsed < params.min_interval_s:
+        return f"interval {elapsed:.1f} s is shorter than {params.min_interval_s:g} s"
+    if elapsed > params.max_interval_s:
+        return f"interval {elapsed:.0f} s is longer than {params.max_interval_s:g} s"
+    return None
+
+
+def smoothing_weight(elapsed: float, params: RateParameters, time_constant_s: float | None = None) -> float:
+    """α of the EWMA in time (module docstring) for an interval of ``elapsed`` seconds, with τ =
+    ``params.time_constant_s`` unless another ``time_constant_s`` is given (reported capacities)."""
+    tau = params.time_constant_s if time_constant_s is None else time_constant_s
+    return 1.0 - math.exp(-elapsed / tau)
+
+
+def smooth_rate(sample: Any, previous: Any, alpha: float) -> Any:
+    """The EWMA update R += α (r - R); the first sample is taken as is (``previous`` None, or NaN in
+    an array). One rule for the stored snapshot rates and the simulator's observations (per
+    partition arrays)."""
+    if previous is None:
+        return sample
+    if isinstance(previous, np.ndarray):
+        return np.where(np.isnan(previous), sample, previous + alpha * (sample - previous))
+    return previous + alpha * (sample - previous)
+
+
+def busy_capacity_sample(
+    lag_before: Sequence[float],
+    lag_after: Sequence[float],
+    consume_rate: Sequence[float],
+    floor: Sequence[float] | None = None,
+    growth: bool = False,
+) -> float | None:
+    """A member's capacity sample over one interval: Σ its partitions' consume rates, when at least
+    one of them had backlog at both ends; None otherwise, and None when that sum is 0. Backlog means a
+    lag above the partition's ``floor`` (default 0; snapshots pass produce rate x
+    :attr:`RateParameters.busy_backlog_s`: the lag of records fetched but not yet committed is not
+    backlog).
+
+    ``growth`` (long intervals, :attr:`RateParameters.growth_sample_min_interval_s`): a partition
+    whose lag ends above its floor after growing by more than the floor counts too: its member fell
+    behind by more than in-flight records explain, so it was saturated.
+
+    One backlogged partition is enough: a consumer shares its fetches fairly among the partitions
+    that have records, so while any of them has backlog it works at its full rate, and its light
+    partitions, served in full, are caught up (requiring backlog on every partition almost never
+    measures an overloaded member). A sum of 0 (a stalled member, or one that does not commit) says
+    nothing about how fast it can consume. The caller checks that the member held the same
+    partitions over the interval, with no handover pause.
+    """
+    floors = [0.0] * len(lag_before) if floor is None else floor
+    busy = any(
+        a > f and (b > f or (growth and a - b > f))
+        for b, a, f in zip(lag_before, lag_after, floors, strict=True)
+    )
+    if not busy:
+        return None
+    total = float(sum(consume_rate))
+    return total if total > 0 else None
+
+
+def next_capacity(
+    sample: float | None,
+    carried: float | None,
+    carried_age_s: float,
+    elapsed_s: float,
+    params: RateParameters,
+    consumed: float | None = None,
+    reported: bool = False,
+) -> tuple[float, bool] | None:
+    """A member's measured capacity after an interval of ``elapsed_s``: (value, freshly measured).
+
+    A new sample is smoothed into the carried value like a rate (EWMA, τ = ``time_constant_s``, or
+    ``capacity_report_time_constant_s`` for a member's own report: ``reported``); without
+    one the carried value stays while it is at most ``capacity_max_age_s`` old; else unknown (None).
+    ``consumed``: what the member consumed per second over the interval, busy or not. A member can
+    not consume faster than its capacity, so a measured value below it is raised to it (fresh): an
+    estimate taken while the member was slowed (or on a noisy interval) does not stick for a day.
+    """
+    if carried is not None and carried_age_s > params.capacity_max_age_s:
+        carried = None
+    if sample is not None:
+        tau = params.capacity_report_time_constant_s if reported else None
+        value, fresh = smooth_rate(sample, carried, smoothing_weight(elapsed_s, params, tau)), True
+    elif carried is not None:
+        value, fresh = carried, False
+    else:
+        return None
+    if consumed is not None and consumed > value:
+        return consumed, True
+    return value, fresh
+
+
+def capacity_sample(busy: float | None, reported: float | None) -> tuple[float | None, str | None]:
+    """A member's capacity sample over one interval and its source: a busy measurement
+    (:func:`busy_capacity_sample`: what it did while saturated) before its helper's own report; (None,
+    None) without either, and the carried value keeps its source. One rule for snapshots and the
+    simulator."""
+    if busy is not None:
+        return busy, "measured"
+    if reported is not None:
+        return reported, "reported"
+    return None, None
+
+
+def reported_capacities(
+    current: Snapshot, previous_taken_at: datetime | None, params: RateParameters
+) -> dict[tuple[str, str], float]:
+    """(group, member) -> the capacity the member's client helper reported in its commits' marks
+    (``rebalance_advisor_client.capacity_report``), the newest of its partitions', when written
+    after the previous snapshot (at a first snapshot: at most ``capacity_report_max_age_s`` old).
+    The member is the one the mark names: what the helper was started with, the name plans use."""
+    taken = current.taken_at.timestamp()
+    since = (
+        previous_taken_at.timestamp()
+        if previous_taken_at is not None
+        else taken - params.capacity_report_max_age_s
+    )
+    newest: dict[tuple[str, str], CapacityReport] = {}
+    for c in current.committed:
+        found = decode_reported_mark(c.metadata)
+        if found is None or found[1].at <= since:
+            continue
+        mark, report = found
+        key = (c.group_id, mark.member)
+        if key not in newest or report.at > newest[key].at:
+            newest[key] = report
+    return {key: report.capacity for key, report in newest.items()}
+
+
+def fill_capacities(
+    measured: Sequence[float | None],
+    own_rate: Sequence[float | None] | None = None,
+    configured: float | None = None,
+    factor: float | None = None,
+    configured_members: Sequence[float | None] | None = None,
+    measured_sources: Sequence[str] | None = None,
+) -> list[tuple[float | None, str]]:
+    """(capacity, source) per member (``snapshot_model.CAPACITY_SOURCES``) from the measured ones.
+
+    Unmeasured members, when some member of the group is measured, get the median measured capacity
+    (``group_median``), unless their own consume rate is above it: then ``factor`` x that rate
+    (``own_rate``). An unmeasured member keeps up, so it can do at least its consume rate; one that
+    consumes more than the median is faster than the measured (saturated, i.e. slow) ones, and the
+    median would be biased low for it. Only then: raising every unmeasured member to ``factor`` x its
+    rate would overestimate a nearly saturated member of a group of equal members (bench/drain.py
+    large-500: overloaded 21 % -> 51 % of the time). ``factor`` defaults to
+    :attr:`RateParameters.unmeasured_capacity_factor`. With none measured: the configured value, else
+    unknown (``equal``). ``configured_members``: a value configured for one member
+    (:meth:`CapacityPolicy.for_member`) comes before every estimate while the member is not measured;
+    the median is of measured capacities only. ``measured_sources``: how each measured value was
+    measured (``measured`` by default, ``reported`` by the member's client helper).
+    """
+    factor = RateParameters.unmeasured_capacity_factor if factor is None else factor
+    known = [c for c in measured if c is not None]
+    median = statistics.median(known) if known else None
+    rates = list(own_rate) if own_rate is not None else [None] * len(measured)
+    declared = list(configured_members) if configured_members is not None else [None] * len(measured)
+    how = list(measured_sources) if measured_sources is not None else ["measured"] * len(measured)
+    out: list[tuple[float | None, str]] = []
+    for value, rate, mine, source in zip(measured, rates, declared, how, strict=True):
+        if value is not None:
+            out.append((value, source))
+        elif mine is not None:
+            out.append((mine, "configured"))
+        elif median is not None:
+            faster = rate is not None and rate > median
+            out.append((factor * rate, "own_rate") if faster else (median, "group_median"))  # type: ignore[operator]
+        elif configured is not None:
+            out.append((configured, "configured"))
+        else:
+            out.append((None, "equal"))
+    return out
+
+
+# ---- the carried state and one step ----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CarriedCapacity:
+    """A member's measured capacity (records/s), when it was measured, and how
+    (``MEASURED_CAPACITY_SOURCES``)."""
+
+    value: float
+    at: datetime
+    source: str = "measured"
+
+
+@dataclass(frozen=True)
+class Carried:
+    """What the advisor knows about one cluster after a snapshot (module docstring). Immutable:
+    :func:`step` and :meth:`after_plan` return a new one."""
+
+    #: which cluster (:func:`cluster_key`): a step pairs snapshots of one cluster only
+    cluster: str
+    taken_at: datetime
+    #: (topic, partition) -> log end offset
+    log_ends: Mapping[TopicPartition, int | None]
+    #: (topic, partition) -> the offset lags were against (log end, or LSO under read_committed)
+    lag_ends: Mapping[TopicPartition, int | None]
+    #: (topic, partition) -> smoothed produce rate (None: unknown)
+    produce: Mapping[TopicPartition, float | None]
+    #: (group, topic, partition) -> committed offset
+    committed: Mapping[GroupPartition, int]
+    #: (group, topic, partition) -> smoothed consume rate (None: unknown)
+    consume: Mapping[GroupPartition, float | None]
+    #: (group, topic, partition) -> the :func:`member_key` of its owner
+    owners: Mapping[GroupPartition, str] = field(default_factory=dict)
+    #: (group, member key) -> measured capacity, for members whose capacity was measured or reported
+    capacities: Mapping[MemberRef, CarriedCapacity] = field(default_factory=dict)
+    #: group -> its partitions' moves within ``RateParameters.recent_moves_s``, oldest first
+    recent_moves: Mapping[str, tuple[RecentMove, ...]] = field(default_factory=dict)
+    snapshot_id: int | None = None
+
+    def after_plan(
+        self, group_id: str, moves: Sequence[RecentMove], released: Iterable[TopicPartition]
+    ) -> Carried:
+        """This state after a plan applied at its own instant (the simulator applies each plan as it
+        observes): ``moves`` join the recent moves, and the partitions whose owner changed
+        (``released``: moved or left unowned) count as held by nobody over the next interval, so
+        their new owner is not measured over it while their old one keeps its other partitions."""
+        gone = {(group_id, t, p) for t, p in released}
+        owners = {k: v for k, v in self.owners.items() if k not in gone}
+        recent = {**self.recent_moves, group_id: (*self.recent_moves.get(group_id, ()), *moves)}
+        return replace(self, owners=owners, recent_moves=recent)
+
+    @cached_property
+    def held_counts(self) -> Counter[MemberRef]:
+        """(group, member key) -> how many partitions it owned at this snapshot."""
+        return Counter((g, owner) for (g, _, _), owner in self.owners.items())
+
+
+class CapacityReports(Protocol):
+    """Members' own capacity reports by (group, member key); a ``dict`` is one. Asked only for a
+    member with no busy sample (a busy sample wins: :func:`capacity_sample`)."""
+
+    def get(self, key: MemberRef, /) -> float | None: ...
+
+
+@dataclass(frozen=True)
+class ObservedMember:
+    """One member of a group in a snapshot: its one record for the step."""
+
+    group_id: str
+    #: the name capacities are stored and planned under (member id, or a registered name)
+    member_id: str
+    #: how it is recognised across snapshots (:func:`member_key`)
+    key: str
+    #: what it holds now, in a stable order (sums over them run in this order)
+    partitions: tuple[TopicPartition, ...]
+    #: the capacity an operator configured for it (:meth:`CapacityPolicy.for_member`)
+    configured_capacity: float | None = None
+
+
+@dataclass(frozen=True)
+class Observed:
+    """One snapshot as :func:`step` reads it (:func:`observe_snapshot` builds it from a stored
+    snapshot; the simulator from its fluid model)."""
+
+    #: which cluster (:func:`cluster_key`)
+    cluster: str
+    taken_at: datetime
+    log_ends: Mapping[TopicPartition, int | None]
+    lag_ends: Mapping[TopicPartition, int | None]
+    committed: Mapping[GroupPartition, int]
+    #: every member of every group whose capacities are estimated, a group's members together
+    members: tuple[ObservedMember, ...]
+    reports: CapacityReports = field(default_factory=dict)
+    #: group -> the capacity configured for its members when none is measured
+    group_capacity: Mapping[str, float] = field(default_factory=dict)
+    snapshot_id: int | None = None
+
+
+@dataclass(frozen=True)
+class _Interval:
+    """The interval since the carried snapshot: its length, why it gives no rates, the EWMA weight."""
+
+    elapsed_s: float
+    problem: str | None
+    alpha: float
+
+    @property
+    def gives_rates(self) -> bool:
+        return self.problem is None
+
+
+def _interval(carried: Carried | None, observed: Observed, params: RateParameters) -> _Interval:
+    if carried is None:
+        return _Interval(0.0, "no previous snapshot of this cluster: rates from the next one on", 0.0)
+    elapsed = (observed.taken_at - carried.taken_at).total_seconds()
+    problem = rate_interval_problem(elapsed, params)
+    return _Interval(elapsed, problem, smoothing_weight(elapsed, params) if problem is None else 0.0)
+
+
+def cluster_key(cluster_id: str | None, bootstrap_servers: str) -> str:
+    """How snapshots of one cluster are recognised: its cluster id when the snapshot has one, else
+    its bootstrap servers (``store.snapshot_reader.same_cluster`` selects them the same way)."""
+    return f"id:{cluster_id}" if cluster_id is not None else f"bootstrap:{bootstrap_servers}"
+
+
+def step(
+    carried: Carried | None, observed: Observed, params: RateParameters | None = None
+) -> tuple[SnapshotRates, Carried]:
+    """The rates and capacities of ``observed`` (module docstring), and what is carried to the next
+    snapshot. ``carried`` None, or of another cluster: the cluster's first snapshot."""
+    params = params or RateParameters()
+    if carried is not None and carried.cluster != observed.cluster:
+        carried = None
+    interval = _interval(carried, observed, params)
+    produce = _produce_rates(carried, observed, interval)
+    consume, samples = _consume_rates(carried, observed, interval)
+    rates = SnapshotRates(produce=produce, consume=consume, note=interval.problem)
+    rates.interval_s = interval.elapsed_s if interval.gives_rates else None
+    estimates = [
+        _member_estimate(m, carried, observed, params, interval, samples, rates) for m in observed.members
+    ]
+    rates.capacity = _filled_capacities(estimates, observed, params)
+    return rates, _next_carried(carried, observed, rates, estimates, params)
+
+
+def _produce_rates(
+    carried: Carried | None, observed: Observed, interval: _Interval
+) -> dict[TopicPartition, RateEstimate]:
+    """Δ log-end / Δt per partition, smoothed into the carried rate."""
+    out: dict[TopicPartition, RateEstimate] = {}
+    for key, e1 in observed.log_ends.items():
+        if carried is None or interval.problem is not None:
+            out[key] = RateEstimate(None, interval.problem)
+            continue
+        e0 = carried.log_ends.get(key)
+        if e0 is None or e1 is None:
+            out[key] = RateEstimate(None, "log end unknown in this or the previous snapshot")
+        elif e1 < e0:
+            out[key] = RateEstimate(None, f"log end went backwards ({e0} -> {e1}): topic recreated?")
+        else:
+            sample = (e1 - e0) / interval.elapsed_s
+            out[key] = RateEstimate(smooth_rate(sample, carried.produce.get(key), interval.alpha))
+    return out
+
+
+def _consume_rates(
+    carried: Carried | None, observed: Observed, interval: _Interval
+) -> tuple[dict[GroupPartition, RateEstimate], dict[GroupPartition, float]]:
+    """Δ committed / Δt per (group, partition), smoothed; and the interval's unsmoothed samples (what
+    a busy member did: :func:`busy_capacity_sample`)."""
+    out: dict[GroupPartition, RateEstimate] = {}
+    samples: dict[GroupPartition, float] = {}
+    for key, offset in observed.committed.items():
+        if carried is None or interval.problem is not None:
+            out[key] = RateEstimate(None, interval.problem)
+            continue
+        c0 = carried.committed.get(key)
+        tp = (key[1], key[2])
+        e0, e1 = carried.log_ends.get(tp), observed.log_ends.get(tp)
+        if c0 is None:
+            out[key] = RateEstimate(None, "nothing committed in the previous snapshot")
+        elif offset < c0:
+            out[key] = RateEstimate(
+                None, f"committed offset went backwards ({c0} -> {offset}): offsets reset?"
+            )
+        elif e0 is not None and e1 is not None and e1 < e0:
+            out[key] = RateEstimate(None, f"log end went backwards ({e0} -> {e1}): topic recreated?")
+        else:
+            sample = samples[key] = (offset - c0) / interval.elapsed_s
+            out[key] = RateEstimate(smooth_rate(sample, carried.consume.get(key), interval.alpha))
+    return out, samples
+
+
+@dataclass(frozen=True)
+class _MemberEstimate:
+    """One member after the step: its measured capacity (None: not measured, or too old), when and
+    how it was measured, and its own consume rate (Σ its partitions' smoothed rates)."""
+
+    member: ObservedMember
+    measured: float | None
+    at: datetime | None
+    source: str
+    own_rate: float | None
+
+
+def _member_estimate(
+    member: ObservedMember,
+    carried: Carried | None,
+    observed: Observed,
+    params: RateParameters,
+    interval: _Interval,
+    samples: Mapping[GroupPartition, float],
+    rates: SnapshotRates,
+) -> _MemberEstimate:
+    """The capacity rule for one member: a busy sample, else its own report, smoothed into the
+    carried value (:func:`capacity_sample`, :func:`next_capacity`)."""
+    ref = (member.group_id, member.key)
+    busy = consumed = None
+    if carried is not None and interval.gives_rates and _held_throughout(member, carried):
+        busy, consumed = _busy_sample(member, carried, observed, params, interval, samples, rates)
+    prior = carried.capacities.get(ref) if carried is not None else None
+    sample, fresh_source = capacity_sample(busy, observed.reports.get(ref) if busy is None else None)
+    source = fresh_source or (prior.source if prior is not None else "measured")
+    if source == "reported" and not interval.gives_rates:  # nothing to smooth over: taken as it is
+        prior = None
+    age = (observed.taken_at - prior.at).total_seconds() if prior is not None else 0.0
+    value = next_capacity(
+        sample,
+        prior.value if prior else None,
+        age,
+        interval.elapsed_s,
+        params,
+        consumed,
+        source == "reported",
+    )
+    at = None if value is None else (observed.taken_at if value[1] or prior is None else prior.at)
+    own = [rates.consume.get((member.group_id, t, p), _UNKNOWN).rate for t, p in member.partitions]
+    known = [r for r in own if r is not None]
+    measured = None if value is None else value[0]
+    return _MemberEstimate(member, measured, at, source, sum(known) if known else None)
+
+
+_UNKNOWN = RateEstimate(None)
+
+
+def _held_throughout(member: ObservedMember, carried: Carried) -> bool:
+    """Whether the member held exactly its partitions over the whole interval, as far as the carried
+    owners tell: it owned each of them then, and as many as now (one that lost one is not measured)."""
+    if not member.partitions:
+        return False
+    mine = [(member.group_id, t, p) for t, p in member.partitions]
+    if any(carried.owners.get(k) != member.key for k in mine):
+        return False
+    return carried.held_counts[(member.group_id, member.key)] == len(mine)
+
+
+def _busy_sample(
+    member: ObservedMember,
+    carried: Carried,
+    observed: Observed,
+    params: RateParameters,
+    interval: _Interval,
+    samples: Mapping[GroupPartition, float],
+    rates: SnapshotRates,
+) -> tuple[float | None, float | None]:
+    """(:func:`busy_capacity_sample`, Σ consume samples) of a member that held its partitions over
+    the interval; (None, None) when an offset or a consume sample is missing. The backlog floor of a
+    partition whose produce rate is unknown is 0."""
+    before: list[int] = []
+    after: list[int] = []
+    consumed: list[float] = []
+    floors: list[float] = []
+    for topic, partition in member.partitions:
+        gtp, tp = (member.group_id, topic, partition), (topic, partition)
+        e0, c0 = carried.lag_ends.get(tp), carried.committed.get(gtp)
+        e1, c1 = observed.lag_ends.get(tp), observed.committed.get(gtp)
+        if e0 is None or c0 is None or e1 is None or c1 is None or gtp not in samples:
+            return None, None
+        before.append(e0 - c0)
+        after.append(e1 - c1)
+        consumed.append(samples[gtp])
+        floors.append((rates.produce.get(tp, _UNKNOWN).rate or 0.0) * params.busy_backlog_s)
+    growth = interval.elapsed_s >= params.growth_sample_min_interval_s
+    # NumPy's sum (pairwise beyond 8 terms) for the bound: the simulator's arrays summed it so
+    return busy_capacity_sample(before, after, consumed, floors, growth), float(np.sum(consumed))
+
+
+def _filled_capacities(
+    estimates: Sequence[_MemberEstimate], observed: Observed, params: RateParameters
+) -> dict[MemberRef, MemberCapacity]:
+    """(group, member id) -> capacity: measured ones as they are, the rest filled per group
+    (:func:`fill_capacities`)."""
+    by_group: dict[str, list[_MemberEstimate]] = {}
+    for e in estimates:
+        by_group.setdefault(e.member.group_id, []).append(e)
+    out: dict[MemberRef, MemberCapacity] = {}
+    for group_id, members in by_group.items():
+        filled = fill_capacities(
+            [e.measured for e in members],
+            [e.own_rate for e in members],
+            observed.group_capacity.get(group_id),
+            params.unmeasured_capacity_factor,
+            [e.member.configured_capacity for e in members],
+            [e.source for e in members],
+        )
+        for e, (value, source) in zip(members, filled, strict=True):
+            at = e.at if source in MEASURED_CAPACITY_SOURCES else None
+            out[(group_id, e.member.member_id)] = MemberCapacity(value, source, at)
+    return out
+
+
+def _next_carried(
+    carried: Carried | None,
+    observed: Observed,
+    rates: SnapshotRates,
+    estimates: Sequence[_MemberEstimate],
+    params: RateParameters,
+) -> Carried:
+    """What the next step needs of this snapshot: what the store saves with it and loads back."""
+    cutoff = observed.taken_at - timedelta(seconds=params.recent_moves_s)
+    recent = {
+        g: kept
+        for g, moves in (carried.recent_moves.items() if carried is not None else ())
+        if (kept := tuple(m for m in moves if m.at >= cutoff))
+    }
+    return Carried(
+        cluster=observed.cluster,
+        taken_at=observed.taken_at,
+        log_ends=observed.log_ends,
+        lag_ends=observed.lag_ends,
+        produce={k: r.rate for k, r in rates.produce.items()},
+        committed=observed.committed,
+        consume={k: r.rate for k, r in rates.consume.items()},
+        owners={(m.group_id, t, p): m.key for m in observed.members for t, p in m.partitions},
+        capacities={
+            (e.member.group_id, e.member.key): CarriedCapacity(e.measured, e.at, e.source)
+            for e in estimates
+            if e.measured is not None and e.at is not None
+        },
+        recent_moves=recent,
+        snapshot_id=observed.snapshot_id,
+    )
+
+
+def observe_snapshot(
+    snapshot: Snapshot,
+    carried: Carried | None,
+    params: RateParameters | None = None,
+    policy: CapacityPolicy | None = None,
+    assigned: Mapping[str, Mapping[str, Sequence[TopicPartition]]] | None = None,
+) -> Observed:
+    """A stored snapshot as :func:`step` reads it.
+
+    ``assigned``: group -> registered member -> the partitions its latest published plan gave it, for
+    manual-assign (``assign()``) groups, which the broker lists without members; their members are
+    measured against those. A group the snapshot lists with members is measured from those instead.
+    Reports (:func:`reported_capacities`) count when written after the carried snapshot.
+    """
+    params = params or RateParameters()
+    policy = policy or CapacityPolicy()
+    members = _observed_members(snapshot, policy, assigned or {})
+    groups = {m.group_id for m in members}
+    isolation = snapshot.isolation_level
+    cluster = cluster_key(snapshot.cluster_id, snapshot.bootstrap_servers)
+    since = carried.taken_at if carried is not None and carried.cluster == cluster else None
+    return Observed(
+        cluster=cluster,
+        taken_at=snapshot.taken_at,
+        log_ends={(p.topic, p.partition): p.log_end_offset for p in snapshot.partitions},
+        lag_ends={(p.topic, p.partition): lag_end_offset(p, isolation) for p in snapshot.partitions},
+        committed={(c.group_id, c.topic, c.partition): c.offset for c in snapshot.committed},
+        members=tuple(members),
+        reports=reported_capacities(snapshot, since, params),
+        group_capacity={g: v for g in sorted(groups) if (v := policy.for_group(g)) is not None},
+        snapshot_id=snapshot.snapshot_id,
+    )
+
+
+def _observed_members(
+    snapshot: Snapshot, policy: CapacityPolicy, assigned: Mapping[str, Mapping[str, Sequence[TopicPartition]]]
+) -> tuple[ObservedMember, ...]:
+    """The members the broker lists, then the registered members of manual-assign groups it lists
+    without members (listed members win: they are what the broker sees)."""
+    members: list[ObservedMember] = []
+    for g in snapshot.groups:
+        for m in g.members:
+            key = member_key(m.member_id, m.group_instance_id)
+            configured = policy.for_member(g.group_id, key)
+            members.append(ObservedMember(g.group_id, m.member_id, key, tuple(m.assignment), configured))
+    listed = {m.group_id for m in members}
+    for group_id, owned in assigned.items():
+        if group_id not in listed:
+            for name, parts in sorted(owned.items()):
+                configured = policy.for_member(group_id, name)
+                members.append(ObservedMember(group_id, name, name, tuple(parts), configured))
+    return tuple(members)
