@@ -87,24 +87,38 @@ def _produce(producer, topic: str) -> None:
             producer.poll(0.1)
 
 
-def run_producer(bootstrap: str, cases: list[Case], stop: threading.Event) -> None:
-    """Steady rates per topic (tokens every 20 ms) until ``stop``."""
+def run_producer(bootstrap: str, rates: dict[str, float]) -> None:
+    """Steady rates per topic (tokens every 10 ms) until SIGTERM; its own process (its own GIL)."""
+    import signal
+
     from confluent_kafka import Producer
 
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
-    due = {c.topic: 0.0 for c in cases}
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 1})
+    due = dict.fromkeys(rates, 0.0)
     last = time.monotonic()
     while not stop.is_set():
-        time.sleep(0.02)
+        time.sleep(0.01)
         now = time.monotonic()
         dt, last = now - last, now
-        for case in cases:
-            due[case.topic] += case.rate * dt
-            while due[case.topic] >= 1:
-                _produce(producer, case.topic)
-                due[case.topic] -= 1
+        for topic, rate in rates.items():
+            due[topic] += rate * dt
+            while due[topic] >= 1:
+                _produce(producer, topic)
+                due[topic] -= 1
         producer.poll(0)
     producer.flush(10)
+
+
+def start_producer(bootstrap: str, cases: list[Case], log: Path):
+    """This script again, as the producer process, in its own process group."""
+    import subprocess
+
+    rates = {c.topic: c.rate for c in cases if c.rate > 0}
+    command = [sys.executable, __file__, "--produce", json.dumps({"bootstrap": bootstrap, "rates": rates})]
+    with open(log, "ab") as out:
+        return subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
 
 
 def follow_telemetry(bootstrap: str, cases: list[Case], stop: threading.Event) -> None:
@@ -213,19 +227,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warmup", type=float, default=60.0)
     parser.add_argument("--measure", type=float, default=90.0)
     parser.add_argument("--out", default=str(RESULTS / "telemetry_accuracy.json"))
+    parser.add_argument("--produce", help=argparse.SUPPRESS)  # internal: be the producer process
     args = parser.parse_args(argv)
+    if args.produce:
+        spec = json.loads(args.produce)
+        run_producer(spec["bootstrap"], spec["rates"])
+        return 0
     from rebalance_advisor.devtools import cost_consumers, local_kafka
 
     work = Path(tempfile.mkdtemp(prefix="telemetry-accuracy-"))
     broker = None if args.bootstrap else local_kafka.start(state_dir=work / "kafka")
     bootstrap = args.bootstrap or broker.bootstrap_servers
     cases = make_cases(args, work, int(time.time()))
-    stop = threading.Event()
+    stop, producer = threading.Event(), None
     try:
         backlog = int((args.warmup + args.measure + 30) * 1000 / args.cost_ms * 1.5)
         prepare_topics(bootstrap, cases, backlog)
-        for target in (run_producer, follow_telemetry):
-            threading.Thread(target=target, args=(bootstrap, cases, stop), daemon=True).start()
+        producer = start_producer(bootstrap, cases, work / "producer.log")
+        threading.Thread(target=follow_telemetry, args=(bootstrap, cases, stop), daemon=True).start()
         for case in cases:
             spec = cost_consumers.CostConsumerSpec(
                 bootstrap, case.topic, case.group, case.group, args.cost_ms / 1000,
@@ -248,9 +267,9 @@ def main(argv: list[str] | None = None) -> int:
         ]
     finally:
         stop.set()
-        for case in cases:
-            if case.process is not None:
-                cost_consumers.stop(case.process)
+        for process in [c.process for c in cases] + [producer]:
+            if process is not None:
+                cost_consumers.stop(process)
         if broker is not None:
             local_kafka.stop(work / "kafka")
     print_table(rows)

@@ -68,13 +68,13 @@ def test_a_sample_older_than_two_push_intervals_is_ignored(identity: None) -> No
 
 
 def test_idle_while_lag_grows_is_distrusted(identity: None) -> None:
-    # idle 70 % at 100/s, but its lag grew by 500 records (5 s of its rate > 1 s): the work is done
+    # idle 70 % at 100/s, but its lag grew by 1,500 records (15 s of its rate > 10 s): the work is done
     # elsewhere (a worker pool), so 100 / 0.3 = 333/s would be a lie
-    verdict = telemetry_capacity(sample(0.7), 100.0, lag_growth=500, now=NOW)
+    verdict = telemetry_capacity(sample(0.7), 100.0, lag_growth=1500, now=NOW)
     assert verdict.capacity is None
     assert verdict.reason.startswith("distrusted") and "off the poll thread" in verdict.reason
-    # lag grew by only 90 (< 1 s of 100/s): trusted
-    assert telemetry_capacity(sample(0.7), 100.0, lag_growth=90, now=NOW).capacity == pytest.approx(
+    # lag grew by only 900 (< 10 s of 100/s): trusted
+    assert telemetry_capacity(sample(0.7), 100.0, lag_growth=900, now=NOW).capacity == pytest.approx(
         333.33, 0.001
     )
     # busy 85 % (>= 80 %) with growing lag: a saturated poll-thread consumer, its rate is its capacity
@@ -159,3 +159,67 @@ def test_reader_skips_and_counts_what_it_cannot_use() -> None:
 def test_reader_takes_null_or_text_numbers_as_absent() -> None:
     got = decode_sample(json.loads(_value(idle_ratio=None, records_consumed="12")))
     assert got is not None and got.idle_ratio is None and got.records_consumed is None
+
+
+# ---- the source inside the one capacity rule (domain/estimates.step) ----------------------------
+
+
+def _step_with(idle: float, committed_after: dict[int, int], reports: dict | None = None):
+    """Group g: a holds t-0, b holds t-1, both caught up at 1,000 at T0. 60 s later t-0 and t-1 have
+    appended 600 each; a pushed ``idle`` 5 s before the snapshot (confluent-kafka)."""
+    from datetime import UTC, datetime, timedelta
+
+    from rebalance_advisor.domain.estimates import Carried, Observed, ObservedMember, step
+
+    t0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
+    carried = Carried(
+        cluster="id:c",
+        taken_at=t0,
+        log_ends={("t", 0): 1000, ("t", 1): 1000},
+        lag_ends={("t", 0): 1000, ("t", 1): 1000},
+        produce={("t", 0): 10.0, ("t", 1): 10.0},
+        committed={("g", "t", 0): 1000, ("g", "t", 1): 1000},
+        consume={("g", "t", 0): 10.0, ("g", "t", 1): 10.0},
+        owners={("g", "t", 0): "a", ("g", "t", 1): "b"},
+        capacities={},
+    )
+    taken = t0 + timedelta(seconds=60)
+    heard = TelemetrySample(
+        "g", "a", "", "c", "confluent-kafka-python", "2.16.1", idle, taken.timestamp() - 5, None, 0, 0,
+        False, 5.0, taken.timestamp() - 4,
+    )  # fmt: skip
+    observed = Observed(
+        cluster="id:c",
+        taken_at=taken,
+        log_ends={("t", 0): 1600, ("t", 1): 1600},
+        lag_ends={("t", 0): 1600, ("t", 1): 1600},
+        committed={("g", "t", p): c for p, c in committed_after.items()},
+        members=(ObservedMember("g", "a", "a", (("t", 0),)), ObservedMember("g", "b", "b", (("t", 1),))),
+        reports=reports or {},
+        telemetry={("g", "a"): heard},
+    )
+    return step(carried, observed)
+
+
+def test_step_takes_telemetry_when_nothing_better_is_known(identity: None) -> None:
+    # a consumed 600 in 60 s (10/s, caught up: no busy sample) at idle 50 %: 10 / 0.5 = 20/s;
+    # b has no telemetry: the group median of measured members, 20 (1.2 x its 10/s = 12 is less)
+    rates, carried = _step_with(0.5, {0: 1600, 1: 1600})
+    a, b = rates.capacity[("g", "a")], rates.capacity[("g", "b")]
+    assert (a.capacity, a.source) == (pytest.approx(20.0), "telemetry")
+    assert (b.capacity, b.source) == (pytest.approx(20.0), "group_median")
+    assert carried.capacities[("g", "a")].source == "telemetry"
+
+
+def test_step_prefers_the_helpers_report_over_telemetry(identity: None) -> None:
+    rates, _ = _step_with(0.5, {0: 1600, 1: 1600}, reports={("g", "a"): 33.0})
+    assert (rates.capacity[("g", "a")].capacity, rates.capacity[("g", "a")].source) == (33.0, "reported")
+
+
+def test_step_notes_why_telemetry_was_distrusted(identity: None) -> None:
+    # a committed only 300 (5/s) while 600 arrived: its lag grew by 300 = 60 s of its rate, yet its
+    # telemetry says idle 60 %: processing elsewhere; no sample, the note says why
+    rates, carried = _step_with(0.6, {0: 1300, 1: 1600})
+    a = rates.capacity[("g", "a")]
+    assert a.source != "telemetry" and a.note is not None and a.note.startswith("distrusted")
+    assert ("g", "a") not in carried.capacities

@@ -92,10 +92,11 @@ def read_telemetry(
     """The topic read to its end now; an empty read when it does not exist (no plugin)."""
     from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
 
+    from rebalance_advisor.adapters import LIBRDKAFKA_LOG
+
     read = TelemetryRead()
-    consumer = Consumer(
-        {**client_config, "group.id": "rebalance-advisor-telemetry-reader", "enable.auto.commit": False}
-    )
+    config = {**client_config, "group.id": "rebalance-advisor-telemetry-reader", "enable.auto.commit": False}
+    consumer = Consumer(config, logger=LIBRDKAFKA_LOG)
     try:
         metadata = consumer.list_topics(topic, timeout=timeout).topics.get(topic)
         if metadata is None or metadata.error is not None or not metadata.partitions:

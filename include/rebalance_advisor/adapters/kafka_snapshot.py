@@ -33,6 +33,8 @@ from typing import Any
 from rebalance_advisor_client.key_ranges import parse_range_group
 
 from rebalance_advisor.adapters import LIBRDKAFKA_LOG
+from rebalance_advisor.adapters.client_telemetry import TOPIC as TELEMETRY_TOPIC
+from rebalance_advisor.adapters.client_telemetry import TelemetryRead, read_telemetry
 from rebalance_advisor.adapters.kafka_acls import is_authorization_error, missing_acl
 from rebalance_advisor.adapters.share_groups import ShareGroupReader, ShareGroupsRead
 from rebalance_advisor.domain.safe_regex import SafeRegex, compile_safe_regex
@@ -150,6 +152,8 @@ class SnapshotOptions:
     connections: int = DEFAULT_CONNECTIONS
     #: also read share groups (KIP-932) through Kafka's Java AdminClient (adapters/share_groups.py)
     share_groups: bool = True
+    #: the broker plugin's client-telemetry topic (docs/operations/telemetry.md); None: not read
+    telemetry_topic: str | None = TELEMETRY_TOPIC
 
 
 def read_client_config(path: str | Path) -> dict[str, str]:
@@ -815,6 +819,7 @@ def _collect(
 
     started = time.monotonic()
     share_reader = ShareGroupReader(conf, options.timeout_s) if options.share_groups else None
+    telemetry = _start_telemetry_read(conf, options)
     c = _Collector(admins, bootstrap_servers, options, connection_errors)
     unmatched: NoGroupMatched | None = None
     try:
@@ -969,6 +974,8 @@ def _collect(
     if unmatched is not None and not share.groups:
         raise unmatched
     stage("share_groups")
+    heard = telemetry.result() if telemetry is not None else TelemetryRead()
+    stage("telemetry")
 
     return Snapshot(
         taken_at=taken_at,
@@ -982,4 +989,16 @@ def _collect(
         isolation_level=isolation,
         record_timestamps=record_timestamps,
         share_lags=share.lags,
+        telemetry=[s for s in heard.samples.values() if options.groups.accepts(s.group)],
     )
+
+
+def _start_telemetry_read(conf: dict[str, Any], options: SnapshotOptions) -> concurrent.futures.Future | None:
+    """The telemetry topic read in a thread of its own while the pass runs (it only adds a source:
+    a missing topic or an error gives no samples, never a failed snapshot)."""
+    if options.telemetry_topic is None:
+        return None
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="telemetry-read")
+    future = pool.submit(read_telemetry, conf, options.telemetry_topic, min(options.timeout_s, 10.0))
+    pool.shutdown(wait=False)
+    return future

@@ -27,7 +27,7 @@ import org.apache.kafka.common.errors.WakeupException;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 
 public class CostConsumer {
-    static final double SLICE_S = 0.02;
+    static final double SLICE_S = 0.0;
     static final double CREDIT_S = 0.05;
 
     /** Simulated processing: owed per record, slept off in slices; an overrun is paid back. */
@@ -145,7 +145,8 @@ public class CostConsumer {
                     nextCommit = now + 1000;
                 }
                 if (now >= nextReport) {
-                    out.write("{\"t\": " + now / 1000.0 + ", \"processed\": " + done.takeCount() + "}\n");
+                    out.write("{\"t\": " + now / 1000.0 + ", \"processed\": " + done.takeCount()
+                        + ", \"poll_idle_ratio_avg\": " + metric(consumer, "poll-idle-ratio-avg") + "}\n");
                     out.flush();
                     nextReport = now + 1000;
                 }
@@ -158,6 +159,17 @@ public class CostConsumer {
     }
 
     static final java.util.concurrent.atomic.AtomicBoolean STOP = new java.util.concurrent.atomic.AtomicBoolean();
+
+    /** The consumer's own value of one of its consumer-metrics (what its telemetry pushes), or -1. */
+    static double metric(KafkaConsumer<byte[], byte[]> consumer, String name) {
+        for (var entry : consumer.metrics().entrySet()) {
+            if (entry.getKey().name().equals(name) && entry.getKey().group().equals("consumer-metrics")) {
+                Object value = entry.getValue().metricValue();
+                return value instanceof Double d && Double.isFinite(d) ? d : -1;
+            }
+        }
+        return -1;
+    }
 
     static void work(double cost, BlockingQueue<ConsumerRecord<byte[], byte[]>> work, Done done) {
         Owed owed = new Owed(cost);
