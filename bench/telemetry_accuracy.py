@@ -7,7 +7,7 @@ Per language (confluent-kafka 2.16.1 = librdkafka, Java 4.3.1): consumers of a k
 (devtools/cost_consumers.py: ``--cost-ms`` of simulated processing on the poll thread), each on its
 own one-partition topic and group, all at the same time (so machine load hits them alike):
 - ``saturated``: a backlog it cannot finish: its throughput is the truth (its capacity);
-- ``inline`` at 20, 50 and 90 % of that capacity (produced at level / cost);
+- ``inline`` at 20, 50 and 90 % of that capacity (Poisson arrivals at level / cost);
 - ``pool``: hands records to ``--workers`` threads and pauses fetching while they are behind,
   produced at 1.3 x the pool's capacity: its lag grows while its poll thread idles.
 After ``--warmup`` seconds, over ``--measure`` seconds: the consumer's processed rate (its own
@@ -87,26 +87,27 @@ def _produce(producer, topic: str) -> None:
             producer.poll(0.1)
 
 
-def run_producer(bootstrap: str, rates: dict[str, float]) -> None:
-    """Steady rates per topic (tokens every 10 ms) until SIGTERM; its own process (its own GIL)."""
+def run_producer(bootstrap: str, rates: dict[str, float], seed: int = 1) -> None:
+    """Poisson arrivals at the given mean rates (records many independent producers would send),
+    each sent when its time comes (checked every 2 ms), until SIGTERM; its own process (own GIL)."""
+    import random
     import signal
 
     from confluent_kafka import Producer
 
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 1})
-    due = dict.fromkeys(rates, 0.0)
-    last = time.monotonic()
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0})
+    rng = random.Random(seed)
+    start = time.monotonic()
+    due = {topic: start + rng.expovariate(rate) for topic, rate in rates.items()}
     while not stop.is_set():
-        time.sleep(0.01)
+        time.sleep(0.002)
         now = time.monotonic()
-        dt, last = now - last, now
         for topic, rate in rates.items():
-            due[topic] += rate * dt
-            while due[topic] >= 1:
+            while due[topic] <= now:
                 _produce(producer, topic)
-                due[topic] -= 1
+                due[topic] += rng.expovariate(rate)
         producer.poll(0)
     producer.flush(10)
 
