@@ -4,7 +4,7 @@
 set -euo pipefail
 PORT=${PORT:-19092}
 # --8<-- [start:commands]
-rebalance-advisor dev kafka fetch            # jars into the cache (once; a partial download is discarded)
+rebalance-advisor dev kafka fetch            # jars and the broker plugin into the cache (once; a partial download is discarded)
 rebalance-advisor dev kafka start --port "$PORT"   # without --port: a free port
 rebalance-advisor dev kafka status
 rebalance-advisor dev kafka consumer-groups  # Kafka's own kafka-consumer-groups --describe --all-groups

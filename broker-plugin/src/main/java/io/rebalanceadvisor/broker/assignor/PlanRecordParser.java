@@ -42,25 +42,12 @@ final class PlanRecordParser {
         } catch (IOException error) {
             return refused(group, "is not JSON (" + firstLine(error.getMessage()) + ")");
         }
-        if (root == null || !root.isObject()) {
-            return refused(group, "is not a JSON object");
-        }
-        JsonNode version = root.get("version");
-        if (version == null || !version.canConvertToInt()) {
-            return refused(group, "has no whole-number \"version\"");
-        }
-        if (version.intValue() > VERSION) {
-            return refused(group, "has version " + version.intValue() + ", newer than this plugin reads ("
-                + VERSION + "); upgrade the plugin");
+        String refusal = refusal(root);
+        if (refusal != null) {
+            return refused(group, refusal);
         }
         JsonNode published = root.get("published_at_ms");
-        if (published == null || !published.canConvertToLong()) {
-            return refused(group, "has no whole-number \"published_at_ms\"");
-        }
         JsonNode members = root.get("members");
-        if (members == null || !members.isArray()) {
-            return refused(group, "has no \"members\" list");
-        }
         List<String> skipped = new ArrayList<>();
         List<PlanMember> planMembers = new ArrayList<>();
         Map<String, Uuid> topicIds = new HashMap<>();  // one Uuid per topic: cheaper lookups in assign()
@@ -75,6 +62,30 @@ final class PlanRecordParser {
         String problem = skipped.isEmpty() ? null : "the plan record of group " + group + " (plan " + planId
             + "): skipped " + skipped.size() + " bad part(s), the rest applies; first: " + skipped.get(0);
         return new Parsed(plan, problem);
+    }
+
+    /** Why {@code root} cannot be a plan at all, or null when its header is sound. */
+    private static String refusal(JsonNode root) {
+        if (root == null || !root.isObject()) {
+            return "is not a JSON object";
+        }
+        JsonNode version = root.get("version");
+        if (version == null || !version.canConvertToInt()) {
+            return "has no whole-number \"version\"";
+        }
+        if (version.intValue() > VERSION) {
+            return "has version " + version.intValue() + ", newer than this plugin reads (" + VERSION
+                + "); upgrade the plugin";
+        }
+        JsonNode published = root.get("published_at_ms");
+        if (published == null || !published.canConvertToLong()) {
+            return "has no whole-number \"published_at_ms\"";
+        }
+        JsonNode members = root.get("members");
+        if (members == null || !members.isArray()) {
+            return "has no \"members\" list";
+        }
+        return null;
     }
 
     private static PlanMember member(JsonNode node, List<String> skipped, Map<String, Uuid> topicIds) {
