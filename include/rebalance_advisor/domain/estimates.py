@@ -679,7 +679,8 @@ def _busy_sample(
         consumed.append(samples[gtp])
         floors.append((rates.produce.get(tp, _UNKNOWN).rate or 0.0) * params.busy_backlog_s)
     growth = interval.elapsed_s >= params.growth_sample_min_interval_s
-    # NumPy's sum (pairwise beyond 8 terms) for the bound: the simulator's arrays summed it so
+    # the bound is NumPy's (pairwise) sum, as the simulator first summed its arrays: bench/drain.py's
+    # results stay identical to the last bit (the busy sample's own sum is a plain one, as before)
     busy = busy_capacity_sample(before, after, consumed, floors, growth)
     return _Work(busy, float(np.sum(consumed)), float(sum(after) - sum(before)))
 
@@ -762,11 +763,14 @@ def observe_snapshot(
     isolation = snapshot.isolation_level
     cluster = cluster_key(snapshot.cluster_id, snapshot.bootstrap_servers)
     since = carried.taken_at if carried is not None and carried.cluster == cluster else None
+    log_ends = {(p.topic, p.partition): p.log_end_offset for p in snapshot.partitions}
     return Observed(
         cluster=cluster,
         taken_at=snapshot.taken_at,
-        log_ends={(p.topic, p.partition): p.log_end_offset for p in snapshot.partitions},
-        lag_ends={(p.topic, p.partition): lag_end_offset(p, isolation) for p in snapshot.partitions},
+        log_ends=log_ends,
+        lag_ends={(p.topic, p.partition): lag_end_offset(p, isolation) for p in snapshot.partitions}
+        if isolation == "read_committed"
+        else log_ends,  # lags are against the log end (lag.lag_end_offset)
         committed={(c.group_id, c.topic, c.partition): c.offset for c in snapshot.committed},
         members=tuple(members),
         reports=reported_capacities(snapshot, since, params),

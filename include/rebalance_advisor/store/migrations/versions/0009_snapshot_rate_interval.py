@@ -10,19 +10,17 @@ Revises: 0008_flagged_view
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 
 import sqlalchemy as sa
 from alembic import op
+
+from rebalance_advisor.domain.timestamps import assume_utc
 
 revision = "0009_snapshot_rate_interval"
 down_revision = "0008_flagged_view"
 branch_labels = None
 depends_on = None
-
-
-def _aware(value: datetime) -> datetime:
-    return value if value.tzinfo else value.replace(tzinfo=UTC)
 
 
 def upgrade() -> None:
@@ -46,9 +44,9 @@ def upgrade() -> None:
     last: dict[tuple[str, str], datetime] = {}  # cluster -> taken_at of its snapshot stored last so far
     for snapshot_id, taken_at, cluster_id, bootstrap_servers, rates_note in rows:
         cluster = ("id", cluster_id) if cluster_id is not None else ("bootstrap", bootstrap_servers)
-        before, last[cluster] = last.get(cluster), _aware(taken_at)
+        before, last[cluster] = last.get(cluster), assume_utc(taken_at)
         if rates_note is None and before is not None:
-            elapsed = (_aware(taken_at) - before).total_seconds()
+            elapsed = (assume_utc(taken_at) - before).total_seconds()
             if elapsed > 0:
                 conn.execute(sa.update(s).where(s.c.id == snapshot_id).values(rate_interval_s=elapsed))
 
