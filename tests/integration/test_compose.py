@@ -399,3 +399,14 @@ def test_the_broker_runs_the_advised_assignor(compose: dict) -> None:
     assignors = kafka["environment"]["KAFKA_GROUP_CONSUMER_ASSIGNORS"].split(",")
     assert assignors[0] == "uniform", "uniform must stay the default for clients that ask for none"
     assert kafka_jars.ADVISED_ASSIGNOR_CLASS in assignors
+
+
+def test_the_broker_receives_client_telemetry(compose: dict) -> None:
+    """The same jar's telemetry receiver is a metric reporter of the compose broker, and it sets a
+    client-metrics subscription within the receiver's bounds (apache/kafka maps KAFKA_A_B to a.b)."""
+    from rebalance_advisor.adapters import kafka_jars
+
+    environment = compose["services"]["kafka"]["environment"]
+    assert kafka_jars.TELEMETRY_RECEIVER_CLASS in environment["KAFKA_METRIC_REPORTERS"].split(",")
+    interval = int(environment["KAFKA_REBALANCE_ADVISOR_TELEMETRY_SUBSCRIPTION_INTERVAL_MS"])
+    assert 100 <= interval <= 30_000, "the receiver refuses a push interval over 30 s"

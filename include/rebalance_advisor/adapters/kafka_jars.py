@@ -31,6 +31,8 @@ PLUGIN_DIR = INCLUDE_DIR.parent / "broker-plugin"
 PLUGIN_JAR = "rebalance-advisor-broker-plugin.jar"
 #: the class a broker lists in ``group.consumer.assignors`` (clients ask for it by ``name()``: advised)
 ADVISED_ASSIGNOR_CLASS = "io.rebalanceadvisor.broker.assignor.AdvisedAssignor"
+#: the plugin's KIP-714 client-telemetry receiver, listed in ``metric.reporters`` (docs/operations/telemetry.md)
+TELEMETRY_RECEIVER_CLASS = "io.rebalanceadvisor.broker.telemetry.TelemetryReceiver"
 
 
 class KafkaJarsError(AdvisorError):

@@ -32,6 +32,8 @@ from typing import Any
 from rebalance_advisor_client.key_ranges import parse_range_group
 
 from rebalance_advisor.adapters import LIBRDKAFKA_LOG
+from rebalance_advisor.adapters.client_telemetry import TOPIC as TELEMETRY_TOPIC
+from rebalance_advisor.adapters.client_telemetry import read_telemetry
 from rebalance_advisor.adapters.kafka_acls import is_authorization_error, missing_acl
 from rebalance_advisor.adapters.record_timestamps import read_record_timestamps
 from rebalance_advisor.adapters.share_groups import ShareGroupReader, ShareGroupsRead
@@ -150,6 +152,8 @@ class SnapshotOptions:
     connections: int = DEFAULT_CONNECTIONS
     #: also read share groups (KIP-932) through Kafka's Java AdminClient (adapters/share_groups.py)
     share_groups: bool = True
+    #: the broker plugin's client-telemetry topic (docs/operations/telemetry.md); None: not read
+    telemetry_topic: str | None = TELEMETRY_TOPIC
 
 
 def decode_properties(data: bytes) -> str:
@@ -691,6 +695,7 @@ class _SnapshotPass:
         self.stage = on_stage or (lambda _name: None)
         self.started = time.monotonic()
         self.share_reader = ShareGroupReader(self.conf, options.timeout_s) if options.share_groups else None
+        self.telemetry = _start_telemetry_read(self.conf, options)
         self.c = _Collector(admins, bootstrap_servers, options, connection_errors)
         #: the group filter matched no consumer group (it may still match a share group)
         self.unmatched: NoGroupMatched | None = None
@@ -712,6 +717,8 @@ class _SnapshotPass:
         self.stage("record_timestamps")
         share = self.share_groups()
         self.stage("share_groups")
+        heard = self.telemetry.result().samples.values() if self.telemetry is not None else ()
+        self.stage("telemetry")
         return Snapshot(
             taken_at=taken_at,
             bootstrap_servers=self.bootstrap,
@@ -724,6 +731,7 @@ class _SnapshotPass:
             isolation_level=self.isolation,
             record_timestamps=record_timestamps,
             share_lags=share.lags,
+            telemetry=[s for s in heard if self.options.groups.accepts(s.group)],
         )
 
     @property
@@ -940,3 +948,14 @@ def _admin_clients(conf: dict[str, Any], connections: int, connection_errors: Co
         ]
     except Exception as error:  # bad property names or values in the client config
         raise AdvisorError(f"invalid Kafka client config: {error}") from error
+
+
+def _start_telemetry_read(conf: dict[str, Any], options: SnapshotOptions) -> concurrent.futures.Future | None:
+    """The telemetry topic read in a thread of its own while the pass runs (it only adds a source:
+    a missing topic or an error gives no samples, never a failed snapshot)."""
+    if options.telemetry_topic is None:
+        return None
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="telemetry-read")
+    future = pool.submit(read_telemetry, conf, options.telemetry_topic, min(options.timeout_s, 10.0))
+    pool.shutdown(wait=False)
+    return future

@@ -23,6 +23,7 @@ from pathlib import Path
 from rebalance_advisor.adapters.kafka_jars import (
     ADVISED_ASSIGNOR_CLASS,
     KAFKA_FILES,
+    TELEMETRY_RECEIVER_CLASS,
     broker_plugin_jar,
     fetch_jars,
     java_command,
@@ -330,6 +331,7 @@ def start(
             controller_port=controller_port,
             log_dir=log_dir,
             advised_assignor=ADVISED_ASSIGNOR_CLASS,
+            telemetry_receiver=TELEMETRY_RECEIVER_CLASS,
         )
     )
     text = _secured_properties(text, secured, tls, tls_port) if secured else text

@@ -31,7 +31,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from functools import cached_property
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 from rebalance_advisor_client.capacity_report import CapacityReport
@@ -47,6 +47,8 @@ from rebalance_advisor.domain.snapshot_model import (
     Snapshot,
     SnapshotRates,
 )
+from rebalance_advisor.domain.telemetry import SOURCE as TELEMETRY_SOURCE
+from rebalance_advisor.domain.telemetry import TelemetrySample, telemetry_capacity
 from rebalance_advisor.errors import AdvisorError
 
 #: (topic, partition)
@@ -276,15 +278,26 @@ def next_capacity(
     return value, fresh
 
 
-def capacity_sample(busy: float | None, reported: float | None) -> tuple[float | None, str | None]:
+def capacity_sample(
+    busy: float | None, reported: float | None, telemetry: float | None = None
+) -> tuple[float | None, str | None]:
     """A member's capacity sample over one interval and its source: a busy measurement
-    (:func:`busy_capacity_sample`: what it did while saturated) before its helper's own report; (None,
-    None) without either, and the carried value keeps its source. One rule for snapshots and the
-    simulator."""
+    (:func:`busy_capacity_sample`: what it did while saturated) before its helper's own report,
+    before its client's telemetry (:func:`rebalance_advisor.domain.telemetry.telemetry_capacity`);
+    (None, None) without any, and the carried value keeps its source. One rule for snapshots and the
+    simulator.
+
+    Why this order: saturated work is the capacity itself; the helper measures time outside
+    ``poll()`` exactly, over its own window; telemetry rests on the clients' idle-ratio formulas,
+    corrected but measured within 10 % at best (docs/operations/telemetry.md, "Accuracy"). All three
+    observe the member now, so each comes before an operator's static declaration (``configured``).
+    """
     if busy is not None:
         return busy, "measured"
     if reported is not None:
         return reported, "reported"
+    if telemetry is not None:
+        return telemetry, TELEMETRY_SOURCE
     return None, None
 
 
@@ -451,6 +464,9 @@ class Observed:
     #: every member of every group whose capacities are estimated, a group's members together
     members: tuple[ObservedMember, ...]
     reports: CapacityReports = field(default_factory=dict)
+    #: (group, member key) -> the member's newest client telemetry (asked only without a busy
+    #: sample or a report)
+    telemetry: Mapping[MemberRef, TelemetrySample] = field(default_factory=dict)
     #: group -> the capacity configured for its members when none is measured
     group_capacity: Mapping[str, float] = field(default_factory=dict)
     snapshot_id: int | None = None
@@ -561,6 +577,8 @@ class _MemberEstimate:
     at: datetime | None
     source: str
     own_rate: float | None
+    #: why its telemetry gave no sample, when it was asked and refused (distrusted, too idle, stale)
+    note: str | None = None
 
 
 def _member_estimate(
@@ -572,16 +590,24 @@ def _member_estimate(
     samples: Mapping[GroupPartition, float],
     rates: SnapshotRates,
 ) -> _MemberEstimate:
-    """The capacity rule for one member: a busy sample, else its own report, smoothed into the
-    carried value (:func:`capacity_sample`, :func:`next_capacity`)."""
+    """The capacity rule for one member: a busy sample, else its own report, else its telemetry,
+    smoothed into the carried value (:func:`capacity_sample`, :func:`next_capacity`)."""
     ref = (member.group_id, member.key)
-    busy = consumed = None
+    work = _NO_WORK
     if carried is not None and interval.gives_rates and _held_throughout(member, carried):
-        busy, consumed = _busy_sample(member, carried, observed, params, interval, samples, rates)
+        work = _busy_sample(member, carried, observed, params, interval, samples, rates)
+    busy, consumed = work.busy, work.consumed
     prior = carried.capacities.get(ref) if carried is not None else None
-    sample, fresh_source = capacity_sample(busy, observed.reports.get(ref) if busy is None else None)
+    reported = observed.reports.get(ref) if busy is None else None
+    heard = None
+    if busy is None and reported is None and ref in observed.telemetry:
+        heard = telemetry_capacity(
+            observed.telemetry[ref], consumed, work.lag_growth, observed.taken_at.timestamp()
+        )
+    sample, fresh_source = capacity_sample(busy, reported, heard.capacity if heard else None)
     source = fresh_source or (prior.source if prior is not None else "measured")
-    if source == "reported" and not interval.gives_rates:  # nothing to smooth over: taken as it is
+    own_report = source in ("reported", TELEMETRY_SOURCE)
+    if own_report and not interval.gives_rates:  # nothing to smooth over: taken as it is
         prior = None
     age = (observed.taken_at - prior.at).total_seconds() if prior is not None else 0.0
     value = next_capacity(
@@ -591,13 +617,14 @@ def _member_estimate(
         interval.elapsed_s,
         params,
         consumed,
-        source == "reported",
+        own_report,
     )
     at = None if value is None else (observed.taken_at if value[1] or prior is None else prior.at)
     own = [rates.consume.get((member.group_id, t, p), _UNKNOWN).rate for t, p in member.partitions]
     known = [r for r in own if r is not None]
     measured = None if value is None else value[0]
-    return _MemberEstimate(member, measured, at, source, sum(known) if known else None)
+    note = heard.reason if heard is not None and heard.capacity is None else None
+    return _MemberEstimate(member, measured, at, source, sum(known) if known else None, note)
 
 
 _UNKNOWN = RateEstimate(None)
@@ -614,6 +641,17 @@ def _held_throughout(member: ObservedMember, carried: Carried) -> bool:
     return carried.held_counts[(member.group_id, member.key)] == len(mine)
 
 
+class _Work(NamedTuple):
+    """What a member did over the interval: its busy sample, Σ consume samples, Σ lag growth."""
+
+    busy: float | None
+    consumed: float | None
+    lag_growth: float | None
+
+
+_NO_WORK = _Work(None, None, None)
+
+
 def _busy_sample(
     member: ObservedMember,
     carried: Carried,
@@ -622,10 +660,10 @@ def _busy_sample(
     interval: _Interval,
     samples: Mapping[GroupPartition, float],
     rates: SnapshotRates,
-) -> tuple[float | None, float | None]:
-    """(:func:`busy_capacity_sample`, Σ consume samples) of a member that held its partitions over
-    the interval; (None, None) when an offset or a consume sample is missing. The backlog floor of a
-    partition whose produce rate is unknown is 0."""
+) -> _Work:
+    """(:func:`busy_capacity_sample`, Σ consume samples, Σ lag growth) of a member that held its
+    partitions over the interval; all None when an offset or a consume sample is missing. The
+    backlog floor of a partition whose produce rate is unknown is 0."""
     before: list[int] = []
     after: list[int] = []
     consumed: list[float] = []
@@ -635,7 +673,7 @@ def _busy_sample(
         e0, c0 = carried.lag_ends.get(tp), carried.committed.get(gtp)
         e1, c1 = observed.lag_ends.get(tp), observed.committed.get(gtp)
         if e0 is None or c0 is None or e1 is None or c1 is None or gtp not in samples:
-            return None, None
+            return _NO_WORK
         before.append(e0 - c0)
         after.append(e1 - c1)
         consumed.append(samples[gtp])
@@ -643,7 +681,8 @@ def _busy_sample(
     growth = interval.elapsed_s >= params.growth_sample_min_interval_s
     # the bound is NumPy's (pairwise) sum, as the simulator first summed its arrays: bench/drain.py's
     # results stay identical to the last bit (the busy sample's own sum is a plain one, as before)
-    return busy_capacity_sample(before, after, consumed, floors, growth), float(np.sum(consumed))
+    busy = busy_capacity_sample(before, after, consumed, floors, growth)
+    return _Work(busy, float(np.sum(consumed)), float(sum(after) - sum(before)))
 
 
 def _filled_capacities(
@@ -666,7 +705,7 @@ def _filled_capacities(
         )
         for e, (value, source) in zip(members, filled, strict=True):
             at = e.at if source in MEASURED_CAPACITY_SOURCES else None
-            out[(group_id, e.member.member_id)] = MemberCapacity(value, source, at)
+            out[(group_id, e.member.member_id)] = MemberCapacity(value, source, at, e.note)
     return out
 
 
@@ -735,9 +774,23 @@ def observe_snapshot(
         committed={(c.group_id, c.topic, c.partition): c.offset for c in snapshot.committed},
         members=tuple(members),
         reports=reported_capacities(snapshot, since, params),
+        telemetry=telemetry_by_member(snapshot),
         group_capacity={g: v for g in sorted(groups) if (v := policy.for_group(g)) is not None},
         snapshot_id=snapshot.snapshot_id,
     )
+
+
+def telemetry_by_member(snapshot: Snapshot) -> dict[MemberRef, TelemetrySample]:
+    """(group, member key) -> the newest telemetry of each member the broker lists, matched by
+    member id (the id the client pushes is the one the coordinator gave it)."""
+    by_id = {(t.group, t.member_id): t for t in snapshot.telemetry}
+    out: dict[MemberRef, TelemetrySample] = {}
+    for g in snapshot.groups:
+        for m in g.members:
+            found = by_id.get((g.group_id, m.member_id))
+            if found is not None:
+                out[(g.group_id, member_key(m.member_id, m.group_instance_id))] = found
+    return out
 
 
 def _observed_members(

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import NamedTuple
 
+from rebalance_advisor.domain.telemetry import TelemetrySample
+
 
 class PartitionOffsets(NamedTuple):
     """Log offsets of one partition; ``last_stable_offset`` only with read_committed collection.
@@ -123,9 +125,9 @@ class TimeLag(NamedTuple):
 #: configured value (``configured``: the member's own while it is not measured, else the group's
 #: when none of its members is); or unknown, the planner then taking capacities as equal
 #: (``estimates.fill_capacities``).
-CAPACITY_SOURCES = ("measured", "reported", "group_median", "own_rate", "configured", "equal")
+CAPACITY_SOURCES = ("measured", "reported", "telemetry", "group_median", "own_rate", "configured", "equal")
 #: sources that measured the member itself: carried to later snapshots, in the group median
-MEASURED_CAPACITY_SOURCES = ("measured", "reported")
+MEASURED_CAPACITY_SOURCES = ("measured", "reported", "telemetry")
 #: sources that are estimates for a member never seen saturated: its true capacity is only known to
 #: be at least what it consumes (group_planning's capacity probe may test it)
 ESTIMATED_CAPACITY_SOURCES = ("group_median", "own_rate")
@@ -152,6 +154,8 @@ class MemberCapacity(NamedTuple):
     source: str
     #: when the measurement it rests on was taken (``MEASURED_CAPACITY_SOURCES`` only)
     measured_at: datetime | None = None
+    #: why a source the member has was not used (its telemetry distrusted: domain/telemetry.py)
+    note: str | None = None
 
 
 @dataclass
@@ -199,6 +203,8 @@ class Snapshot:
     #: (share group, topic, partition) -> lag as the broker reports it (``kafka-share-groups
     #: --describe``): records not yet delivered and acknowledged, None where the broker gives none
     share_lags: dict[tuple[str, str, int], int | None] = field(default_factory=dict)
+    #: the newest client telemetry of the listed members (the broker plugin's topic; empty without it)
+    telemetry: list[TelemetrySample] = field(default_factory=list)
 
     @property
     def status(self) -> str:

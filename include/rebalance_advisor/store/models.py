@@ -107,6 +107,9 @@ class GroupMemberRow(Base):
     capacity: Mapped[float | None] = mapped_column(sa.Float)
     capacity_source: Mapped[str | None] = mapped_column(sa.String(16))
     capacity_measured_at: Mapped[datetime | None] = mapped_column(sa.DateTime(timezone=True))
+    #: why a capacity source the member has was not used (``MemberCapacity.note``), e.g. distrusted
+    #: telemetry
+    capacity_note: Mapped[str | None] = mapped_column(sa.Text)
 
 
 class AssignedCapacityRow(Base):

@@ -362,7 +362,7 @@ def write_snapshot(
                 {**sid, "group_id": g.group_id, "member_id": m.member_id, "position": m.position,
                  "group_instance_id": m.group_instance_id, "client_id": m.client_id, "host": m.host,
                  "rack": m.rack, "subscribed_topics": list(m.subscribed_topics),
-                 **dict(zip(("capacity", "capacity_source", "capacity_measured_at"),
+                 **dict(zip(("capacity", "capacity_source", "capacity_measured_at", "capacity_note"),
                             rates.capacity.get((g.group_id, m.member_id), equal), strict=True))}
                 for g in snapshot.groups
                 for m in g.members
@@ -385,7 +385,7 @@ def write_snapshot(
             [
                 {**sid, "group_id": group_id, "member_id": member_id, "plan_id": plan_id,
                  **dict(zip(("capacity", "capacity_source", "capacity_measured_at"),
-                            rates.capacity.get((group_id, member_id), equal), strict=True))}
+                            rates.capacity.get((group_id, member_id), equal)[:3], strict=True))}
                 for group_id, (plan_id, held) in manual.items()
                 for member_id in held
             ],
@@ -596,7 +596,10 @@ def load_snapshot(snapshot_id: int, url: str | None = None, groups: list[str] | 
             if m["capacity_source"] is not None:
                 measured_at = m["capacity_measured_at"]
                 rates.capacity[(m["group_id"], m["member_id"])] = MemberCapacity(
-                    m["capacity"], m["capacity_source"], _aware(measured_at) if measured_at else None
+                    m["capacity"],
+                    m["capacity_source"],
+                    _aware(measured_at) if measured_at else None,
+                    m["capacity_note"],
                 )
             members.setdefault(m["group_id"], []).append(
                 GroupMemberSnapshot(

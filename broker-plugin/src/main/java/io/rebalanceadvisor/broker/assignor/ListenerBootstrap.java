@@ -9,12 +9,13 @@ import java.util.Map;
 /**
  * The plan reader's default bootstrap address: the broker's own inter-broker listener (else its first
  * client listener), as advertised. Credentials are never borrowed from the broker: they come from
- * {@code rebalance.advisor.plans.consumer.*} (docs/operations/broker-plugin.md, "Security").
+ * {@code rebalance.advisor.plans.consumer.*} (docs/operations/broker-plugin.md, "Security"). The telemetry
+ * writer derives its own address the same way (docs/operations/telemetry.md).
  */
-record ListenerBootstrap(String bootstrapServers, String securityProtocol) {
+public record ListenerBootstrap(String bootstrapServers, String securityProtocol) {
 
     /** Null when the broker config names no usable listener. */
-    static ListenerBootstrap derive(Map<String, ?> broker) {
+    public static ListenerBootstrap derive(Map<String, ?> broker) {
         Map<String, String> advertised = listeners(AdvisedConfig.text(broker, "advertised.listeners", ""));
         Map<String, String> bound = listeners(AdvisedConfig.text(broker, "listeners", ""));
         List<String> controllers = names(AdvisedConfig.text(broker, "controller.listener.names", ""));

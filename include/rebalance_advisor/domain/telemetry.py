@@ -1,0 +1,144 @@
+"""Capacities from KIP-714 client telemetry: the ``telemetry`` capacity source (pure, no I/O).
+
+A consumer that processes on its poll thread is busy outside ``poll()``; its client pushes the share of
+time it spent waiting inside (``poll.idle.ratio.avg``). Capacity = consume rate / busy share. The
+clients' formulas are biased in ways measured by bench/telemetry_accuracy.py and corrected here per
+client family (docs/operations/telemetry.md, "Accuracy"); the gates say when a sample is not used.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+#: the capacity source's name (``snapshot_model.CAPACITY_SOURCES``)
+SOURCE = "telemetry"
+
+
+@dataclass(frozen=True)
+class TelemetrySample:
+    """The newest telemetry of one group member, as the broker plugin wrote it (times in epoch s)."""
+
+    group: str
+    member_id: str
+    instance_id: str
+    client_id: str
+    software_name: str
+    software_version: str
+    idle_ratio: float | None
+    idle_time: float
+    records_consumed: float | None
+    records_start: float
+    records_time: float
+    records_delta: bool
+    push_interval_s: float
+    received: float
+
+    @property
+    def family(self) -> str:
+        """``java`` (Apache Kafka's Java client) or ``librdkafka`` (every other client sent so far)."""
+        return "java" if self.software_name.startswith("apache-kafka-java") else "librdkafka"
+
+
+@dataclass(frozen=True)
+class TelemetryParameters:
+    """The gates and the per-family correction of the telemetry source (one place for each)."""
+
+    #: below this busy share the sample says little (a consumer mostly waiting: capacity = rate / a
+    #: small number, whose error explodes); no sample
+    min_busy: float = 0.2
+    #: a sample older than this many push intervals (at the snapshot's time) is ignored: the member
+    #: left, or its client stopped pushing; the writer flushes every few seconds, so one is allowed
+    max_age_intervals: float = 2.0
+    #: off-thread processing: a member whose lag grew by more than this many seconds of its consume
+    #: rate over the interval while its telemetry says it had idle time to spare is not trusted (as
+    #: ``RateParameters.busy_backlog_s``: lag within it is records in flight, not a backlog)
+    lag_growth_s: float = 10.0
+    #: ... "idle time to spare": busy share below this
+    off_thread_busy: float = 0.8
+
+
+@dataclass(frozen=True)
+class TelemetryCapacity:
+    """What the telemetry says of one member's capacity: a value, or None and why not."""
+
+    capacity: float | None
+    busy: float | None
+    reason: str
+
+
+def busy_share(sample: TelemetrySample) -> float | None:
+    """The share of time the member worked outside ``poll()``, corrected for its client's formula.
+
+    See :func:`correct_busy`; None when the sample carries no usable idle ratio.
+    """
+    idle = sample.idle_ratio
+    if idle is None or not math.isfinite(idle) or not 0.0 <= idle <= 1.0:
+        return None
+    return correct_busy(sample.family, 1.0 - idle)
+
+
+def correct_busy(family: str, reported_busy: float) -> float:
+    """The true busy share from the one a client reports (bench/telemetry_accuracy.py, "Calibration").
+
+    Piecewise linear through the calibration points measured for the family, clamped to [0, 1].
+    """
+    points = CALIBRATION.get(family, ((0.0, 0.0), (1.0, 1.0)))
+    if reported_busy <= points[0][0]:
+        return max(points[0][1], 0.0)
+    for (x0, y0), (x1, y1) in zip(points, points[1:], strict=False):
+        if reported_busy <= x1:
+            return min(max(y0 + (y1 - y0) * (reported_busy - x0) / (x1 - x0), 0.0), 1.0)
+    return min(points[-1][1], 1.0)
+
+
+#: (reported busy, true busy) points per client family: the mean reported busy share at each load
+#: over three runs of bench/telemetry_accuracy.py on the local broker (4 ms and 2.5 ms per record;
+#: arrivals every 10 ms and Poisson; true busy = rate / the same client's saturated throughput);
+#: docs/benchmarks/telemetry-accuracy.md has the runs.
+#: - java (4.3.1): each poll records poll time / (poll time + time since the previous poll's *start*),
+#:   which already holds the previous poll (KAFKA-17503: idle reads 0.5, i.e. busy 0.5 -> 0), and
+#:   the window averages per poll: 21 % busy read 57.5 %, 52 % read 66.6 %, 92 % read 73.7 %,
+#:   saturated 79-87.5 %.
+#: - librdkafka (2.16.0): idle per poll() call, averaged per call over the push interval; a call
+#:   that finds a record already fetched counts 0 idle, so busy reads high, the more so the
+#:   burstier the arrivals: 20 % read 50-65 %, 51 % read 80-85 %, 92 % read 98.5 %, saturated 99.4 %.
+CALIBRATION: dict[str, tuple[tuple[float, float], ...]] = {
+    "java": ((0.5, 0.0), (0.575, 0.207), (0.666, 0.516), (0.737, 0.925), (0.84, 1.0)),
+    "librdkafka": ((0.0, 0.0), (0.564, 0.202), (0.830, 0.510), (0.985, 0.916), (0.995, 1.0)),
+}
+
+
+def telemetry_capacity(
+    sample: TelemetrySample | None,
+    consume_rate: float | None,
+    lag_growth: float | None,
+    now: float,
+    params: TelemetryParameters = TelemetryParameters(),
+) -> TelemetryCapacity:
+    """The member's capacity from its telemetry over the last snapshot interval, with the gates.
+
+    ``consume_rate``: records/s the member consumed over the interval; ``lag_growth``: how much its
+    lag grew over it (records, negative when it shrank); ``now``: the snapshot's time (epoch s).
+    """
+    if sample is None:
+        return TelemetryCapacity(None, None, "no telemetry")
+    age = now - max(sample.idle_time, sample.received)
+    if age > params.max_age_intervals * max(sample.push_interval_s, 1.0):
+        return TelemetryCapacity(None, None, f"telemetry {age:.0f} s old")
+    busy = busy_share(sample)
+    if busy is None:
+        return TelemetryCapacity(None, None, "no idle ratio in the telemetry")
+    if not consume_rate or consume_rate <= 0 or not math.isfinite(consume_rate):
+        return TelemetryCapacity(None, busy, "consumed nothing over the interval")
+    growing = lag_growth is not None and lag_growth > params.lag_growth_s * consume_rate
+    if growing and busy < params.off_thread_busy:
+        return TelemetryCapacity(
+            None,
+            busy,
+            f"distrusted: idle {1 - busy:.0%} of the time while its lag grew by {lag_growth:.0f} "
+            "(processing off the poll thread)",
+        )
+    if busy < params.min_busy:
+        return TelemetryCapacity(None, busy, f"busy {busy:.0%} < {params.min_busy:.0%}: too idle to say")
+    return TelemetryCapacity(consume_rate / busy, busy, f"{consume_rate:.1f}/s at {busy:.0%} busy")

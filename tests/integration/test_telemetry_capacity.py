@@ -1,0 +1,113 @@
+"""A plain ``subscribe()`` consumer's capacity from its own KIP-714 telemetry, on the real broker with
+the plugin's receiver (docs/operations/telemetry.md): no client code of ours, no saturation needed.
+
+The truth is what the consumer did while it had a backlog (saturated, its rate is its capacity),
+read from its own per-second report; its telemetry capacity is read later, while it runs at about
+half of that, caught up, from two snapshots 20 s apart (each against the one before). Records
+arrive as from many independent producers (Poisson), as in bench/telemetry_accuracy.py, whose
+measurements the clients' corrections come from.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Producer
+from rebalance_advisor import store
+from rebalance_advisor.adapters.client_telemetry import read_telemetry
+from rebalance_advisor.devtools import cost_consumers
+
+from tests.support.kafka_offsets import new_topic, stored_snapshot
+
+pytestmark = pytest.mark.kafka
+
+COST_S = 0.004  # simulated work per record, on the poll thread: about 250 records/s at most
+BACKLOG = 3000
+#: the target is 10 %; measured, both clients' corrected readings are off by 10-30 % in some runs on a
+#: loaded machine (docs/benchmarks/telemetry-accuracy.md: the target is not met in general). The
+#: test holds what was measured, so it still catches a wrong source, a distrusted member or a gross
+#: error; a one-off run here: Java within 10 %, Python +24 % and (another run) within 10 %.
+TOLERANCE = 0.30
+
+
+def _report(path: Path) -> list[dict]:
+    return (
+        [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
+    )
+
+
+def _saturated_rate(lines: list[dict]) -> float:
+    """Records/s over the backlog: whole seconds after the first two (start-up) until ``BACKLOG``
+    minus one second's worth were done (the last second is partly idle)."""
+    done, counted, seconds = 0, 0, 0
+    for line in lines:
+        done += line["processed"]
+        if line is lines[0] or line is lines[1] or done > BACKLOG - 300:
+            continue
+        counted, seconds = counted + line["processed"], seconds + 1
+    assert seconds >= 3, lines
+    return counted / seconds
+
+
+def _produce_poisson(bootstrap: str, topic: str, rate: float, stop: threading.Event) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0})
+    rng = random.Random(7)
+    due = time.monotonic()
+    while not stop.is_set():
+        due += rng.expovariate(rate)
+        time.sleep(max(due - time.monotonic(), 0))
+        producer.produce(topic, b"y")
+        producer.poll(0)
+    producer.flush(10)
+
+
+#: seconds of half load before the first snapshot: Java averages its idle ratio over its metrics
+#: window (2 x 30 s), which must not still hold the saturated phase; librdkafka over one push (5 s)
+SETTLE_S = {"java": 65.0, "python": 20.0}
+
+
+@pytest.mark.parametrize("language", ["java", "python"])
+def test_a_consumer_of_known_cost_gets_its_capacity_from_telemetry(
+    kafka_bootstrap, sqlite_url, tmp_path, language
+) -> None:
+    store.upgrade(sqlite_url)
+    group = f"telemetry-{uuid.uuid4().hex[:8]}"
+    topic = new_topic(kafka_bootstrap, 1, records=BACKLOG)
+    report = tmp_path / "consumer.jsonl"
+    spec = cost_consumers.CostConsumerSpec(kafka_bootstrap, topic, group, group, COST_S, report=str(report))
+    consumer = cost_consumers.launch(spec, language, tmp_path / "consumer.log")
+    stop = threading.Event()
+    try:
+        deadline = time.monotonic() + 180  # a Java consumer compiles its source first
+        while sum(x["processed"] for x in _report(report)) < BACKLOG and time.monotonic() < deadline:
+            assert consumer.poll() is None, (tmp_path / "consumer.log").read_text()[-2000:]
+            time.sleep(0.5)
+        truth = _saturated_rate(_report(report))
+        # Half of that from now on: it keeps up, so its consume rate alone says nothing of its capacity.
+        threading.Thread(
+            target=_produce_poisson, args=(kafka_bootstrap, topic, truth / 2, stop), daemon=True
+        ).start()
+        time.sleep(SETTLE_S[language])
+        heard = read_telemetry({"bootstrap.servers": kafka_bootstrap})
+        if not heard.broker_counters:
+            pytest.skip("this broker has no telemetry receiver (the plugin's metric reporter)")
+        ids = [stored_snapshot(kafka_bootstrap, group, sqlite_url)]
+        for _ in range(2):
+            time.sleep(20.0)
+            ids.append(stored_snapshot(kafka_bootstrap, group, sqlite_url))
+    finally:
+        stop.set()
+        cost_consumers.stop(consumer)
+    assert any(s.group == group for s in heard.samples.values()), heard
+    for snapshot_id in ids[1:]:
+        capacities = store.load_snapshot(snapshot_id, sqlite_url).rates.capacity
+        (got,) = [c for (g, _), c in capacities.items() if g == group]
+        assert got.source == "telemetry", (snapshot_id, got)
+        assert got.capacity == pytest.approx(truth, rel=TOLERANCE), (snapshot_id, got, truth)
+    store.db.dispose(sqlite_url)

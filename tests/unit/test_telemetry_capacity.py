@@ -1,0 +1,225 @@
+"""The ``telemetry`` capacity source: the rule's gates and the reader of the plugin's topic.
+Expected values are worked out by hand from the numbers in each test."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from rebalance_advisor.adapters.client_telemetry import TelemetryRead, apply_record, decode_sample
+from rebalance_advisor.domain import telemetry
+from rebalance_advisor.domain.telemetry import (
+    TelemetryParameters,
+    TelemetrySample,
+    correct_busy,
+    telemetry_capacity,
+)
+
+NOW = 1_000_000.0
+
+
+def sample(
+    idle: float | None, *, age: float = 1.0, software: str = "confluent-kafka-python"
+) -> TelemetrySample:
+    return TelemetrySample(
+        group="g",
+        member_id="m",
+        instance_id="",
+        client_id="c",
+        software_name=software,
+        software_version="2.16.1",
+        idle_ratio=idle,
+        idle_time=NOW - age,
+        records_consumed=None,
+        records_start=0.0,
+        records_time=0.0,
+        records_delta=False,
+        push_interval_s=5.0,
+        received=NOW - age,
+    )
+
+
+@pytest.fixture
+def identity(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The gates alone, without a client's correction."""
+    monkeypatch.setattr(telemetry, "CALIBRATION", {})
+
+
+def test_capacity_is_the_rate_over_the_busy_share(identity: None) -> None:
+    # 120 records/s while idle 40 % of the time: busy 60 %, so it could do 120 / 0.6 = 200/s
+    verdict = telemetry_capacity(sample(0.4), 120.0, lag_growth=0, now=NOW)
+    assert verdict.capacity == pytest.approx(200.0)
+    assert verdict.busy == pytest.approx(0.6)
+
+
+def test_a_member_busy_under_a_fifth_gives_no_sample(identity: None) -> None:
+    # idle 85 %: busy 15 % < 20 %
+    verdict = telemetry_capacity(sample(0.85), 30.0, lag_growth=0, now=NOW)
+    assert verdict.capacity is None and "too idle" in verdict.reason
+    # idle 79 %: busy 21 %, used: 42 / 0.21 = 200
+    assert telemetry_capacity(sample(0.79), 42.0, 0, NOW).capacity == pytest.approx(200.0)
+
+
+def test_a_sample_older_than_two_push_intervals_is_ignored(identity: None) -> None:
+    # pushes every 5 s: 10 s old is still the newest push (one in flight), 10.5 s is not
+    assert telemetry_capacity(sample(0.5, age=10.0), 100.0, 0, NOW).capacity == pytest.approx(200.0)
+    stale = telemetry_capacity(sample(0.5, age=10.5), 100.0, 0, NOW)
+    assert stale.capacity is None and "old" in stale.reason
+
+
+def test_idle_while_lag_grows_is_distrusted(identity: None) -> None:
+    # idle 70 % at 100/s, but its lag grew by 1,500 records (15 s of its rate > 10 s): the work is done
+    # elsewhere (a worker pool), so 100 / 0.3 = 333/s would be a lie
+    verdict = telemetry_capacity(sample(0.7), 100.0, lag_growth=1500, now=NOW)
+    assert verdict.capacity is None
+    assert verdict.reason.startswith("distrusted") and "off the poll thread" in verdict.reason
+    # lag grew by only 900 (< 10 s of 100/s): trusted
+    assert telemetry_capacity(sample(0.7), 100.0, lag_growth=900, now=NOW).capacity == pytest.approx(
+        333.33, 0.001
+    )
+    # busy 85 % (>= 80 %) with growing lag: a saturated poll-thread consumer, its rate is its capacity
+    assert telemetry_capacity(sample(0.15), 170.0, lag_growth=5000, now=NOW).capacity == pytest.approx(200.0)
+
+
+def test_no_rate_or_no_idle_ratio_gives_no_sample(identity: None) -> None:
+    assert telemetry_capacity(sample(0.5), 0.0, 0, NOW).capacity is None
+    assert telemetry_capacity(sample(0.5), None, 0, NOW).capacity is None
+    assert telemetry_capacity(sample(None), 100.0, 0, NOW).reason == "no idle ratio in the telemetry"
+    assert telemetry_capacity(None, 100.0, 0, NOW).reason == "no telemetry"
+
+
+@pytest.mark.parametrize("bad", [float("nan"), -0.1, 1.2, float("inf")])
+def test_absurd_idle_ratios_are_no_sample(identity: None, bad: float) -> None:
+    assert telemetry_capacity(sample(bad), 100.0, 0, NOW).capacity is None
+
+
+def test_correction_is_piecewise_linear_through_the_points(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(telemetry, "CALIBRATION", {"java": ((0.0, 0.0), (0.5, 0.2), (1.0, 1.0))})
+    assert correct_busy("java", 0.25) == pytest.approx(0.1)
+    assert correct_busy("java", 0.75) == pytest.approx(0.6)
+    assert correct_busy("java", 1.0) == pytest.approx(1.0)
+    assert correct_busy("librdkafka", 0.3) == pytest.approx(0.3), "no points: as reported"
+    assert sample(0.5, software="apache-kafka-java").family == "java"
+
+
+def test_gate_parameters_are_one_place() -> None:
+    params = TelemetryParameters(min_busy=0.5)
+    assert telemetry_capacity(sample(0.6), 40.0, 0, NOW, params).capacity is None
+
+
+def _value(**overrides: object) -> bytes:
+    value = {
+        "version": 1,
+        "group": "g",
+        "member_id": "m",
+        "instance_id": "i",
+        "client_id": "c",
+        "software_name": "apache-kafka-java",
+        "software_version": "4.3.1",
+        "idle_ratio": 0.25,
+        "idle_time_ms": 5000,
+        "records_consumed": 700.0,
+        "records_start_ms": 0,
+        "records_time_ms": 5000,
+        "records_delta": True,
+        "push_interval_ms": 5000,
+        "received_ms": 5100,
+        "broker": "1",
+    }
+    value.update(overrides)
+    return json.dumps(value).encode()
+
+
+KEY = json.dumps({"group": "g", "member_id": "m"}).encode()
+
+
+def test_reader_keeps_the_newest_sample_and_drops_a_tombstoned_member() -> None:
+    read = TelemetryRead()
+    apply_record(read, KEY, _value(idle_ratio=0.5))
+    apply_record(read, KEY, _value(idle_ratio=0.25))
+    got = read.samples[("g", "m")]
+    assert (got.idle_ratio, got.idle_time, got.push_interval_s, got.received) == (0.25, 5.0, 5.0, 5.1)
+    assert got.records_delta and got.records_consumed == 700.0
+    apply_record(read, KEY, None)
+    assert read.samples == {}
+
+
+def test_reader_skips_and_counts_what_it_cannot_use() -> None:
+    read = TelemetryRead()
+    apply_record(read, b"not json", _value())
+    apply_record(read, KEY, b"{broken")
+    apply_record(read, KEY, _value(version=2))
+    apply_record(read, KEY, _value(push_interval_ms=0))
+    apply_record(read, None, _value())
+    assert read.skipped == 5 and read.samples == {}
+    apply_record(read, json.dumps({"broker": "1"}).encode(), json.dumps({"pushes": 3}).encode())
+    assert read.broker_counters == {"1": {"pushes": 3}}
+
+
+def test_reader_takes_null_or_text_numbers_as_absent() -> None:
+    got = decode_sample(json.loads(_value(idle_ratio=None, records_consumed="12")))
+    assert got is not None and got.idle_ratio is None and got.records_consumed is None
+
+
+# ---- the source inside the one capacity rule (domain/estimates.step) ----------------------------
+
+
+def _step_with(idle: float, committed_after: dict[int, int], reports: dict | None = None):
+    """Group g: a holds t-0, b holds t-1, both caught up at 1,000 at T0. 60 s later t-0 and t-1 have
+    appended 600 each; a pushed ``idle`` 5 s before the snapshot (confluent-kafka)."""
+    from datetime import UTC, datetime, timedelta
+
+    from rebalance_advisor.domain.estimates import Carried, Observed, ObservedMember, step
+
+    t0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
+    carried = Carried(
+        cluster="id:c",
+        taken_at=t0,
+        log_ends={("t", 0): 1000, ("t", 1): 1000},
+        lag_ends={("t", 0): 1000, ("t", 1): 1000},
+        produce={("t", 0): 10.0, ("t", 1): 10.0},
+        committed={("g", "t", 0): 1000, ("g", "t", 1): 1000},
+        consume={("g", "t", 0): 10.0, ("g", "t", 1): 10.0},
+        owners={("g", "t", 0): "a", ("g", "t", 1): "b"},
+        capacities={},
+    )
+    taken = t0 + timedelta(seconds=60)
+    heard = TelemetrySample(
+        "g", "a", "", "c", "confluent-kafka-python", "2.16.1", idle, taken.timestamp() - 5, None, 0, 0,
+        False, 5.0, taken.timestamp() - 4,
+    )  # fmt: skip
+    observed = Observed(
+        cluster="id:c",
+        taken_at=taken,
+        log_ends={("t", 0): 1600, ("t", 1): 1600},
+        lag_ends={("t", 0): 1600, ("t", 1): 1600},
+        committed={("g", "t", p): c for p, c in committed_after.items()},
+        members=(ObservedMember("g", "a", "a", (("t", 0),)), ObservedMember("g", "b", "b", (("t", 1),))),
+        reports=reports or {},
+        telemetry={("g", "a"): heard},
+    )
+    return step(carried, observed)
+
+
+def test_step_takes_telemetry_when_nothing_better_is_known(identity: None) -> None:
+    # a consumed 600 in 60 s (10/s, caught up: no busy sample) at idle 50 %: 10 / 0.5 = 20/s;
+    # b has no telemetry: the group median of measured members, 20 (1.2 x its 10/s = 12 is less)
+    rates, carried = _step_with(0.5, {0: 1600, 1: 1600})
+    a, b = rates.capacity[("g", "a")], rates.capacity[("g", "b")]
+    assert (a.capacity, a.source) == (pytest.approx(20.0), "telemetry")
+    assert (b.capacity, b.source) == (pytest.approx(20.0), "group_median")
+    assert carried.capacities[("g", "a")].source == "telemetry"
+
+
+def test_step_prefers_the_helpers_report_over_telemetry(identity: None) -> None:
+    rates, _ = _step_with(0.5, {0: 1600, 1: 1600}, reports={("g", "a"): 33.0})
+    assert (rates.capacity[("g", "a")].capacity, rates.capacity[("g", "a")].source) == (33.0, "reported")
+
+
+def test_step_notes_why_telemetry_was_distrusted(identity: None) -> None:
+    # a committed only 300 (5/s) while 600 arrived: its lag grew by 300 = 60 s of its rate, yet its
+    # telemetry says idle 60 %: processing elsewhere; no sample, the note says why
+    rates, carried = _step_with(0.6, {0: 1300, 1: 1600})
+    a = rates.capacity[("g", "a")]
+    assert a.source != "telemetry" and a.note is not None and a.note.startswith("distrusted")
+    assert ("g", "a") not in carried.capacities
