@@ -20,8 +20,8 @@ from rebalance_advisor.domain.lag_rules import ResetPolicy, member_key, partitio
 from rebalance_advisor.domain.snapshot_model import Snapshot
 from rebalance_advisor.errors import AdvisorError
 from rebalance_advisor.services.plan_lifecycle import is_manual_assign
-from rebalance_advisor.store.group_protocols import current_apply_mode
 from rebalance_advisor.store import db, plan_queries
+from rebalance_advisor.store.group_protocols import current_apply_mode
 from rebalance_advisor.store.plan_records import PlanAssignmentRecord, PlanRecord
 from rebalance_advisor.store.plans import get_plan, published_assignments
 from rebalance_advisor.store.snapshots import (
