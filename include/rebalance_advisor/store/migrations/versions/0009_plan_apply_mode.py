@@ -22,10 +22,10 @@ depends_on = None
 
 
 def upgrade() -> None:
-    with op.batch_alter_table("plans") as batch:
-        batch.add_column(
-            sa.Column("apply_mode", sa.String(length=24), nullable=False, server_default="advice only")
-        )
+    # a plain ADD COLUMN: a batch (copy-and-move) of ``plans`` on SQLite breaks the views that read it
+    op.add_column(
+        "plans", sa.Column("apply_mode", sa.String(length=24), nullable=False, server_default="advice only")
+    )
     op.execute(
         "UPDATE plans SET apply_mode = 'static assignments' "
         "WHERE group_id IN (SELECT DISTINCT group_id FROM static_members)"
@@ -33,5 +33,4 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    with op.batch_alter_table("plans") as batch:
-        batch.drop_column("apply_mode")
+    op.drop_column("plans", "apply_mode")
