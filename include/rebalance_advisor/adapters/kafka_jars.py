@@ -1,5 +1,8 @@
 """Kafka's own jars and the Java that runs them: the cache both the local broker and the share-group reader use.
 
+It also builds the project's broker plugin (``broker-plugin/``, the ``advised`` assignor of
+docs/operations/broker-plugin.md) into the same cache, once per version of its sources.
+
 No registry here ships a Kafka server package, so the jars come from Maven Central
 (``include/kafka/pom.xml``) into a cache outside git. A fetch lands in a temporary folder and is
 renamed into place only when complete (the marker file), so a broken download is never mistaken
@@ -9,6 +12,7 @@ for a cache. Shipped code (``adapters/share_groups.py``) only reads the cache; t
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import shutil
@@ -22,6 +26,11 @@ from rebalance_advisor.settings import INCLUDE_DIR, cache_dir
 KAFKA_FILES = INCLUDE_DIR / "kafka"
 POM = KAFKA_FILES / "pom.xml"
 COMPLETE_MARKER = "FETCH-COMPLETE"
+#: the Maven module of the broker plugin (its own pom; provided-scope Kafka dependencies)
+PLUGIN_DIR = INCLUDE_DIR.parent / "broker-plugin"
+PLUGIN_JAR = "rebalance-advisor-broker-plugin.jar"
+#: the class a broker lists in ``group.consumer.assignors`` (clients ask for it by ``name()``: advised)
+ADVISED_ASSIGNOR_CLASS = "io.rebalanceadvisor.broker.assignor.AdvisedAssignor"
 
 
 class KafkaJarsError(AdvisorError):
@@ -52,23 +61,33 @@ def java_executable() -> str:
     return java
 
 
+def _require_maven() -> str:
+    mvn = shutil.which("mvn")
+    if not mvn:
+        raise KafkaJarsError(
+            "Maven (mvn) not found: it fetches the Kafka jars from Maven Central and builds the broker "
+            "plugin. Install it (apt-get install -y maven) and run again."
+        )
+    return mvn
+
+
+def _maven_options(quiet: bool) -> list[str]:
+    options = ["-B", "-q"] if quiet else ["-B"]
+    if settings := os.environ.get("REBALANCE_ADVISOR_MAVEN_SETTINGS"):
+        options += ["-s", settings]  # a mirror or proxy of Maven Central
+    return options
+
+
 def fetch_jars(quiet: bool = True) -> Path:
     """Copy the broker, tools and logging jars into the cache (once); return the folder."""
     target = jar_dir()
     if (target / COMPLETE_MARKER).exists():
         return target
     java_executable()
-    mvn = shutil.which("mvn")
-    if not mvn:
-        raise KafkaJarsError(
-            "Maven (mvn) not found: it fetches the Kafka jars from Maven Central. "
-            "Install it (apt-get install -y maven) and run again."
-        )
+    mvn = _require_maven()
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".libs-partial-", dir=target.parent))
-    options = ["-B", "-q"] if quiet else ["-B"]
-    if settings := os.environ.get("REBALANCE_ADVISOR_MAVEN_SETTINGS"):
-        options += ["-s", settings]  # a mirror or proxy of Maven Central
+    options = _maven_options(quiet)
     command = [
         mvn, *options, "-f", str(POM), "dependency:copy-dependencies",
         f"-DoutputDirectory={staging}", "-DincludeScope=runtime",
@@ -94,14 +113,78 @@ def fetch_jars(quiet: bool = True) -> Path:
     return target
 
 
+def plugin_source_hash() -> str:
+    """A digest of the plugin's pom and main sources: a new version of them is built anew."""
+    digest = hashlib.sha256()
+    files = [PLUGIN_DIR / "pom.xml", *sorted((PLUGIN_DIR / "src" / "main").rglob("*"))]
+    for file in files:
+        if file.is_file():
+            digest.update(file.relative_to(PLUGIN_DIR).as_posix().encode() + b"\0")
+            digest.update(file.read_bytes() + b"\0")
+    return digest.hexdigest()[:16]
+
+
+def broker_plugin_jar(quiet: bool = True) -> Path:
+    """The broker plugin's jar in the cache, built from ``broker-plugin/`` (tests skipped) when missing.
+
+    The build runs in a staging folder beside its final place and is renamed into place whole, so a
+    failed or concurrent build never leaves a half-written jar where a broker would load it.
+    """
+    target = cache_dir() / f"broker-plugin-{plugin_source_hash()}"
+    if (target / PLUGIN_JAR).exists():
+        return target / PLUGIN_JAR
+    java_executable()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".broker-plugin-partial-", dir=target.parent))
+    try:
+        result = run_plugin_maven(["package", "-DskipTests"], staging / "build", quiet=quiet, timeout=900)
+        built = staging / "build" / PLUGIN_JAR
+        if result.returncode != 0 or not built.exists():
+            tail = "\n".join((result.stdout + result.stderr).strip().splitlines()[-20:])
+            raise KafkaJarsError(
+                f"could not build the broker plugin (mvn exit {result.returncode}) from {PLUGIN_DIR}. "
+                f"Check the network or proxy settings (~/.m2/settings.xml) and the output:\n{tail}"
+            )
+        built.rename(staging / PLUGIN_JAR)
+        shutil.rmtree(staging / "build")
+        try:
+            staging.rename(target)
+        except OSError:  # another process put the same version in place first: keep theirs
+            if not (target / PLUGIN_JAR).exists():
+                raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return target / PLUGIN_JAR
+
+
+def run_plugin_maven(
+    goals: list[str], build_dir: Path, quiet: bool = True, timeout: float = 900
+) -> subprocess.CompletedProcess[str]:
+    """Maven on the plugin's pom with its output in ``build_dir`` (never inside the work tree)."""
+    command = [
+        _require_maven(), *_maven_options(quiet), "-f", str(PLUGIN_DIR / "pom.xml"),
+        f"-Dplugin.build.directory={build_dir}", *goals,
+    ]  # fmt: skip
+    try:
+        return subprocess.run(command, capture_output=True, text=True, timeout=timeout, check=False)
+    except subprocess.TimeoutExpired as error:
+        raise KafkaJarsError(
+            f"building the broker plugin with Maven timed out after {timeout:.0f} s"
+        ) from error
+
+
 def log4j_option() -> str:
     """The JVM option that points Kafka's logging at our quiet log4j2 config."""
     return f"-Dlog4j2.configurationFile={KAFKA_FILES / 'log4j2.properties'}"
 
 
-def java_command(main_class: str, *args: str, heap: str = "-Xmx256m") -> list[str]:
-    """A command line that runs ``main_class`` from the cached jars (fetched first if missing)."""
+def java_command(
+    main_class: str, *args: str, heap: str = "-Xmx256m", extra_jars: tuple[Path, ...] = ()
+) -> list[str]:
+    """A command line that runs ``main_class`` from the cached jars (fetched first if missing),
+    with ``extra_jars`` (the broker plugin) on the class path too."""
     libs = fetch_jars()
+    classpath = os.pathsep.join([f"{libs}/*", *map(str, extra_jars)])
     return [
         java_executable(),
         heap,
@@ -109,7 +192,7 @@ def java_command(main_class: str, *args: str, heap: str = "-Xmx256m") -> list[st
         "-Djava.awt.headless=true",
         log4j_option(),
         "-cp",
-        f"{libs}/*",
+        classpath,
         main_class,
         *args,
     ]

@@ -24,7 +24,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         )
         return parser
 
-    fetch = kafka_sub.add_parser("fetch", help="download the broker and tools jars into the cache (once)")
+    fetch = kafka_sub.add_parser(
+        "fetch", help="download the broker and tools jars and build the broker plugin into the cache (once)"
+    )
     fetch.set_defaults(func=_fetch)
 
     start = with_state_dir(kafka_sub.add_parser("start", help="start the broker and wait until it answers"))
@@ -81,6 +83,7 @@ def _fetch(args: argparse.Namespace) -> int:
     from rebalance_advisor.adapters import kafka_jars
 
     print(kafka_jars.fetch_jars(quiet=False))
+    print(kafka_jars.broker_plugin_jar(quiet=False))
     return 0
 
 

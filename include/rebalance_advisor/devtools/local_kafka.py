@@ -20,7 +20,14 @@ import uuid
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from rebalance_advisor.adapters.kafka_jars import KAFKA_FILES, fetch_jars, java_command, java_executable
+from rebalance_advisor.adapters.kafka_jars import (
+    ADVISED_ASSIGNOR_CLASS,
+    KAFKA_FILES,
+    broker_plugin_jar,
+    fetch_jars,
+    java_command,
+    java_executable,
+)
 from rebalance_advisor.errors import AdvisorError
 from rebalance_advisor.polling import poll_until
 from rebalance_advisor.settings import home_dir
@@ -298,6 +305,7 @@ def start(
             f"port {port} on 127.0.0.1 is already taken; choose another with --port or omit it"
         )
     libs = fetch_jars()
+    plugin = broker_plugin_jar()  # on the broker's and the format step's class path (both load the assignor)
     port = port or free_port()
     controller_port = free_port()
     while controller_port == port:
@@ -314,7 +322,12 @@ def start(
     text = (
         (KAFKA_FILES / "server.properties.template")
         .read_text()
-        .format(port=port, controller_port=controller_port, log_dir=log_dir)
+        .format(
+            port=port,
+            controller_port=controller_port,
+            log_dir=log_dir,
+            advised_assignor=ADVISED_ASSIGNOR_CLASS,
+        )
     )
     properties.write_text(_secured_properties(text, secured, tls, tls_port) if secured else text)
     properties.chmod(0o600)
@@ -334,6 +347,7 @@ def start(
             "-c",
             str(properties),
             *scram,
+            extra_jars=(plugin,),
         ),
         capture_output=True,
         text=True,
@@ -348,7 +362,7 @@ def start(
     log_file = state_dir / "broker.log"
     with log_file.open("wb") as log:
         process = subprocess.Popen(
-            java_command("kafka.Kafka", str(properties), heap=heap),
+            java_command("kafka.Kafka", str(properties), heap=heap, extra_jars=(plugin,)),
             stdout=log,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
