@@ -7,14 +7,12 @@ import json
 import uuid
 
 import pytest
-
 from rebalance_advisor.adapters.broker_plans import BrokerPlans, java_topic_id
 from rebalance_advisor.domain.apply_mode import ADVICE, BROKER, STATIC, apply_mode
 from rebalance_advisor.domain.broker_plan_record import (
     BrokerPlanRecord,
     MalformedBrokerPlan,
     PlannedMember,
-    PlannedPartition,
     decode_value,
     next_epoch,
     planned_members,
