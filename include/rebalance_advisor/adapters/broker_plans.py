@@ -88,6 +88,8 @@ def topic_ids(config: Mapping[str, Any], topics: Iterable[str], timeout: float =
     for name, future in futures.items():
         try:
             out[name] = java_topic_id(future.result(timeout=timeout).topic_id)
+        except TimeoutError as error:
+            raise KafkaException(f"no answer within {timeout:.0f} s") from error
         except KafkaException as error:
             if "UNKNOWN_TOPIC" in str(error):
                 continue

@@ -89,11 +89,13 @@ def trigger_reassignment(
 
     settings = trigger_member_config(config, group_id, assignor)
     started = time.monotonic()
-    consumer = Consumer(settings, logger=LIBRDKAFKA_LOG)
+    admin, consumer = _admin(config), Consumer(settings, logger=LIBRDKAFKA_LOG)
     try:
         consumer.subscribe([TRIGGER_TOPIC])
         deadline = started + timeout
-        while not _lists_client(config, group_id, settings["client.id"], timeout):
+        while not any(
+            m.client_id == settings["client.id"] for m in _describe(admin, group_id, timeout).members
+        ):
             if time.monotonic() > deadline:
                 raise ReassignFailed(
                     f"re-assigning group {group_id}: the broker did not list the trigger member within "
@@ -108,19 +110,19 @@ def trigger_reassignment(
     return time.monotonic() - started
 
 
-def _describe(config: Mapping[str, Any], group_id: str, timeout: float) -> Any:
-    from confluent_kafka import KafkaException
+def _admin(config: Mapping[str, Any]) -> Any:
     from confluent_kafka.admin import AdminClient
 
-    admin = AdminClient(assignment_topic.connection_config(config), logger=LIBRDKAFKA_LOG)
+    return AdminClient(assignment_topic.connection_config(config), logger=LIBRDKAFKA_LOG)
+
+
+def _describe(admin: Any, group_id: str, timeout: float) -> Any:
+    from confluent_kafka import KafkaException
+
     try:
         return admin.describe_consumer_groups([group_id], request_timeout=timeout)[group_id].result(timeout)
-    except KafkaException as error:
-        raise ReassignFailed(f"describing group {group_id} failed: {error}") from error
-
-
-def _lists_client(config: Mapping[str, Any], group_id: str, client_id: str, timeout: float) -> bool:
-    return any(m.client_id == client_id for m in _describe(config, group_id, timeout).members)
+    except (KafkaException, TimeoutError) as error:
+        raise ReassignFailed(f"describing group {group_id} failed: {error or 'no answer'}") from error
 
 
 def plan_state(description: Any, record: BrokerPlanRecord) -> tuple[bool, bool, tuple[str, ...]]:
@@ -152,11 +154,11 @@ def apply_plan(
     poll_s: float = 0.25,
 ) -> Reassignment:
     """Trigger a re-assignment of the record's group and wait (up to ``timeout``) until the plan is in force."""
-    started = time.monotonic()
+    started, admin = time.monotonic(), _admin(config)
     trigger_reassignment(config, record.group, assignor, timeout)
     triggers, last_trigger, target_s = 1, time.monotonic(), None
     while True:
-        target_ok, current_ok, absent = plan_state(_describe(config, record.group, timeout), record)
+        target_ok, current_ok, absent = plan_state(_describe(admin, record.group, timeout), record)
         now = time.monotonic()
         if target_ok and target_s is None:
             target_s = now - started
@@ -178,7 +180,7 @@ def ensure_in_force(
     timeout: float = 30.0,
 ) -> Reassignment:
     """The plan in force: nothing to do when the group already follows it, else :func:`apply_plan`."""
-    _, current_ok, absent = plan_state(_describe(config, record.group, timeout), record)
+    _, current_ok, absent = plan_state(_describe(_admin(config), record.group, timeout), record)
     if current_ok:
         return Reassignment(True, 0.0, 0.0, 0, absent)
     if len(absent) == len(record.members):  # none of its members is left: the assignor ignores it
