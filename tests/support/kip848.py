@@ -19,10 +19,11 @@ def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
 
 @contextmanager
 def kip848_members(
-    bootstrap: str, group: str, topics: list[str], count: int, assignor: str = "advised"
+    bootstrap: str, group: str, topics: list[str], count: int, assignor: str = "advised", commit: bool = True
 ) -> Iterator[list[str]]:
     """``count`` members of ``group`` (client ids ``{group}-m{i}``) asking for ``assignor``; yields
-    the client ids once the broker lists them all with an assignment."""
+    the client ids once the broker lists them all with an assignment. ``commit=False``: they consume
+    and never commit, so the group's lag stays what it was."""
     stop = threading.Event()
 
     def run(index: int) -> None:
@@ -34,6 +35,7 @@ def kip848_members(
                 "group.remote.assignor": assignor,
                 "client.id": f"{group}-m{index}",
                 "auto.offset.reset": "earliest",
+                "enable.auto.commit": commit,
             }
         )
         consumer.subscribe(topics)
