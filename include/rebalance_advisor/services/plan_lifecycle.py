@@ -124,6 +124,8 @@ class Published:
     #: broker assignor only: whether the plan was seen in force, and what the re-assignment did
     in_force: bool | None = None
     reassignment: str | None = None
+    #: seconds from the trigger until the plan was in force (broker assignor, when it was)
+    in_force_s: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
@@ -387,7 +389,7 @@ def _put_in_force(done: Published, kafka_config: Mapping[str, Any], record: Any,
         ) from error
     if not seen.in_force:
         log.warning("plan %s for group %s: %s", done.plan_id, done.group_id, seen.describe())
-    return replace(done, in_force=seen.in_force, reassignment=seen.describe())
+    return replace(done, in_force=seen.in_force, reassignment=seen.describe(), in_force_s=seen.in_force_s)
 
 
 def _republished(
