@@ -380,3 +380,22 @@ def test_named_volumes_are_declared(compose: dict) -> None:
             if source and not source.startswith((".", "/", "~")):
                 assert source in declared, f"service {name} uses undeclared volume {source!r}"
     assert {"postgres-data", "kafka-data"} <= declared
+
+
+def test_the_broker_runs_the_advised_assignor(compose: dict) -> None:
+    """The Kafka image carries the broker plugin (built from broker-plugin/) on the broker's class
+    path, on the same Kafka version as the local broker, and the broker lists its assignor."""
+    from rebalance_advisor.adapters import kafka_jars
+
+    kafka = compose["services"]["kafka"]
+    dockerfile, target = _built_from_dockerfile(kafka)
+    assert target == "kafka", "the kafka service must be built from the Dockerfile's kafka stage"
+    text = dockerfile.read_text()
+    assert f"FROM apache/kafka:{kafka_jars.kafka_version()} AS kafka" in text
+    assert re.search(
+        r"COPY --from=broker-plugin \S+/rebalance-advisor-broker-plugin\.jar /opt/kafka/libs/", text
+    )
+    assert "COPY broker-plugin/src/main" in text and "COPY broker-plugin/pom.xml" in text
+    assignors = kafka["environment"]["KAFKA_GROUP_CONSUMER_ASSIGNORS"].split(",")
+    assert assignors[0] == "uniform", "uniform must stay the default for clients that ask for none"
+    assert kafka_jars.ADVISED_ASSIGNOR_CLASS in assignors

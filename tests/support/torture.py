@@ -70,9 +70,7 @@ class OwnBroker:
         log_file = self.state_dir / "broker.log"
         with log_file.open("ab") as log:
             process = subprocess.Popen(
-                local_kafka.java_command(
-                    "kafka.Kafka", str(self.state_dir / "server.properties"), heap=local_kafka.JVM_HEAP
-                ),
+                local_kafka.broker_command(self.state_dir / "server.properties"),
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,

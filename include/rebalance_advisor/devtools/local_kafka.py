@@ -280,6 +280,7 @@ def start(
     heap: str = JVM_HEAP,
     secured: ScramSuperUser | None = None,
     tls: BrokerTls | None = None,
+    extra_properties: dict[str, str] | None = None,
 ) -> BrokerInfo:
     """Format KRaft storage and start one broker+controller on 127.0.0.1; wait until it answers.
 
@@ -288,6 +289,7 @@ def start(
     SCRAM credential is written at format time (its password goes into the broker's own
     ``server.properties`` in ``state_dir``, never into a log line). ``tls`` (with ``secured``): a
     second client listener, SASL_SSL, with the keystore of ``make_tls`` (``tls_bootstrap_servers``).
+    ``extra_properties``: more broker settings (such as the broker plugin's own keys), added last.
     """
     if tls and not secured:
         raise LocalKafkaError("a TLS listener is only offered on a secured broker: pass secured= as well")
@@ -305,7 +307,8 @@ def start(
             f"port {port} on 127.0.0.1 is already taken; choose another with --port or omit it"
         )
     libs = fetch_jars()
-    plugin = broker_plugin_jar()  # on the broker's and the format step's class path (both load the assignor)
+    # the format step validates group.consumer.assignors by loading the classes: it needs the plugin too
+    plugin = broker_plugin_jar()
     port = port or free_port()
     controller_port = free_port()
     while controller_port == port:
@@ -329,7 +332,9 @@ def start(
             advised_assignor=ADVISED_ASSIGNOR_CLASS,
         )
     )
-    properties.write_text(_secured_properties(text, secured, tls, tls_port) if secured else text)
+    text = _secured_properties(text, secured, tls, tls_port) if secured else text
+    text += "".join(f"{key}={value}\n" for key, value in (extra_properties or {}).items())
+    properties.write_text(text)
     properties.chmod(0o600)
     scram = []
     if secured:
@@ -359,17 +364,7 @@ def start(
             output = output.replace(secured.password, "***")
         raise LocalKafkaError(f"formatting KRaft storage failed:\n{output}")
 
-    log_file = state_dir / "broker.log"
-    with log_file.open("wb") as log:
-        process = subprocess.Popen(
-            java_command("kafka.Kafka", str(properties), heap=heap, extra_jars=(plugin,)),
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-            preexec_fn=_raise_open_files_limit,
-            cwd=state_dir,
-        )
+    process = _launch(state_dir, properties, heap, append_log=False)
     info = BrokerInfo(
         pid=process.pid,
         port=port,
@@ -379,8 +374,37 @@ def start(
         state_dir=str(state_dir),
         tls_bootstrap_servers=f"127.0.0.1:{tls_port}" if tls else None,
     )
+    del libs, plugin
+    return _await_broker(process, info, timeout, secured.client_config() if secured else None)
+
+
+def broker_command(properties: Path, heap: str = JVM_HEAP) -> list[str]:
+    """The broker's command line: Kafka's jars and the project's broker plugin on its class path
+    (``server.properties`` lists the plugin's assignor, so the broker does not start without it)."""
+    return java_command("kafka.Kafka", str(properties), heap=heap, extra_jars=(broker_plugin_jar(),))
+
+
+def _launch(state_dir: Path, properties: Path, heap: str, append_log: bool) -> subprocess.Popen:
+    """The broker JVM in a process group of its own, its output in ``state_dir/broker.log``."""
+    with (state_dir / "broker.log").open("ab" if append_log else "wb") as log:
+        return subprocess.Popen(
+            broker_command(properties, heap),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            preexec_fn=_raise_open_files_limit,
+            cwd=state_dir,
+        )
+
+
+def _await_broker(
+    process: subprocess.Popen, info: BrokerInfo, timeout: float, login: dict[str, str] | None
+) -> BrokerInfo:
+    """Record ``info`` and wait until the broker answers; stop it and raise with its log if it does not."""
+    state_dir = Path(info.state_dir)
+    log_file = state_dir / "broker.log"
     _state_file(state_dir).write_text(json.dumps(asdict(info)))
-    del libs
     deadline = time.monotonic() + timeout
 
     def answers() -> bool:
@@ -390,7 +414,6 @@ def start(
                 f"the broker exited with code {process.returncode} while starting; its log ends:\n"
                 f"{_log_tail(log_file)}"
             )
-        login = secured.client_config() if secured else None
         # each probe waits at most what is left of the bound: a 2 s probe let a broker that came up
         # within it pass a shorter bound (timeout=0 answered on a quiet machine with warm caches)
         wait = min(2.0, max(deadline - time.monotonic(), 0.05))
@@ -404,6 +427,21 @@ def start(
         f"the broker did not answer a metadata request on {info.bootstrap_servers} within {timeout:.0f} s; "
         f"it was stopped. Its log ends:\n{_log_tail(log_file)}"
     )
+
+
+def restart(
+    state_dir: Path | None = None, timeout: float = START_TIMEOUT_S, login: dict[str, str] | None = None
+) -> BrokerInfo:
+    """Stop the broker of ``state_dir`` and start it again on the same data and ports (what a broker
+    restart keeps: topics, offsets, the plans topic). ``login``: client settings for a secured broker."""
+    state_dir = Path(state_dir or default_state_dir())
+    state_file = _state_file(state_dir)
+    if not state_file.exists():
+        raise LocalKafkaError(f"no broker was started from {state_dir}: start one first")
+    info = BrokerInfo(**json.loads(state_file.read_text()))
+    stop(state_dir)
+    process = _launch(state_dir, state_dir / "server.properties", JVM_HEAP, append_log=True)
+    return _await_broker(process, BrokerInfo(**{**asdict(info), "pid": process.pid}), timeout, login)
 
 
 def _raise_open_files_limit() -> None:

@@ -4,26 +4,29 @@ import org.apache.kafka.common.Uuid;
 
 import java.util.BitSet;
 import java.util.HashMap;
-import java.util.HashSet;
 import java.util.Map;
 import java.util.Set;
 
-/** What the plan placed: each planned member's partitions, and per topic which partitions are taken. */
+/**
+ * What the plan placed: each planned member's partitions, and per topic which partitions are taken.
+ * A member's sets may be the very sets of its current assignment when the plan leaves them as they
+ * are (as Kafka's own assignors return unchanged assignments): nobody may modify them.
+ */
 final class Placement {
 
-    private final Map<String, Map<Uuid, Set<Integer>>> byMember = new HashMap<>();
+    private final Map<String, Map<Uuid, Set<Integer>>> byMember = new HashMap<>(1024);
     private final Map<Uuid, BitSet> placed = new HashMap<>();
 
-    /** Gives {@code partition} to {@code memberId}; false when the plan already gave it to someone. */
-    boolean place(String memberId, Uuid topic, int partition) {
-        BitSet taken = placed.computeIfAbsent(topic, t -> new BitSet());
-        if (taken.get(partition)) {
-            return false;
+    /** The partitions of {@code topic} the plan has placed so far; the caller sets the ones it places. */
+    BitSet taken(Uuid topic) {
+        return placed.computeIfAbsent(topic, t -> new BitSet());
+    }
+
+    /** Records a member's planned partitions, already set in {@link #taken}; empty maps are dropped. */
+    void give(String memberId, Map<Uuid, Set<Integer>> partitions) {
+        if (!partitions.isEmpty()) {
+            byMember.put(memberId, partitions);
         }
-        taken.set(partition);
-        byMember.computeIfAbsent(memberId, m -> new HashMap<>())
-            .computeIfAbsent(topic, t -> new HashSet<>()).add(partition);
-        return true;
     }
 
     boolean isPlaced(Uuid topic, int partition) {

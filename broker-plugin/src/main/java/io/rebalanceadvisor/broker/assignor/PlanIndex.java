@@ -43,6 +43,11 @@ public final class PlanIndex {
         return plans.isEmpty() ? EMPTY : new PlanIndex(plans);
     }
 
+    /** False when no plan names an instance id: lookups by instance id can be skipped. */
+    boolean hasInstanceIds() {
+        return !byInstance.isEmpty();
+    }
+
     /** Plan members with this static instance id (several groups may reuse one). */
     List<MemberRef> byInstance(String instanceId) {
         return byInstance.getOrDefault(instanceId, List.of());

@@ -2,13 +2,12 @@ package io.rebalanceadvisor.broker.assignor;
 
 import org.apache.kafka.coordinator.group.api.assignor.GroupSpec;
 
+import java.util.BitSet;
 import java.util.HashMap;
-import java.util.HashSet;
 import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
-import java.util.Set;
 
 /**
  * Finds the plan of a group from its members alone (the assignor is not told the group id): the
@@ -30,19 +29,20 @@ final class PlanMatcher {
         if (index.isEmpty()) {
             return Optional.empty();
         }
-        Map<Plan, Set<Integer>> present = new IdentityHashMap<>();
+        Map<Plan, BitSet> present = new IdentityHashMap<>();
         for (String memberId : spec.memberIds()) {
             for (PlanIndex.MemberRef ref : refs(spec, index, memberId)) {
-                present.computeIfAbsent(ref.plan(), p -> new HashSet<>()).add(ref.memberIndex());
+                present.computeIfAbsent(ref.plan(), p -> new BitSet()).set(ref.memberIndex());
             }
         }
         Plan best = null;
-        for (Map.Entry<Plan, Set<Integer>> entry : present.entrySet()) {
-            if (best == null || better(entry.getKey(), entry.getValue().size(), best, present.get(best).size())) {
+        for (Map.Entry<Plan, BitSet> entry : present.entrySet()) {
+            if (best == null || better(entry.getKey(), entry.getValue().cardinality(), best,
+                present.get(best).cardinality())) {
                 best = entry.getKey();
             }
         }
-        if (best == null || !eligible(best, present.get(best).size(), nowMs, notes)) {
+        if (best == null || !eligible(best, present.get(best).cardinality(), nowMs, notes)) {
             return Optional.empty();
         }
         return Optional.of(new PlanMatch(best, bind(spec, index, best)));
@@ -78,11 +78,12 @@ final class PlanMatcher {
 
     /** Present member id → its plan member, for the chosen plan (each plan member bound once). */
     private static Map<String, PlanMember> bind(GroupSpec spec, PlanIndex index, Plan plan) {
-        Map<String, PlanMember> bound = new HashMap<>();
-        Set<Integer> taken = new HashSet<>();
+        Map<String, PlanMember> bound = new HashMap<>(plan.members().size() * 2);
+        BitSet taken = new BitSet();
         for (String memberId : spec.memberIds()) {
             for (PlanIndex.MemberRef ref : refs(spec, index, memberId)) {
-                if (ref.plan() == plan && taken.add(ref.memberIndex())) {
+                if (ref.plan() == plan && !taken.get(ref.memberIndex())) {
+                    taken.set(ref.memberIndex());
                     bound.put(memberId, ref.member());
                     break;
                 }
@@ -93,6 +94,9 @@ final class PlanMatcher {
 
     /** The plan members a present member may be: by its instance id first, then by its member id. */
     private static List<PlanIndex.MemberRef> refs(GroupSpec spec, PlanIndex index, String memberId) {
+        if (!index.hasInstanceIds()) {
+            return index.byMember(memberId);  // the common miss: one lookup per member (bench/broker_assignor.py)
+        }
         Optional<String> instanceId = spec.memberSubscription(memberId).instanceId();
         List<PlanIndex.MemberRef> byInstance = instanceId.map(index::byInstance).orElse(List.of());
         List<PlanIndex.MemberRef> byMember = index.byMember(memberId);

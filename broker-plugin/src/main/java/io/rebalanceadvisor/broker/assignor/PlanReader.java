@@ -185,6 +185,10 @@ public final class PlanReader {
         properties.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
         properties.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
         properties.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
+        // the client logs each failed connection: slow its retries so an unreachable listener does
+        // not fill the broker's log (our own lines are rate-limited by RateLimitedLog)
+        properties.put(ConsumerConfig.RECONNECT_BACKOFF_MS_CONFIG, "1000");
+        properties.put(ConsumerConfig.RECONNECT_BACKOFF_MAX_MS_CONFIG, "30000");
         properties.putAll(config.consumerOverrides());
         properties.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
         properties.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());

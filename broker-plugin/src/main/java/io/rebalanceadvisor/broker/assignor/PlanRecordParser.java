@@ -7,6 +7,7 @@ import org.apache.kafka.common.Uuid;
 
 import java.io.IOException;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -62,8 +63,9 @@ final class PlanRecordParser {
         }
         List<String> skipped = new ArrayList<>();
         List<PlanMember> planMembers = new ArrayList<>();
+        Map<String, Uuid> topicIds = new HashMap<>();  // one Uuid per topic: cheaper lookups in assign()
         for (JsonNode member : members) {
-            PlanMember parsed = member(member, skipped);
+            PlanMember parsed = member(member, skipped, topicIds);
             if (parsed != null) {
                 planMembers.add(parsed);
             }
@@ -75,7 +77,7 @@ final class PlanRecordParser {
         return new Parsed(plan, problem);
     }
 
-    private static PlanMember member(JsonNode node, List<String> skipped) {
+    private static PlanMember member(JsonNode node, List<String> skipped, Map<String, Uuid> topicIds) {
         String memberId = textOrNull(node.get("member_id"));
         String instanceId = textOrNull(node.get("instance_id"));
         if (memberId == null && instanceId == null) {
@@ -89,7 +91,8 @@ final class PlanRecordParser {
         }
         Map<Uuid, List<Integer>> byTopic = new LinkedHashMap<>();
         for (JsonNode partition : partitions) {
-            Uuid topic = topicId(partition.get("topic_id"));
+            Uuid topic = topicIds.computeIfAbsent(textOrEmpty(partition.get("topic_id")),
+                text -> topicId(partition.get("topic_id")));
             JsonNode number = partition.get("partition");
             if (topic == null || number == null || !number.canConvertToInt() || !number.isIntegralNumber()) {
                 skipped.add("partition entry " + partition + " needs a \"topic_id\" (base64 UUID) and a whole "
@@ -103,16 +106,29 @@ final class PlanRecordParser {
         return new PlanMember(memberId, instanceId, arrays);
     }
 
-    private static Uuid topicId(JsonNode node) {
+    /**
+     * Kafka's URL-safe base64 form ({@code Uuid.toString()}), and also the standard alphabet with or
+     * without padding, which some clients print (confluent-kafka's {@code str(topic_id)} does).
+     */
+    static Uuid topicId(JsonNode node) {
         String text = textOrNull(node);
         if (text == null) {
             return null;
         }
+        String urlSafe = text.replace('+', '-').replace('/', '_');
+        while (urlSafe.endsWith("=")) {
+            urlSafe = urlSafe.substring(0, urlSafe.length() - 1);
+        }
         try {
-            return Uuid.fromString(text);
+            return Uuid.fromString(urlSafe);
         } catch (IllegalArgumentException error) {
             return null;
         }
+    }
+
+    private static String textOrEmpty(JsonNode node) {
+        String text = textOrNull(node);
+        return text == null ? "" : text;
     }
 
     private static String textOrNull(JsonNode node) {
