@@ -144,37 +144,24 @@ def publish_broker_plan(
     """
     from confluent_kafka import KafkaException
 
-    plan_id = str(plan_id)
-    producer = _producer(config, group_id, timeout)
-    began = False
-    needed = (Grant("WRITE", "TransactionalId", TRANSACTIONAL_ID_PREFIX, prefixed=True),)
+    plan_id, producer = str(plan_id), _producer(config, group_id, timeout)
+    step = _Step()
     try:
         ids = topic_ids(config, {item[0] for items in assignments.values() for item in items}, timeout)
         members = planned_members(assignments, identities, ids)
         assignment_topic.ensure_topic(config, topic, timeout=timeout, what=WHAT)
         producer.init_transactions(timeout)  # fences an unfinished publish of the group, then read
         state = read_plans(config, topic, timeout)
-        needed = (Grant("WRITE", "Topic", topic),)
+        step.needed = (Grant("WRITE", "Topic", topic),)
         existing = state.plans.get(group_id)
         epoch, changed = next_epoch(existing, plan_id, members, after_epoch)
         stamp = int((now or (lambda: datetime.now(UTC)))().timestamp() * 1000)
         record = BrokerPlanRecord(group_id, plan_id, epoch, stamp, members) if changed else existing
         if changed:
-            producer.begin_transaction()
-            began = True
-            producer.produce(topic, record.encode_value(), record.key)
-            producer.commit_transaction(timeout)
+            _write(producer, topic, record, timeout, step)
     except (KafkaException, assignment_topic.KafkaUnavailable) as error:
-        if began:
-            with contextlib.suppress(KafkaException):
-                producer.abort_transaction(5)
         action = f"publishing plan {plan_id} for group {group_id} to {topic}"
-        assignment_topic.refused(action, config, error, *needed)
-        reason = error.args[0] if error.args else error
-        raise assignment_topic.KafkaUnavailable(
-            f"{action} on {config.get('bootstrap.servers', '?')} failed: {reason}. "
-            "Nothing was published; retry when the broker is reachable."
-        ) from error
+        raise _failed(producer, config, action, error, step) from error
     finally:
         with contextlib.suppress(KafkaException):
             producer.flush(0)
@@ -187,6 +174,38 @@ def publish_broker_plan(
         "written" if changed else "no-op",
     )
     return BrokerPublishResult(topic, group_id, plan_id, epoch, record, changed, tuple(state.malformed))
+
+
+@dataclass
+class _Step:
+    """Where a publish is: the grants the step under way needs (named when refused), a transaction open."""
+
+    needed: tuple[Grant, ...] = (Grant("WRITE", "TransactionalId", TRANSACTIONAL_ID_PREFIX, prefixed=True),)
+    began: bool = False
+
+
+def _write(producer: Any, topic: str, record: BrokerPlanRecord, timeout: float, step: _Step) -> None:
+    producer.begin_transaction()
+    step.began = True
+    producer.produce(topic, record.encode_value(), record.key)
+    producer.commit_transaction(timeout)
+
+
+def _failed(
+    producer: Any, config: Mapping[str, Any], action: str, error: BaseException, step: _Step
+) -> Exception:
+    """The one-line error of a failed publish (an open transaction aborted first)."""
+    from confluent_kafka import KafkaException
+
+    if step.began:
+        with contextlib.suppress(KafkaException):
+            producer.abort_transaction(5)
+    assignment_topic.refused(action, config, error, *step.needed)
+    reason = error.args[0] if error.args else error
+    return assignment_topic.KafkaUnavailable(
+        f"{action} on {config.get('bootstrap.servers', '?')} failed: {reason}. "
+        "Nothing was published; retry when the broker is reachable."
+    )
 
 
 def withdraw_broker_plan(

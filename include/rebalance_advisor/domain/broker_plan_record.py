@@ -123,32 +123,32 @@ def planned_members(
     seen: dict[tuple[str, int], str] = {}
     out = []
     for key in sorted(assignments):
-        partitions = []
-        for item in assignments[key]:
-            if len(item) != 2:
-                raise AdvisorError(
-                    f"member {key} holds a key range of {item[0]}-{item[1]}: the broker assigns whole "
-                    "partitions only, so key-range plans are for manual-assign groups"
-                )
-            topic, partition = item
-            if (topic, partition) in seen:
-                raise AdvisorError(
-                    f"{topic}-{partition} is planned for both {seen[(topic, partition)]} and {key}"
-                )
-            seen[(topic, partition)] = key
-            if topic not in topic_ids:
-                raise AdvisorError(
-                    f"topic {topic} of the plan no longer exists on the cluster: the plan is stale; "
-                    "take a new snapshot and plan the group again"
-                )
-            partitions.append(PlannedPartition(topic, topic_ids[topic], int(partition)))
+        partitions = [_partition(key, item, seen, topic_ids) for item in assignments[key]]
         member_id, instance_id = identities.get(key, (key, None))
-        out.append(
-            PlannedMember(
-                member_id, instance_id, tuple(sorted(partitions, key=lambda p: (p.topic, p.partition)))
-            )
-        )
+        ordered = tuple(sorted(partitions, key=lambda p: (p.topic, p.partition)))
+        out.append(PlannedMember(member_id, instance_id, ordered))
     return tuple(out)
+
+
+def _partition(
+    key: str, item: tuple, seen: dict[tuple[str, int], str], topic_ids: Mapping[str, str]
+) -> PlannedPartition:
+    """One planned (topic, partition) of member ``key`` with its topic id; ``seen`` catches doubles."""
+    if len(item) != 2:
+        raise AdvisorError(
+            f"member {key} holds a key range of {item[0]}-{item[1]}: the broker assigns whole "
+            "partitions only, so key-range plans are for manual-assign groups"
+        )
+    topic, partition = item
+    if (topic, partition) in seen:
+        raise AdvisorError(f"{topic}-{partition} is planned for both {seen[(topic, partition)]} and {key}")
+    seen[(topic, partition)] = key
+    if topic not in topic_ids:
+        raise AdvisorError(
+            f"topic {topic} of the plan no longer exists on the cluster: the plan is stale; "
+            "take a new snapshot and plan the group again"
+        )
+    return PlannedPartition(topic, topic_ids[topic], int(partition))
 
 
 def next_epoch(

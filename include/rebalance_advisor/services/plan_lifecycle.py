@@ -282,12 +282,9 @@ def publish(
     broker_topic: str = BROKER_PLAN_TOPIC,
     timeout: float = 30.0,
 ) -> Published:
-    """Publish an ``approved`` plan the way its group applies plans (static assignments on ``topic``,
-    or the broker plan record on ``broker_topic`` and a re-assignment); a ``published`` one is a
-    no-op (a broker-applied one not in force is re-assigned again).
-
-    Raises :class:`~rebalance_advisor.adapters.assignment_topic.KafkaUnavailable` when the broker
-    cannot be reached: the plan stays ``approved`` and calling again completes it.
+    """Publish an ``approved`` plan its group's way (static assignments on ``topic``, or the plan record
+    on ``broker_topic`` and a re-assignment); a ``published`` one is a no-op (a broker-applied one not in
+    force is re-assigned again). KafkaUnavailable: the plan stays ``approved``; calling again completes it.
     """
     status, group_id, epoch = status_of(plan_id, url)
     if status == "published":
