@@ -19,7 +19,10 @@ partitions move) and applies it the scenario's way, then waits until every membe
 partitions. Measured per round: seconds until in force (from the trigger's start), every partition's
 longest gap between two processed records around it (a partition "pauses" when that exceeds 1 s;
 the normal gap is 1 / its rate), which members paused on partitions the plan did not move, and
-records processed twice. Prints a table and writes bench/results/broker_trigger.json with ``uptime``.
+records processed twice; over the whole run, records lost (an offset never processed between a
+partition's first and last processed ones), records processed by two different members, and
+duplicates. ``--scenarios trigger-member --rounds 50`` is the 50-plan-change check of the chosen
+way. Prints a table and writes bench/results/broker_trigger.json with ``uptime``.
 """
 
 from __future__ import annotations
@@ -210,12 +213,35 @@ def run_scenario(bootstrap: str, scenario: str, args: argparse.Namespace) -> lis
             result = one_round(g, scenario, pair[i % 2], f"{scenario}-{i}")
             print(f"  {scenario} round {i}: {result}", flush=True)
             rounds.append(result)
-        return rounds
     finally:
         g.close()
+    rounds.append({"scenario": scenario, "whole_run": whole_run(g.log)})
+    return rounds
+
+
+def whole_run(log: list[tuple[float, str, int, int]]) -> dict:
+    """Over the whole run: offsets never processed between a partition's first and last processed one
+    (lost), offsets processed by two different members, and extra processings (duplicates)."""
+    by_offset: dict[tuple[int, int], set[str]] = {}
+    count: dict[tuple[int, int], int] = {}
+    for _t, client, partition, offset in log:
+        by_offset.setdefault((partition, offset), set()).add(client)
+        count[(partition, offset)] = count.get((partition, offset), 0) + 1
+    lost = 0
+    for partition in {p for p, _ in by_offset}:
+        offsets = sorted(o for p, o in by_offset if p == partition)
+        lost += offsets[-1] - offsets[0] + 1 - len(offsets)
+    return {
+        "records": len(by_offset),
+        "lost": lost,
+        "by_two_members": sum(1 for clients in by_offset.values() if len(clients) > 1),
+        "duplicates": sum(n - 1 for n in count.values()),
+    }
 
 
 def summary(rounds: list[dict]) -> dict:
+    whole = next((r["whole_run"] for r in rounds if "whole_run" in r), {})
+    rounds = [r for r in rounds if "whole_run" not in r]
     forced = [r["in_force_s"] for r in rounds if r["in_force_s"] is not None]
     return {
         "rounds": len(rounds),
@@ -227,6 +253,8 @@ def summary(rounds: list[dict]) -> dict:
         "max_gap_moved_s": max(r["max_gap_moved_s"] for r in rounds),
         "duplicates": sum(r["duplicates"] for r in rounds),
         "triggers": sum(r["triggers"] for r in rounds),
+        "in_force_within_30s": sum(1 for x in forced if x <= 30.0),
+        **{f"run_{k}": v for k, v in whole.items()},
     }
 
 
@@ -238,6 +266,7 @@ def main() -> int:
     parser.add_argument("--members", type=int, default=4)
     parser.add_argument("--rate", type=float, default=240.0)
     parser.add_argument("--scenarios", default=",".join(SCENARIOS))
+    parser.add_argument("--output", default=str(RESULTS))
     args = parser.parse_args()
     uptime = [subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()]
     work, bootstrap = None, args.bootstrap
@@ -263,12 +292,16 @@ def main() -> int:
         print(f"{s:20} {t['in_force']:>3}/{t['rounds']:<4} {t['in_force_median_s']!s:>8} {t['in_force_max_s']!s:>6} "
               f"{t['paused_unmoved_per_round']:>20.1f} {t['max_gap_unmoved_s']:>17} {t['max_gap_moved_s']:>15} "
               f"{t['duplicates']:>5} {t['triggers']:>8}")  # fmt: skip
+    for s, t in table.items():
+        print(f"{s}: whole run {t.get('run_records')} records, lost {t.get('run_lost')}, processed by two "
+              f"members {t.get('run_by_two_members')}, duplicates {t.get('run_duplicates')}")  # fmt: skip
     print(f"uptime: {uptime[0]}\n        {uptime[1]}")
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(
+    out = Path(args.output)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(
         json.dumps({"args": vars(args), "uptime": uptime, "summary": table, "rounds": results}, indent=1)
     )
-    print(f"wrote {RESULTS}")
+    print(f"wrote {out}")
     return 0
 
 
