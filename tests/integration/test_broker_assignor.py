@@ -19,7 +19,7 @@ from rebalance_advisor.devtools import local_kafka
 
 from tests.support import broker_plans as bp
 
-pytestmark = [pytest.mark.kafka]
+pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 
 
 class Group:

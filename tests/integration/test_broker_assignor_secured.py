@@ -16,7 +16,7 @@ from rebalance_advisor.polling import poll_until
 from tests.support import broker_plans as bp
 from tests.support.acls import allow
 
-pytestmark = [pytest.mark.kafka]
+pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 
 ADMIN = local_kafka.ScramSuperUser("admin", f"admin-{uuid.uuid4().hex}")
 READER, READER_PASSWORD = "plans-reader", f"Reader-{uuid.uuid4().hex}"

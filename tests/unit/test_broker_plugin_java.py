@@ -18,6 +18,7 @@ def test_the_plugin_compiles_against_the_brokers_kafka_version() -> None:
     assert match.group(1) == kafka_jars.kafka_version(), "the plugin must be built against the broker's Kafka"
 
 
+@pytest.mark.slow
 def test_the_java_unit_tests_pass(tmp_path: Path) -> None:
     try:
         kafka_jars.java_executable()

@@ -42,8 +42,11 @@ final class PlanApplier {
 
     static Placement apply(PlanMatch match, GroupSpec spec, SubscribedTopicDescriber topics, Notes notes) {
         PlanApplier applier = new PlanApplier(match.plan(), topics, notes);
-        for (Map.Entry<String, PlanMember> entry : match.members().entrySet()) {
-            applier.member(spec, entry.getKey(), entry.getValue());
+        for (String memberId : spec.memberIds()) {  // the group's order, as uniform walks it: cache-friendly
+            PlanMember member = match.members().get(memberId);
+            if (member != null) {
+                applier.member(spec, memberId, member);
+            }
         }
         return applier.placement;
     }

@@ -53,6 +53,11 @@ public final class PlanIndex {
         return byInstance.getOrDefault(instanceId, List.of());
     }
 
+    /** Like {@link #byMember}, null when none: the lookup assign() makes for every member. */
+    List<MemberRef> byMemberOrNull(String memberId) {
+        return byMember.get(memberId);
+    }
+
     /** Plan members (without an instance id) with this member id. */
     List<MemberRef> byMember(String memberId) {
         return byMember.getOrDefault(memberId, List.of());

@@ -29,11 +29,21 @@ final class PlanMatcher {
         if (index.isEmpty()) {
             return Optional.empty();
         }
-        Map<Plan, BitSet> present = new IdentityHashMap<>();
-        for (String memberId : spec.memberIds()) {
-            for (PlanIndex.MemberRef ref : refs(spec, index, memberId)) {
+        Map<Plan, BitSet> present = null;
+        boolean instances = index.hasInstanceIds();
+        for (String memberId : spec.memberIds()) {  // the miss path: one lookup per member, no allocation
+            List<PlanIndex.MemberRef> refs = instances ? refs(spec, index, memberId) : index.byMemberOrNull(memberId);
+            if (refs == null || refs.isEmpty()) {
+                continue;
+            }
+            present = present == null ? new IdentityHashMap<>() : present;
+            for (int i = 0; i < refs.size(); i++) {
+                PlanIndex.MemberRef ref = refs.get(i);
                 present.computeIfAbsent(ref.plan(), p -> new BitSet()).set(ref.memberIndex());
             }
+        }
+        if (present == null) {
+            return Optional.empty();
         }
         Plan best = null;
         for (Map.Entry<Plan, BitSet> entry : present.entrySet()) {
@@ -95,7 +105,7 @@ final class PlanMatcher {
     /** The plan members a present member may be: by its instance id first, then by its member id. */
     private static List<PlanIndex.MemberRef> refs(GroupSpec spec, PlanIndex index, String memberId) {
         if (!index.hasInstanceIds()) {
-            return index.byMember(memberId);  // the common miss: one lookup per member (bench/broker_assignor.py)
+            return index.byMember(memberId);
         }
         Optional<String> instanceId = spec.memberSubscription(memberId).instanceId();
         List<PlanIndex.MemberRef> byInstance = instanceId.map(index::byInstance).orElse(List.of());
