@@ -57,7 +57,7 @@ def test_published_plan_is_applied_by_the_broker(
         assert get_plan(plan_id, url).apply_mode == BROKER
 
         plan_lifecycle.approve(plan_id, "alice", url)
-        done = plan_lifecycle.publish(plan_id, config, "alice", url)
+        done = plan_lifecycle.publish(plan_id, config, "alice", url, timeout=120)  # a loaded machine is slow
         assert (done.apply_mode, done.changed, done.in_force) == (BROKER, True, True), done.reassignment
         record = read_plans(config).plans[group]
         assert (record.plan_id, record.epoch) == (str(plan_id), done.epoch)
