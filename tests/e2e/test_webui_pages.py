@@ -152,6 +152,8 @@ def test_every_page_escapes_hostile_ids_reasons_and_notes(hostile_db: str, auth)
         detail = api.get(f"/api{path}")  # the JSON twin: same route shape, same id back
         assert detail.status_code == 200, detail.text
         assert (detail.json()["group_id"], detail.json()["manual_assign"]) == (GROUP, False)
+        assert detail.json()["apply_mode"] == "advice only"
+        assert "Applied by: <b>advice only</b>" in page.text
 
         plan_id = api.get("/api/groups").json()["groups"][0]["latest_plan_id"]
         static_members.add(GROUP, STATIC, ["t0"], hostile_db)  # now manual-assign: Approve is offered
@@ -159,6 +161,7 @@ def test_every_page_escapes_hostile_ids_reasons_and_notes(hostile_db: str, auth)
         ids = {v for k, v in registered.attrs if k == "id"}
         assert "approve" in ids and "advice-only" not in ids
         assert api.get(f"/api{path}").json()["manual_assign"] is True
+        assert api.get(f"/api{path}").json()["apply_mode"] == "static assignments"
         r = api.post(f"/api/plans/{plan_id}/approve", json={"note": NOTE})
         assert r.status_code == 200, r.text
         approved = api.get(path)

@@ -35,7 +35,7 @@ def _row(**load) -> PlanListing:
         id=7, run_id=1, snapshot_id=1, group_id="g", strategy="rate_aware", status="recommended", epoch=None,
         created_at="t", created_by="me", max_lag_before=8656, max_lag_after=3850, imbalance_before=2.0,
         imbalance_after=1.0, spread_before=0, spread_after=0, moves=8, lower_bound=0, gap=0.0, reason="r",
-        **load,
+        apply_mode="broker assignor", **load,
     )  # fmt: skip
 
 
@@ -47,6 +47,7 @@ def test_plans_table_says_never_for_an_overloaded_side_and_dash_when_unknown() -
     header, _, first, second = (
         re.split(r"\s{2,}", line.strip()) for line in format_plans([overloaded, unknown]).splitlines()
     )
-    assert header[5:9] == ["moves", "overloaded", "catch-up", "time lag s"]
-    assert first[5:9] == ["8", "1 -> 0", "never -> 201 s", "117.2"]
-    assert second[5:9] == ["8", "0 -> 0", "- -> -", "-"]
+    assert header[3:5] == ["status", "applied by"] and first[3:5] == ["recommended", "broker assignor"]
+    assert header[6:10] == ["moves", "overloaded", "catch-up", "time lag s"]
+    assert first[6:10] == ["8", "1 -> 0", "never -> 201 s", "117.2"]
+    assert second[6:10] == ["8", "0 -> 0", "- -> -", "-"]

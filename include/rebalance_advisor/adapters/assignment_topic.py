@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -75,6 +75,7 @@ def ensure_topic(
     timeout: float = 30.0,
     partitions: int = DEFAULT_PARTITIONS,
     replication_factor: int = -1,
+    what: str = "assignment topic",
 ) -> bool:
     """Create the compacted topic when missing (True if created); refuse an existing non-compacted one.
 
@@ -108,13 +109,13 @@ def ensure_topic(
             timeout=timeout
         )
     except KafkaException as error:
-        refused(f"checking assignment topic {topic}", config, error, needed)
-        raise _kafka_error(f"checking assignment topic {topic}", config, error) from error
+        refused(f"checking {what} {topic}", config, error, needed)
+        raise _kafka_error(f"checking {what} {topic}", config, error) from error
     policy = described["cleanup.policy"].value or ""
     if "compact" not in policy.split(","):
         raise AdvisorError(
-            f"assignment topic {topic} exists with cleanup.policy={policy}: retention would delete "
-            "assignments. Set cleanup.policy=compact on it (kafka-configs --alter) or choose another topic."
+            f"{what} {topic} exists with cleanup.policy={policy}: retention would delete "
+            "what it holds. Set cleanup.policy=compact on it (kafka-configs --alter) or choose another topic."
         )
     return False
 
@@ -154,26 +155,38 @@ def read_topic(config: Mapping[str, Any], topic: str = DEFAULT_TOPIC, timeout: f
     A missing topic reads as empty. Aborted transactions (a publish that failed half-way) are
     invisible here because the reader is ``read_committed``.
     """
+    state = TopicState()
+    read_records(config, topic, state.add, timeout=timeout)
+    return state
+
+
+def read_records(
+    config: Mapping[str, Any],
+    topic: str,
+    add: Callable[[bytes | None, bytes | None, str], object],
+    *,
+    timeout: float = 30.0,
+    what: str = "assignment topic",
+) -> None:
+    """Call ``add(key, value, where)`` for every committed record of ``topic`` in log order, up to its
+    end; a missing topic has none. Shared by the assignment topic and the broker plan topic."""
     from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
     consumer = reader_consumer(config)
-    state = TopicState()
     try:
         metadata = consumer.list_topics(topic, timeout=timeout).topics.get(topic)
         if metadata is not None and metadata.error is not None:
             # not readable is not empty: an empty read would restart the epochs
-            refused(f"reading assignment topic {topic}", config, KafkaException(metadata.error),
+            refused(f"reading {what} {topic}", config, KafkaException(metadata.error),
                     Grant("READ", "Topic", topic))  # fmt: skip
         if metadata is None or metadata.error is not None:
-            return state
+            return
         pending = set(metadata.partitions)
         consumer.assign([TopicPartition(topic, p, -2) for p in pending])  # -2: from the beginning
         deadline = time.monotonic() + timeout
         while pending:
             if time.monotonic() > deadline:
-                raise KafkaUnavailable(
-                    f"reading assignment topic {topic} did not finish within {timeout:.0f} s"
-                )
+                raise KafkaUnavailable(f"reading {what} {topic} did not finish within {timeout:.0f} s")
             message = consumer.poll(min(0.5, max(deadline - time.monotonic(), 0.01)))
             if message is None:
                 continue
@@ -183,12 +196,11 @@ def read_topic(config: Mapping[str, Any], topic: str = DEFAULT_TOPIC, timeout: f
                     continue
                 if message.error().code() == KafkaError.GROUP_AUTHORIZATION_FAILED:
                     continue  # the reader's group is never joined nor committed to: it needs no grant
-                refused(f"reading assignment topic {topic}", config, KafkaException(message.error()),
+                refused(f"reading {what} {topic}", config, KafkaException(message.error()),
                         Grant("READ", "Topic", topic))  # fmt: skip
                 raise KafkaException(message.error())
-            state.add(message.key(), message.value(), f"{topic}-{message.partition()}@{message.offset()}")
+            add(message.key(), message.value(), f"{topic}-{message.partition()}@{message.offset()}")
     except KafkaException as error:
-        raise _kafka_error(f"reading assignment topic {topic}", config, error) from error
+        raise _kafka_error(f"reading {what} {topic}", config, error) from error
     finally:
         consumer.close()
-    return state

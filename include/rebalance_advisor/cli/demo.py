@@ -114,10 +114,13 @@ def _demo(args: argparse.Namespace) -> int:
                 print(
                     f"live traffic on {live.group_id}: {len(live.produce_rates)} partitions at Zipf rates "
                     f"({sum(live.produce_rates):.0f} records/s in all), {len(live.capacities)} consumers of "
-                    f"{', '.join(f'{c:.0f}' for c in live.capacities)} records/s, range assignor",
+                    f"{', '.join(f'{c:.0f}' for c in live.capacities)} records/s on the consumer protocol "
+                    "with the broker's advised assignor, starting from range's split",
                     flush=True,
                 )
-                outcomes = run_demo_pipeline(bootstrap, db_url, work_dir / "airflow")
+                outcomes, applied = run_demo_pipeline(
+                    bootstrap, db_url, work_dir / "airflow", apply_group=live.group_id
+                )
             snapshot = store.load_snapshot(store.latest_snapshot_id(db_url), db_url)
             print("\nLag per partition (latest snapshot; the columns of kafka-consumer-groups --describe):")
             print(lag_report.format_lag_table(lag_report.rows(snapshot)))
@@ -125,6 +128,9 @@ def _demo(args: argparse.Namespace) -> int:
             print(outcomes)
             print(f"\nThe live group ({live.purpose}):")
             print(group_load_report(live.group_id, db_url))
+            print(
+                f"\nThe live group's plan, approved and applied by the broker (no helper in its consumers):\n{applied}"
+            )
         finally:
             if not external:
                 local_kafka.stop(work_dir / "kafka")

@@ -70,7 +70,9 @@ def _show(args: argparse.Namespace) -> int:
         raise UnknownPlan(f"plan {args.plan_id} does not exist")
     epoch = f", epoch {plan.epoch}" if plan.epoch is not None else ""
     nexts = ", ".join(allowed_from(plan.status)) or "none (final)"
-    print(f"plan {plan.id} of group {plan.group_id}: {plan.status}{epoch}; next: {nexts}")
+    print(
+        f"plan {plan.id} of group {plan.group_id}: {plan.status}{epoch}; next: {nexts}; applied by: {plan.apply_mode}"
+    )
     for a in plan.assignments:  # key ranges of split partitions (key_range)
         if a.key_hash_start is not None:
             print(f"  key range {a.topic}-{a.partition} [{a.key_hash_start}, {a.key_hash_end})"
@@ -111,10 +113,13 @@ def _run(args: argparse.Namespace) -> int:
         timeout=args.timeout,
     )
     if not result.changed:
-        print(f"plan {result.plan_id} is already published at epoch {result.epoch}: nothing changed")
+        print(f"plan {result.plan_id} is already published at epoch {result.epoch}: nothing changed"
+              + (f"; broker: {result.reassignment}" if result.reassignment else ""))  # fmt: skip
         return 0
     print(f"plan {result.plan_id} of group {result.group_id} published at epoch {result.epoch}"
-          f" to {len(result.members)} member(s)")  # fmt: skip
+          f" to {len(result.members)} member(s), applied by: {result.apply_mode}")  # fmt: skip
+    if result.reassignment:
+        print(f"  broker: {result.reassignment}")
     if result.dropped:
         print(f"  empty assignment for: {', '.join(result.dropped)}")
     if result.superseded:

@@ -51,13 +51,29 @@ def consumer_config(bootstrap_servers: str, spec: dict) -> dict:
             "queued.min.messages": 20,
             "queued.max.messages.kbytes": 64,
         }
-    if spec.get("assignor"):
-        config["partition.assignment.strategy"] = spec["assignor"]
+    if spec.get("assignor"):  # the broker's assignor on the consumer protocol, the client's on classic
+        key = "group.remote.assignor" if spec["protocol"] == "consumer" else "partition.assignment.strategy"
+        config[key] = spec["assignor"]
     return config
 
 
 #: how far behind its schedule a processing consumer may fall (a starved thread) and still catch up
 MAX_BEHIND_S = 2.0
+
+
+def _batch(consumer, count: int, timeout: float) -> list:
+    """Up to ``count`` records, one ``poll()`` each: on the consumer protocol a ``consume()`` batch
+    left a member's revocations unserved for minutes on a loaded machine (the broker's re-assignment
+    then never completed); ``poll()`` serves them between records."""
+    records = []
+    deadline = time.monotonic() + timeout
+    while len(records) < count:
+        record = consumer.poll(max(0.0, deadline - time.monotonic()) if not records else 0)
+        if record is None:
+            break
+        if record.error() is None:
+            records.append(record)
+    return records
 
 
 def run_processor(consumer, capacity: float, stop: threading.Event) -> None:
@@ -68,7 +84,7 @@ def run_processor(consumer, capacity: float, stop: threading.Event) -> None:
     per_record = 1.0 / capacity
     busy_until = time.monotonic()
     while not stop.is_set():
-        records = [r for r in consumer.consume(num_messages=20, timeout=0.5) if r.error() is None]
+        records = _batch(consumer, 20, 0.5)
         if not records:
             continue
         busy_until = max(busy_until, time.monotonic() - MAX_BEHIND_S) + per_record * len(records)

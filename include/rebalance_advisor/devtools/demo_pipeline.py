@@ -60,9 +60,10 @@ def run_demo_pipeline(
     work_dir: Path,
     snapshots: int = 2,
     interval_s: float = DEMO_SNAPSHOT_INTERVAL_S,
-) -> str:
+    apply_group: str | None = None,
+) -> tuple[str, str | None]:
     """Snapshot the cluster ``snapshots`` times with the snapshot DAG, then plan the newest with the
-    advisor DAG; the outcomes table.
+    advisor DAG; the outcomes table, and (with ``apply_group``) what :func:`_apply_plan` saw.
 
     Rates are differences between snapshots, so the advisor sees produce rates, consume rates and
     member capacities only from the second snapshot on; each snapshot run starts at least
@@ -94,7 +95,40 @@ def run_demo_pipeline(
             time.sleep(wait)
         _run_dag(bag, "kafka_offsets_snapshot", f" ({number} of {snapshots})" if snapshots > 1 else "")
     _run_dag(bag, "kafka_rebalance_advisor")
-    return format_outcomes(run_outcomes(None, db_url))
+    outcomes = format_outcomes(run_outcomes(None, db_url))
+    return outcomes, (_apply_plan(bag, db_url, apply_group) if apply_group else None)
+
+
+def _apply_plan(bag, db_url: str, group_id: str) -> str:
+    """Approve the group's recommended plan with the approval DAG (which publishes it the group's way:
+    for a group on the broker assignor, its plan record and a re-assignment), snapshot once more, and
+    say whether that snapshot's owners are the plan's."""
+    from rebalance_advisor import store
+    from rebalance_advisor.store.plans import get_plan, plan_assignment_map, run_outcomes
+
+    line = next((o for o in run_outcomes(None, db_url) if o.group_id == group_id), None)
+    if line is None or line.outcome != "recommended" or not line.plan_id:
+        return (
+            f"{group_id}: no plan recommended ({line.outcome if line else 'not planned'}), nothing to apply"
+        )
+    _run_dag(
+        bag,
+        "kafka_plan_approval",
+        f" (approve plan {line.plan_id})",
+        {"plan_id": line.plan_id, "decision": "approve"},
+    )
+    plan = get_plan(line.plan_id, db_url)
+    _run_dag(bag, "kafka_offsets_snapshot", " (after the plan)")
+    snapshot = store.load_snapshot(store.latest_snapshot_id(db_url), db_url, groups=[group_id])
+    owners = {
+        (m.group_instance_id or m.member_id): sorted(m.assignment) for m in snapshot.group(group_id).members
+    }
+    planned = {m: sorted(p) for m, p in plan_assignment_map(plan.id, db_url).items()}
+    same = sum(owners.get(m) == parts for m, parts in planned.items())
+    return (
+        f"plan {plan.id} ({plan.strategy}) {plan.status} at epoch {plan.epoch}, applied by: {plan.apply_mode}; "
+        f"snapshot {snapshot.snapshot_id} (after it): {same} of {len(planned)} members hold exactly their planned partitions"
+    )
 
 
 def _seconds_since_latest_snapshot(db_url: str, interval_s: float) -> float:
@@ -117,9 +151,9 @@ def _seconds_since_latest_snapshot(db_url: str, interval_s: float) -> float:
     return interval_s - (datetime.now(UTC) - assume_utc(row.taken_at)).total_seconds()
 
 
-def _run_dag(bag, dag_id: str, note: str = "") -> None:
+def _run_dag(bag, dag_id: str, note: str = "", conf: dict | None = None) -> None:
     print(f"running {dag_id}{note} ...", flush=True)
-    run = bag.dags[dag_id].test()
+    run = bag.dags[dag_id].test(run_conf=conf) if conf else bag.dags[dag_id].test()
     if run.state != "success":
         failed = [ti.task_id for ti in run.get_task_instances() if ti.state == "failed"]
         raise AdvisorError(f"{dag_id} run {run.run_id} ended {run.state} (failed tasks: {failed})")

@@ -7,8 +7,11 @@ so the lag stays where it was put.
 
 One more group has live traffic (:class:`LiveGroup`, :func:`live_traffic`): a producer writes at
 fixed Zipf rates and consumers with a fixed capacity (simulated processing time per record)
-``subscribe()`` with Kafka's range assignor, which puts the hot partitions on one member and
-overloads it. Its lag changes while the demo runs, so it is kept apart from the exact-lag groups.
+``subscribe()`` on the consumer protocol (KIP-848) with the broker plugin's assignor
+(``group.remote.assignor=advised``), no helper of ours. It starts from Kafka's range split (put in
+force through the plugin, :func:`start_from_range_split`), which puts the hot partitions on one
+member and overloads it; the advisor's plan is then applied by the broker. Its lag changes while the
+demo runs, so it is kept apart from the exact-lag groups.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+from rebalance_advisor.domain.apply_mode import BROKER_ASSIGNOR
 from rebalance_advisor.errors import AdvisorError
 from rebalance_advisor.polling import poll_until
 
@@ -187,10 +191,10 @@ class LiveGroup:
                 "group_id": self.group_id,
                 "topics": [self.topic],
                 "instance_id": None,
-                "protocol": "classic",
+                "protocol": "consumer",
                 "client_id": self.client_id(index),
                 "capacity": capacity,
-                "assignor": "range",
+                "assignor": BROKER_ASSIGNOR,
             }
             for index, capacity in enumerate(self.capacities)
         ]
@@ -215,7 +219,8 @@ def build_live_group() -> LiveGroup:
         produce_rates=zipf_rates(24, 0.9, 120.0),
         capacities=(50.0,) * 4,
         initial_backlog=1_000,
-        purpose="live traffic: Zipf produce rates, 4 consumers of 50 records/s, range assignor",
+        purpose="live traffic: Zipf produce rates, 4 consumers of 50 records/s (KIP-848, advised), "
+        "starting from range's split",
     )
 
 
@@ -447,6 +452,17 @@ def start_members(
     return MembersProcess(process)
 
 
+def _settled(description) -> bool:
+    """Stable; or, for a KIP-848 group, any state while every partition has one owner (checked by the
+    caller): confluent-kafka reports its reconciling state as UNKNOWN, and on a loaded machine a
+    member's acknowledgement can trail its assignment for long after the partitions are in place."""
+    from confluent_kafka import ConsumerGroupState, ConsumerGroupType
+
+    if description.state == ConsumerGroupState.STABLE:
+        return True
+    return description.type == ConsumerGroupType.CONSUMER and description.state == ConsumerGroupState.UNKNOWN
+
+
 def wait_until_stable(
     bootstrap_servers: str,
     groups: list[DemoGroup],
@@ -454,8 +470,6 @@ def wait_until_stable(
     timeout: float = 90.0,
 ) -> None:
     """Wait until every group with members is Stable with all of them holding an assignment."""
-    from confluent_kafka import ConsumerGroupState
-
     admin = _admin(bootstrap_servers)
     pending = {g.group_id: len(g.members) for g in groups if g.members}
     deadline = time.monotonic() + timeout
@@ -472,7 +486,7 @@ def wait_until_stable(
                 continue
             assigned = [m for m in description.members if m.assignment and m.assignment.topic_partitions]
             last_seen[group_id] = f"{description.state}, {len(assigned)}/{pending[group_id]} members assigned"
-            if description.state == ConsumerGroupState.STABLE and len(assigned) == pending[group_id]:
+            if _settled(description) and len(assigned) == pending[group_id]:
                 total = sum(len(g.produced[t]) for g in groups if g.group_id == group_id for t in g.produced)
                 if sum(len(m.assignment.topic_partitions) for m in assigned) == total:
                     del pending[group_id]
@@ -517,6 +531,39 @@ def wait_for_first_commits(
         )
 
 
+def start_from_range_split(bootstrap_servers: str, live: LiveGroup, timeout: float = 180.0) -> None:
+    """Put Kafka's range split (:meth:`LiveGroup.range_assignment`, by client id) in force on the live
+    group through the broker plugin: the demo's known starting point. Without a plan the plugin gives
+    ``uniform``'s split, which depends on the order the members joined in. On a loaded machine a member
+    can be fenced and rejoin under a new id meanwhile: the split is then published again for the
+    members the group has now."""
+    from rebalance_advisor.adapters.broker_plans import publish_broker_plan
+    from rebalance_advisor.adapters.broker_reassign import apply_plan
+
+    config = {"bootstrap.servers": bootstrap_servers}
+    admin = _admin(bootstrap_servers)  # kept alive until its answers are in
+    deadline, seen = time.monotonic() + timeout, None
+    while time.monotonic() < deadline:
+        described = admin.describe_consumer_groups([live.group_id], request_timeout=30)[live.group_id]
+        ids = {m.client_id: m.member_id for m in described.result(60).members}
+        if set(ids) != set(live.range_assignment()):
+            time.sleep(1.0)  # a member is (re)joining
+            continue
+        plan = {ids[c]: [(live.topic, p) for p in parts] for c, parts in live.range_assignment().items()}
+        plan_id = f"demo-range-split-{time.time_ns()}"  # a new id each time: the topic may hold an older one
+        record = publish_broker_plan(
+            config, live.group_id, plan_id, plan, {m: (m, None) for m in plan}
+        ).record
+        seen = apply_plan(config, record, timeout=max(10.0, min(90.0, deadline - time.monotonic())))
+        if seen.in_force:
+            return
+    raise AdvisorError(
+        f"the live group {live.group_id} did not take range's split through the broker plugin within "
+        f"{timeout:.0f} s ({seen.describe() if seen else 'its members never all joined'}): is the broker "
+        "running with the plugin (dev kafka start), and the machine not overloaded?"
+    )
+
+
 @contextmanager
 def demo_workload(
     bootstrap_servers: str,
@@ -543,6 +590,7 @@ def demo_workload(
     try:
         wait_until_stable(bootstrap_servers, loaded, members)
         if live:
+            start_from_range_split(bootstrap_servers, live)
             wait_for_first_commits(bootstrap_servers, live, members)
         yield groups
     finally:

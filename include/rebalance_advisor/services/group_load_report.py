@@ -124,9 +124,10 @@ def group_load_report(group_id: str, db_url: str | None = None) -> str:
     outcome = next((o for o in run_outcomes(None, db_url) if o.group_id == group_id), None)
     if outcome is None:
         raise AdvisorError(f"group {group_id} is not in the newest advisor run: run the advisor first")
-    snapshot = store.load_snapshot(store.latest_snapshot_id(db_url), db_url)
-    names = _member_names(snapshot, group_id)
     plan = get_plan(outcome.plan_id, db_url) if outcome.plan_id else None
+    # the snapshot the run planned ("now" as the advisor saw it), not a newer one taken after its plan
+    snapshot = store.load_snapshot(plan.snapshot_id if plan else store.latest_snapshot_id(db_url), db_url)
+    names = _member_names(snapshot, group_id)
     lines = [f"{group_id}: {outcome.outcome}: {outcome.reason}", ""]
     planned = {}
     if plan is not None:
@@ -143,6 +144,6 @@ def group_load_report(group_id: str, db_url: str | None = None) -> str:
         _member_table(before, after),
         "",
         "Every candidate strategy's plan, as the advisor predicted it:",
-        _candidate_table(metrics.get("candidates") or [], plan.strategy if plan.status == "recommended" else None),
+        _candidate_table(metrics.get("candidates") or [], plan.strategy),  # the run's recommendation
     ]  # fmt: skip
     return "\n".join(lines)

@@ -90,6 +90,7 @@ def format_plans(plans: Sequence[PlanListing], fmt: str = "table") -> str:
             p["group_id"],
             p["strategy"],
             p["status"],
+            p["apply_mode"],
             f"{_num(p['max_lag_before'])} -> {_num(p['max_lag_after'])}",
             _num(p["moves"]),
             f"{_num(p.get('overloaded_before'))} -> {_num(p.get('overloaded_after'))}",
@@ -106,6 +107,7 @@ def format_plans(plans: Sequence[PlanListing], fmt: str = "table") -> str:
         "group",
         "strategy",
         "status",
+        "applied by",
         "max member lag before -> after",
         "moves",
         "overloaded",
@@ -114,4 +116,4 @@ def format_plans(plans: Sequence[PlanListing], fmt: str = "table") -> str:
         "created",
         "by",
     ]
-    return _table(header, rows, {0, 4, 5, 6, 7, 8}) + "\n"
+    return _table(header, rows, {0, 5, 6, 7, 8, 9}) + "\n"

@@ -64,6 +64,8 @@ class Plan(Base):
     gap: Mapped[float] = mapped_column(Float)
     reason: Mapped[str] = mapped_column(Text)
     metrics: Mapped[dict[str, Any]] = mapped_column(JSON)
+    #: how the plan reaches the consumers (domain/apply_mode.py; migration 0011_plan_apply_mode)
+    apply_mode: Mapped[str] = mapped_column(String(24), server_default="advice only")
 
 
 class PlanAssignment(Base):

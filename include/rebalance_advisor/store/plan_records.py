@@ -69,6 +69,8 @@ class PlanColumns:
     lower_bound: int
     gap: float
     reason: str
+    #: static assignments / broker assignor / advice only (domain/apply_mode.py)
+    apply_mode: str
 
 
 @dataclass(frozen=True)

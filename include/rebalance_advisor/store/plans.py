@@ -30,6 +30,7 @@ from rebalance_advisor.domain.advice import GroupAdvice, OutcomeLine
 from rebalance_advisor.domain.decisions import STANDING_STATUSES, StandingPlan, Thresholds
 from rebalance_advisor.domain.group_planning import hold_back
 from rebalance_advisor.store import db
+from rebalance_advisor.store.group_protocols import apply_modes_in
 from rebalance_advisor.store.models import StaticMemberRow
 from rebalance_advisor.store.plan_models import (
     AdvisorRun,
@@ -228,6 +229,7 @@ def write_run(
     # A held-back candidate (cool-down) keeps only its outcome row (decision, reason, numbers):
     # a full plan per flagged group per run grew the table by ~860 rows a day on the demo alone.
     planned = [r for r in results if r.plan is not None and r.plan.status != "skipped"]
+    modes = apply_modes_in(conn, snapshot_id, (r.group_id for r in planned))
     plan_rows = []
     for r in planned:
         plan = r.plan
@@ -253,6 +255,7 @@ def write_run(
                 "gap": after.gap,
                 "reason": r.reason,
                 "metrics": r.metrics_record(),
+                "apply_mode": modes[r.group_id],
             }
         )
     # One multi-row INSERT ... RETURNING per chunk instead of one statement per plan (10,000 plans
@@ -351,6 +354,7 @@ PLAN_COLUMNS = (
     "lower_bound",
     "gap",
     "reason",
+    "apply_mode",
 )
 
 

@@ -22,6 +22,7 @@ from rebalance_advisor.domain.snapshot_model import Snapshot
 from rebalance_advisor.errors import AdvisorError
 from rebalance_advisor.services.plan_lifecycle import is_manual_assign
 from rebalance_advisor.store import db, plan_queries
+from rebalance_advisor.store.group_protocols import current_apply_mode
 from rebalance_advisor.store.plan_records import PlanAssignmentRecord, PlanRecord
 from rebalance_advisor.store.plans import get_plan, published_assignments
 from rebalance_advisor.store.snapshots import (
@@ -160,6 +161,7 @@ def group_detail(url: str, group_id: str, history: int = 20, plans: int = 5) -> 
         policy = reset_policy(conn)
         trend = plan_queries.imbalance_by_run(conn, group_id)
         manual_assign = is_manual_assign(conn, group_id)
+        mode = current_apply_mode(conn, group_id)
     per_snapshot: dict[int, float | None] = {}
     for snap, imbalance, _run in trend:  # newest run of each snapshot wins
         per_snapshot.setdefault(snap, imbalance)
@@ -177,6 +179,7 @@ def group_detail(url: str, group_id: str, history: int = 20, plans: int = 5) -> 
         **seen,
         threshold=threshold,
         manual_assign=manual_assign,
+        apply_mode=mode,
         outcome=OutcomeRow.model_validate(outcome, from_attributes=True) if outcome else None,
         now=now,
         plans=[plan_summary(p) for p in plan_rows],

@@ -134,8 +134,11 @@ class GroupDetail(BaseModel):
     members: int | None = None
     threshold: float
     manual_assign: bool = Field(
-        description="registered static members: its plans can be approved and published; "
-        "otherwise (a dynamic subscribe() group) they are advice only"
+        description="registered static members: its plans can be approved and published as static assignments"
+    )
+    apply_mode: str = Field(
+        description="how the group's plans are applied now: static assignments (manual-assign), "
+        "broker assignor (KIP-848 group on the broker plugin's assignor) or advice only"
     )
     outcome: OutcomeRow | None = Field(description="the group's newest group_outcomes row")
     now: NowView
