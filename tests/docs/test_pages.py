@@ -15,6 +15,10 @@ EXAMPLES = DOCS / "examples"
 INLINE_ALLOWED = {
     "architecture.md": "the code's design doc, with its own diagrams",
     "reference/broker-plan-record.md": "written with the broker plugin, whose tests read the record",
+    "operations/broker-plugin.md": "broker settings and an ACL command for a production cluster; the same "
+    "settings on the local broker are exercised by tests/integration/test_broker_assignor*.py",
+    "operations/telemetry.md": "broker settings and a kafka-client-metrics command for a production "
+    "cluster; the local broker sets the same subscription (tests/integration/test_telemetry_capacity.py)",
 }
 SNIPPET = re.compile(r'--8<-- "([^":]+)(?::[\w-]+)?"')
 
