@@ -8,7 +8,7 @@ import pytest
 from rebalance_advisor.store import db
 
 from tests.e2e.test_webui_api import _Caller, _client, auth  # noqa: F401
-from tests.unit.test_key_range_plan_store import _ranged_plan_id
+from tests.integration.test_key_range_plan_store import _ranged_plan_id
 
 
 @pytest.fixture
