@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -69,6 +69,8 @@ class PlanColumns:
     lower_bound: int
     gap: float
     reason: str
+    #: the newest advisor run that arrived at this plan's assignment again (None: only its first)
+    last_confirmed_at: datetime | None = field(default=None, kw_only=True)
 
 
 @dataclass(frozen=True)
