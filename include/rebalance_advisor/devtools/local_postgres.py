@@ -2,7 +2,7 @@
 
 The local Airflow stack keeps Airflow's metadata here rather than in SQLite: SQLite takes one
 writer at a time, and a scheduler that met ``database is locked`` after a restart shut down and
-stayed down (docs/operations/local-airflow.md). The test suite's throwaway clusters use the same
+stayed down (docs/operations/local-airflow.md, "Why PostgreSQL"). The test suite's throwaway clusters use the same
 functions (``tests/support/postgres.py``).
 
 PostgreSQL refuses to run as root, so as root the server runs as the ``postgres`` user; its data
