@@ -8,7 +8,7 @@ export PATH := $(abspath $(BIN)):$(PATH)
 export PYSPARK_PYTHON := $(abspath $(BIN))/python
 export PYSPARK_DRIVER_PYTHON := $(abspath $(BIN))/python
 
-.PHONY: setup demo airflow test test-airflow test-open lint format kafka-jars system-deps bench clean
+.PHONY: setup demo airflow test test-airflow test-open lint format docs docs-serve docs-check kafka-jars system-deps bench clean
 
 setup: system-deps $(STAMP) kafka-jars
 
@@ -47,8 +47,22 @@ format: $(STAMP)
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
-test: setup lint
+test: setup lint docs-check
 	$(BIN)/pytest $(PYTEST_ARGS)
+
+# The docs site (mkdocs.yml, docs/): `docs` builds it into site/ (ignored by git), `docs-serve` serves it
+# at http://127.0.0.1:8000 with live reload, `docs-check` (part of `make test`) builds it with --strict
+# into a temporary directory: a broken link or anchor, a missing snippet file or a page left out of
+# the navigation fails it. Its examples are files under docs/examples/, run by tests/docs/.
+DOCS_ENV := NO_MKDOCS_2_WARNING=1
+docs: $(STAMP)
+	$(DOCS_ENV) $(BIN)/mkdocs build --strict
+
+docs-serve: $(STAMP)
+	$(DOCS_ENV) $(BIN)/mkdocs serve --dev-addr 127.0.0.1:8000
+
+docs-check: $(STAMP)
+	@out=$$(mktemp -d) && trap 'rm -rf "$$out"' EXIT && $(DOCS_ENV) $(BIN)/mkdocs build --strict --site-dir "$$out"
 
 # Only the real `airflow standalone` driven through its scheduler and REST API (issue 17; also in `make test`).
 test-airflow: setup
@@ -62,4 +76,4 @@ bench: setup
 	$(BIN)/python bench/assignors.py --quick
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis site

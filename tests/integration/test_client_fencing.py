@@ -145,7 +145,7 @@ def test_a_stuck_claim_holds_up_no_other_partition(
     """Fenced claims run on threads of their own: while partition 1's claim is stuck (its mark
     read is held until the test lets it go), partition 0 is claimed, consumed and committed. With
     claims on the caller's thread, poll() waited for both and no record of partition 0 came.
-    (Unfenced claims stay on the caller's thread: README, "What runs where".)"""
+    (Unfenced claims stay on the caller's thread: docs/protocol/threads.md, "Unfenced claims".)"""
     config = {"bootstrap.servers": kafka_bootstrap, "auto.offset.reset": "earliest"}
     group, assignments, _ = _names()
     let_go, stuck = threading.Event(), threading.Event()
@@ -176,7 +176,7 @@ def test_a_stuck_claim_holds_up_no_other_partition(
 
 
 def test_fencing_token_orders_sink_writes(kafka_bootstrap: str, data_topic: str) -> None:
-    """The README's sink: keeps the highest token per partition, refuses writes with a lower one."""
+    """The sink rule of docs/protocol/fenced.md ("Fencing token"): keeps the highest token per partition, refuses writes with a lower one."""
 
     class Sink:
         def __init__(self) -> None:

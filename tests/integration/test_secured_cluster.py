@@ -1,6 +1,6 @@
 """A secured cluster (issue 16): the local broker with SASL/SCRAM logins and ACLs, and a second
 listener with SASL over TLS (a throwaway CA made by keytool in the test's temp dir), one broker for
-the module. The snapshot, the publisher and the client helper work with the rights the README lists;
+the module. The snapshot, the publisher and the client helper work with the rights docs/operations/security.md lists;
 a missing right is named in the error, and the passwords appear nowhere: not in output, logs, errors
 or stored rows.
 """
@@ -330,7 +330,7 @@ def _refused_eventually(call, error_type):
 def test_the_publisher_with_least_rights_and_each_missing_right_named(secured, caplog) -> None:
     """The publisher's principal needs READ, WRITE and DESCRIBE_CONFIGS on the assignment topic
     (CREATE too when it is to create it) and WRITE on TransactionalId prefix
-    'rebalance-advisor-publisher.' (README); without any one, its refusal names that one."""
+    'rebalance-advisor-publisher.' (docs/operations/security.md); without any one, its refusal names that one."""
     from rebalance_advisor.adapters.assignment_publisher import publish_assignments
     from rebalance_advisor.adapters.assignment_topic import KafkaAccessRefused, read_topic
 
@@ -391,7 +391,7 @@ def _published(publish, error_type):
 
 
 def _member_rights(group: str, data: str, assignments: str, fenced: bool) -> dict[str, object]:
-    """The client helper's rights (README): READ on its topics, the assignment topic and its group;
+    """The client helper's rights (docs/operations/security.md): READ on its topics, the assignment topic and its group;
     fenced, WRITE on its TransactionalId prefix."""
     rights = {
         f"READ on Topic '{data}'": _acl("TOPIC", data, False, "READ", MEMBER),
@@ -426,7 +426,7 @@ def _member(bootstrap: str, group: str, assignments: str, fenced: bool):
 
 @pytest.mark.parametrize("fenced", [True, False], ids=["fenced", "unfenced"])
 def test_the_client_helper_with_least_rights(secured, fenced, caplog) -> None:
-    """With only the rights the README lists, the member consumes its two published partitions whole
+    """With only the rights docs/operations/security.md lists, the member consumes its two published partitions whole
     and commits: the group's committed offsets are the log ends, read as the super user."""
     from confluent_kafka import Consumer, TopicPartition
 

@@ -2,8 +2,8 @@
 
 A broker refuses a request with an ``*_AUTHORIZATION_FAILED`` code and nothing more; only the caller
 knows which operation on which resource the request needed. Both the client helper and the server
-(publisher, snapshot) phrase the missing grant here, so every refusal reads the same. README, "Kafka
-connection" lists the grants of each part.
+(publisher, snapshot) phrase the missing grant here, so every refusal reads the same. docs/operations/security.md,
+"Least rights per part", lists the grants of each part.
 """
 
 from __future__ import annotations

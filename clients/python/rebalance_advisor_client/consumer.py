@@ -18,7 +18,7 @@ finished ones (assign at the claimed offset), so one partition's slow claim dela
 Fenced mode (default): each claimed partition has its own transactional producer; claiming it
 fences every earlier holder at the broker, offsets and outputs commit in one transaction per
 partition. Unfenced mode (``fenced=False``): commit metadata marks are read before every write.
-README, "Static assignments: the handover protocol".
+docs/protocol/ (the protocol; the threads: docs/protocol/threads.md).
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ the producer epoch: the broker aborts the previous owner's open transaction and 
 later commit (``PRODUCER_FENCED``). Offsets go into the transaction (``send_offsets_to_transaction``)
 together with the user's outputs, so a fenced member can neither move the group's offsets nor
 publish output. Pre-KIP-447 exactly-once: it needs no consumer-group generation, which
-``assign()`` consumers do not have. Measured cost per claimed partition: README, "Fenced mode".
+``assign()`` consumers do not have. Measured cost per claimed partition: docs/benchmarks/fencing.md.
 """
 
 from __future__ import annotations
@@ -300,7 +300,7 @@ def probe_transactions(
 
 _UNFENCED_HINT = (
     "Or run without broker fencing: AssignedConsumer(..., fenced=False) (weaker guarantees, "
-    "README 'Unfenced mode')."
+    "docs/protocol/fenced.md, 'Unfenced mode')."
 )
 
 

@@ -4,7 +4,7 @@ Ownership is recorded in the commit metadata of each partition as an :class:`Own
 member (and which running instance of it) claimed the partition at which epoch, and whether it
 still holds it. In fenced mode the broker rejects a fenced member's commits and the mark only
 steers the cooperative handover; in unfenced mode the mark is the only guard, so these rules are
-what keeps a late member from overwriting its successor. README, "the handover protocol".
+what keeps a late member from overwriting its successor. docs/protocol/index.md, "The rules".
 """
 
 from __future__ import annotations

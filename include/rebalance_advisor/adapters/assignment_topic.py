@@ -2,7 +2,7 @@
 
 The record format (key, JSON value, versions) belongs to the client package,
 ``rebalance_advisor_client.assignment_records``, which this module and the publisher import: one
-definition shared by the writer and every reader. README, "Static assignments: the handover protocol".
+definition shared by the writer and every reader. docs/protocol/index.md, "The assignment topic".
 """
 
 from __future__ import annotations

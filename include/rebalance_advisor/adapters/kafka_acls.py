@@ -3,7 +3,7 @@
 The broker answers a request it refuses with an ``*_AUTHORIZATION_FAILED`` code and nothing more;
 the snapshot turns it into the grant to add. The wording is the client package's
 (``rebalance_advisor_client.access``), shared with the publisher and the client helper. The rights
-each part needs are listed in the README ("Kafka connection").
+each part needs are listed in docs/operations/security.md ("Least rights per part").
 """
 
 from __future__ import annotations

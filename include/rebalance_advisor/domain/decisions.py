@@ -1,7 +1,7 @@
 """Decision rules: from a group's current load and its candidate plans to one outcome.
 
 Pure functions, no I/O, so the same rules run inside Spark, in the CLI and in the simulator. Each
-rule is one function here; :func:`decide` applies them in order. Defaults (README "Decision rules"):
+rule is one function here; :func:`decide` applies them in order. Defaults (docs/concepts/decision-rules.md):
 
 The rule is in *time* when capacities are known (the load model, ``load_model``):
 

@@ -24,7 +24,7 @@ Share groups (KIP-932): the broker assigns their partitions, so their document h
 
 Rates (stored with each snapshot, ``rebalance_advisor.domain.lag_rules.derive_rates``): each
 partition carries ``produce_rate`` (records/s, null when unknown) and each member its ``capacity``
-(records/s, null when unknown), the plan JSON's keys (README, plan JSON). Beside them, outside what
+(records/s, null when unknown), the plan JSON's keys (docs/reference/plan-format.md). Beside them, outside what
 ``parse_group_spec`` reads, the document holds ``capacity_sources`` (member -> measured | reported |
 group_median | own_rate | configured | equal), ``time_lags`` (one ``{topic, partition, seconds, method}`` per
 partition) and ``rates_note``, why a snapshot has no rates at all (the first of its cluster, say).
