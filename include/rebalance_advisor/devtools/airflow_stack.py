@@ -573,7 +573,7 @@ def start(
         metadata_url = _start_metadata_db(paths, ports, echo)
         if broker is None:
             echo(f"starting the local Kafka broker on 127.0.0.1:{ports.kafka} ...")
-            broker = local_kafka.start(paths.kafka_dir, port=ports.kafka)
+            broker = local_kafka.start(paths.kafka_dir, port=ports.kafka, timeout=timeout)
         else:
             echo(f"reusing the local Kafka broker at {broker.bootstrap_servers} (left running by stop)")
         bootstrap = broker.bootstrap_servers
