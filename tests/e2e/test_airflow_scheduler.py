@@ -294,6 +294,9 @@ def test_a_run_in_flight_at_stop_does_not_hold_the_next_start(stack: Stack) -> N
     hold ``max_active_runs=1``), the scheduler is healthy, and a new manual run completes."""
     assert stack.started.returncode == 0, stack.started.stdout + stack.started.stderr
     api = stack.api()
+    # a snapshot to plan (run alone, this test cannot count on the first test's)
+    snap = _wait_for("a scheduled snapshot run", lambda: _finished(api, SNAPSHOT, "scheduled"), 600)
+    assert snap["state"] == "success", snap
     api.json("PATCH", f"/dags/{SNAPSHOT}", json={"is_paused": True})
     assert api.trigger(ADVISOR, {}, run_id="in-flight-at-stop").status_code == 200
     _wait_for(
