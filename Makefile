@@ -8,7 +8,7 @@ export PATH := $(abspath $(BIN)):$(PATH)
 export PYSPARK_PYTHON := $(abspath $(BIN))/python
 export PYSPARK_DRIVER_PYTHON := $(abspath $(BIN))/python
 
-.PHONY: setup demo airflow test test-airflow test-open lint format docs docs-serve docs-check kafka-jars system-deps bench clean
+.PHONY: setup demo airflow test test-fast test-airflow test-open lint format docs docs-serve docs-check kafka-jars system-deps bench clean
 
 setup: system-deps $(STAMP) kafka-jars
 
@@ -47,8 +47,23 @@ format: $(STAMP)
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
+# Test lanes by cost. tests/unit: pure and in-process (no broker, no PostgreSQL, no Spark, no child
+# processes but the layers test's one interpreter), so pytest-xdist runs it on XDIST workers, a whole
+# file per worker (module fixtures such as the Airflow DagBag are set up once per file). The rest
+# (tests/integration, tests/e2e: session broker, PostgreSQL, Spark, Airflow) shares session fixtures
+# and ports, so it runs in one process, as before.
+XDIST ?= auto
+UNIT_LANE = $(BIN)/pytest -n $(XDIST) --dist loadfile tests/unit
+
+# The whole gate (what CI runs): lint, the unit lane in parallel, then everything else.
 test: setup lint docs-check
-	$(BIN)/pytest $(PYTEST_ARGS)
+	$(UNIT_LANE) $(PYTEST_ARGS)
+	$(BIN)/pytest --ignore=tests/unit $(PYTEST_ARGS)
+
+# The inner loop: the unit lane alone (property tests with the repeatable profile's few examples;
+# HYPOTHESIS_PROFILE=explore make test-fast draws many fresh ones).
+test-fast: setup
+	$(UNIT_LANE) $(PYTEST_ARGS)
 
 # The docs site (mkdocs.yml, docs/): `docs` builds it into site/ (ignored by git), `docs-serve` serves it
 # at http://127.0.0.1:8000 with live reload, `docs-check` (part of `make test`) builds it with --strict
@@ -64,7 +79,7 @@ docs-serve: $(STAMP)
 docs-check: $(STAMP)
 	@out=$$(mktemp -d) && trap 'rm -rf "$$out"' EXIT && $(DOCS_ENV) $(BIN)/mkdocs build --strict --site-dir "$$out"
 
-# Only the real `airflow standalone` driven through its scheduler and REST API (issue 17; also in `make test`).
+# Only the real `airflow standalone` driven through its scheduler and REST API (also in `make test`).
 test-airflow: setup
 	$(BIN)/pytest -m airflow_scheduler tests/e2e/test_airflow_scheduler.py $(PYTEST_ARGS)
 

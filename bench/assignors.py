@@ -4,7 +4,7 @@ plan quality on Zipf-distributed lags starting from a range assignment.
     python bench/assignors.py            # full grid + quality
     python bench/assignors.py --quick    # a small grid + quality on small groups
 
-Prints tables, then one PASS / FAIL / NOT RUN line per target of issue 4 (also under "targets" in
+Prints tables, then one PASS / FAIL / NOT RUN line per target (:func:`targets`; also under "targets" in
 the JSON), and writes bench/results/assignors.json. "ms" is the assignor call alone
 (``owners``; the GroupSpec is built first and timed separately as "spec"); "+dict" is a separate
 call of the public ``assign`` (assignor again plus the dict form), i.e. the whole assignment. The
@@ -209,7 +209,7 @@ QUALITY_TARGETS = (
 
 
 def targets(result: dict) -> list[dict]:
-    """PASS / FAIL / NOT RUN per target of issue 4, each with the figure it was judged on.
+    """PASS / FAIL / NOT RUN per assignor target, each with the figure it was judged on.
 
     Speed: the whole assignment (``assign``, i.e. "+dict") of every shape with 10,000 members and
     500,000 partitions, identical and differing, under 1 s per strategy. Quality, checked on every

@@ -1,4 +1,4 @@
-"""Closed-loop benchmark on a real broker (issue 13, item 9): Kafka's assignor vs the advisor loop.
+"""Closed-loop benchmark on a real broker (docs/benchmarks/closed-loop.md): Kafka's assignor vs the advisor loop.
 
     python bench/closed_loop.py                       # A and B at the same time, 6 min warm-up + 10 min
     python bench/closed_loop.py --runs A,B            # one after the other
@@ -526,15 +526,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--minutes", type=float, default=10.0, help="measured minutes per run (default 10)")
     # Warm-up 6 min, the same for A and B: run B starts with no assignment and no capacities; at a 30 s
     # interval it learns the four capacities (each needs one saturated interval on unchanged partitions)
-    # in about 4 min (session 5). Interval 30 s, the low end of the issue's 30-60 s: every learning step
+    # in about 4 min. Interval 30 s, the low end of a 30-60 s snapshot interval: every learning step
     # (rate, measurement, plan) takes one interval; at 45 s the same steps took about 6 min.
     parser.add_argument("--warmup", type=float, default=6.0, help="warm-up minutes per run (default 6)")
     parser.add_argument(
-        "--interval", type=float, default=30.0, help="advisor loop interval, s (default 30; the issue: 30-60)"
+        "--interval",
+        type=float,
+        default=30.0,
+        help="advisor loop interval, s (default 30; 30-60 is the advisor's usual range)",
     )
     # Run B's rule target 60 s, not the advisor's default 300 s: the target here (B's p99 <= A's / 10,
     # A's about 500 s) asks for backlogs that clear within about a minute; with 300 s the rule rightly
-    # calls a group "balanced" at a predicted catch-up of 268-295 s (session 5: B p99 84 s, ratio 0.16).
+    # calls a group "balanced" at a predicted catch-up of 268-295 s (measured: B p99 84 s, ratio 0.16).
     parser.add_argument(
         "--target-catch-up",
         type=float,

@@ -1,4 +1,4 @@
-"""Drain benchmark (issue 13): strategies side by side in the what-if simulator, over hours.
+"""Drain benchmark (docs/benchmarks/drain.md): strategies side by side in the what-if simulator, over hours.
 
     python bench/drain.py                 # 9 scenarios x 5 seeds x 6 simulated hours
     python bench/drain.py --quick         # 3 small scenarios x 2 seeds x 2 hours

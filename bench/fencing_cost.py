@@ -1,4 +1,4 @@
-"""Cost of fenced mode per claimed partition (one transactional producer each), issue 14.
+"""Cost of fenced mode per claimed partition (one transactional producer each), docs/benchmarks/fencing.md.
 
     .venv/bin/python bench/fencing_cost.py [--bootstrap HOST:PORT] [--sizes 1,10,50,100,200,400]
                                            [--handovers 100]
@@ -95,7 +95,7 @@ def handovers(bootstrap: str, count: int, ahead: bool) -> dict:
     The old owner commits its release transaction (offset and mark); the new owner reads the
     committed offset (read_committed) until the release shows, then fences. ``ahead``: the new
     owner's producer was made when its epoch arrived, just before the release, as the helper
-    does (and, since issue 14 session 4, connects then); else it is made at the claim.
+    does (and connects then); else it is made at the claim.
     Returns p50/p99 of the fence and of release-to-fenced.
     """
     from confluent_kafka import Consumer, TopicPartition

@@ -1,4 +1,4 @@
-"""Benchmark: key-range sharing (issue 15).
+"""Benchmark: key-range sharing (docs/concepts/key-ranges.md).
 
 Sections (all by default, or pick with --only):
   hash   the client helper's key filter: records/s through ``select_in_range`` (murmur2 of every

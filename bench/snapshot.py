@@ -7,7 +7,7 @@ dir, unless --bootstrap-servers), then alternates rounds of:
     (rates derived from the previous snapshot in the same transaction)
   - ours, as a command: ``rebalance-advisor snapshot`` (Python start-up and DB write included)
   - the reference tool as a command (JVM start-up included)
-Prints medians and ratios (issue 13's target: a snapshot with time lag takes at most 2x one without), peak memory (max RSS of each command; Python heap peak of collect), and
+Prints medians and ratios (the target: a snapshot with time lag takes at most 2x one without), peak memory (max RSS of each command; Python heap peak of collect), and
 writes JSON to bench/results/snapshot.json.
 
     .venv/bin/python bench/snapshot.py                 # 500 groups, 19,000 partitions

@@ -1,4 +1,4 @@
-"""Torture run of the client helper's handover (issue 14): long combined faults, per mode.
+"""Torture run of the client helper's handover (docs/benchmarks/torture.md): long combined faults, per mode.
 
     .venv/bin/python bench/torture.py                 # fenced 10 min + unfenced 5 min (default)
     .venv/bin/python bench/torture.py --minutes 1 --modes fenced

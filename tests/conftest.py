@@ -20,10 +20,14 @@ from hypothesis import settings
 
 from tests.support import postgres
 
-# Property and fuzz tests draw the same examples on every run of `make test` (CI must not pass or fail
-# by chance); `HYPOTHESIS_PROFILE=explore make test` draws fresh ones to look for new failures.
-settings.register_profile("repeatable", derandomize=True, database=None)
-settings.register_profile("explore", derandomize=False)
+# Property and fuzz tests take their example count from the profile. `repeatable` (the default: `make
+# test`, `make test-fast`) draws the same few examples on every run (CI must not pass or fail by
+# chance, and the inner loop stays fast); `HYPOTHESIS_PROFILE=explore make test-fast` draws many fresh
+# ones to look for new failures. A test that is slow per example takes a share of the count.
+REPEATABLE_EXAMPLES = 50
+EXPLORE_EXAMPLES = 1000
+settings.register_profile("repeatable", derandomize=True, database=None, max_examples=REPEATABLE_EXAMPLES)
+settings.register_profile("explore", derandomize=False, max_examples=EXPLORE_EXAMPLES)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "repeatable"))
 
 

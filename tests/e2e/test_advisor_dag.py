@@ -151,7 +151,7 @@ def test_dag_end_to_end_on_the_demo_workload(airflow_home, connections, demo_gro
     recommended_before = {
         p.id for p in store_plans.list_plans(url, group="kip-example", status="recommended")
     }
-    second = dag.test(run_conf={"cooldown_minutes": 30})  # off by default since issue 13
+    second = dag.test(run_conf={"cooldown_minutes": 30})  # off by default
     assert second.state == "success", _task_states(second)
     outcomes = {o.group_id: o for o in store_plans.run_outcomes(None, url)}
     assert outcomes["kip-example"].outcome == "held_by_cooldown"

@@ -1,4 +1,4 @@
-"""An advisor run splits a hot partition into key ranges, end to end on a real broker (issue 15).
+"""An advisor run splits a hot partition into key ranges, end to end on a real broker (docs/concepts/key-ranges.md).
 
 A hot single-partition topic with keyed records and a committed offset of the group at 0; four
 members registered with ``--share-keys`` and one without; ``snapshot`` then ``advise --strategies

@@ -1,4 +1,4 @@
-"""Key-range sharing end to end on a real broker (issue 15, short).
+"""Key-range sharing end to end on a real broker (docs/concepts/key-ranges.md, short).
 
 One hot partition, keys with a per-key sequence number in the value. A whole-partition owner
 processes the start; key_range.plan splits the partition into 4 ranges from a sample of its

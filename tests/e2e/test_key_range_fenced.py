@@ -1,4 +1,4 @@
-"""Fenced key ranges (issue 15 + 14): a range owner paused across a split or a merge cannot commit.
+"""Fenced key ranges (docs/concepts/key-ranges.md, docs/protocol/fenced.md): a range owner paused across a split or a merge cannot commit.
 
 Real broker, worker processes (``tests.support.assigned_worker``, fenced mode, outputs through the
 helper's transactions), keyed records produced all along. Two pauses (SIGSTOP):

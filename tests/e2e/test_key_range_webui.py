@@ -1,4 +1,4 @@
-"""The group page lists a ranged plan's key ranges as ``topic-partition [lo, hi) -> member`` (issue 15)."""
+"""The group page lists a ranged plan's key ranges as ``topic-partition [lo, hi) -> member`` (docs/concepts/key-ranges.md)."""
 
 from __future__ import annotations
 

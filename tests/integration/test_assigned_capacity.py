@@ -1,4 +1,4 @@
-"""Measured capacity of manual-assign (``assign()``) members from their published plan (issue 13).
+"""Measured capacity of manual-assign (``assign()``) members from their published plan (docs/concepts/snapshots.md, "Member capacity").
 
 The broker lists no members for such a group (offsets are committed without joining it, as
 ``assign()`` consumers do), so a member's capacity can only be measured against the partitions

@@ -1,4 +1,4 @@
-"""A member's own capacity report on a real broker (issue 13): the client helper measures records per
+"""A member's own capacity report on a real broker (docs/protocol/index.md, "Capacity reports"): the client helper measures records per
 second spent outside ``poll()``, writes it into its commits' marks, and the snapshot stores it as
 the member's capacity, at a load where nothing else could measure it.
 

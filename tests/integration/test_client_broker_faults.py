@@ -94,7 +94,7 @@ def _open_transactions(bootstrap: str, topics: list[str]) -> dict[str, int]:
 def test_broker_crash_during_handover_hangs_no_transaction(
     proxied: tuple[OwnBroker, WedgeProxy], tmp_path: Path
 ) -> None:
-    """Issue 14: "Broker restart during a handover: a clear log line, no crash, nothing lost".
+    """docs/protocol/index.md, "The rules": "Broker restart during a handover: a clear log line, no crash, nothing lost".
 
     A plan moves half the partitions; the new owner fences them (the old one released them) and
     stops itself before writing its claim; the broker is killed then (SIGKILL, no clean shutdown)

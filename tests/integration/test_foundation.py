@@ -252,7 +252,7 @@ def _run_demo(tmp_path: Path) -> tuple[str, str]:
 @pytest.mark.kafka
 @pytest.mark.slow
 def test_make_demo_shows_the_live_groups_overload_and_its_rate_aware_fix(demo_run) -> None:
-    """The demo's live group (issue 13 item 10). It failed on an idle machine while the first
+    """The demo's live group (docs/getting-started.md). It failed on an idle machine while the first
     snapshot came before some partitions had a commit (no consume rates, no capacity): the demo now
     waits for a commit on every live partition, and spaces its snapshots by their stored times."""
     _check_live_group(demo_run[2])

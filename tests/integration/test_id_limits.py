@@ -1,4 +1,4 @@
-"""Ids at and over the store's limit (issue 16): 1,200 bytes, since a PostgreSQL btree key holds
+"""Ids at and over the store's limit (docs/concepts/snapshots.md, "Id limit"): 1,200 bytes, since a PostgreSQL btree key holds
 ~2,700 and the snapshot's keys hold a group id, a member id and a topic name together. On both
 databases, with the real broker: ids at the limit store (and `lag` matches Kafka's tool), a longer
 group id is left out with an error naming the limit, and the rest of the snapshot lands."""

@@ -1,4 +1,4 @@
-"""The key-range path on a secured cluster (issue 15 + 16): SASL/SCRAM logins, ACLs, least rights.
+"""The key-range path on a secured cluster (docs/concepts/key-ranges.md, docs/operations/security.md): SASL/SCRAM logins, ACLs, least rights.
 
 A user with only what a range consumer needs: READ on the input topic, READ on groups prefixed
 with the application's group id (which covers its derived ``<group>.keyrange.<lo>-<hi>`` groups),

@@ -79,7 +79,7 @@ def test_outcomes_plans_views_and_cooldown(spark, db_url):  # noqa: F811
         ]
 
     # Register the manual-assign consumers, take a new snapshot, plan again inside a cool-down the run
-    # asks for (off by default since issue 13: hysteresis instead of a fixed silence).
+    # asks for (off by default: hysteresis instead of a fixed silence, docs/concepts/decision-rules.md).
     static_members.add("manual-assign", "worker-a", ["manual-topic"], db_url)
     static_members.add("manual-assign", "worker-b", ["manual-topic"], db_url)
     _store(db_url, groups)

@@ -1,4 +1,4 @@
-"""A secured cluster (issue 16): the local broker with SASL/SCRAM logins and ACLs, and a second
+"""A secured cluster (docs/operations/security.md): the local broker with SASL/SCRAM logins and ACLs, and a second
 listener with SASL over TLS (a throwaway CA made by keytool in the test's temp dir), one broker for
 the module. The snapshot, the publisher and the client helper work with the rights docs/operations/security.md lists;
 a missing right is named in the error, and the passwords appear nowhere: not in output, logs, errors

@@ -1,4 +1,4 @@
-"""Share groups (KIP-932, issue 16) on the real broker: snapshotted with their lag as
+"""Share groups (KIP-932, docs/concepts/snapshots.md) on the real broker: snapshotted with their lag as
 ``kafka-share-groups --describe`` prints it, shown as their own type, never planned."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Snapshot hardening (issue 16) on the real broker and databases, against Kafka's own tool where it
+"""Snapshot hardening (docs/concepts/snapshots.md) on the real broker and databases, against Kafka's own tool where it
 prints the same numbers: long ids, committed offsets past the end, user topics named ``__*``, leader
 elections, read_committed, database URLs, Ctrl-C, unreachable clusters, regexes."""
 

@@ -1,4 +1,4 @@
-"""Rates, time lag and member capacity stored with each snapshot (issue 13), on a real broker and DB.
+"""Rates, time lag and member capacity stored with each snapshot (docs/concepts/snapshots.md), on a real broker and DB.
 
 Truths come from the test's own producers and commits: records stamped with known CreateTimes,
 a producer and a committer paced at known rates. Capacities are checked by hand-computed numbers on

@@ -38,7 +38,7 @@ def build(url: str, bootstrap: str, snapshots: int = 2) -> tuple[tuple[int, ...]
     snap_ids, run_ids = [], []
     for _ in range(snapshots):
         snap_ids.append(write_snapshot(collect(bootstrap), url))
-        # a cool-down (off by default since issue 13) keeps the first run's plan standing
+        # a cool-down (off by default) keeps the first run's plan standing
         thresholds = Thresholds(cooldown_minutes=30)
         run_ids.append(run_planner(live_spark(), url, snap_ids[-1], thresholds, created_by="ui-tests").run_id)
     return tuple(snap_ids), tuple(run_ids)

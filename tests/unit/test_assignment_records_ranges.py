@@ -1,4 +1,4 @@
-"""Assignment record format 2: key ranges of split partitions (issue 15), and the publisher's checks."""
+"""Assignment record format 2: key ranges of split partitions (docs/concepts/key-ranges.md), and the publisher's checks."""
 
 from __future__ import annotations
 

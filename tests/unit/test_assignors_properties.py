@@ -11,7 +11,7 @@ from rebalance_advisor.domain.group_spec import parse_group_spec
 
 from tests._groups import current_owner, kafka_order_ids, member_lags, random_groups, resolved_owned
 
-FAST = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FAST = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def run(name, data, **options):
@@ -151,7 +151,7 @@ def test_lag_aware_matches_sequential_reference(data, scope):
     assert run("lag_aware", data, lag_scope=scope) == ref_lag_aware(data, scope)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(deadline=None)
 @given(random_groups(), st.integers(0, 10**6))
 def test_all_strategies_complete_and_deterministic(data, seed):
     other = shuffled(data, seed)

@@ -1,4 +1,4 @@
-"""The closed-loop deadlock (issue 13, bench/closed_loop.py run B): an idle member's capacity
+"""The closed-loop deadlock (bench/closed_loop.py, the advisor loop's run): an idle member's capacity
 "measured" as its inflow, because a caught-up consumer always shows the lag of records it fetched
 but has not committed yet. Every member then looks saturated and no plan improves the group.
 
@@ -147,7 +147,7 @@ def test_the_deadlock_and_its_end():
 
 
 def _probe_doc(sources: dict[str, str] | None) -> dict:
-    """What run B showed (01:31 UTC): b (measured 166/s) holds the hot partition p0, 142/s with
+    """What bench/closed_loop.py's advisor loop showed: b (measured 166/s) holds the hot partition p0, 142/s with
     15,000 lag; u1 and u2 were never saturated, so their capacity is the group's median, 138/s."""
     d = {
         "group_id": "g",
@@ -255,7 +255,7 @@ def test_an_estimated_member_is_not_relieved_on_its_estimate():
 
 
 def _held_doc() -> dict:
-    """bench/closed_loop.py run B at 02:48 (rounded): the hot p0 already sits on the fastest member c
+    """bench/closed_loop.py's advisor loop, later (rounded): the hot p0 already sits on the fastest member c
     with only a light p1 beside it; d is caught up."""
     return {
         "group_id": "g",
@@ -293,7 +293,7 @@ def test_the_floor_is_infinite_for_a_partition_hotter_than_every_member():
 
 # ---- the plan the strategies missed: the hot partition left alone on its member ------------------
 
-#: bench/closed_loop.py run B at 04:38:22 UTC (session 5), as the planner saw it: partition -> (lag,
+#: bench/closed_loop.py's advisor loop (run B), as the planner saw it once: partition -> (lag,
 #: produce rate); member -> (capacity, owned partitions). c3 (measured 272.3/s) holds the hot p10.
 RUN_B_PARTITIONS = {
     0: (71, 5.0), 1: (142, 9.2), 2: (2, 4.1), 3: (73, 5.8), 4: (127, 4.7), 5: (3, 6.9), 6: (305, 20.4),

@@ -1,4 +1,4 @@
-"""The auto capacity margin (issue 13): it follows the interval between the snapshots the rates
+"""The auto capacity margin (docs/concepts/decision-rules.md): it follows the interval between the snapshots the rates
 come from, because a member's inflow drifts until the next plan. Values worked out by hand from
 0.016 per minute, at least 0.02, at most 0.20."""
 

@@ -1,4 +1,4 @@
-"""A member's own capacity report (issue 13): the client helper's meter, the mark that carries it, the
+"""A member's own capacity report (docs/protocol/index.md, "Capacity reports"): the client helper's meter, the mark that carries it, the
 snapshot rule that reads it, and the simulator's model of it. Expected values are worked out by hand."""
 
 from __future__ import annotations

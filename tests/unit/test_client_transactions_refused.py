@@ -1,4 +1,4 @@
-"""Fenced mode's start refusal names what to fix (issue 14, "Bad input and faults").
+"""Fenced mode's start refusal names what to fix (docs/protocol/fenced.md).
 
 The not-authorised and unavailable cases run against real brokers in
 tests/integration/test_client_fencing.py; a broker without transactions (before Kafka 0.11)

@@ -1,4 +1,4 @@
-"""An empty group regex means "no filter" on every surface (issue 16): the CLI's ``--groups ''``, a DAG
+"""An empty group regex means "no filter" on every surface: the CLI's ``--groups ''``, a DAG
 run's conf or form and the API's parameters read it alike, and each surface's help says so (the DAG
 form's description is the model's, checked in test_parameters)."""
 

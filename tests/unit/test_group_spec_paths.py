@@ -52,7 +52,7 @@ def same_as_the_loop(raw):
         assert typed(plain) == typed(checked)
 
 
-@settings(max_examples=500, deadline=None)
+@settings(deadline=None)
 @given(raw=st.lists(partition_entries(), max_size=6))
 def test_bulk_partition_columns_equal_the_checking_loop(raw):
     same_as_the_loop(raw)
@@ -88,13 +88,13 @@ def one_wrong(draw):
     return raw
 
 
-@settings(max_examples=500, deadline=None)
+@settings(deadline=None)
 @given(raw=one_wrong())
 def test_one_wrong_thing_is_left_to_the_checking_loop(raw):
     same_as_the_loop(raw)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(deadline=None)
 @given(raw=st.lists(VALID, max_size=8))
 def test_valid_documents_take_the_bulk_path(raw):
     """What the snapshot documents look like passes in bulk (else the fast path would be dead code)."""

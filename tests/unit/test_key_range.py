@@ -54,7 +54,7 @@ def _cover_ok(ranges: list[tuple[int, int]]) -> bool:
 # ---- cut points -------------------------------------------------------------------------------
 
 
-@settings(max_examples=300, deadline=None)
+@settings(deadline=None)
 @given(st.lists(st.integers(1, 9), min_size=1, max_size=7), st.integers(1, 5))
 def test_min_max_groups_is_optimal_against_brute_force(counts, k):
     ends = min_max_groups(np.asarray(counts), k)
@@ -209,7 +209,7 @@ def _sample(seed: int, skew: float, n: int = 2000) -> KeySample:
     return KeySample.from_keys([f"key-{int(i)}".encode() for i in ids])
 
 
-@settings(max_examples=120, deadline=None)
+@settings(deadline=None)
 @given(sharing_cases())
 def test_ranges_tile_the_hash_space_one_member_each_and_every_key_has_one_owner(case):
     members, topics, flagged, subs, seed, skew, capacity = case

@@ -84,7 +84,7 @@ def histories(draw):
     return key_hash, records, layouts
 
 
-@settings(max_examples=300, deadline=None)
+@settings(deadline=None)
 @given(histories())
 def test_splits_and_merges_process_each_record_once_in_key_order(history):
     key_hash, records, layouts = history

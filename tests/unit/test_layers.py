@@ -8,6 +8,9 @@ cannot hide a cycle or an I/O dependency of the domain.
 from __future__ import annotations
 
 import ast
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "include" / "rebalance_advisor"
@@ -246,3 +249,51 @@ def test_the_name_check_sees_a_clash(tmp_path: Path) -> None:
         "modules": {"spec": ["pkg/a/spec.py", "pkg/b/spec.py"]},
         "classes": {"Member": ["pkg/a/spec.py", "pkg/b/spec.py"]},
     }
+
+
+#: what importing the domain must not load at run time (a Spark executor imports the domain in every
+#: Python worker): the Kafka client and the other I/O libraries, and the package's outer layers
+RUNTIME_FORBIDDEN = ("confluent_kafka", "sqlalchemy", "alembic", "pyspark", "airflow", "requests", "httpx")
+_LOADED = """
+import importlib, json, sys
+for name in sys.argv[1:]:
+    importlib.import_module(name)
+print(json.dumps(sorted(sys.modules)))
+"""
+
+
+def _loaded_by(modules: list[str]) -> set[str]:
+    """Every module a fresh interpreter holds after importing ``modules`` (nothing else imported first)."""
+    done = subprocess.run(
+        [sys.executable, "-c", _LOADED, *modules], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    return set(json.loads(done.stdout))
+
+
+def _forbidden_at_run_time(loaded: set[str]) -> list[str]:
+    outer = tuple(f for f in DOMAIN_FORBIDDEN if f.startswith("rebalance_advisor."))
+    return sorted(
+        m
+        for m in loaded
+        if m.split(".")[0] in RUNTIME_FORBIDDEN or m == "rebalance_advisor.publish" or m.startswith(outer)
+    )
+
+
+def test_importing_the_domain_loads_no_kafka_client_at_run_time() -> None:
+    """What the source check cannot see: a domain module importing a package whose ``__init__`` loads
+    confluent-kafka. Every domain module is imported in a fresh interpreter, then sys.modules is read."""
+    domain = sorted(_module_name(p) for p in (PACKAGE / "domain").rglob("*.py"))
+    loaded = _loaded_by(domain)
+    assert set(domain) <= loaded
+    assert _forbidden_at_run_time(loaded) == []
+
+
+def test_the_run_time_check_sees_a_kafka_import() -> None:
+    """The check is not blind: the client's consumer module does load confluent-kafka, and a store module
+    is an outer layer."""
+    loaded = _loaded_by(["rebalance_advisor_client.consumer", "rebalance_advisor.store.models"])
+    found = _forbidden_at_run_time(loaded)
+    assert "confluent_kafka" in found
+    assert "rebalance_advisor.store.models" in found
+    assert "sqlalchemy" in found

@@ -89,13 +89,13 @@ def brute_force_best(data):
     return best
 
 
-@settings(max_examples=150, deadline=None)
+@settings(deadline=None)
 @given(random_groups(identical=True, max_members=3, max_topics=2, max_parts=3))
 def test_lower_bound_never_exceeds_brute_force_optimum(data):
     assert lower_bound_max_lag(parse_group_spec(data)) <= brute_force_best(data)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(deadline=None)
 @given(random_groups())
 def test_lower_bound_below_every_plan(data):
     spec = parse_group_spec(data)

@@ -49,7 +49,7 @@ def by_hand(spec, owners) -> list[int]:
     return out
 
 
-@settings(max_examples=300, deadline=None)
+@settings(deadline=None)
 @given(case=groups_and_owners())
 def test_dense_and_sorted_spreads_agree_with_the_rule(case):
     spec, owners = case

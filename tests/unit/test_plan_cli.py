@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -183,35 +180,6 @@ def test_bad_strategy_option_and_file(tmp_path, capsys):
         and "key=value" in err
         and "cannot read" in err
     )
-
-
-def test_installed_entry_point(tmp_path):
-    exe = shutil.which("rebalance-advisor", path=os.path.dirname(sys.executable)) or shutil.which(
-        "rebalance-advisor"
-    )
-    cmd = [exe] if exe else [sys.executable, "-m", "rebalance_advisor.cli"]
-    env = dict(os.environ)
-    if not exe:
-        env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2] / "include")
-    done = subprocess.run(
-        [*cmd, "plan", "--input", "-", "--strategy", "lag_aware"],
-        input=json.dumps(WORKED),
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout)["assignment"]["C0"] == [["t0", 0]]
-    bad = subprocess.run(
-        [*cmd, "plan", "--input", "-", "--strategy", "range"],
-        input="[]",
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-    )
-    assert bad.returncode == 1 and "Traceback" not in bad.stderr
 
 
 @pytest.mark.parametrize("limit", ["0", "-3", "x", str(2**64)])

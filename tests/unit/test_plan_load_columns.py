@@ -1,4 +1,4 @@
-"""The load prediction ``plans`` lists for each plan (issue 13): read from the stored metrics JSON."""
+"""The load prediction ``plans`` lists for each plan: read from the stored metrics JSON."""
 
 from __future__ import annotations
 

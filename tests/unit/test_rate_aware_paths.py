@@ -57,7 +57,7 @@ def both_paths(fn):
     return fast, slow
 
 
-@settings(max_examples=300, deadline=None)
+@settings(deadline=None)
 @given(spec=rated_groups(), horizon=st.sampled_from([None, 60.0, 900.0]))
 def test_rate_aware_plain_python_equals_numpy(spec, horizon):
     fast, slow = both_paths(lambda: rate_aware.owners(spec, horizon_s=horizon))
@@ -65,7 +65,7 @@ def test_rate_aware_plain_python_equals_numpy(spec, horizon):
     assert (fast[spec.assignable] >= 0).all()
 
 
-@settings(max_examples=300, deadline=None)
+@settings(deadline=None)
 @given(
     spec=rated_groups(),
     budget=st.sampled_from([None, 0, 1, 3]),

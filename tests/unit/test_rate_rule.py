@@ -1,4 +1,4 @@
-"""Issue 13: the load model, ``rate_aware``, and the decision rule in time (hand-computed numbers)."""
+"""The load model (docs/architecture.md), ``rate_aware``, and the decision rule in time (hand-computed numbers)."""
 
 from __future__ import annotations
 
@@ -119,7 +119,7 @@ def test_rates_unknown_plan_on_backlog_alone_and_say_so():
     assert r.outcome == "recommended" and "no produce rates known yet: planned on backlog alone" in r.reason
 
 
-# ---- the six defects of issue 13 ----------------------------------------------------------
+# ---- six defects of the first rule in time ----------------------------------------------------------
 
 
 def test_defect1_dominant_backlog_deadlock_is_overload():

@@ -1,4 +1,4 @@
-"""Session 3 refinements of the rule in time (issue 13): partial overload relief is not blocked by
+"""Refinements of the rule in time (docs/concepts/decision-rules.md): partial overload relief is not blocked by
 the payback rule, and the fewest-handover plan within ``min_improvement`` of the best is the one
 recommended. Numbers worked out by hand in each test."""
 

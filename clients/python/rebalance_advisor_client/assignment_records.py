@@ -9,7 +9,7 @@ One compacted record per (group, member) holds that member's partitions at an ep
   (1; absent in records written before it existed), ``epoch`` a positive integer, ``plan_id`` a
   string, ``published_at`` ISO-8601 UTC
 
-Version 2 (key-range sharing, issue 15) adds ``"ranges": [{"topic", "partition", "hash_lo",
+Version 2 (key-range sharing) adds ``"ranges": [{"topic", "partition", "hash_lo",
 "hash_hi"}]``: key ranges ``[hash_lo, hash_hi)`` of the positive murmur2 key hash (``key_hash``) of
 partitions the plan split; the member reads such a partition and keeps only the records whose key
 hash lies in its range. A record without ranges is still written as version 1, so helpers that

@@ -3,8 +3,8 @@
 Kafka's Java client places a keyed record on ``toPositive(murmur2(key)) % numPartitions``, where
 ``murmur2`` is ``org.apache.kafka.common.utils.Utils.murmur2`` over the serialized key bytes
 (MurmurHash2, 32-bit, seed ``0x9747b28c``) and ``toPositive`` clears the sign bit. Key ranges
-(issue 15) cut the same positive 31-bit value, so a range member and the partitioner agree on
-what a key's hash is: the hash space is ``[0, HASH_SPACE)`` with ``HASH_SPACE = 2**31``.
+cut the same positive 31-bit value, so a range member and the partitioner agree on what a key's
+hash is: the hash space is ``[0, HASH_SPACE)`` with ``HASH_SPACE = 2**31``.
 
 A record consumer sees a few hundred records per poll, so the hash runs over a whole batch at
 once: the keys are packed row-wise into a zero-padded 2-D ``uint8`` array, read as little-endian
@@ -117,11 +117,6 @@ def default_partitions(keys: Sequence[bytes], num_partitions: int) -> np.ndarray
     if num_partitions < 1:
         raise ValueError(f"num_partitions must be >= 1, got {num_partitions}")
     return positive_hashes(keys) % num_partitions
-
-
-def in_range(hashes: np.ndarray, lo: int, hi: int) -> np.ndarray:
-    """Mask of hashes inside the half-open key range ``[lo, hi)``."""
-    return (hashes >= lo) & (hashes < hi)
 
 
 def select_in_range(records: Sequence[R], lo: int, hi: int) -> list[R]:

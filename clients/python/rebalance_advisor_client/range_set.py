@@ -1,4 +1,4 @@
-"""The key ranges one AssignedConsumer holds (assignment record format 2, issue 15).
+"""The key ranges one AssignedConsumer holds (assignment record format 2, assignment_records.py).
 
 :class:`AssignedConsumer` hands the ranges of each new epoch to :meth:`RangeSet.apply`; this keeps
 one :class:`~rebalance_advisor_client.range_member.RangeMember` per held range (its own consumer,

@@ -19,7 +19,6 @@ belongs to one group or topic (not authorized, group gone, topic deleted) is rec
 
 from __future__ import annotations
 
-import collections
 import concurrent.futures
 import logging
 import threading
@@ -34,6 +33,7 @@ from rebalance_advisor_client.key_ranges import parse_range_group
 
 from rebalance_advisor.adapters import LIBRDKAFKA_LOG
 from rebalance_advisor.adapters.kafka_acls import is_authorization_error, missing_acl
+from rebalance_advisor.adapters.record_timestamps import read_record_timestamps
 from rebalance_advisor.adapters.share_groups import ShareGroupReader, ShareGroupsRead
 from rebalance_advisor.domain.safe_regex import SafeRegex, compile_safe_regex
 from rebalance_advisor.domain.snapshot_model import (
@@ -121,7 +121,7 @@ class GroupFilter:
 
     def accepts(self, group_id: str) -> bool:
         """A derived key-range group (``<parent>.keyrange.<lo>-<hi>``) is judged by its parent's id:
-        the snapshot folds it into the parent, whose lag it is (issue 15)."""
+        the snapshot folds it into the parent, whose lag it is (domain/key_range_groups.py)."""
         parsed = parse_range_group(group_id)
         if parsed is not None:
             group_id = parsed[0]
@@ -406,21 +406,28 @@ class _Collector:
             )
             time.sleep(min(pause, left))
             pause = min(pause * 2, 1.0)
-            gone = self._deleted_topics({t for failed in retry for (t, _), _ in failed})
-            todo = []
-            for failed in retry:
-                keep = []
-                for (topic, partition), error in failed:
-                    if topic in gone:
-                        self.record("log_offsets", error, topic=topic, partition=partition)
-                    else:
-                        keep.append((topic, partition))
-                todo.append(keep)
+            todo = self._still_wanted(retry)
             retry = [[] for _ in specs]
         for failed in retry:
             for (topic, partition), error in failed:
                 self.record("log_offsets", error, topic=topic, partition=partition)
         return found_all
+
+    def _still_wanted(
+        self, retry: list[list[tuple[tuple[str, int], BaseException]]]
+    ) -> list[list[tuple[str, int]]]:
+        """The partitions to ask again (per spec): those of a topic deleted meanwhile are recorded instead."""
+        gone = self._deleted_topics({t for failed in retry for (t, _), _ in failed})
+        todo = []
+        for failed in retry:
+            keep = []
+            for (topic, partition), error in failed:
+                if topic in gone:
+                    self.record("log_offsets", error, topic=topic, partition=partition)
+                else:
+                    keep.append((topic, partition))
+            todo.append(keep)
+        return todo
 
     def _deleted_topics(self, topics: set[str]) -> set[str]:
         """Which of ``topics`` the cluster's metadata no longer has."""
@@ -430,10 +437,10 @@ class _Collector:
             return set()
         return {t for t in topics if t not in metadata.topics}
 
-    def _list_offsets_once(
-        self, todo: list[list[tuple[str, int]]], specs: list[tuple[Any, Any]], found_all: list[dict]
-    ) -> list[list[tuple[tuple[str, int], BaseException]]]:
-        """One round of ListOffsets over ``todo`` (per spec); fills ``found_all``, returns the retriable failures."""
+    def _request_offsets(
+        self, todo: list[list[tuple[str, int]]], specs: list[tuple[Any, Any]]
+    ) -> list[list[tuple[list[tuple[str, int]], Any]]]:
+        """Per spec, (chunk, future) of ListOffsets calls of LIST_OFFSETS_CHUNK partitions, spread over the admins."""
         requested: list[list[tuple[list[tuple[str, int]], Any]]] = []
         calls = 0
         for (spec, isolation), wanted in zip(specs, todo, strict=True):
@@ -444,6 +451,13 @@ class _Collector:
                 calls += 1
                 chunks.append((chunk, _list_offsets(admin, chunk, spec, isolation, self.timeout)))
             requested.append(chunks)
+        return requested
+
+    def _list_offsets_once(
+        self, todo: list[list[tuple[str, int]]], specs: list[tuple[Any, Any]], found_all: list[dict]
+    ) -> list[list[tuple[tuple[str, int], BaseException]]]:
+        """One round of ListOffsets over ``todo`` (per spec); fills ``found_all``, returns the retriable failures."""
+        requested = self._request_offsets(todo, specs)
         self.wait_all((f for chunks in requested for _, f in chunks), "listing log offsets")
         retry: list[list[tuple[tuple[str, int], BaseException]]] = []
         for chunks, found in zip(requested, found_all, strict=True):
@@ -527,32 +541,36 @@ def _list_offsets(admin: Any, chunk: list[tuple[str, int]], spec: Any, isolation
     if raw is None:
         if isolation is not None:
             kwargs["isolation_level"] = isolation
-        per_partition = admin.list_offsets({TopicPartition(t, p): spec for t, p in chunk}, **kwargs)
-        future: concurrent.futures.Future = concurrent.futures.Future()
-        future.set_running_or_notify_cancel()
-        remaining = [len(per_partition)]
-        lock = threading.Lock()
-
-        def gather(_done: Any) -> None:
-            with lock:
-                remaining[0] -= 1
-                if remaining[0]:
-                    return
-            results: dict[Any, Any] = {}
-            for tp, f in per_partition.items():
-                error = f.exception()
-                results[tp] = error if error is not None else f.result()
-            future.set_result(results)
-
-        for f in per_partition.values():
-            f.add_done_callback(gather)
-        return future
+        return _gathered(admin.list_offsets({TopicPartition(t, p): spec for t, p in chunk}, **kwargs))
     if isolation is not None:
         kwargs["isolation_level_value"] = isolation.value
     value = int(spec._value)
     future = concurrent.futures.Future()
     future.set_running_or_notify_cancel()
     raw(admin, [TopicPartition(t, p, value) for t, p in chunk], future, **kwargs)
+    return future
+
+
+def _gathered(per_partition: dict[Any, concurrent.futures.Future]) -> concurrent.futures.Future:
+    """One future of {TopicPartition: result or error} done when every per-partition future is."""
+    future: concurrent.futures.Future = concurrent.futures.Future()
+    future.set_running_or_notify_cancel()
+    remaining = [len(per_partition)]
+    lock = threading.Lock()
+
+    def gather(_done: Any) -> None:
+        with lock:
+            remaining[0] -= 1
+            if remaining[0]:
+                return
+        results: dict[Any, Any] = {}
+        for tp, f in per_partition.items():
+            error = f.exception()
+            results[tp] = error if error is not None else f.result()
+        future.set_result(results)
+
+    for f in per_partition.values():
+        f.add_done_callback(gather)
     return future
 
 
@@ -599,179 +617,6 @@ def _members(description: Any, keep_topic: Callable[[str], bool]) -> tuple[Group
     return tuple(members)
 
 
-#: ``max.partition.fetch.bytes`` of the time-lag reader: the broker still returns the whole first
-#: record batch at the offset (it does not split batches), so a fetch costs one batch per partition.
-RECORD_FETCH_BYTES = 1024
-#: ``fetch.queue.backoff.ms`` of the time-lag reader. It keeps at most one record queued per
-#: partition (``queued.min.messages=1``), and librdkafka's default 1,000 ms back-off after a
-#: "queue full" partition made each partition wait a second for its turn: the demo's 117 lagging
-#: offsets took the whole 30 s budget. 0 ms: 0.6 s wall, 0.26 s CPU (10 ms: 0.95 s, 0.18 s CPU).
-RECORD_QUEUE_BACKOFF_MS = 0
-
-
-def _lagging_offsets(
-    committed: list[CommittedOffset], partitions: list[PartitionOffsets], isolation: str
-) -> dict[tuple[str, int], set[int]]:
-    """(topic, partition) -> its committed offsets with lag (log-start <= c < end)."""
-    isolated = isolation == "read_committed"
-    ends = {
-        (p.topic, p.partition): (p.log_start_offset, p.last_stable_offset if isolated and
-                                 p.last_stable_offset is not None else p.log_end_offset)
-        for p in partitions
-    }  # fmt: skip
-    lagging: dict[tuple[str, int], set[int]] = {}
-    for c in committed:
-        start, end = ends.get((c.topic, c.partition), (None, None))
-        if end is not None and c.offset < end and (start is None or c.offset >= start):
-            lagging.setdefault((c.topic, c.partition), set()).add(c.offset)
-    return lagging
-
-
-class _TimestampReader:
-    """Reads the timestamp of the first record at or after each lagging committed offset, in a thread.
-
-    One consumer, ``assign()`` only (it joins no group and commits nothing). :meth:`start` assigns
-    every partition with lag at its lowest lagging committed offset (log-start <= c < end; offsets
-    of several groups on one partition deduplicated, taken in offset order). A record at offset o
-    answers every open offset <= o; a partition with open offsets left is then moved to the next
-    one (all such partitions in one call per poll), or paused when none is left. A lagging offset
-    costs at most one fetch of one batch. What is not answered within the budget (or has no record:
-    compacted away, only aborted transactions) is left out; the time lag then falls back to lag /
-    produce rate. The consumer is closed in the reading thread once the answer is handed over.
-
-    Measured at 500 groups / 19,000 partitions (19,103 lagging offsets), load 20-23: reading every
-    committed offset while the log offsets were listed (most are at or past the log end) made the
-    pass 3.8x one without time lag, against 1.8x for reading the lagging ones afterwards; moving
-    partitions one seek at a time to offsets past the log end cost 100 s.
-    """
-
-    def __init__(self, conf: dict[str, Any], isolation: str) -> None:
-        from confluent_kafka import Consumer
-
-        self.found: dict[tuple[str, int, int], int] = {}
-        self.thread: threading.Thread | None = None
-        self.lagging: dict[tuple[str, int], set[int]] = {}
-        self.read = threading.Event()  # the answer is complete (the consumer may still be closing)
-        self.error: BaseException | None = None
-        self.consumer = Consumer(
-            {
-                **conf,
-                "group.id": "rebalance-advisor-time-lag",  # never joined or committed: assign() only
-                "enable.auto.commit": False,
-                "enable.auto.offset.store": False,
-                "auto.offset.reset": "error",  # never read from elsewhere than the offset asked for
-                "enable.partition.eof": True,
-                "isolation.level": isolation,
-                "max.partition.fetch.bytes": RECORD_FETCH_BYTES,
-                "fetch.wait.max.ms": 10,
-                "queued.min.messages": 1,
-                "fetch.queue.backoff.ms": RECORD_QUEUE_BACKOFF_MS,
-            },
-            logger=LIBRDKAFKA_LOG,
-        )
-
-    def start(
-        self,
-        committed: list[CommittedOffset],
-        partitions: list[PartitionOffsets],
-        isolation: str,
-        budget_s: float,
-    ) -> None:
-        wanted = self.lagging = _lagging_offsets(committed, partitions, isolation)
-        pending = {tp: collections.deque(sorted(offsets)) for tp, offsets in wanted.items()}
-        self.thread = threading.Thread(
-            target=self._run,
-            args=(pending, time.monotonic() + budget_s),
-            name="snapshot-time-lag",  # not a daemon: the interpreter waits for the close at exit
-        )
-        self.thread.start()
-
-    def _run(self, pending: dict[tuple[str, int], collections.deque[int]], deadline: float) -> None:
-        try:
-            self._read(pending, deadline)
-        except BaseException as error:  # re-raised in the caller's thread
-            self.error = error
-        finally:
-            self.read.set()
-            # Unassigning 19,000 partitions takes the consumer a second or two: the pass does not wait.
-            self.consumer.close()
-
-    def _read(self, pending: dict[tuple[str, int], collections.deque[int]], deadline: float) -> None:
-        from confluent_kafka import KafkaError, TopicPartition
-
-        consumer, found = self.consumer, self.found
-        eof = KafkaError._PARTITION_EOF
-        if pending:
-            consumer.assign([TopicPartition(t, p, offsets[0]) for (t, p), offsets in pending.items()])
-        move: set[tuple[str, int]] = set()  # partitions whose open offsets moved on
-        while pending and (left := deadline - time.monotonic()) > 0:
-            done: list[tuple[str, int]] = []
-            for message in consumer.consume(num_messages=10_000, timeout=min(0.1, left)):
-                key = (message.topic(), message.partition())
-                offsets = pending.get(key)
-                if not offsets:
-                    continue  # answered already (a record fetched before the pause took effect)
-                error = message.error()
-                if error is None:
-                    offset = message.offset()
-                    if offset < offsets[0]:
-                        continue  # before the open offset (a batch is fetched from its start)
-                    stamp = message.timestamp()[1]
-                    while offsets and offsets[0] <= offset:
-                        found[(key[0], key[1], offsets.popleft())] = stamp
-                elif error.code() == eof:
-                    offsets.clear()  # no record at or after the open offsets (yet)
-                elif not error.retriable():
-                    offsets.popleft()  # e.g. out of range: the log start passed it meanwhile
-                else:
-                    continue
-                if offsets:
-                    move.add(key)
-                else:
-                    del pending[key]
-                    move.discard(key)
-                    done.append(key)
-            if done:
-                consumer.pause([TopicPartition(t, p) for t, p in done])
-            if move:
-                moved = [key for key in move if key in pending]
-                consumer.incremental_unassign([TopicPartition(t, p) for t, p in moved])
-                consumer.incremental_assign([TopicPartition(t, p, pending[(t, p)][0]) for t, p in moved])
-                move.clear()
-
-    def result(self, committed: list[CommittedOffset]) -> dict[tuple[str, str, int], int]:
-        """(group, topic, partition) -> timestamp (ms) of the first record at or after the committed
-        offset, for every committed offset with lag (log-start <= c < end); waits for the reads."""
-        lagging = self.lagging
-        if self.thread is not None:
-            self.read.wait()
-        if self.error is not None:
-            raise self.error
-        return {
-            (c.group_id, c.topic, c.partition): stamp
-            for c in committed
-            if c.offset in lagging.get((c.topic, c.partition), ())
-            and (stamp := self.found.get((c.topic, c.partition, c.offset))) is not None
-        }
-
-
-def _record_timestamps(
-    conf: dict[str, Any],
-    committed: list[CommittedOffset],
-    partitions: list[PartitionOffsets],
-    isolation: str,
-    budget_s: float,
-) -> dict[tuple[str, str, int], int]:
-    """(group, topic, partition) -> timestamp (ms) of the first record at or after the committed
-    offset, for every committed offset with lag, as far as ``budget_s`` allows (:class:`_TimestampReader`)."""
-    try:
-        reader = _TimestampReader(conf, isolation)
-    except Exception as error:  # a property the admin client took but a consumer refuses
-        raise AdvisorError(f"invalid Kafka client config for the time-lag reader: {error}") from error
-    reader.start(committed, partitions, isolation, budget_s)
-    return reader.result(committed)
-
-
 def collect(
     bootstrap_servers: str,
     client_config: dict[str, str] | None = None,
@@ -786,117 +631,175 @@ def collect(
     pass's CPU time (pausing it: 0.76 s -> 0.54 s wall). The caller's setting is restored.
     """
     with gc_paused():
-        return _collect(bootstrap_servers, client_config, options, on_stage)
+        return _SnapshotPass(bootstrap_servers, client_config, options or SnapshotOptions(), on_stage).build()
 
 
-def _collect(
-    bootstrap_servers: str,
-    client_config: dict[str, str] | None,
-    options: SnapshotOptions | None,
-    on_stage: Callable[[str], None] | None,
-) -> Snapshot:
-    from confluent_kafka import IsolationLevel
-    from confluent_kafka.admin import AdminClient, OffsetSpec
+class _SnapshotPass:
+    """One pass as named steps, in the order :meth:`build` reads; each step ends a stage that
+    ``on_stage`` hears of (``listed``, ``requested``, ``described``, ``committed``, ``log_offsets``,
+    ``record_timestamps``, ``share_groups``: bench/snapshot.py times them).
 
-    options = options or SnapshotOptions()
-    conf: dict[str, Any] = {**(client_config or {}), "bootstrap.servers": bootstrap_servers}
-    conf.setdefault("socket.timeout.ms", int(options.timeout_s * 1000))
-    logger = LIBRDKAFKA_LOG
-    connection_errors = ConnectionErrors()
-    try:
-        admins = [
-            AdminClient({**conf, "error_cb": connection_errors}, logger=logger)
-            for _ in range(max(1, options.connections))
-        ]
-    except Exception as error:  # bad property names or values in the client config
-        raise AdvisorError(f"invalid Kafka client config: {error}") from error
-    stage = on_stage or (lambda _name: None)
-    include_internal = options.include_internal_topics
+    The share groups are read by Kafka's Java AdminClient in a thread from the start; the cluster
+    metadata in a thread while every group's describe and offset fetch are in flight together.
+    """
 
-    started = time.monotonic()
-    share_reader = ShareGroupReader(conf, options.timeout_s) if options.share_groups else None
-    c = _Collector(admins, bootstrap_servers, options, connection_errors)
-    unmatched: NoGroupMatched | None = None
-    try:
-        group_ids = c.list_groups()
-    except NoGroupMatched as no_match:  # the filter may still match a share group
-        if share_reader is None:
-            raise
-        group_ids, unmatched = [], no_match
-    stage("listed")
+    def __init__(
+        self,
+        bootstrap_servers: str,
+        client_config: dict[str, str] | None,
+        options: SnapshotOptions,
+        on_stage: Callable[[str], None] | None,
+    ) -> None:
+        self.bootstrap = bootstrap_servers
+        self.options = options
+        self.conf: dict[str, Any] = {**(client_config or {}), "bootstrap.servers": bootstrap_servers}
+        self.conf.setdefault("socket.timeout.ms", int(options.timeout_s * 1000))
+        connection_errors = ConnectionErrors()
+        admins = _admin_clients(self.conf, options.connections, connection_errors)
+        self.stage = on_stage or (lambda _name: None)
+        self.started = time.monotonic()
+        self.share_reader = ShareGroupReader(self.conf, options.timeout_s) if options.share_groups else None
+        self.c = _Collector(admins, bootstrap_servers, options, connection_errors)
+        #: the group filter matched no consumer group (it may still match a share group)
+        self.unmatched: NoGroupMatched | None = None
+        self.metadata: Any = None
+        self.internal: frozenset[str] = frozenset()
 
-    # Cluster metadata (a blocking call) in a thread while every group's describe and offset fetch
-    # are in flight together, spread over the admin clients.
-    fetched: dict[str, Any] = {}
-
-    def fetch_metadata() -> None:
-        try:
-            fetched["metadata"] = c.metadata()
-            fetched["internal"] = frozenset() if include_internal else c.internal_topics(fetched["metadata"])
-        except BaseException as error:  # re-raised in the caller's thread
-            fetched["error"] = error
-
-    metadata_thread = threading.Thread(target=fetch_metadata, name="snapshot-metadata", daemon=True)
-    metadata_thread.start()
-    described_f = c.describe(group_ids)
-    offsets_f = c.offsets(group_ids)
-    metadata_thread.join()
-    if "error" in fetched:
-        raise fetched["error"]
-    metadata = fetched["metadata"]
-    internal: frozenset[str] = fetched["internal"]
-    cluster_id = metadata.cluster_id
-
-    def keep_topic(topic: str) -> bool:
-        return topic not in internal
-
-    stage("requested")
-
-    groups: list[Group] = []
-    for group_id in group_ids:
-        try:
-            d = c.result(described_f[group_id], "describing groups")
-        except SnapshotAborted:
-            raise
-        except Exception as error:
-            c.record("describe", error, group_id=group_id)
-            continue
-        if getattr(d.state, "name", "") == "DEAD":
-            c.errors.append(SnapshotError("describe", "group was deleted during the snapshot", group_id))
-            continue
-        coordinator = d.coordinator
-        groups.append(
-            Group(
-                group_id=group_id,
-                state=getattr(d.state, "name", str(d.state)).lower(),
-                group_type=_group_type(d),
-                assignor=d.partition_assignor or None,
-                coordinator_id=getattr(coordinator, "id", None),
-                coordinator_host=f"{coordinator.host}:{coordinator.port}" if coordinator else None,
-                members=_members(d, keep_topic),
-            )
+    def build(self) -> Snapshot:
+        group_ids = self.list_groups()
+        self.stage("listed")
+        described_f, offsets_f = self.request_groups(group_ids)
+        self.stage("requested")
+        groups = self.describe(group_ids, described_f)
+        self.stage("described")
+        groups, committed = self.committed_offsets(group_ids, groups, offsets_f)
+        self.stage("committed")
+        taken_at, partitions = self.log_offsets(groups, committed)
+        self.stage("log_offsets")
+        record_timestamps = self.record_timestamps(committed, partitions)
+        self.stage("record_timestamps")
+        share = self.share_groups()
+        self.stage("share_groups")
+        return Snapshot(
+            taken_at=taken_at,
+            bootstrap_servers=self.bootstrap,
+            cluster_id=self.metadata.cluster_id,
+            duration_s=time.monotonic() - self.started,
+            groups=groups + share.groups,
+            committed=committed + share.committed,
+            partitions=partitions,
+            errors=self.c.errors + share.errors,
+            isolation_level=self.isolation,
+            record_timestamps=record_timestamps,
+            share_lags=share.lags,
         )
-    stage("described")
 
-    described = {g.group_id for g in groups}
-    committed: list[CommittedOffset] = []
-    failed_offsets: set[str] = set()
-    for group_id in group_ids:
+    @property
+    def isolation(self) -> str:
+        return "read_committed" if self.options.read_committed else "read_uncommitted"
+
+    def keep_topic(self, topic: str) -> bool:
+        return topic not in self.internal
+
+    def list_groups(self) -> list[str]:
+        """The consumer groups the filter keeps (none, without failing, when it may match a share group)."""
         try:
-            result = c.result(offsets_f[group_id], "fetching committed offsets")
-        except SnapshotAborted:
-            raise
-        except Exception as error:
-            failed_offsets.add(group_id)
-            if group_id in described:
-                c.record("committed_offsets", error, group_id=group_id)
-            continue
-        for tp in result.topic_partitions:
+            return self.c.list_groups()
+        except NoGroupMatched as no_match:
+            if self.share_reader is None:
+                raise
+            self.unmatched = no_match
+            return []
+
+    def request_groups(self, group_ids: list[str]) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Every group's describe and offset fetch in flight (futures), the cluster metadata read meanwhile."""
+        fetched: dict[str, Any] = {}
+
+        def fetch_metadata() -> None:
+            try:
+                fetched["metadata"] = self.c.metadata()
+                internal = self.options.include_internal_topics
+                fetched["internal"] = frozenset() if internal else self.c.internal_topics(fetched["metadata"])
+            except BaseException as error:  # re-raised in the caller's thread
+                fetched["error"] = error
+
+        metadata_thread = threading.Thread(target=fetch_metadata, name="snapshot-metadata", daemon=True)
+        metadata_thread.start()
+        described_f = self.c.describe(group_ids)
+        offsets_f = self.c.offsets(group_ids)
+        metadata_thread.join()
+        if "error" in fetched:
+            raise fetched["error"]
+        self.metadata, self.internal = fetched["metadata"], fetched["internal"]
+        return described_f, offsets_f
+
+    def describe(self, group_ids: list[str], described_f: dict[str, Any]) -> list[Group]:
+        """The described groups; one that failed or was deleted meanwhile is an error of its own."""
+        groups: list[Group] = []
+        for group_id in group_ids:
+            try:
+                d = self.c.result(described_f[group_id], "describing groups")
+            except SnapshotAborted:
+                raise
+            except Exception as error:
+                self.c.record("describe", error, group_id=group_id)
+                continue
+            if getattr(d.state, "name", "") == "DEAD":
+                self.c.errors.append(
+                    SnapshotError("describe", "group was deleted during the snapshot", group_id)
+                )
+                continue
+            coordinator = d.coordinator
+            groups.append(
+                Group(
+                    group_id=group_id,
+                    state=getattr(d.state, "name", str(d.state)).lower(),
+                    group_type=_group_type(d),
+                    assignor=d.partition_assignor or None,
+                    coordinator_id=getattr(coordinator, "id", None),
+                    coordinator_host=f"{coordinator.host}:{coordinator.port}" if coordinator else None,
+                    members=_members(d, self.keep_topic),
+                )
+            )
+        return groups
+
+    def committed_offsets(
+        self, group_ids: list[str], groups: list[Group], offsets_f: dict[str, Any]
+    ) -> tuple[list[Group], list[CommittedOffset]]:
+        """The groups usable for planning (described, offsets read) and their committed offsets."""
+        described = {g.group_id for g in groups}
+        committed: list[CommittedOffset] = []
+        failed: set[str] = set()
+        for group_id in group_ids:
+            try:
+                result = self.c.result(offsets_f[group_id], "fetching committed offsets")
+            except SnapshotAborted:
+                raise
+            except Exception as error:
+                failed.add(group_id)
+                if group_id in described:
+                    self.c.record("committed_offsets", error, group_id=group_id)
+                continue
+            committed.extend(self._committed_of(group_id, result.topic_partitions))
+        # A group whose offsets could not be read is not usable for planning: keep only the error.
+        if failed:
+            groups = [g for g in groups if g.group_id not in failed]
+        if group_ids and not groups:
+            raise self._no_group_read()
+        kept = {g.group_id for g in groups}
+        if len(kept) < len(group_ids):
+            committed = [o for o in committed if o.group_id in kept]
+        return groups, committed
+
+    def _committed_of(self, group_id: str, topic_partitions: list[Any]) -> list[CommittedOffset]:
+        """One group's committed offsets (internal topics left out, per-partition errors recorded)."""
+        committed = []
+        for tp in topic_partitions:
             topic = tp.topic
-            if topic in internal:
+            if topic in self.internal:
                 continue
             if tp.error is not None:
-                c.errors.append(
+                self.c.errors.append(
                     SnapshotError("committed_offsets", str(tp.error), group_id, topic, tp.partition)
                 )
                 continue
@@ -907,79 +810,101 @@ def _collect(
                     group_id, topic, tp.partition, tp.offset, tp.leader_epoch, tp.metadata or None
                 )
             )
-    # A group whose offsets could not be read is not usable for planning: keep only the error.
-    if failed_offsets:
-        groups = [g for g in groups if g.group_id not in failed_offsets]
-    if group_ids and not groups:
-        if c.errors and all(is_authorization_error(e.error_code) for e in c.errors):
-            raise AdvisorError(  # not an outage: retrying will not help, a grant will
-                f"snapshot of {bootstrap_servers} refused: not authorized to read any group; "
-                f"{c.errors[0].reason}. Nothing was stored."
+        return committed
+
+    def _no_group_read(self) -> AdvisorError:
+        """Every group failed: a refusal when each failure was an authorization error, else an outage."""
+        errors = self.c.errors
+        if errors and all(is_authorization_error(e.error_code) for e in errors):
+            return AdvisorError(  # not an outage: retrying will not help, a grant will
+                f"snapshot of {self.bootstrap} refused: not authorized to read any group; "
+                f"{errors[0].reason}. Nothing was stored."
             )
-        raise c.abort("reading groups", f"every group failed: {c.errors[0].reason if c.errors else '?'}")
-    stage("committed")
+        return self.c.abort("reading groups", f"every group failed: {errors[0].reason if errors else '?'}")
 
-    # Every partition of every topic a kept group is assigned or has committed on.
-    kept = {g.group_id for g in groups}
-    if len(kept) < len(group_ids):
-        committed = [o for o in committed if o.group_id in kept]
-    topics = {t for g in groups for m in g.members for t in m.subscribed_topics}
-    topics |= {o.topic for o in committed}
-    wanted: list[tuple[str, int]] = []
-    leaders: dict[tuple[str, int], int] = {}
-    unlisted = c.unlisted_topics({t for t in topics if t not in metadata.topics})
-    for topic in sorted(topics):
-        meta = metadata.topics.get(topic)
-        if meta is None or meta.error is not None:
-            if meta is not None:
-                c.errors.append(SnapshotError("metadata", str(meta.error), topic=topic))
-            elif topic in unlisted:
-                c.record("metadata", unlisted[topic], topic=topic)
-            else:
-                c.errors.append(SnapshotError("metadata", "topic does not exist (deleted?)", topic=topic))
-            continue
-        for partition, pmeta in sorted(meta.partitions.items()):
-            wanted.append((topic, partition))
-            leaders[(topic, partition)] = pmeta.leader
+    def log_offsets(
+        self, groups: list[Group], committed: list[CommittedOffset]
+    ) -> tuple[datetime, list[PartitionOffsets]]:
+        """The snapshot's time and the log offsets of every partition the groups use.
 
-    # The snapshot's time: when the log ends are asked for (the produce rates' Δt between
-    # snapshots, and "now" for the time lag), not when the pass started.
-    taken_at = datetime.now(UTC)
-    # Earliest, latest (and read_committed latest) for every partition: all in flight together.
-    specs: list[tuple[Any, Any]] = [(OffsetSpec.earliest(), None), (OffsetSpec.latest(), None)]
-    if options.read_committed:
-        specs.append((OffsetSpec.latest(), IsolationLevel.READ_COMMITTED))
-    earliest, latest, *rest = c.log_offsets(wanted, specs)
-    stable = rest[0] if rest else {}
-    partitions = [
-        PartitionOffsets(
-            t, p, earliest.get((t, p)), latest.get((t, p)), leaders.get((t, p)), stable.get((t, p))
+        The time is when the log ends are asked for (the produce rates' Δt between snapshots, and
+        "now" for the time lag), not when the pass started. Earliest, latest (and read_committed
+        latest) for every partition: all in flight together.
+        """
+        from confluent_kafka import IsolationLevel
+        from confluent_kafka.admin import OffsetSpec
+
+        wanted, leaders = self._partitions_used(groups, committed)
+        taken_at = datetime.now(UTC)
+        specs: list[tuple[Any, Any]] = [(OffsetSpec.earliest(), None), (OffsetSpec.latest(), None)]
+        if self.options.read_committed:
+            specs.append((OffsetSpec.latest(), IsolationLevel.READ_COMMITTED))
+        earliest, latest, *rest = self.c.log_offsets(wanted, specs)
+        stable = rest[0] if rest else {}
+        partitions = [
+            PartitionOffsets(
+                t, p, earliest.get((t, p)), latest.get((t, p)), leaders.get((t, p)), stable.get((t, p))
+            )
+            for t, p in wanted
+        ]
+        return taken_at, partitions
+
+    def _partitions_used(
+        self, groups: list[Group], committed: list[CommittedOffset]
+    ) -> tuple[list[tuple[str, int]], dict[tuple[str, int], int]]:
+        """Every partition of every topic a kept group is assigned or has committed on, with its leader;
+        a topic missing from the metadata is an error (not authorized, or deleted)."""
+        metadata, errors = self.metadata, self.c.errors
+        topics = {t for g in groups for m in g.members for t in m.subscribed_topics}
+        topics |= {o.topic for o in committed}
+        wanted: list[tuple[str, int]] = []
+        leaders: dict[tuple[str, int], int] = {}
+        unlisted = self.c.unlisted_topics({t for t in topics if t not in metadata.topics})
+        for topic in sorted(topics):
+            meta = metadata.topics.get(topic)
+            if meta is None or meta.error is not None:
+                if meta is not None:
+                    errors.append(SnapshotError("metadata", str(meta.error), topic=topic))
+                elif topic in unlisted:
+                    self.c.record("metadata", unlisted[topic], topic=topic)
+                else:
+                    errors.append(SnapshotError("metadata", "topic does not exist (deleted?)", topic=topic))
+                continue
+            for partition, pmeta in sorted(meta.partitions.items()):
+                wanted.append((topic, partition))
+                leaders[(topic, partition)] = pmeta.leader
+        return wanted, leaders
+
+    def record_timestamps(
+        self, committed: list[CommittedOffset], partitions: list[PartitionOffsets]
+    ) -> dict[tuple[str, str, int], int]:
+        """The time lag's source, when asked for (adapters/record_timestamps.py)."""
+        if not self.options.time_lag:
+            return {}
+        return read_record_timestamps(
+            self.conf, committed, partitions, self.isolation, self.options.timeout_s
         )
-        for t, p in wanted
-    ]
-    stage("log_offsets")
 
-    isolation = "read_committed" if options.read_committed else "read_uncommitted"
-    record_timestamps: dict[tuple[str, str, int], int] = {}
-    if options.time_lag:
-        record_timestamps = _record_timestamps(conf, committed, partitions, isolation, options.timeout_s)
-    stage("record_timestamps")
+    def share_groups(self) -> ShareGroupsRead:
+        """The share groups the filter keeps; the filter matching no group of either kind fails here."""
+        share = (
+            self.share_reader.result(self.options.groups.accepts, self.keep_topic)
+            if self.share_reader
+            else ShareGroupsRead()
+        )
+        if self.unmatched is not None and not share.groups:
+            raise self.unmatched
+        return share
 
-    share = share_reader.result(options.groups.accepts, keep_topic) if share_reader else ShareGroupsRead()
-    if unmatched is not None and not share.groups:
-        raise unmatched
-    stage("share_groups")
 
-    return Snapshot(
-        taken_at=taken_at,
-        bootstrap_servers=bootstrap_servers,
-        cluster_id=cluster_id,
-        duration_s=time.monotonic() - started,
-        groups=groups + share.groups,
-        committed=committed + share.committed,
-        partitions=partitions,
-        errors=c.errors + share.errors,
-        isolation_level=isolation,
-        record_timestamps=record_timestamps,
-        share_lags=share.lags,
-    )
+def _admin_clients(conf: dict[str, Any], connections: int, connection_errors: ConnectionErrors) -> list[Any]:
+    """``connections`` admin clients over ``conf``; a bad property is the caller's config error."""
+    from confluent_kafka.admin import AdminClient
+
+    try:
+        return [
+            AdminClient({**conf, "error_cb": connection_errors}, logger=LIBRDKAFKA_LOG)
+            for _ in range(max(1, connections))
+        ]
+    except Exception as error:  # bad property names or values in the client config
+        raise AdvisorError(f"invalid Kafka client config: {error}") from error

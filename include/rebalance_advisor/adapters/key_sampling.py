@@ -1,4 +1,4 @@
-"""Key samples for key_range: a bounded read of each partition's latest records (issue 15).
+"""Key samples for key_range: a bounded read of each partition's latest records (domain/assignors/key_range.py).
 
 key_range places cut points by observed load, so it needs the key hashes of a partition's recent
 records. This reads at most ``per_partition`` records from the end of each partition (records

@@ -106,6 +106,7 @@ def _seconds_since_latest_snapshot(db_url: str, interval_s: float) -> float:
     """
     from datetime import UTC, datetime
 
+    from rebalance_advisor.domain.timestamps import assume_utc
     from rebalance_advisor.store import db
     from rebalance_advisor.store.snapshots import latest_snapshot_row
 
@@ -113,8 +114,7 @@ def _seconds_since_latest_snapshot(db_url: str, interval_s: float) -> float:
         row = latest_snapshot_row(conn)
     if row is None:
         return 0.0
-    taken_at = row.taken_at if row.taken_at.tzinfo else row.taken_at.replace(tzinfo=UTC)
-    return interval_s - (datetime.now(UTC) - taken_at).total_seconds()
+    return interval_s - (datetime.now(UTC) - assume_utc(row.taken_at)).total_seconds()
 
 
 def _run_dag(bag, dag_id: str, note: str = "") -> None:

@@ -48,9 +48,9 @@ class GroupObservation:
     recent_moves: tuple[RecentMove, ...] = ()
     #: a share group (KIP-932): the broker assigns it, the advisor never plans it
     broker_assigned: bool = False
-    #: flagged members and key samples for key_range (issue 15; domain/key_range_advice.py)
+    #: flagged members and key samples for key_range (domain/key_range_advice.py)
     key_sharing: KeySharingInputs | None = None
-    #: the key ranges of the group's latest published plan (issue 15; domain/key_range_advice.py)
+    #: the key ranges of the group's latest published plan (domain/key_range_advice.py)
     current_ranges: tuple[CurrentRange, ...] = ()
     #: members whose capacity is an estimate (``snapshot_model.ESTIMATED_CAPACITY_SOURCES``): never
     #: seen saturated, so they may be faster than the estimate (group_planning's capacity probe)
@@ -93,7 +93,7 @@ class ChosenPlan:
     equivalent_strategies: tuple[str, ...] = ()
     assignments: tuple[tuple[str, str, int, int], ...] = ()
     members: MemberLoad | None = None  # the load model per member (no pause charged)
-    #: key ranges of split partitions (key_range, issue 15): (member, topic, partition, lag,
+    #: key ranges of split partitions (key_range, domain/assignors/key_range.py): (member, topic, partition, lag,
     #: hash_lo, hash_hi), half-open [hash_lo, hash_hi) of the positive murmur2 key hash
     key_ranges: tuple[tuple[str, str, int, int, int, int], ...] = ()
 

@@ -30,6 +30,11 @@ The rule is in *time* when capacities are known (the load model, ``load_model``)
   load: the receiving member's backlog grows by rate x ``handover_cost_s``.
 - ``cooldown_minutes`` (default 0, off): the old fixed silence after a standing plan, kept for runs
   that ask for it; outcome ``held_by_cooldown``.
+- **rescues** (:class:`Rescue`, the order in :mod:`rebalance_advisor.domain.rescues`): while the
+  outcome is ``no_better_plan``, the next rescue makes its plan. One judged by the rules joins the
+  candidates and the rules run again: taken when it is chosen (its reason appended) or when the
+  outcome changes. A trial (:func:`trial_allowed`) needs a move budget of one handover and is
+  recommended when it moves nothing back. A rescue that does not help may say why in the reason.
 
 Outcomes: ``error``, ``no_members``, ``idle``, ``balanced``, then for flagged groups
 ``recommended``, ``held_by_hysteresis`` (a better plan exists but moves partitions back),
@@ -46,8 +51,10 @@ than a sticky plan is not worth its extra handovers.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -117,6 +124,19 @@ class Decision:
     chosen: CandidatePlan | None = None
     plan_status: str | None = None  # "recommended", "skipped" or None (no plan row)
     best: CandidatePlan | None = field(default=None)  # best candidate, stored or not
+
+
+@dataclass(frozen=True)
+class Rescue:
+    """A plan tried only while the outcome is ``no_better_plan`` (module docstring, "rescues")."""
+
+    name: str
+    #: makes and measures the plan (only when tried): the candidate and why, or None (nothing to try)
+    attempt: Callable[[], tuple[CandidatePlan, str] | None]
+    #: judged by the trial rule (:func:`trial_allowed`), not by the improvement rules
+    trial: bool = False
+    #: why nothing helps, for the reason of an outcome it leaves at ``no_better_plan`` (None: nothing to say)
+    explain: Callable[[], str | None] = lambda: None
 
 
 def seconds(value: float | None) -> str:
@@ -303,6 +323,12 @@ def fewest_moves_near_best(
     return min(close, key=lambda c: (c.moves, rank_key(c)))
 
 
+def trial_allowed(candidate: CandidatePlan, forced: int, move_budget: int | None) -> bool:
+    """The trial rule: a trial hands over one partition (the budget must allow one) and never moves a
+    partition back to an owner it just left (it would undo a move to learn nothing)."""
+    return within_move_budget(1, forced, move_budget) and candidate.moves_back == 0
+
+
 # ---- the decision -------------------------------------------------------------------------
 
 
@@ -314,8 +340,63 @@ def decide(
     forced_handovers: int = 0,
     standing: StandingPlan | None = None,
     now: datetime | None = None,
+    rescues: Sequence[Rescue] = (),
 ) -> Decision:
-    """Apply the rules of the module docstring to a group that has members and a valid spec."""
+    """Apply the rules of the module docstring to a group that has members and a valid spec; while
+    the outcome is ``no_better_plan``, try the ``rescues`` in order."""
+    rules = functools.partial(
+        _judge, state, thresholds=thresholds, forced=forced_handovers, standing=standing, now=now
+    )
+    decision = rules(candidates)
+    tried = list(candidates)
+    for rescue in rescues:
+        if decision.outcome != "no_better_plan":
+            break
+        decision = _rescued(decision, rescue, tried, rules, forced_handovers, thresholds)
+    return decision
+
+
+def _rescued(
+    decision: Decision,
+    rescue: Rescue,
+    tried: list[CandidatePlan],
+    rules: Callable[[Sequence[CandidatePlan]], Decision],
+    forced: int,
+    thresholds: Thresholds,
+) -> Decision:
+    """``decision`` (a ``no_better_plan``) after ``rescue`` is tried (module docstring, "rescues")."""
+    if rescue.trial and not within_move_budget(1, forced, thresholds.move_budget):
+        return decision
+    made = rescue.attempt()
+    if made is not None:
+        candidate, why = made
+        tried.append(candidate)
+        if rescue.trial:
+            if trial_allowed(candidate, forced, thresholds.move_budget):
+                reason = f"{decision.reason}; {rescue.name}: {why}"
+                decision = Decision("recommended", reason, candidate, "recommended", candidate)
+        else:
+            again = rules(tried)
+            if again.chosen is not None and again.chosen.strategy == rescue.name:
+                decision = dataclasses.replace(again, reason=f"{again.reason}; {rescue.name}: {why}")
+            elif again.outcome != "no_better_plan":
+                decision = again
+    if decision.outcome == "no_better_plan" and (said := rescue.explain()):
+        decision = dataclasses.replace(decision, reason=f"{decision.reason}; {said}")
+    return decision
+
+
+def _judge(
+    state: GroupState,
+    candidates: Sequence[CandidatePlan],
+    *,
+    thresholds: Thresholds,
+    forced: int,
+    standing: StandingPlan | None,
+    now: datetime | None,
+) -> Decision:
+    """The rules of the module docstring over ``candidates``, rescues aside: idle or balanced, else the
+    candidates that fit the budget, improve, are not held back and are repaid, then the plan."""
     note = f" ({state.note})" if state.note else ""
     if is_idle(state, thresholds):
         what = (
@@ -326,16 +407,9 @@ def decide(
         return Decision("idle", what + note)
     reasons = flag_reasons(state, thresholds)
     if not reasons:
-        if state.capacities_known:
-            what = (
-                f"no member overloaded, predicted catch-up {seconds(state.load.max_catch_up_s)} "
-                f"<= target {thresholds.target_catch_up_s:g} s"
-            )
-        else:
-            what = f"load imbalance {state.load_imbalance:.3f} < threshold {thresholds.imbalance_threshold}"
-        return Decision("balanced", what + note)
+        return Decision("balanced", _balanced(state, thresholds) + note)
     flagged = "; ".join(reasons) + note
-    fitting = [c for c in candidates if within_move_budget(c.moves, forced_handovers, thresholds.move_budget)]
+    fitting = [c for c in candidates if within_move_budget(c.moves, forced, thresholds.move_budget)]
     if not fitting:
         fewest = min(candidates, key=lambda c: (c.moves, rank_key(c)), default=None)
         detail = f"; fewest: {fewest.moves} by {fewest.strategy}" if fewest else ""
@@ -343,41 +417,81 @@ def decide(
             "no_better_plan",
             f"{flagged}, but no candidate within move budget {thresholds.move_budget}{detail}",
         )
-    best_overall = best_candidate(fitting)
     worth = {c.strategy: improvement_reason(c, state, thresholds) for c in fitting}
     improving = [c for c in fitting if worth[c.strategy]]
     if not improving:
-        b = best_overall
-        unit = " x usable capacity" if state.capacities_known else " msg/s"  # max_load's unit (load_model)
-        return Decision(
-            "no_better_plan",
-            f"{flagged}, but best ({b.strategy}) does not improve enough: catch-up "
-            f"{seconds(state.load.max_catch_up_s)} -> {seconds(b.load.max_catch_up_s)}, max load "
-            f"{state.load.max_load:,.2f} -> {b.load.max_load:,.2f}{unit}, overloaded {state.load.overloaded} -> "
-            f"{b.load.overloaded} (min improvement {thresholds.min_improvement:.0%})",
-            best=b,
-        )
+        return _not_improved(best_candidate(fitting), state, flagged, thresholds)
     allowed = [c for c in improving if not held_by_hysteresis(c, state.load)]
     paying = [c for c in allowed if repaid(c, state)]
     if not paying:
-        b = best_candidate(improving)
-        if not allowed:
-            return Decision(
-                "held_by_hysteresis",
-                f"{flagged}; best ({b.strategy}: {worth[b.strategy]}) would move {b.moves_back} partition(s) back "
-                f"to an owner they left within {thresholds.hysteresis_window_s:g} s without removing an overload",
-                best=b,
-            )
-        b = best_candidate(allowed)
-        return Decision(
-            "not_repaid",
-            f"{flagged}; best ({b.strategy}: {worth[b.strategy]}) is not repaid within "
-            f"{thresholds.horizon_s:g} s: backlog area {state.load.backlog_area:,.0f} -> "
-            f"{b.load.backlog_area:,.0f} msg*s with {b.moves} handover(s) x {thresholds.handover_cost_s:g} s",
-            best=b,
-        )
+        return _held_back(improving, allowed, worth, state, flagged, thresholds)
     chosen = fewest_moves_near_best(paying, thresholds)
     assert chosen is not None  # paying is not empty
+    return _plan_decision(chosen, worth, state, flagged, thresholds, standing, now)
+
+
+def _balanced(state: GroupState, thresholds: Thresholds) -> str:
+    if state.capacities_known:
+        return (
+            f"no member overloaded, predicted catch-up {seconds(state.load.max_catch_up_s)} "
+            f"<= target {thresholds.target_catch_up_s:g} s"
+        )
+    return f"load imbalance {state.load_imbalance:.3f} < threshold {thresholds.imbalance_threshold}"
+
+
+def _not_improved(b: CandidatePlan, state: GroupState, flagged: str, thresholds: Thresholds) -> Decision:
+    """``no_better_plan``: the best candidate that fits does not improve enough."""
+    unit = " x usable capacity" if state.capacities_known else " msg/s"  # max_load's unit (load_model)
+    return Decision(
+        "no_better_plan",
+        f"{flagged}, but best ({b.strategy}) does not improve enough: catch-up "
+        f"{seconds(state.load.max_catch_up_s)} -> {seconds(b.load.max_catch_up_s)}, max load "
+        f"{state.load.max_load:,.2f} -> {b.load.max_load:,.2f}{unit}, overloaded {state.load.overloaded} -> "
+        f"{b.load.overloaded} (min improvement {thresholds.min_improvement:.0%})",
+        best=b,
+    )
+
+
+def _held_back(
+    improving: list[CandidatePlan],
+    allowed: list[CandidatePlan],
+    worth: dict[str, str | None],
+    state: GroupState,
+    flagged: str,
+    thresholds: Thresholds,
+) -> Decision:
+    """Candidates improve, but the hysteresis rule holds them all, or none is repaid."""
+    if not allowed:
+        b = best_candidate(improving)
+        assert b is not None
+        return Decision(
+            "held_by_hysteresis",
+            f"{flagged}; best ({b.strategy}: {worth[b.strategy]}) would move {b.moves_back} partition(s) back "
+            f"to an owner they left within {thresholds.hysteresis_window_s:g} s without removing an overload",
+            best=b,
+        )
+    b = best_candidate(allowed)
+    assert b is not None
+    return Decision(
+        "not_repaid",
+        f"{flagged}; best ({b.strategy}: {worth[b.strategy]}) is not repaid within "
+        f"{thresholds.horizon_s:g} s: backlog area {state.load.backlog_area:,.0f} -> "
+        f"{b.load.backlog_area:,.0f} msg*s with {b.moves} handover(s) x {thresholds.handover_cost_s:g} s",
+        best=b,
+    )
+
+
+def _plan_decision(
+    chosen: CandidatePlan,
+    worth: dict[str, str | None],
+    state: GroupState,
+    flagged: str,
+    thresholds: Thresholds,
+    standing: StandingPlan | None,
+    now: datetime | None,
+) -> Decision:
+    """``recommended``, or ``held_by_cooldown`` while a standing plan's cool-down runs (never while
+    partitions no member owns have lag or inflow)."""
     change = f"{chosen.strategy}: {worth[chosen.strategy]}, {chosen.moves} handover(s)"
     until = cooldown_until(standing, now, thresholds)
     if (

@@ -2,7 +2,11 @@
 
 :func:`advise_group` is the one pure function the Spark planner (inside ``applyInPandas``), the
 ``plan`` CLI, the benchmarks and the simulator call; it only calls the assignors, metrics and the
-decision rules of :mod:`rebalance_advisor.domain.decisions`. :func:`plan_group` is the same for a
+decision rules of :mod:`rebalance_advisor.domain.decisions`. Its steps: the group as it stands
+(:func:`_current`), every requested strategy's owners (:func:`_strategy_owners`), each measured the
+same way (:class:`_Candidates`), one :func:`decide` that also tries the registered rescues of
+:mod:`rebalance_advisor.domain.rescues` in their order (:func:`_rescues`), the plan to store
+(:func:`_chosen_plan`). :func:`plan_group` is the same for a
 spec *document* (the JSON shape built by :mod:`rebalance_advisor.domain.spec_documents`)::
 
     {"group_id": "g", "members": [...], "partitions": [...],   # parse_group_spec's format
@@ -18,6 +22,8 @@ the others from planning.
 from __future__ import annotations
 
 import dataclasses
+import functools
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -35,13 +41,12 @@ from rebalance_advisor.domain.assignors import get_assignor
 from rebalance_advisor.domain.decisions import (
     Decision,
     GroupState,
+    Rescue,
     Thresholds,
     cooldown_reason,
     cooldown_until,
     decide,
     is_flagged,
-    seconds,
-    within_move_budget,
 )
 from rebalance_advisor.domain.group_spec import (
     GroupSpec,
@@ -51,6 +56,7 @@ from rebalance_advisor.domain.group_spec import (
 )
 from rebalance_advisor.domain.key_range_advice import (
     KeySharingInputs,
+    RangedCandidate,
     current_range_view,
     current_ranges_from_doc,
     range_rows,
@@ -58,13 +64,14 @@ from rebalance_advisor.domain.key_range_advice import (
 )
 from rebalance_advisor.domain.load_model import (
     LoadInputs,
-    catch_up_time,
+    MemberLoad,
     load_inputs,
     member_totals,
     summarize,
-    usable_capacity,
 )
 from rebalance_advisor.domain.metrics import GroupMetrics, compute_metrics, lower_bound_max_lag
+from rebalance_advisor.domain.rescues import RESCUES, Rescuer
+from rebalance_advisor.domain.rescues import catch_up_floor as catch_up_floor  # re-exported
 from rebalance_advisor.domain.snapshot_model import estimated_capacity_members, own_rate_capacity_members
 from rebalance_advisor.domain.timestamps import as_utc
 from rebalance_advisor.errors import AdvisorError
@@ -229,187 +236,211 @@ def group_state(spec: GroupSpec, inputs: LoadInputs, thresholds: Thresholds) -> 
 
 
 def advise_group(observation: GroupObservation, thresholds: Thresholds, now: datetime) -> GroupAdvice:
-    """One group's outcome, numbers and (when a plan is stored) the chosen assignment."""
-    group_id = observation.group_id
+    """One group's outcome, numbers and (when a plan is stored) the chosen assignment: the group as it
+    stands, every requested strategy's plan measured, one decision (rescues included), the plan."""
     spec = observation.spec
     if spec is None:
         outcome = "broker_assigned" if observation.broker_assigned else "no_members"
-        return GroupAdvice(group_id, outcome, observation.note or NO_MEMBERS, observation.total_lag)
-    total_lag = int(spec.lag.sum())
+        return GroupAdvice(
+            observation.group_id, outcome, observation.note or NO_MEMBERS, observation.total_lag
+        )
     thresholds = thresholds.for_rate_interval(observation.rate_interval_s)  # the auto margin, resolved
     try:
-        inputs = optimistic_estimates(
-            spec,
-            load_inputs(spec),
-            thresholds,
-            observation.estimated_capacity & recent_receivers(observation),
-        )
-        bound = lower_bound_max_lag(spec)
-        # key ranges of a published ranged plan: the current state is measured in their range view
-        # (domain/key_range_advice.py), where each range is owned by its member
-        sharing = observation.key_sharing
-        now_spec = spec
-        if observation.current_ranges:
-            samples = sharing.samples if sharing is not None else None
-            now_spec = current_range_view(spec, observation.current_ranges, samples) or spec
-        now_inputs = inputs if now_spec is spec else load_inputs(now_spec)
-        state, current_members = group_state(now_spec, now_inputs, thresholds)
-        current = _rounded(
-            compute_metrics(
-                now_spec, now_spec.owner, bound if now_spec is spec else lower_bound_max_lag(now_spec)
-            )
-        )
-        unowned_lag = int(now_spec.lag[now_spec.owner < 0].sum())
-        # Idle and balanced groups need no candidates: skipping them is most of a quiet cluster's work.
-        settle = not observation.own_rate_capacity
-        owners_by_strategy = (
-            candidate_owners(spec, thresholds, settle) if is_flagged(state, thresholds) else {}
-        )
-        # key_range with the run's samples: measured in its range view (domain/key_range_advice.py)
-        ranged = None
-        if "key_range" in owners_by_strategy and sharing is not None:
-            ranged = ranged_candidate(spec, thresholds, sharing, inputs, observation.current_ranges)
-            owners_by_strategy["key_range"] = ranged.plan.owners
+        current = _current(observation, thresholds)
+        owners, ranged = _strategy_owners(current, observation, thresholds)
     except AdvisorError as error:
-        return GroupAdvice(group_id, "error", f"invalid group spec: {error}", total_lag)
-    metrics_by_strategy: dict[str, GroupMetrics] = {}
-    candidates = []
-    # Strategies often agree (range, sticky and the current owners); the numbers depend on the owners alone.
-    seen: dict[bytes, tuple[GroupMetrics, CandidatePlan]] = {}
-
-    def measure(name: str, o: np.ndarray) -> None:
-        s, so, s_inputs, s_bound = spec, o, inputs, bound
-        key: bytes | None = o.astype(np.int64, copy=False).tobytes()
-        if name == "key_range" and ranged is not None and ranged.plan.ranges:
-            s, so = ranged.view, ranged.view_owners
-            s_inputs, s_bound = load_inputs(s), lower_bound_max_lag(s)
-            key = None  # measured in its range view: never shared with whole-partition plans
-        if key is not None and key in seen:
-            m, same = seen[key]
-            metrics_by_strategy[name] = m
-            candidates.append(dataclasses.replace(same, strategy=name))
-            return
-        handovers = int(np.count_nonzero((so >= 0) & (so != s.owner)))
-        m = dataclasses.replace(_rounded(compute_metrics(s, so, s_bound)), moves=handovers)
-        metrics_by_strategy[name] = m
-        load, _ = summarize(
-            s,
-            so,
-            s_inputs,
-            thresholds.horizon_s,
-            thresholds.handover_cost_s,
-            thresholds.capacity_margin_in_force,
-        )
-        candidates.append(
-            CandidatePlan(
-                name,
-                m.max_member_lag,
-                handovers,
-                m.imbalance,
-                load,
-                moves_back(s, so, observation.recent_moves, now, thresholds.hysteresis_window_s),
-                empty_members(s, so),
-            )
-        )
-        if key is not None:
-            seen[key] = (m, candidates[-1])
-
-    for name, o in owners_by_strategy.items():
-        measure(name, o)
-    forced = int(np.count_nonzero(now_spec.assignable & ~now_spec.owner_valid))
+        return GroupAdvice(observation.group_id, "error", f"invalid group spec: {error}", int(spec.lag.sum()))
+    measured = _Candidates(current, ranged, observation.recent_moves, thresholds, now)
+    for name, o in owners.items():
+        measured.add(name, o)
+    rescues = _rescues(current, measured, observation.estimated_capacity, thresholds)
     decision = decide(
-        state, candidates, thresholds, forced_handovers=forced, standing=observation.standing, now=now
-    )
-    if decision.outcome == "no_better_plan" and state.capacities_known and now_spec is spec:
-        isolated = isolate_backlog(spec, inputs, thresholds, observation.estimated_capacity)
-        if isolated is not None:  # one more candidate, judged by the same rule
-            owners_by_strategy[ISOLATE_BACKLOG] = isolated[0]
-            measure(ISOLATE_BACKLOG, isolated[0])
-            again = decide(
-                state, candidates, thresholds, forced_handovers=forced, standing=observation.standing, now=now
-            )
-            if again.chosen is not None and again.chosen.strategy == ISOLATE_BACKLOG:
-                decision = dataclasses.replace(
-                    again, reason=f"{again.reason}; {ISOLATE_BACKLOG}: {isolated[1]}"
-                )
-            elif again.outcome != "no_better_plan":
-                decision = again
-    if decision.outcome == "no_better_plan" and state.capacities_known and now_spec is spec:
-        floor = catch_up_floor(spec, inputs, thresholds)
-        if floor is not None:  # why nothing improves: what physics allows (catch_up_floor)
-            decision = dataclasses.replace(
-                decision,
-                reason=f"{decision.reason}; on these capacities no plan catches up in under {seconds(floor[0])}: {floor[1]}",
-            )
-    if (
-        decision.outcome == "no_better_plan"
-        and now_spec is spec
-        and within_move_budget(1, forced, thresholds.move_budget)
-    ):
-        probe = capacity_probe(spec, inputs, thresholds, observation.estimated_capacity)
-        if probe is not None:
-            owners, why = probe
-            owners_by_strategy[CAPACITY_PROBE] = owners
-            measure(CAPACITY_PROBE, owners)
-            chosen = candidates[-1]
-            if chosen.moves_back == 0:  # never back to an owner the partition just left
-                decision = Decision(
-                    "recommended",
-                    f"{decision.reason}; {CAPACITY_PROBE}: {why}",
-                    chosen,
-                    "recommended",
-                    chosen,
-                )
-    plan = None
-    reason = decision.reason
-    if decision.chosen is not None and decision.plan_status is not None:
-        name = decision.chosen.strategy
-        is_ranged = name == "key_range" and ranged is not None and bool(ranged.plan.ranges)
-        owners = owners_by_strategy[name]
-        member_ids = spec.member_ids
-        keys = spec.partition_keys
-        lags = spec.lag.tolist()
-        plan = ChosenPlan(
-            strategy=name,
-            status=decision.plan_status,
-            weight=observation.weight,
-            metrics=metrics_by_strategy[name],
-            equivalent_strategies=tuple(
-                sorted(
-                    other
-                    for other, o in owners_by_strategy.items()
-                    if other != name and np.array_equal(o, owners)
-                )
-            ),
-            assignments=tuple(
-                (member_ids[m], keys[k][0], keys[k][1], lags[k])
-                for k, m in enumerate(owners.tolist())
-                if m >= 0
-            ),
-            members=summarize(spec, owners, inputs, thresholds.horizon_s)[1],
-        )
-        if is_ranged:  # whole partitions as above, plus one row per key range; hot keys in the reason
-            plan = dataclasses.replace(
-                plan,
-                key_ranges=range_rows(ranged),
-                members=summarize(
-                    ranged.view, ranged.view_owners, load_inputs(ranged.view), thresholds.horizon_s
-                )[1],
-            )
-            reason = f"{reason}; key_range: {ranged.plan.reason}"
+        current.state, measured.plans, thresholds, forced_handovers=current.forced,
+        standing=observation.standing, now=now, rescues=rescues,
+    )  # fmt: skip
+    plan, reason = _chosen_plan(decision, measured, observation.weight, thresholds)
     return GroupAdvice(
-        group_id=group_id,
+        group_id=observation.group_id,
         outcome=decision.outcome,
         reason=reason,
-        total_lag=total_lag,
-        current=current,
-        unowned_lag=unowned_lag,
-        current_load=state.load,
-        current_members=current_members,
-        candidates=tuple(candidates),
+        total_lag=int(spec.lag.sum()),
+        current=current.metrics,
+        unowned_lag=current.unowned_lag,
+        current_load=current.state.load,
+        current_members=current.members,
+        candidates=tuple(measured.plans),
         best=decision.best,
         plan=plan,
     )
+
+
+@dataclass(frozen=True)
+class _Current:
+    """The group as it stands: its spec and load inputs, and the current assignment measured in the
+    view the rules judge it in (``view``: the published key ranges' view when one is in force,
+    domain/key_range_advice.py; else the spec itself)."""
+
+    spec: GroupSpec
+    inputs: LoadInputs
+    bound: int  # lower_bound_max_lag of the spec
+    view: GroupSpec
+    state: GroupState
+    members: MemberLoad
+    metrics: GroupMetrics
+    unowned_lag: int
+
+    @property
+    def forced(self) -> int:
+        """Handovers no plan can avoid: assignable partitions no valid member owns."""
+        return int(np.count_nonzero(self.view.assignable & ~self.view.owner_valid))
+
+
+def _current(observation: GroupObservation, thresholds: Thresholds) -> _Current:
+    spec = observation.spec
+    assert spec is not None
+    receivers = observation.estimated_capacity & recent_receivers(observation)
+    inputs = optimistic_estimates(spec, load_inputs(spec), thresholds, receivers)
+    bound = lower_bound_max_lag(spec)
+    view = spec
+    if observation.current_ranges:
+        sharing = observation.key_sharing
+        samples = sharing.samples if sharing is not None else None
+        view = current_range_view(spec, observation.current_ranges, samples) or spec
+    state, members = group_state(view, inputs if view is spec else load_inputs(view), thresholds)
+    metrics = _rounded(
+        compute_metrics(view, view.owner, bound if view is spec else lower_bound_max_lag(view))
+    )
+    unowned_lag = int(view.lag[view.owner < 0].sum())
+    return _Current(spec, inputs, bound, view, state, members, metrics, unowned_lag)
+
+
+def _strategy_owners(
+    current: _Current, observation: GroupObservation, thresholds: Thresholds
+) -> tuple[dict[str, np.ndarray], RangedCandidate | None]:
+    """Every requested strategy's owners, for a flagged group (idle and balanced groups need none:
+    skipping them is most of a quiet cluster's work); key_range with the run's key samples."""
+    if not is_flagged(current.state, thresholds):
+        return {}, None
+    owners = candidate_owners(current.spec, thresholds, settle=not observation.own_rate_capacity)
+    sharing = observation.key_sharing
+    if "key_range" not in owners or sharing is None:
+        return owners, None
+    ranged = ranged_candidate(current.spec, thresholds, sharing, current.inputs, observation.current_ranges)
+    owners["key_range"] = ranged.plan.owners
+    return owners, ranged
+
+
+class _Candidates:
+    """Every plan measured the same way, a strategy's or a rescue's: its metrics, load and moves.
+    Strategies often agree (range, sticky and the current owners); the numbers depend on the owners
+    alone, so equal owners are measured once. A ranged key_range plan is measured in its range view."""
+
+    def __init__(
+        self,
+        current: _Current,
+        ranged: RangedCandidate | None,
+        recent_moves: tuple[RecentMove, ...],
+        thresholds: Thresholds,
+        now: datetime,
+    ) -> None:
+        self.current, self.ranged = current, ranged
+        self.recent_moves, self.thresholds, self.now = recent_moves, thresholds, now
+        self.owners: dict[str, np.ndarray] = {}
+        self.metrics: dict[str, GroupMetrics] = {}
+        self.plans: list[CandidatePlan] = []
+        self._seen: dict[bytes, tuple[GroupMetrics, CandidatePlan]] = {}
+
+    def is_ranged(self, name: str) -> bool:
+        return name == "key_range" and self.ranged is not None and bool(self.ranged.plan.ranges)
+
+    def add(self, name: str, owners: np.ndarray) -> CandidatePlan:
+        """Measure strategy ``name``'s ``owners``; the candidate is also kept in :attr:`plans`."""
+        self.owners[name] = owners
+        key: bytes | None = owners.astype(np.int64, copy=False).tobytes()
+        if self.is_ranged(name):
+            key = None  # measured in its range view: never shared with whole-partition plans
+        if key is not None and key in self._seen:
+            metrics, same = self._seen[key]
+            plan = dataclasses.replace(same, strategy=name)
+        else:
+            metrics, plan = self._measure(name, owners)
+            if key is not None:
+                self._seen[key] = (metrics, plan)
+        self.metrics[name] = metrics
+        self.plans.append(plan)
+        return plan
+
+    def _measure(self, name: str, owners: np.ndarray) -> tuple[GroupMetrics, CandidatePlan]:
+        s, so, inputs, bound = self.current.spec, owners, self.current.inputs, self.current.bound
+        if self.is_ranged(name):
+            assert self.ranged is not None
+            s, so = self.ranged.view, self.ranged.view_owners
+            inputs, bound = load_inputs(s), lower_bound_max_lag(s)
+        t = self.thresholds
+        handovers = int(np.count_nonzero((so >= 0) & (so != s.owner)))
+        m = dataclasses.replace(_rounded(compute_metrics(s, so, bound)), moves=handovers)
+        load, _ = summarize(s, so, inputs, t.horizon_s, t.handover_cost_s, t.capacity_margin_in_force)
+        back = moves_back(s, so, self.recent_moves, self.now, t.hysteresis_window_s)
+        return m, CandidatePlan(
+            name, m.max_member_lag, handovers, m.imbalance, load, back, empty_members(s, so)
+        )
+
+
+def _rescues(
+    current: _Current, measured: _Candidates, estimated: frozenset[str], thresholds: Thresholds
+) -> tuple[Rescue, ...]:
+    """The registered rescues (domain/rescues.py, in its order) for this group: each makes its plan only
+    when :func:`decide` tries it, measured like a strategy's. None while key ranges are in force: they
+    plan whole partitions."""
+    if current.view is not current.spec:
+        return ()
+    args = (current.spec, current.inputs, thresholds)
+
+    def attempt(rescuer: Rescuer) -> tuple[CandidatePlan, str] | None:
+        made = rescuer.plan(*args, estimated)
+        return None if made is None else (measured.add(rescuer.name, made[0]), made[1])
+
+    return tuple(
+        Rescue(r.name, functools.partial(attempt, r), r.trial, functools.partial(r.explain, *args))
+        for r in RESCUES
+    )
+
+
+def _chosen_plan(
+    decision: Decision, measured: _Candidates, weight: str, thresholds: Thresholds
+) -> tuple[ChosenPlan | None, str]:
+    """The plan to store (None when the outcome stores none) and the outcome's reason (a ranged plan
+    adds its hot keys)."""
+    if decision.chosen is None or decision.plan_status is None:
+        return None, decision.reason
+    name = decision.chosen.strategy
+    owners = measured.owners[name]
+    spec = measured.current.spec
+    member_ids, keys, lags = spec.member_ids, spec.partition_keys, spec.lag.tolist()
+    plan = ChosenPlan(
+        strategy=name,
+        status=decision.plan_status,
+        weight=weight,
+        metrics=measured.metrics[name],
+        equivalent_strategies=tuple(
+            sorted(
+                other for other, o in measured.owners.items() if other != name and np.array_equal(o, owners)
+            )
+        ),
+        assignments=tuple(
+            (member_ids[m], keys[k][0], keys[k][1], lags[k]) for k, m in enumerate(owners.tolist()) if m >= 0
+        ),
+        members=summarize(spec, owners, measured.current.inputs, thresholds.horizon_s)[1],
+    )
+    ranged = measured.ranged
+    if not measured.is_ranged(name) or ranged is None:
+        return plan, decision.reason
+    # whole partitions as above, plus one row per key range; hot keys in the reason
+    view_members = summarize(ranged.view, ranged.view_owners, load_inputs(ranged.view), thresholds.horizon_s)[
+        1
+    ]
+    plan = dataclasses.replace(plan, key_ranges=range_rows(ranged), members=view_members)
+    return plan, f"{decision.reason}; key_range: {ranged.plan.reason}"
 
 
 def recent_receivers(observation: GroupObservation) -> frozenset[str]:
@@ -427,7 +458,8 @@ def optimistic_estimates(
     its inflow. If it really is slower, it saturates, the next snapshot measures it, and the rule
     acts on the measured value one interval later. Without this, a member that had just been given
     a hot partition (a probe, or a plan) was "relieved" on its estimate the next interval, before it
-    could be measured (bench/closed_loop.py run B: the hot partition went back and forth).
+    could be measured (bench/closed_loop.py, the advisor loop's run: the hot partition went back and
+    forth).
     """
     caps = inputs.capacity
     if caps is None or not estimated:
@@ -442,179 +474,6 @@ def optimistic_estimates(
     raised = np.where(est, np.maximum(caps, need), caps)
     raised.setflags(write=False)
     return dataclasses.replace(inputs, capacity=raised)
-
-
-def catch_up_floor(spec: GroupSpec, inputs: LoadInputs, thresholds: Thresholds) -> tuple[float, str] | None:
-    """The shortest predicted catch-up any plan can reach, and the partition that sets it.
-
-    A backlogged partition p drains at best alone on the subscribed member with the most usable
-    capacity μ: T ≥ lag_p / (μ − λ_p) (a member's T = B / (μ − Λ) with B ≥ lag_p and Λ ≥ λ_p; a
-    handover pause only adds backlog). When the current catch-up is within the minimum improvement
-    of this floor, holding is physics, not a candidate the search missed (bench/closed_loop.py run
-    B: "catch-up 147 s -> 144 s", floor 133 s). None without capacities or backlog.
-    """
-    caps = inputs.capacity
-    if caps is None or not (spec.lag > 0).any():
-        return None
-    usable = usable_capacity(caps, thresholds.capacity_margin_in_force)
-    best = None
-    for part in np.flatnonzero(spec.lag > 0).tolist():
-        members = spec.topic_subscribers[int(spec.topic_index[part])]
-        if len(members) == 0:
-            continue
-        fastest = float(np.max(usable[members]))
-        t = float(
-            catch_up_time(
-                np.array([float(spec.lag[part])]), np.array([inputs.rate[part]]), np.array([fastest])
-            )[0]
-        )
-        if best is None or t > best[0]:
-            topic, number = spec.partition_keys[part]
-            best = (
-                t,
-                f"{topic}-{number}'s lag {int(spec.lag[part]):,} at {inputs.rate[part]:,.1f}/s drains at best "
-                f"on the fastest member ({fastest:,.1f}/s usable)",
-            )
-    return best
-
-
-#: the strategy name of the plan :func:`isolate_backlog` makes
-ISOLATE_BACKLOG = "isolate_backlog"
-
-
-def isolate_backlog(
-    spec: GroupSpec, inputs: LoadInputs, thresholds: Thresholds, estimated: frozenset[str] = frozenset()
-) -> tuple[np.ndarray, str] | None:
-    """Leave the bottleneck member its most backlogged partition alone: its other partitions go, one by
-    one (hottest first), to the member whose predicted catch-up stays the shortest with it (its lag
-    plus a handover pause of production), while that stays below the bottleneck's current catch-up.
-
-    The plan that reaches :func:`catch_up_floor` when the hot partition already sits on the fastest
-    member; the strategies balance load and did not find it (bench/closed_loop.py, an earlier run B:
-    the rule held a group above its target that this plan relieved, and a capacity probe then moved
-    the hot partition off the fastest member). None without capacities, when the bottleneck has no
-    backlog or one partition, or when nothing can move.
-
-    Only measured members (not in ``estimated``) receive: an estimated capacity is a guess, or, for a
-    member that just received a partition, raised to what its current load needs
-    (:func:`optimistic_estimates`), so backlog sent there is predicted to fit when it may not (bench/drain.py medium-50-cap2x, 3 seeds: overloaded 6.1 % -> 12.5 % of the
-    time when estimated members could receive, 6.1 % when they cannot). Testing an estimate is the
-    probe's job.
-    """
-    caps = inputs.capacity
-    if caps is None or spec.num_members < 2:
-        return None
-    usable = usable_capacity(caps, thresholds.capacity_margin_in_force)
-    inflow, backlog = member_totals(spec, spec.owner, inputs.rate)
-    back = backlog.astype(np.float64)
-    t = catch_up_time(back, inflow, usable)
-    worst = int(np.argmax(np.where(backlog > 0, t, -1.0)))
-    held = np.flatnonzero(spec.owner == worst)
-    if backlog[worst] <= 0 or len(held) < 2:
-        return None
-    hot = int(held[np.argmax(spec.lag[held])])
-    if spec.lag[hot] <= 0:
-        return None
-    owners = spec.owner.copy()
-    bound = float(t[worst])
-    moved = 0
-    for q in sorted((int(k) for k in held if k != hot), key=lambda k: -float(inputs.rate[k])):
-        rate = float(inputs.rate[q])
-        extra = float(spec.lag[q]) + rate * thresholds.handover_cost_s
-        members = [
-            int(m)
-            for m in spec.topic_subscribers[int(spec.topic_index[q])]
-            if m != worst and spec.member_ids[int(m)] not in estimated
-        ]
-        if not members:
-            continue
-        after = catch_up_time(back[members] + extra, inflow[members] + rate, usable[members])
-        pick = int(np.argmin(after))
-        if not (after[pick] < bound):
-            continue
-        m = members[pick]
-        owners[q] = m
-        back[m] += extra
-        inflow[m] += rate
-        back[worst] -= float(spec.lag[q])
-        inflow[worst] -= rate
-        moved += 1
-    if not moved:
-        return None
-    topic, number = spec.partition_keys[hot]
-    left = catch_up_time(back[worst : worst + 1], inflow[worst : worst + 1], usable[worst : worst + 1])[0]
-    why = (
-        f"{moved} partition(s) off {spec.member_ids[worst]} (predicted catch-up {seconds(bound)}), so that "
-        f"{topic}-{number} (lag {int(spec.lag[hot]):,}, {inputs.rate[hot]:,.1f}/s) drains faster there "
-        f"({seconds(float(left))})"
-    )
-    return owners, why
-
-
-#: the strategy name of the plan :func:`capacity_probe` makes
-CAPACITY_PROBE = "capacity_probe"
-
-
-def capacity_probe(
-    spec: GroupSpec, inputs: LoadInputs, thresholds: Thresholds, estimated: frozenset[str]
-) -> tuple[np.ndarray, str] | None:
-    """One handover that tests an estimated capacity, when no candidate improves a flagged group.
-
-    The deadlock it breaks (bench/closed_loop.py run B): the member with the longest predicted
-    catch-up holds a hot backlogged partition, and every member that could take it has a capacity
-    that is only an estimate (the group median, or 1.2 x what it consumes), because it has never
-    been saturated, so it is never measured. Every candidate then predicts an overload and the group
-    stays stuck. The probe hands that member's most backlogged partition to the estimated member with
-    the most estimated headroom. If that member is faster than its estimate it drains the backlog;
-    if not, it is saturated with backlog, so the next snapshot measures it and the next plan uses
-    the measured value (and may move the partition back: moving back to remove an overload is
-    allowed). None when the bottleneck member's own capacity is an estimate (it is saturated now,
-    so it is being measured), when it has no backlog, or when no other member is estimated.
-    """
-    caps = inputs.capacity
-    if caps is None or not estimated or spec.num_members < 2:
-        return None
-    est = np.array([m in estimated for m in spec.member_ids])
-    inflow, backlog = member_totals(spec, spec.owner, inputs.rate)
-    usable = usable_capacity(caps, thresholds.capacity_margin_in_force)
-    t = catch_up_time(backlog.astype(np.float64), inflow, usable)
-    worst = int(np.argmax(np.where(backlog > 0, t, -1.0)))
-    if backlog[worst] <= 0 or est[worst] or not (t[worst] > thresholds.target_catch_up_s):
-        return None
-    held = np.flatnonzero(spec.owner == worst)
-    part = int(held[np.argmax(spec.lag[held])])
-    if spec.lag[part] <= 0:
-        return None
-    headroom = np.where(est, usable - inflow, -np.inf)
-    headroom[worst] = -np.inf
-    subscribed = np.zeros(spec.num_members, dtype=bool)
-    subscribed[spec.topic_subscribers[int(spec.topic_index[part])]] = True
-    headroom = np.where(subscribed, headroom, -np.inf)
-    target = int(np.argmax(headroom))
-    if not np.isfinite(headroom[target]):
-        return None
-    owners = spec.owner.copy()
-    owners[part] = target
-    topic, number = spec.partition_keys[part]
-    swap = ""
-    if len(held) == 1:  # not leave it empty (a flag of its own): it takes the target's lightest partition
-        theirs = np.flatnonzero((spec.owner == target) & subscribed_by(spec, worst))
-        if len(theirs):
-            light = int(theirs[np.argmin(inputs.rate[theirs])])
-            owners[light] = worst
-            swap = f", which gives {spec.member_ids[worst]} its lightest partition {spec.partition_keys[light][0]}-{spec.partition_keys[light][1]}"
-    why = (
-        f"{topic}-{number} (lag {int(spec.lag[part]):,}, {inputs.rate[part]:,.1f}/s) from "
-        f"{spec.member_ids[worst]} (predicted catch-up {seconds(float(t[worst]))}) to "
-        f"{spec.member_ids[target]}, whose capacity {caps[target]:,.1f}/s is an estimate (never "
-        f"saturated, so not measured){swap}: it drains the backlog or gets measured"
-    )
-    return owners, why
-
-
-def subscribed_by(spec: GroupSpec, member: int) -> np.ndarray:
-    """Mask of the partitions whose topic ``member`` subscribes to."""
-    return spec.class_topics[int(spec.member_class[member])][spec.topic_index]
 
 
 def hold_back(

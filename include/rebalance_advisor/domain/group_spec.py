@@ -16,12 +16,13 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from functools import cached_property
 from typing import Any
 
 import numpy as np
 
+from rebalance_advisor.domain.timestamps import assume_utc
 from rebalance_advisor.errors import AdvisorError
 from rebalance_advisor.gcpause import gc_paused
 
@@ -139,24 +140,9 @@ class GroupSpec:
         topics, topic_index, part_arr, lag_arr, order = _sorted_partitions(topic, partition, lag)
         rate_arr = None
         if produce_rate is not None:
-            raw = np.asarray([np.nan if r is None else r for r in produce_rate], dtype=np.float64)
-            if raw.shape != order.shape:
-                raise AdvisorError("produce_rate column differs in length from the partitions")
-            rate_arr = raw[order]
-            bad = ~np.isnan(rate_arr) & ~(np.isfinite(rate_arr) & (rate_arr >= 0))
-            if bad.any():
-                k = int(np.flatnonzero(bad)[0])
-                raise AdvisorError(
-                    f"partition {topics[topic_index[k]]}-{part_arr[k]}: produce_rate must be a finite number "
-                    f">= 0 (messages/s), got {rate_arr[k]!r}"
-                )
-            if np.isnan(rate_arr).all():
-                rate_arr = None
+            rate_arr = _rate_column(produce_rate, order, topics, topic_index, part_arr)
         for m in members:
-            if m.capacity is not None and not (math.isfinite(m.capacity) and m.capacity > 0):
-                raise AdvisorError(
-                    f"member {m.member_id!r}: capacity must be a finite number > 0 (messages/s), got {m.capacity!r}"
-                )
+            _check_capacity(m.member_id, m.capacity)
         num_topics = len(topics)
         topic_start = np.searchsorted(topic_index, np.arange(num_topics + 1)).astype(np.int64)
         topic_pos = {t: i for i, t in enumerate(topics)}
@@ -164,17 +150,8 @@ class GroupSpec:
         owner, owner_valid = _resolve_owners(
             members, topic_pos, topic_index, part_arr, member_class, class_topics
         )
-        for arr in (
-            topic_index,
-            part_arr,
-            lag_arr,
-            topic_start,
-            member_class,
-            class_topics,
-            owner,
-            owner_valid,
-            *([] if rate_arr is None else [rate_arr]),
-        ):
+        arrays = (topic_index, part_arr, lag_arr, topic_start, member_class, class_topics, owner, owner_valid)
+        for arr in (*arrays, *([] if rate_arr is None else [rate_arr])):
             arr.setflags(write=False)
         return cls(
             group_id=group_id,
@@ -358,6 +335,27 @@ def _sorted_partitions(
         k = int(np.flatnonzero(dup)[0])
         raise AdvisorError(f"partition {topics[topic_index[k]]}-{part_arr[k]} listed twice")
     return topics, topic_index, part_arr, lag_arr, order
+
+
+def _rate_column(
+    produce_rate: Sequence[float | None] | np.ndarray,
+    order: np.ndarray,
+    topics: tuple[str, ...],
+    topic_index: np.ndarray,
+    part_arr: np.ndarray,
+) -> np.ndarray | None:
+    """The produce rates in the partitions' sorted ``order`` (NaN = unknown); None when none is known."""
+    raw = np.asarray([np.nan if r is None else r for r in produce_rate], dtype=np.float64)
+    if raw.shape != order.shape:
+        raise AdvisorError("produce_rate column differs in length from the partitions")
+    rate_arr = raw[order]
+    bad = ~np.isnan(rate_arr) & ~(np.isfinite(rate_arr) & (rate_arr >= 0))
+    if bad.any():
+        k = int(np.flatnonzero(bad)[0])
+        raise AdvisorError(
+            f"partition {topics[topic_index[k]]}-{part_arr[k]}: {RATE_RULE}, got {rate_arr[k]!r}"
+        )
+    return None if np.isnan(rate_arr).all() else rate_arr
 
 
 def _subscription_classes(
@@ -586,10 +584,7 @@ def _checked_partition_columns(raw_parts: list) -> tuple[list[str], list[int], l
             raise AdvisorError(f"partition {topic}-{number}: lag {lag} is too large")
         rate = p.get("produce_rate")
         if rate is not None and not _is_rate(rate):
-            raise AdvisorError(
-                f"partition {topic}-{number}: produce_rate must be a finite number >= 0 (messages/s) or null, "
-                f"got {rate!r}"
-            )
+            raise AdvisorError(f"partition {topic}-{number}: {RATE_RULE}, got {rate!r}")
         topics.append(topic)
         parts.append(number)
         lags.append(lag)
@@ -623,9 +618,7 @@ def parse_recent_moves(data: Any) -> tuple[RecentMove, ...]:
             when = None
         if when is None:
             raise AdvisorError(f"recent_moves[{j}]: at must be an ISO 8601 time, got {at!r}")
-        if when.tzinfo is None:
-            when = when.replace(tzinfo=UTC)
-        moves.append(RecentMove(topic, number, source, target or "", when))
+        moves.append(RecentMove(topic, number, source, target or "", assume_utc(when)))
     return tuple(moves)
 
 
@@ -637,6 +630,18 @@ def parse_rate_interval(value: Any) -> float | None:
     if not _is_rate(value) or value <= 0:
         raise AdvisorError(f"rate_interval_s must be a finite number of seconds > 0 or null, got {value!r}")
     return float(value)
+
+
+#: the produce-rate rule, one text for the JSON reader and :meth:`GroupSpec.build` (NaN there = unknown)
+RATE_RULE = "produce_rate must be a finite number >= 0 (messages/s) or null"
+
+
+def _check_capacity(member_id: str, capacity: Any) -> None:
+    """The capacity rule, for the JSON reader and :meth:`GroupSpec.build`: null, or a finite number > 0."""
+    if capacity is not None and not (_is_rate(capacity) and capacity > 0):
+        raise AdvisorError(
+            f"member {member_id!r}: capacity must be a finite number > 0 (messages/s) or null, got {capacity!r}"
+        )
 
 
 def _is_rate(value: Any) -> bool:
@@ -685,10 +690,7 @@ def _parse_member(i: int, m: Any) -> Member:
     if generation is not None and not _is_int(generation):
         raise AdvisorError(f"member {member_id!r}: generation must be an integer or null")
     capacity = m.get("capacity")
-    if capacity is not None and not (_is_rate(capacity) and capacity > 0):
-        raise AdvisorError(
-            f"member {member_id!r}: capacity must be a finite number > 0 (messages/s) or null, got {capacity!r}"
-        )
+    _check_capacity(member_id, capacity)
     return Member(
         member_id=member_id,
         group_instance_id=instance,

@@ -14,7 +14,7 @@ owner), so the metrics, the load model and ``decisions.decide`` compare a ranged
 whole-partition ones without knowing about ranges; a range given to a member other than the
 partition's current owner counts as one handover.
 
-The current ranges (a published ranged plan, issue 15): the document's ``current_ranges`` lists each
+The current ranges (a published ranged plan): the document's ``current_ranges`` lists each
 range of the group's latest published plan with its member and how far behind it is (records of
 the partition below the log end its owner has not passed: ``end`` minus the range's progress from
 the derived groups' commits). :func:`current_range_view` is the current assignment in the same

@@ -1,4 +1,4 @@
-"""Key-range groups in a snapshot: fold derived range groups into their parent (issue 15).
+"""Key-range groups in a snapshot: fold derived range groups into their parent (domain/assignors/key_range.py).
 
 A member owning a key range of a partition commits under a derived group
 (``<parent>.keyrange.<lo>-<hi>``, see the client package's ``key_ranges``). For lag and planning

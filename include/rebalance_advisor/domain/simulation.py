@@ -51,7 +51,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, Protocol
@@ -83,7 +83,7 @@ from rebalance_advisor.errors import AdvisorError
 RULE_PLANNERS: tuple[str, ...] = ("current_rule", "rate_aware", "oracle")
 #: every strategy name a scenario or ``simulate --strategy`` accepts.
 SIM_STRATEGIES: tuple[str, ...] = (*dict.fromkeys((*ASSIGNORS, *RULE_PLANNERS)),)
-#: the advisor's rule before issue 13: lag-only candidates, a 30-minute cool-down, no hysteresis.
+#: the advisor's rule before the load model: lag-only candidates, a 30-minute cool-down, no hysteresis.
 LAG_STRATEGIES: tuple[str, ...] = ("range", "roundrobin", "sticky", "lag_aware", "lag_aware_sticky")
 CURRENT_RULE = Thresholds(cooldown_minutes=30.0, strategies=LAG_STRATEGIES, hysteresis_window_s=0.0)
 #: the rate-aware advisor: its strategies under the rule in time (other knobs at their defaults).
@@ -552,14 +552,8 @@ def _eligibility(obs: Observation) -> np.ndarray:
     return sub[:, tix].T
 
 
-#: extra planners registered by other modules (e.g. the rate-aware advisor): name -> factory.
-EXTRA_PLANNERS: dict[str, Callable[[Scenario], Planner]] = {}
-
-
 def make_planner(name: str, scenario: Scenario) -> Planner:
     """A fresh planner (planners keep state such as the standing plan) for one run."""
-    if name in EXTRA_PLANNERS:
-        return EXTRA_PLANNERS[name](scenario)
     if name == "current_rule":
         return AdvisorPlanner(name, CURRENT_RULE, with_load=False)
     if name == "rate_aware":

@@ -14,8 +14,8 @@ told to run): members no longer registered drop out, partitions no longer in the
 are ignored; their capacities are measured against those owners when the snapshot is stored.
 Without a published plan they own nothing (every partition counts as unowned lag);
 the key ranges of a published ranged plan (``published_ranges``) go into ``current_ranges``, each
-with how far behind its owner is from the derived range groups' commits (issue 15,
-``domain/key_range_advice.py``);
+with how far behind its owner is from the derived range groups' commits
+(``domain/key_range_advice.py``);
 without registered members the document has no members and the group's outcome is ``no_members``.
 
 Share groups (KIP-932): the broker assigns their partitions, so their document has no members,
@@ -170,7 +170,7 @@ def build_docs_from_tables(
     matcher = compile_safe_regex(group_pattern, "group pattern") if group_pattern else None
     policy = reset or ResetPolicy()
     progress = range_progress(tables.committed) if published_ranges else {}
-    tables = fold_range_tables(tables)  # key-range groups plan as their parent (issue 15)
+    tables = fold_range_tables(tables)  # key-range groups plan as their parent (domain/key_range_groups.py)
     offsets = tables.offsets
     partitions_of: dict[str, list[int]] = {}
     for topic, partition in sorted(offsets):

@@ -10,9 +10,15 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 
+def assume_utc(moment: datetime) -> datetime:
+    """The one rule for a moment without a zone: it is UTC (SQLite hands timestamps back without
+    one, and the plan JSON may leave it out). An aware moment is returned as it is."""
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment
+
+
 def as_utc(moment: datetime) -> datetime:
-    """Aware UTC datetime; naive ones are UTC (SQLite hands timestamps back without a zone)."""
-    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+    """Aware UTC datetime; naive ones are UTC (:func:`assume_utc`)."""
+    return assume_utc(moment).astimezone(UTC)
 
 
 def utc_whole_seconds(value: datetime | str | None) -> datetime | None:

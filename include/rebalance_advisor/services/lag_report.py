@@ -137,7 +137,7 @@ def rows(
 ) -> dict[str, list[Row]]:
     """group id -> its rows, in the tool's order. Groups with nothing to show map to [].
 
-    Key-range groups (issue 15) are folded into their parent (its lag of a shared partition = the
+    Key-range groups (domain/key_range_groups.py) are folded into their parent (its lag of a shared partition = the
     max over the partition's ranges), then each range gets a row after the parent's rows, GROUP
     naming the range's derived group (``<parent>.keyrange.<lo>-<hi>``) and CURRENT-OFFSET its
     range's progress.

@@ -18,6 +18,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from rebalance_advisor.domain.parameters import oversized_id
+from rebalance_advisor.domain.timestamps import assume_utc
 from rebalance_advisor.errors import AdvisorError
 from rebalance_advisor.store import db, static_members_table
 
@@ -32,7 +33,7 @@ class RegisteredMember:
     member_id: str
     topics: tuple[str, ...]
     created_at: datetime
-    share_keys: bool = False  # takes key ranges of split partitions (issue 15)
+    share_keys: bool = False  # takes key ranges of split partitions (domain/assignors/key_range.py)
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -67,13 +68,8 @@ def _check_topics(topics: Iterable[str]) -> list[str]:
 
 def _member(row: Any) -> RegisteredMember:
     return RegisteredMember(
-        row.group_id, row.member_id, tuple(row.topics or ()), db_time(row.created_at), bool(row.share_keys)
+        row.group_id, row.member_id, tuple(row.topics or ()), assume_utc(row.created_at), bool(row.share_keys)
     )
-
-
-def db_time(moment: datetime) -> datetime:
-    """SQLite hands back naive datetimes: they were written as UTC."""
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 def add(

@@ -181,7 +181,7 @@ class StaticMemberRow(Base):
     member_id: Mapped[str] = mapped_column(sa.Text, primary_key=True)
     topics: Mapped[list[str]] = mapped_column(sa.JSON)
     created_at: Mapped[datetime] = mapped_column(sa.DateTime(timezone=True))
-    #: opted in to key-range sharing (issue 15; migration 0003_share_keys)
+    #: opted in to key-range sharing (domain/assignors/key_range.py; migration 0003_share_keys)
     share_keys: Mapped[bool] = mapped_column(sa.Boolean, server_default=sa.false(), default=False)
 
 

@@ -90,7 +90,7 @@ class StoredPlan(PlanRecord):
 
 @dataclass(frozen=True)
 class PlanLoad:
-    """The load prediction stored with a plan (issue 13), flat, as ``plans`` lists it. A null catch-up
+    """The load prediction stored with a plan (docs/architecture.md, "The load model"), flat, as ``plans`` lists it. A null catch-up
     means "never" when the side has overloaded members, else unknown (no capacities)."""
 
     overloaded_before: int | None

@@ -85,7 +85,7 @@ def published_assignments(conn: Connection) -> dict[str, dict[str, list[tuple[st
 
 def published_key_ranges(conn: Connection) -> dict[str, list[tuple[str, str, int, int, int]]]:
     """Per manual-assign group, the key ranges of its latest ``published`` plan as
-    [(member, topic, partition, hash_lo, hash_hi)]: the current ranges the planner measures (issue 15)."""
+    [(member, topic, partition, hash_lo, hash_hi)]: the current ranges the planner measures (domain/key_range_advice.py)."""
     out: dict[str, list[tuple[str, str, int, int, int]]] = {}
     for group_id, _, member_id, topic, partition, lo, hi in _published_rows(conn):
         if lo is not None:

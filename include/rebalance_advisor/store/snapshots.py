@@ -29,6 +29,7 @@ from rebalance_advisor.domain.snapshot_model import (
     SnapshotRates,
     TimeLag,
 )
+from rebalance_advisor.domain.timestamps import assume_utc as _aware
 from rebalance_advisor.errors import AdvisorError
 from rebalance_advisor.gcpause import gc_paused
 from rebalance_advisor.polling import poll_until
@@ -513,10 +514,6 @@ def snapshot_id_in(conn: Connection, ref: str | int | None) -> int:
     if conn.execute(sa.select(SnapshotRow.id).where(SnapshotRow.id == wanted)).first() is None:
         raise AdvisorError(f"snapshot {wanted} does not exist (pruned, or never taken)")
     return wanted
-
-
-def _aware(value: datetime) -> datetime:
-    return value if value.tzinfo else value.replace(tzinfo=UTC)
 
 
 def load_snapshot(snapshot_id: int, url: str | None = None, groups: list[str] | None = None) -> Snapshot:

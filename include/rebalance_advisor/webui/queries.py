@@ -232,7 +232,7 @@ def plan_detail(url: str, plan_id: int) -> PlanPicture:
     try:
         snapshot = load_snapshot(plan.snapshot_id, url, groups=[plan.group_id])
         before = current_assignment(snapshot, plan.group_id, policy)
-        # the group's time lag as stored with its snapshot (issue 13): the furthest-behind partition
+        # the group's time lag as stored with its snapshot (docs/architecture.md, "Lag"): the furthest-behind partition
         max_time_lag_s = max(
             (t.seconds for (g, _, _), t in (snapshot.rates.time_lag.items() if snapshot.rates else ())
              if g == plan.group_id and t.seconds is not None),

@@ -90,7 +90,7 @@ def key_range(row: PlanAssignmentRow) -> tuple[int, int] | None:
 
 @dataclass(frozen=True)
 class MemberLoadRow:
-    """One member's inflow and capacity under the current assignment (issue 13's load model)."""
+    """One member's inflow and capacity under the current assignment (the load model: docs/architecture.md, "The load model")."""
 
     label: str
     inflow: float  # messages/s produced to its partitions

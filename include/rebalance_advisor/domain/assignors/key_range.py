@@ -1,4 +1,4 @@
-"""``key_range``: more consumers than partitions, or a partition hotter than one consumer (issue 15).
+"""``key_range``: more consumers than partitions, or a partition hotter than one consumer.
 
 A split partition is cut into k contiguous ranges of the key-hash space; each range goes to a
 distinct member, which consumes the whole partition and keeps only the records whose key hash

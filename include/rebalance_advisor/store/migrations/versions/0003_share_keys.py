@@ -1,4 +1,4 @@
-"""Static-member registry: the per-member key-sharing opt-in (issue 15, ``members add --share-keys``).
+"""Static-member registry: the per-member key-sharing opt-in (``members add --share-keys``).
 
 A member takes key ranges of a split partition only when this flag is set (and the run and the
 topic allow sharing too). Existing members default to not sharing.

@@ -1,4 +1,4 @@
-"""Rates, time lag and member capacity stored with each snapshot (issue 13): produce rate per
+"""Rates, time lag and member capacity stored with each snapshot (docs/architecture.md, "The load model"): produce rate per
 partition, consume rate and time lag per committed offset, capacity per member, each unknown value
 with its reason or provenance.
 

@@ -1,4 +1,4 @@
-"""Ids and names as long as Kafka takes them (issue 16): group, member, instance and client ids,
+"""Ids and names as long as Kafka takes them: group, member, instance and client ids,
 hosts, racks, assignors and coordinator hosts become TEXT (they were VARCHAR(255); Kafka limits none
 of them to 255, and on PostgreSQL a longer group id failed the whole snapshot). Topic names stay
 VARCHAR(249), Kafka's own limit.

@@ -1,4 +1,4 @@
-"""Share groups (KIP-932, issue 16): the broker's lag per share-group partition.
+"""Share groups (KIP-932): the broker's lag per share-group partition.
 
 A share group's committed offset row holds its share-partition start offset; ``share_lag`` holds
 the lag the broker reports for it (what ``kafka-share-groups --describe`` prints), which is not

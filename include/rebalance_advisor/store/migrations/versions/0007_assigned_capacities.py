@@ -1,4 +1,4 @@
-"""Capacities of manual-assign (``assign()``) members, measured against their published plan (issue 13).
+"""Capacities of manual-assign (``assign()``) members, measured against their published plan (docs/architecture.md, "The load model").
 
 The broker lists no members for such a group, so these capacities get their own table rather than
 ``group_members`` rows (``lag`` shows only what the broker lists).

@@ -2,7 +2,7 @@
 
 The view was written before the rule grew ``held_by_hysteresis``, ``not_repaid`` and
 ``held_by_cooldown``; it now lists the outcomes of ``domain/decisions.FLAGGED_OUTCOMES`` (the one
-definition of "flagged"; ``tests/unit/test_flagged_view.py`` checks the two agree).
+definition of "flagged"; ``tests/integration/test_flagged_view.py`` checks the two agree).
 
 Revision ID: 0008_flagged_view
 Revises: 0007_assigned_capacities

@@ -1,4 +1,4 @@
-"""The per-member key-sharing opt-in in the static-member registry (issue 15), SQLite and PostgreSQL."""
+"""The per-member key-sharing opt-in in the static-member registry (domain/assignors/key_range.py), SQLite and PostgreSQL."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Key-range plans in the plan table (issue 15): ranges stored in plan_assignments
+"""Key-range plans in the plan table (domain/assignors/key_range.py): ranges stored in plan_assignments
 (key_hash_start/key_hash_end), shown by ``plan-status show``, and refused by publishing until
 the ranged record format exists (as whole partitions they would reach several members)."""
 

@@ -1,4 +1,4 @@
-"""Spark's stderr under Airflow: chatter becomes INFO, real errors stay errors (issue 17, item 5)."""
+"""Spark's stderr under Airflow: chatter becomes INFO, real errors stay errors (adapters/spark_session.py)."""
 
 from __future__ import annotations
 
