@@ -138,7 +138,9 @@ class Stack:
 
         state = airflow_stack.read_state(self.paths)
         assert state is not None
-        return airflow_stack.AirflowApi(state.url, "admin", airflow_stack.admin_password(self.paths))
+        # patient: at load average 35 the API server's one worker left a login unanswered for 3 x 60 s
+        password = airflow_stack.admin_password(self.paths)
+        return airflow_stack.AirflowApi(state.url, "admin", password, timeout=180.0)
 
 
 @pytest.fixture(scope="module")
