@@ -356,12 +356,18 @@ def test_approve_then_409_and_transition_recorded(writable_api: _Caller) -> None
 def test_reject_then_approve_conflict(writable_api: _Caller) -> None:
     plans = writable_api.get("/api/plans", params={"group": "kip-example"}).json()["items"]
     recommended = next(p for p in plans if p["status"] == "recommended")
-    r = writable_api.post(f"/api/plans/{recommended['id']}/reject")
+    reason = "C1 is being drained <for> maintenance"
+    r = writable_api.post(f"/api/plans/{recommended['id']}/reject", json={"note": reason})
     assert r.status_code == 200 and r.json()["status"] == "rejected"
     r = writable_api.post(f"/api/plans/{recommended['id']}/approve")
     assert r.status_code == 409 and "'rejected' is final" in r.json()["detail"]
     listed = {g["group_id"]: g for g in writable_api.get("/api/groups").json()["groups"]}
     assert listed["kip-example"]["latest_plan_status"] == "rejected"
+    # the reason is stored with the transition and shown (escaped) on the group's page
+    assert writable_api.get(f"/api/plans/{recommended['id']}").json()["transitions"][-1]["note"] == reason
+    page = writable_api.get("/groups/kip-example").text
+    assert '<q id="rejection-reason">C1 is being drained &lt;for&gt; maintenance</q>' in page
+    assert "held_by_rejection" in page
 
 
 # ------------------------------------------------------------------------------------- pages

@@ -46,3 +46,20 @@ def test_advise_then_plans_csv_and_json(sqlite_url, capsys):
 
     assert main(["plans", "--db", sqlite_url, "--format", "json", "--group", "idle-group"]) == 0
     assert json.loads(capsys.readouterr().out) == []
+
+
+def test_a_group_filter_matching_nothing_is_a_warning(sqlite_url, capsys):
+    """The run succeeds (nothing to plan is not an error) but says the filter matched no group."""
+    store.upgrade(sqlite_url)
+    snapshot_id = store.write_snapshot(make_snapshot(DEMO), sqlite_url)
+    stop_spark()
+    assert main(["advise", "--db", sqlite_url, "--master", "local[1]", "--groups", "no-such-.*"]) == 0
+    said = capsys.readouterr()
+    assert said.out.startswith(f"snapshot {snapshot_id}: 0 groups")
+    assert said.err == (
+        f"rebalance-advisor: warning: the group filter 'no-such-.*' matches no group of snapshot {snapshot_id}: "
+        "nothing was planned; the regex must fully match a group id (RE2 syntax)\n"
+    )
+    # refused before Spark starts, with the same one-line message the DAG's first task fails with
+    assert main(["advise", "--db", sqlite_url, "--groups", "(?!test-).*"]) == 1
+    assert "invalid group regex '(?!test-).*'" in capsys.readouterr().err

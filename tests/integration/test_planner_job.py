@@ -103,12 +103,13 @@ def test_outcomes_plans_views_and_cooldown(spark, db_url):  # noqa: F811
             sa.text("SELECT id FROM latest_plan_per_group WHERE group_id='kip-example'")
         ).all() == [(plan_id,)]
 
-    # After the cool-down a new recommendation supersedes the old one.
+    # After the cool-down the same assignment is recommended again: the standing plan is confirmed
+    # (same id, still recommended), not superseded by a copy (domain/plan_identity.py).
     third = run_planner(spark, db_url, "latest", thirty, now=datetime.now(UTC) + timedelta(minutes=31))
-    new_id = next(o.plan_id for o in third.outcomes if o.group_id == "kip-example")
-    assert next(o for o in third.outcomes if o.group_id == "kip-example").outcome == "recommended"
-    assert store_plans.get_plan(plan_id, db_url).status == "superseded"
-    assert store_plans.get_plan(new_id, db_url).status == "recommended"
+    again = next(o for o in third.outcomes if o.group_id == "kip-example")
+    assert (again.outcome, again.plan_id) == ("recommended", plan_id)
+    confirmed = store_plans.get_plan(plan_id, db_url)
+    assert confirmed.status == "recommended" and confirmed.last_confirmed_at is not None
 
 
 @pytest.mark.postgres

@@ -62,7 +62,10 @@ def probes(model: type[P.ParamModel], name: str) -> list[tuple[Any, bool]]:
         if s.get("uniqueItems") and "enum" in items:
             out.append(([items["enum"][0]] * 2, False))
     if s.get("format") == "regex":
-        out += [("kip-.*", True), ("kip-(", False)]
+        # RE2 refuses look-around: the form's pattern refuses it before a run exists, like the model
+        out += [("kip-.*", True), ("kip-(", False), ("(?!test-).*", False), ("(a)\\1", False)]
+    if name == "reset_policy":  # a grammar the form's pattern states: [REGEX=]VALUE, comma-separated
+        out += [("orders-.*=earliest, LATEST", True), ("orders-.*=sometimes", False), ("bogus", False)]
     return out
 
 

@@ -219,6 +219,7 @@ def _run_planner(
     kafka_config: Mapping[str, Any] | None = None,
 ) -> PlannerRun:
     from rebalance_advisor.domain.lag import ResetPolicy
+    from rebalance_advisor.domain.plan_identity import GroupSituation
     from rebalance_advisor.store import db, static_members_table
     from rebalance_advisor.store import plans as plan_store
     from rebalance_advisor.store.planner_inputs import read_planner_inputs
@@ -278,6 +279,7 @@ def _run_planner(
                 started_at=started_at,
                 airflow_run_id=airflow_run_id,
                 created_by=created_by,
+                situations={d["group_id"]: GroupSituation.of_document(d) for d in docs},
             )
     write_s = time.perf_counter() - started - read_s - plan_s
     outcomes = [OutcomeLine.of(r, plan_ids.get(r.group_id)) for r in results]

@@ -62,7 +62,7 @@ def _advise(args: argparse.Namespace) -> int:
     from rebalance_advisor.adapters.spark_session import spark_session
     from rebalance_advisor.cli.options import params_from
     from rebalance_advisor.domain.parameters import AdvisorParams
-    from rebalance_advisor.services.advise_service import advise
+    from rebalance_advisor.services.advise_service import advise, filter_warning
     from rebalance_advisor.services.outcome_report import format_outcomes, outcome_reasons
     from rebalance_advisor.store import db
 
@@ -78,6 +78,9 @@ def _advise(args: argparse.Namespace) -> int:
         run = advise(spark, args.db, params.snapshot, params, kafka_config=kafka_config)
     finally:
         spark.stop()
+    warning = filter_warning(params, run)
+    if warning:
+        print(f"rebalance-advisor: warning: {warning}", file=sys.stderr)
     if args.format == "json":
         print(json.dumps(run.to_dict()))
         return 0

@@ -68,6 +68,8 @@ def _register_airflow(dev_sub: argparse._SubParsersAction) -> None:
     start.add_argument(
         "--kafka-port", type=int, default=airflow_stack.DEFAULT_KAFKA_PORT, help="local broker port"
     )
+    start.add_argument("--postgres-port", type=int, default=airflow_stack.DEFAULT_POSTGRES_PORT,
+                       help="port of the PostgreSQL holding Airflow's metadata")  # fmt: skip
     start.add_argument("--worker-log-port", type=int, default=airflow_stack.DEFAULT_WORKER_LOG_PORT,
                        help="log server port of the task workers")  # fmt: skip
     start.add_argument("--trigger-log-port", type=int, default=airflow_stack.DEFAULT_TRIGGER_LOG_PORT,
@@ -132,7 +134,9 @@ def _consumer_groups(args: argparse.Namespace) -> int:
 def _airflow_start(args: argparse.Namespace) -> int:
     from rebalance_advisor.devtools import airflow_stack
 
-    ports = airflow_stack.StackPorts(args.port, args.kafka_port, args.worker_log_port, args.trigger_log_port)
+    ports = airflow_stack.StackPorts(
+        args.port, args.kafka_port, args.worker_log_port, args.trigger_log_port, args.postgres_port
+    )
     for name, port in vars(ports).items():
         if not 0 < port < 65536:
             raise airflow_stack.StackError(f"the {name} port must be between 1 and 65535, got {port}")
@@ -148,7 +152,9 @@ Airflow is running: {report.url}  (UI after {report.ui_ready_s:.1f} s, DAGs unpa
   login:       {report.user} / {report.password}  (from {report.password_file})
   kafka:       {report.bootstrap_servers}  (connection kafka_default)
   plan db:     {report.db_url}  (connection rebalance_advisor_db; the CLI's default)
-  AIRFLOW_HOME {report.airflow_home}""")  # fmt: skip
+  metadata:    {report.metadata_url}  (Airflow's own database)
+  AIRFLOW_HOME {report.airflow_home}
+  the airflow CLI on this stack: source {report.env_file}; airflow dags list""")  # fmt: skip
     print("  the snapshot DAG runs now, then on its schedule; each snapshot triggers the advisor DAG")
     print("stop it with: rebalance-advisor dev airflow stop")
     return 0
@@ -176,10 +182,13 @@ def _airflow_status(args: argparse.Namespace) -> int:
     print(f"Airflow {now.url}: API {'answers' if now.api_healthy else 'does not answer'}")
     for name, part in (now.health or {}).items():
         if isinstance(part, dict) and "status" in part:
-            print(f"  {name}: {part['status']}")
+            print(f"  {name}: {part['status'] or 'never started'}")
     for name in now.running:
         print(f"  running: {name}")
     for name in now.stopped:
         print(f"  NOT running: {name}")
     print(f"  kafka: {now.broker or 'NOT running'}")
-    return 0 if now.running and not now.stopped and now.api_healthy else 3
+    print(f"  metadata postgres: {now.postgres or 'NOT running'}")
+    if not now.healthy:
+        print("unhealthy: " + ", ".join(now.unhealthy_parts + now.stopped or ("see above",)))
+    return 0 if now.healthy else 3

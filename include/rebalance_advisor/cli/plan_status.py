@@ -21,7 +21,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     sub = status.add_subparsers(dest="plan_status_command", metavar="ACTION", required=True)
     for action, text in (
         ("approve", "recommended -> approved"),
-        ("reject", "recommended -> rejected"),
+        (
+            "reject",
+            "recommended -> rejected; --note REASON is stored and shown, and the group is held back "
+            "until its situation changes (docs/operations/plan-lifecycle.md)",
+        ),
         ("publish", "approved -> published: write static assignments to Kafka"),
         ("show", "the plan's status and its recorded transitions"),
     ):

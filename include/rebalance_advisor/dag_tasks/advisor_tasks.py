@@ -81,7 +81,7 @@ def plan_snapshot(
 ) -> dict[str, Any]:
     """The Spark task: run the planner on the provider's session; a compact result for XCom."""
     from rebalance_advisor.adapters.airflow_connections import database_url_from_connection
-    from rebalance_advisor.services.advise_service import advise
+    from rebalance_advisor.services.advise_service import advise, filter_warning
 
     p = _params(params)
     kafka_config = None
@@ -101,6 +101,9 @@ def plan_snapshot(
     if not run.dry_run and len(run.outcomes) > XCOM_OUTCOME_LIMIT:
         result["outcomes"] = None
     result["group_count"] = len(run.outcomes)
+    result["warning"] = filter_warning(p, run)
+    if result["warning"]:
+        log.warning("%s", result["warning"])
     log.info("timings: %s", {k: round(v, 3) for k, v in run.timings.items()})
     return result
 
@@ -151,6 +154,8 @@ def summarize_run(result: Mapping[str, Any], params: Mapping[str, Any]) -> str:
         f"snapshot {result['snapshot_id']}: {result['group_count']} group(s), {len(result['flagged'])} flagged, "
         + ("dry run (nothing written)" if result.get("dry_run") else f"advisor run {result['run_id']}")
     )
+    if result.get("warning"):
+        head += f"\nWARNING: {result['warning']}"
     table = head + "\n" + format_outcomes(outcomes)
     log.info("%s", table)
     print(table)

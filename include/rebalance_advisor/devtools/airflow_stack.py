@@ -7,12 +7,16 @@ What ``start`` brings up, each part in its own process group, all state under
   ``kafka_default`` connection stays right across restarts; an already running local broker is
   reused and left running by ``stop``;
 - the demo workload (topics, skewed lag, live consumers) in the background;
+- a local PostgreSQL (``airflow-postgres/``, see :func:`local_postgres.server_dir`) on a port of
+  its own holding Airflow's metadata (not SQLite: docs/operations/local-airflow.md); runs a
+  ``stop`` left in flight are marked failed before Airflow starts again;
 - ``airflow standalone`` (api-server, scheduler, dag-processor, triggerer; LocalExecutor) with
   ``AIRFLOW_HOME=airflow/``, the repository's ``dags/`` and ``plugins/``, example DAGs off,
   parallelism sized for the machine, and the three connections as ``AIRFLOW_CONN_*``: Kafka on the
   broker, Spark ``local[*]``, the plan database the CLI uses;
 
-then it unpauses the project's DAGs (once the demo load is in place: the snapshot DAG's cron
+then it writes ``airflow.env`` (the same settings as ``export`` lines, for the ``airflow`` CLI),
+unpauses the project's DAGs (once the demo load is in place: the snapshot DAG's cron
 timetable runs at once on unpause, and each snapshot's Asset triggers the advisor) and prints the
 URL and the login.
 ``stop`` ends every process group it recorded (SIGTERM, then SIGKILL), then any process that still
@@ -26,23 +30,27 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from rebalance_advisor import settings
 from rebalance_advisor.adapters.airflow_connections import DEFAULT_DB_CONN_ID, DEFAULT_KAFKA_CONN_ID
-from rebalance_advisor.devtools import local_kafka
+from rebalance_advisor.devtools import local_kafka, local_postgres
 from rebalance_advisor.errors import AdvisorError
 from rebalance_advisor.polling import poll_until
 
 DEFAULT_API_PORT = 8080
 DEFAULT_KAFKA_PORT = 19092
+DEFAULT_POSTGRES_PORT = 19432
+METADATA_DB = "airflow"
 #: Airflow's own defaults for the log servers of the LocalExecutor workers and the triggerer
 DEFAULT_WORKER_LOG_PORT = 8793
 DEFAULT_TRIGGER_LOG_PORT = 8794
@@ -78,6 +86,7 @@ class StackPorts:
     kafka: int = DEFAULT_KAFKA_PORT
     worker_log: int = DEFAULT_WORKER_LOG_PORT
     trigger_log: int = DEFAULT_TRIGGER_LOG_PORT
+    postgres: int = DEFAULT_POSTGRES_PORT
 
 
 @dataclass(frozen=True)
@@ -101,6 +110,14 @@ class StackPaths:
     @property
     def airflow_log(self) -> Path:
         return self.airflow_home / "standalone.log"
+
+    @property
+    def postgres_dir(self) -> Path:
+        return local_postgres.server_dir(self.home)
+
+    @property
+    def env_file(self) -> Path:
+        return self.home / "airflow.env"
 
     @property
     def workload_log(self) -> Path:
@@ -138,6 +155,7 @@ class StackState:
     db_url: str
     broker_started: bool
     components: tuple[Component, ...] = field(default_factory=tuple)
+    metadata_url: str = ""
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2)
@@ -152,6 +170,7 @@ class StackState:
             db_url=data["db_url"],
             broker_started=bool(data["broker_started"]),
             components=tuple(Component(**c) for c in data["components"]),
+            metadata_url=data.get("metadata_url", ""),
         )
 
 
@@ -168,6 +187,8 @@ class StartReport:
     airflow_home: Path
     ui_ready_s: float
     dags_unpaused_s: float
+    metadata_url: str
+    env_file: Path
 
 
 # ---- processes ---------------------------------------------------------------------------------
@@ -308,7 +329,12 @@ def connection_values(bootstrap_servers: str, db_url: str) -> dict[str, dict[str
 
 
 def airflow_env(
-    paths: StackPaths, ports: StackPorts, bootstrap_servers: str, db_url: str, host: str = "127.0.0.1"
+    paths: StackPaths,
+    ports: StackPorts,
+    bootstrap_servers: str,
+    db_url: str,
+    host: str = "127.0.0.1",
+    metadata_url: str | None = None,
 ) -> dict[str, str]:
     """The environment of ``airflow standalone``: its settings and connections as variables.
 
@@ -339,9 +365,26 @@ def airflow_env(
             MARKER_ENV: str(paths.home),
         }
     )
+    if metadata_url:
+        env["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"] = metadata_url
     for conn_id, value in connection_values(bootstrap_servers, db_url).items():
         env[f"AIRFLOW_CONN_{conn_id.upper()}"] = json.dumps(value)
     return env
+
+
+#: what ``airflow.env`` carries: the stack's Airflow settings and connections, the advisor's home
+ENV_FILE_PREFIXES = ("AIRFLOW_HOME", "AIRFLOW__", "AIRFLOW_CONN_", "REBALANCE_ADVISOR_HOME", "PYSPARK_")
+
+
+def write_env_file(path: Path, env: Mapping[str, str]) -> None:
+    """``export`` lines the ``airflow`` CLI can be run under (``set -a; . airflow.env``): the same
+    metadata database, DAGs folder and connections as the running stack, and the venv's ``bin``
+    first on ``PATH``. Not the stack's marker: what the user runs is not ``stop``'s to end."""
+    lines = ["# written by `rebalance-advisor dev airflow start`; use: source " + shlex.quote(str(path))]
+    for key in sorted(k for k in env if k.startswith(ENV_FILE_PREFIXES)):
+        lines.append(f"export {key}={shlex.quote(env[key])}")
+    lines.append(f'export PATH={shlex.quote(str(Path(sys.executable).parent))}:"$PATH"')
+    path.write_text("\n".join(lines) + "\n")
 
 
 def _check_ports_free(ports: StackPorts, broker_running: bool) -> None:
@@ -349,6 +392,7 @@ def _check_ports_free(ports: StackPorts, broker_running: bool) -> None:
         "api": ports.api,
         "worker log server": ports.worker_log,
         "trigger log server": ports.trigger_log,
+        "postgres": ports.postgres,
     }
     if not broker_running:
         wanted["kafka"] = ports.kafka
@@ -358,7 +402,7 @@ def _check_ports_free(ports: StackPorts, broker_running: bool) -> None:
     if taken:
         raise StackError(
             f"port(s) already taken on this machine: {', '.join(taken)}; stop what uses them or pick others "
-            "(--port, --kafka-port, --worker-log-port, --trigger-log-port)"
+            "(--port, --kafka-port, --postgres-port, --worker-log-port, --trigger-log-port)"
         )
 
 
@@ -516,13 +560,9 @@ def start(
     began = time.monotonic()
     paths = StackPaths.current()
     ports = ports or StackPorts()
-    state = read_state(paths)
-    if state is not None and _running(state):
-        raise StackError(
-            f"the local Airflow stack is already running at {state.url} (state in {paths.state_file}); "
-            "stop it first with `rebalance-advisor dev airflow stop`"
-        )
+    _refuse_when_running(paths)
     paths.home.mkdir(parents=True, exist_ok=True)
+    local_postgres.stop(paths.postgres_dir)  # left running by a stop that did not finish
     broker = local_kafka.status(paths.kafka_dir)
     _check_ports_free(ports, broker is not None)
     db_url = settings.database_url()
@@ -530,48 +570,123 @@ def start(
     components: list[Component] = []
     broker_started = broker is None
     try:
+        metadata_url = _start_metadata_db(paths, ports, echo)
         if broker is None:
             echo(f"starting the local Kafka broker on 127.0.0.1:{ports.kafka} ...")
-            broker = local_kafka.start(paths.kafka_dir, port=ports.kafka)
+            broker = local_kafka.start(paths.kafka_dir, port=ports.kafka, timeout=timeout)
         else:
             echo(f"reusing the local Kafka broker at {broker.bootstrap_servers} (left running by stop)")
         bootstrap = broker.bootstrap_servers
-        env = airflow_env(paths, ports, bootstrap, db_url, host)
+        env = airflow_env(paths, ports, bootstrap, db_url, host, metadata_url)
+        write_env_file(paths.env_file, env)
         url = env["AIRFLOW__API__BASE_URL"]
-        if workload:
-            paths.workload_ready.unlink(missing_ok=True)
-            command = [sys.executable, "-m", "rebalance_advisor.devtools.airflow_stack", "workload", bootstrap,
-                       str(paths.workload_ready), "fresh" if broker_started else "reset"]  # fmt: skip
-            components.append(_spawn(WORKLOAD, command, env, paths.workload_log, paths.home))
-        paths.airflow_home.mkdir(parents=True, exist_ok=True)
-        airflow = str(Path(sys.executable).parent / "airflow")
-        components.append(
-            _spawn("airflow", [airflow, "standalone"], env, paths.airflow_log, paths.airflow_home)
-        )
-        state = StackState(url, ports, bootstrap, db_url, broker_started, tuple(components))
+        components += _spawn_parts(paths, env, bootstrap, workload, fresh_broker=broker_started)
+        state = StackState(url, ports, bootstrap, db_url, broker_started, tuple(components), metadata_url)
         paths.state_file.write_text(state.to_json())
         echo(f"starting Airflow (log: {paths.airflow_log}) ...")
-
-        _wait("the Airflow API to answer", lambda: health(url), timeout, components)
-        password = _wait("the admin password file", lambda: admin_password(paths), 60, components)
-        ui_ready = time.monotonic() - began
-        echo(f"Airflow answers at {url} after {ui_ready:.1f} s")
-        api = AirflowApi(url, ADMIN_USER, password)
-        try:
-            _wait("the project's DAGs to be parsed", lambda: _dags_listed(api), timeout, components, 2.0)
-            if workload:
-                _wait("the demo workload", paths.workload_ready.exists, timeout, components)
-            for dag_id in PROJECT_DAGS:
-                api.json("PATCH", f"/dags/{dag_id}", json={"is_paused": False})
-            unpaused = time.monotonic() - began
-        finally:
-            api.close()
+        password, ui_ready, unpaused = _wait_until_up(paths, url, timeout, components, workload, began, echo)
     except BaseException:
         _stop_all(components, paths, broker_started, echo=lambda *_: None)
         paths.state_file.unlink(missing_ok=True)
         raise
     return StartReport(url, ADMIN_USER, password, paths.password_file, bootstrap, db_url, paths.airflow_home,
-                       round(ui_ready, 1), round(unpaused, 1))  # fmt: skip
+                       round(ui_ready, 1), round(unpaused, 1), metadata_url, paths.env_file)  # fmt: skip
+
+
+def _refuse_when_running(paths: StackPaths) -> None:
+    state = read_state(paths)
+    if state is not None and _running(state):
+        raise StackError(
+            f"the local Airflow stack is already running at {state.url} (state in {paths.state_file}); "
+            "stop it first with `rebalance-advisor dev airflow stop`"
+        )
+
+
+def _start_metadata_db(paths: StackPaths, ports: StackPorts, echo) -> str:
+    """Start the metadata PostgreSQL, create Airflow's database, fail the runs a stop left in
+    flight; the URL Airflow connects with."""
+    echo(
+        f"starting PostgreSQL for Airflow's metadata on 127.0.0.1:{ports.postgres} ({paths.postgres_dir}) ..."
+    )
+    unmarked = {k: v for k, v in os.environ.items() if k != MARKER_ENV}  # stopped by pg_ctl, not by signal
+    cluster = local_postgres.start(paths.postgres_dir, ports.postgres, env=unmarked)
+    cluster.ensure_database(METADATA_DB)
+    for dag_id, run_id in fail_runs_left_in_flight(cluster.url(METADATA_DB)):
+        echo(f"marked run {run_id} of {dag_id} failed: it was in flight when the stack stopped")
+    return cluster.url(METADATA_DB, driver="psycopg2")
+
+
+#: task instance states of work under way or about to be (Airflow's ``State.unfinished`` minus none)
+IN_FLIGHT_TASK_STATES = (
+    "running", "queued", "scheduled", "restarting", "up_for_retry", "up_for_reschedule", "deferred",
+)  # fmt: skip
+
+
+def fail_runs_left_in_flight(metadata_url: str) -> list[tuple[str, str]]:
+    """Mark failed every DAG run Airflow's metadata holds as running, and its unfinished task
+    instances; the (dag id, run id) pairs. Called while no scheduler runs, so every such run lost
+    its processes with the last ``stop``: left alone, one holds the advisor's ``max_active_runs=1``
+    slot until Airflow's zombie detection and new runs queue behind it. Queued runs stay queued."""
+    import sqlalchemy as sa
+
+    engine = sa.create_engine(metadata_url)
+    try:
+        with engine.begin() as conn:
+            if not sa.inspect(conn).has_table("dag_run"):
+                return []  # a first start: Airflow has not migrated its database yet
+            running = [(r.dag_id, r.run_id) for r in conn.execute(
+                sa.text("SELECT dag_id, run_id FROM dag_run WHERE state = 'running'"))]  # fmt: skip
+            now = {"now": datetime.now(UTC)}
+            conn.execute(
+                sa.text(
+                    "UPDATE task_instance SET state = 'failed', end_date = :now WHERE state IN :states"
+                    " AND (dag_id, run_id) IN (SELECT dag_id, run_id FROM dag_run WHERE state = 'running')"
+                ).bindparams(sa.bindparam("states", expanding=True)),
+                now | {"states": list(IN_FLIGHT_TASK_STATES)},
+            )
+            conn.execute(
+                sa.text("UPDATE dag_run SET state = 'failed', end_date = :now WHERE state = 'running'"), now
+            )
+    finally:
+        engine.dispose()
+    return running
+
+
+def _spawn_parts(
+    paths: StackPaths, env: Mapping[str, str], bootstrap: str, workload: bool, fresh_broker: bool
+):
+    """Start the demo workload (optional) and ``airflow standalone``, each in its own group."""
+    parts = []
+    if workload:
+        paths.workload_ready.unlink(missing_ok=True)
+        command = [sys.executable, "-m", "rebalance_advisor.devtools.airflow_stack", "workload", bootstrap,
+                   str(paths.workload_ready), "fresh" if fresh_broker else "reset"]  # fmt: skip
+        parts.append(_spawn(WORKLOAD, command, env, paths.workload_log, paths.home))
+    paths.airflow_home.mkdir(parents=True, exist_ok=True)
+    airflow = str(Path(sys.executable).parent / "airflow")
+    parts.append(_spawn("airflow", [airflow, "standalone"], env, paths.airflow_log, paths.airflow_home))
+    return parts
+
+
+def _wait_until_up(
+    paths: StackPaths, url: str, timeout: float, components, workload: bool, began: float, echo
+):
+    """Wait for the API, the password, the DAGs and the demo load, then unpause the DAGs;
+    (password, seconds until the UI answered, seconds until the DAGs were unpaused)."""
+    _wait("the Airflow API to answer", lambda: health(url), timeout, components)
+    password = _wait("the admin password file", lambda: admin_password(paths), 60, components)
+    ui_ready = time.monotonic() - began
+    echo(f"Airflow answers at {url} after {ui_ready:.1f} s")
+    api = AirflowApi(url, ADMIN_USER, password)
+    try:
+        _wait("the project's DAGs to be parsed", lambda: _dags_listed(api), timeout, components, 2.0)
+        if workload:
+            _wait("the demo workload", paths.workload_ready.exists, timeout, components)
+        for dag_id in PROJECT_DAGS:
+            api.json("PATCH", f"/dags/{dag_id}", json={"is_paused": False})
+    finally:
+        api.close()
+    return password, ui_ready, time.monotonic() - began
 
 
 def _dags_listed(api: AirflowApi) -> bool:
@@ -599,6 +714,9 @@ def _stop_all(components, paths: StackPaths, broker_started: bool, echo) -> bool
         echo("stopped the local Kafka broker")
         stopped.add(-1)
     late = stop_groups(_marked_groups(paths), grace=10.0)  # anything started while we stopped
+    if local_postgres.stop(paths.postgres_dir):  # last: Airflow's processes are gone by now
+        echo("stopped the metadata PostgreSQL")
+        stopped.add(-2)
     return bool(stopped or late)
 
 
@@ -621,6 +739,27 @@ class StackStatus:
     stopped: tuple[str, ...]
     broker: str | None
     health: dict[str, Any] | None = None
+    postgres: str | None = None
+
+    @property
+    def unhealthy_parts(self) -> tuple[str, ...]:
+        """Airflow's parts (scheduler, triggerer, dag processor, metadata DB) its health report does
+        not call healthy: a dead scheduler leaves the API answering."""
+        parts = (self.health or {}).items()
+        return tuple(
+            name for name, part in parts if isinstance(part, dict) and part.get("status") != "healthy"
+        )
+
+    @property
+    def healthy(self) -> bool:
+        """Every process up, the API answering, every part of Airflow healthy, the database up."""
+        return bool(
+            self.running
+            and not self.stopped
+            and self.api_healthy
+            and not self.unhealthy_parts
+            and self.postgres
+        )
 
 
 def status() -> StackStatus:
@@ -632,6 +771,7 @@ def status() -> StackStatus:
         return StackStatus(None, False, (), (), broker.bootstrap_servers if broker else None)
     running = _running(state)
     report = health(state.url, timeout=15.0)  # a loaded machine's API can be slow, not down
+    cluster = local_postgres.Cluster(paths.postgres_dir, state.ports.postgres)
     return StackStatus(
         state.url,
         report is not None,
@@ -639,6 +779,7 @@ def status() -> StackStatus:
         tuple(c.name for c in state.components if c not in running),
         broker.bootstrap_servers if broker else None,
         report,
+        f"127.0.0.1:{cluster.port}" if cluster.running() else None,
     )
 
 

@@ -85,13 +85,21 @@ OUTCOMES = (
     "held_by_hysteresis",
     "not_repaid",
     "held_by_cooldown",
+    "held_by_rejection",  # domain/plan_identity.py: a standing rejection holds the group back
     "idle",
     "no_members",
     "broker_assigned",
     "error",
 )
 #: outcomes of a group the flag rule caught (:func:`flag_reasons`): the ones a run reports as flagged.
-FLAGGED_OUTCOMES = ("recommended", "no_better_plan", "held_by_hysteresis", "not_repaid", "held_by_cooldown")
+FLAGGED_OUTCOMES = (
+    "recommended",
+    "no_better_plan",
+    "held_by_hysteresis",
+    "not_repaid",
+    "held_by_cooldown",
+    "held_by_rejection",
+)
 
 # re-exported: callers import them here (Thresholds: the rule knobs of domain/parameters.py)
 __all__ = ["STANDING_STATUSES", "CandidatePlan", "StandingPlan", "Thresholds"]

@@ -15,6 +15,7 @@ This module is imported when the dag-processor parses a DAG file: stdlib and pyd
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Literal, get_args
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -109,6 +110,27 @@ class ParamModel(BaseModel):
 EMPTY_FILTER = "empty: no filter"
 
 
+#: the form's check of a regex field, before a run exists: refuses what RE2 never runs (look-around,
+#: atomic groups, back-references). JSON Schema cannot call RE2; the model's validator
+#: (:func:`compiled_regex`) still checks everything else when the run parses its params.
+RE2_FORM_PATTERN = r"^(?![\s\S]*(?:\(\?<?[=!]|\(\?>|\(\?P=|\\[1-9]))[\s\S]*$"
+REGEX_FORM = {"format": "regex", "pattern": RE2_FORM_PATTERN}
+
+
+def _case_free(word: str) -> str:
+    return "".join(f"[{c.lower()}{c.upper()}]" if c.isalpha() else re.escape(c) for c in word)
+
+
+def reset_form_pattern() -> str:
+    """The grammar of ``reset_policy`` as a form pattern: comma-separated ``[REGEX=]VALUE`` items,
+    each value one of ``lag.RESET_VALUES`` in any case (what :meth:`ResetPolicy.parse` reads)."""
+    from rebalance_advisor.domain.lag import RESET_VALUES
+
+    value = "(?:" + "|".join(_case_free(v) for v in RESET_VALUES) + ")"
+    item = rf"(?:[^,]*=)?\s*{value}\s*"
+    return rf"^\s*(?:{item})?(?:,\s*(?:{item})?)*$"
+
+
 def compiled_regex(value: str | None) -> str | None:
     """A regex parameter: empty means none (an emptied form field is no filter, not an error, so the
     CLI, the DAG form and the API read ``''`` alike); one RE2 cannot run (linear time) is refused."""
@@ -193,7 +215,7 @@ class Thresholds(ParamModel):
         "(the topic and the members must opt in too)",
     )  # fmt: skip
     key_sharing_topics: str | None = surface(
-        None, max_length=1000, cli="--key-sharing-topics", section=RULES, form={"format": "regex"},
+        None, max_length=1000, cli="--key-sharing-topics", section=RULES, form=REGEX_FORM,
         description="topic-level opt-in: only topics whose name fully matches this regex are split (empty: none)",
     )  # fmt: skip
     target_catch_up_s: float = surface(
@@ -271,7 +293,7 @@ class AdvisorParams(Thresholds):
         description="snapshot id, or 'latest' (the triggering snapshot when scheduled)",
     )  # fmt: skip
     group_regex: str | None = surface(
-        None, max_length=1000, cli="--groups", form={"format": "regex"},
+        None, max_length=1000, cli="--groups", form=REGEX_FORM,
         description=f"only groups whose id fully matches this regex ({EMPTY_FILTER}: all groups)",
     )  # fmt: skip
     publish_mode: PublishMode = surface(
@@ -280,7 +302,9 @@ class AdvisorParams(Thresholds):
     dry_run: bool = surface(False, cli="--dry-run", description="plan and log, write nothing")
     reset_policy: str | None = surface(
         None, max_length=2000, cli="--reset-policy",
-        description="auto.offset.reset per group, e.g. 'orders-.*=earliest,latest'",
+        form={"pattern": reset_form_pattern(), "examples": ["orders-.*=earliest,latest"]},
+        description="auto.offset.reset per group, e.g. 'orders-.*=earliest,latest' "
+        "(values: latest, earliest, none, by_duration)",
     )  # fmt: skip
     db_conn_id: DbConnId
     kafka_conn_id: KafkaConnId
@@ -289,6 +313,20 @@ class AdvisorParams(Thresholds):
     @classmethod
     def check_regex(cls, value: str | None) -> str | None:
         return compiled_regex(value)
+
+    @field_validator("reset_policy")
+    @classmethod
+    def check_reset_policy(cls, value: str | None) -> str | None:
+        """Parsed when the params are (CLI: before anything; DAG: the run's first task), not when
+        the planner reaches it after Spark started."""
+        from rebalance_advisor.domain.lag import ResetPolicy
+
+        if value:
+            try:
+                ResetPolicy.parse(value)
+            except AdvisorError as error:
+                raise ValueError(str(error)) from None
+        return value or None
 
     def thresholds(self) -> Thresholds:
         """The decision-rule part."""
@@ -301,11 +339,11 @@ class SnapshotParams(ParamModel):
     kafka_conn_id: KafkaConnId
     db_conn_id: DbConnId
     groups: str | None = surface(
-        None, max_length=1000, cli="--groups", form={"format": "regex"},
+        None, max_length=1000, cli="--groups", form=REGEX_FORM,
         description=f"only groups fully matching this regex ({EMPTY_FILTER}: all groups)",
     )  # fmt: skip
     exclude_groups: str | None = surface(
-        None, max_length=1000, cli="--exclude-groups", form={"format": "regex"},
+        None, max_length=1000, cli="--exclude-groups", form=REGEX_FORM,
         description=f"skip groups fully matching this regex ({EMPTY_FILTER}: skip none)",
     )  # fmt: skip
     include_internal_topics: bool = surface(

@@ -43,3 +43,14 @@ def advise(
         publish_mode=params.publish_mode,
         kafka_config=kafka_config,
     )
+
+
+def filter_warning(params: AdvisorParams, run: PlannerRun) -> str | None:
+    """The warning for a group filter that matched no group of the snapshot (a run that planned
+    nothing must say so, not report a silent success); None otherwise."""
+    if not params.group_regex or run.outcomes:
+        return None
+    return (
+        f"the group filter {params.group_regex!r} matches no group of snapshot {run.snapshot_id}: nothing "
+        "was planned; the regex must fully match a group id (RE2 syntax)"
+    )

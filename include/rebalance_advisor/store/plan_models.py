@@ -2,7 +2,9 @@
 
 - ``advisor_runs``: one planner run over one snapshot; ``airflow_run_id`` unique when set, so
   re-running the same Airflow run replaces its rows instead of adding a second set.
-- ``plans``: the chosen candidate of a group (status ``recommended``); a candidate held back by
+- ``plans``: the chosen candidate of a group (status ``recommended``); a run that arrives at the
+  same assignment again refreshes the standing plan's numbers and ``last_confirmed_at`` instead of
+  adding a plan (domain/plan_identity.py); a candidate held back by
   the cool-down is not stored, its outcome row keeps the decision and the reason (``skipped`` rows
   remain only from older versions); metrics before/after as columns for SQL, in full in ``metrics``.
 - ``plan_assignments``: one row per (plan, member, topic, partition), the partition's lag and an
@@ -66,6 +68,10 @@ class Plan(Base):
     metrics: Mapped[dict[str, Any]] = mapped_column(JSON)
     #: how the plan reaches the consumers (domain/apply_mode.py; migration 0011_plan_apply_mode)
     apply_mode: Mapped[str] = mapped_column(String(24), server_default="advice only")
+    # migration 0012: the newest run that arrived at the same assignment (domain/plan_identity.py)
+    last_confirmed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    last_confirmed_run_id: Mapped[int | None] = mapped_column(Integer)
+    situation: Mapped[dict[str, Any] | None] = mapped_column(JSON)
 
 
 class PlanAssignment(Base):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -71,6 +71,8 @@ class PlanColumns:
     reason: str
     #: static assignments / broker assignor / advice only (domain/apply_mode.py)
     apply_mode: str
+    #: the newest advisor run that arrived at this plan's assignment again (None: only its first)
+    last_confirmed_at: datetime | None = field(default=None, kw_only=True)
 
 
 @dataclass(frozen=True)

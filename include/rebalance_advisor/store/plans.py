@@ -3,8 +3,10 @@ queries the CLI, the DAG summary and the UI share.
 
 A run is written by :func:`write_run` in one transaction: the run row, every plan with its
 assignments and first transition (``None -> recommended``), one outcome per group (a candidate
-held back by the cool-down keeps only its outcome row: decision, reason, numbers),
-and ``recommended -> superseded`` for the group's older recommended plans. Re-writing the same
+held back by the cool-down or a standing rejection keeps only its outcome row: decision, reason,
+numbers), and ``recommended -> superseded`` for the group's older recommended plans. A
+recommendation with the assignment of the group's standing plan confirms that plan instead of
+adding one (domain/plan_identity.py). Re-writing the same
 Airflow run id first deletes that run's rows (explicitly: SQLite does not cascade by default).
 
 Concurrent runs: a run decides its cool-downs from the plan history it read *before* Spark, so two
@@ -18,7 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -29,6 +31,13 @@ from sqlalchemy.engine import Connection
 from rebalance_advisor.domain.advice import GroupAdvice, OutcomeLine
 from rebalance_advisor.domain.decisions import STANDING_STATUSES, StandingPlan, Thresholds
 from rebalance_advisor.domain.group_planning import hold_back
+from rebalance_advisor.domain.plan_identity import (
+    GroupSituation,
+    RejectedPlan,
+    advice_assignment_key,
+    assignment_key,
+    hold_by_rejection,
+)
 from rebalance_advisor.store import db
 from rebalance_advisor.store.group_protocols import apply_modes_in
 from rebalance_advisor.store.models import StaticMemberRow
@@ -55,6 +64,10 @@ _INSERT_CHUNK = 5_000
 #: this one is "rbadvise" in ASCII). One key, not one per group: a run may touch 10,000 groups,
 #: more than PostgreSQL's lock table holds per transaction.
 PLAN_WRITE_LOCK_KEY = 0x7262616476697365
+
+#: statuses of a standing plan a run may keep (same assignment); a published plan is in force, so
+#: the planner measures against it and never recommends it again
+KEEPABLE_STATUSES = ("recommended", "approved")
 
 
 def published_assignments(conn: Connection) -> dict[str, dict[str, list[tuple[str, int]]]]:
@@ -163,12 +176,13 @@ def _apply_concurrent_cooldown(
     """The results with recommendations that a concurrent run's committed plan now holds back.
 
     Runs under the write lock; the rule is :func:`rebalance_advisor.domain.group_planning.hold_back`
-    (the decision rules' cool-down, measured from this run's start).
+    (the decision rules' cool-down, measured from this run's start). Before the identity rule, as
+    in the planner: during a cool-down even the same assignment is held, not confirmed.
     """
     if cooldown_minutes <= 0:
         return list(results)
     thresholds = Thresholds(cooldown_minutes=cooldown_minutes)
-    recommended = sorted(r.group_id for r in results if r.plan is not None and r.plan.status == "recommended")
+    recommended = _recommended_groups(results)
     standing: dict[str, StandingPlan] = {}
     for start in range(0, len(recommended), _INSERT_CHUNK):
         chunk = recommended[start : start + _INSERT_CHUNK]
@@ -192,6 +206,97 @@ def _chunks(rows: list[dict[str, Any]]) -> Iterable[list[dict[str, Any]]]:
         yield rows[start : start + _INSERT_CHUNK]
 
 
+def _recommended_groups(results: Sequence[GroupAdvice]) -> list[str]:
+    return sorted(r.group_id for r in results if r.plan is not None and r.plan.status == "recommended")
+
+
+def rejected_plans(conn: Connection, groups: Sequence[str]) -> dict[str, RejectedPlan]:
+    """Per group, its newest rejected plan with the reason given at the rejection."""
+    found: dict[str, RejectedPlan] = {}
+    for start in range(0, len(groups), _INSERT_CHUNK):
+        chunk = list(groups[start : start + _INSERT_CHUNK])
+        newest = (
+            sa.select(sa.func.max(Plan.id))
+            .where(Plan.group_id.in_(chunk), Plan.status == "rejected")
+            .group_by(Plan.group_id)
+        )
+        note = (
+            sa.select(PlanTransition.note)
+            .where(PlanTransition.plan_id == Plan.id, PlanTransition.to_status == "rejected")
+            .order_by(PlanTransition.id.desc())
+            .limit(1)
+            .scalar_subquery()
+        )
+        rows = conn.execute(
+            sa.select(Plan.id, Plan.group_id, Plan.max_lag_before, Plan.max_lag_after, Plan.situation, note)
+            .where(Plan.id.in_(newest))
+        )  # fmt: skip
+        for plan_id, group_id, before, after, situation, text in rows:
+            found[group_id] = RejectedPlan(
+                plan_id, int(before), int(after), GroupSituation.from_record(situation), text
+            )
+    return found
+
+
+def _apply_rejections(
+    conn: Connection, results: Sequence[GroupAdvice], situations: Mapping[str, GroupSituation]
+) -> list[GroupAdvice]:
+    """The results with recommendations that a standing rejection holds back (the rule:
+    :func:`rebalance_advisor.domain.plan_identity.hold_by_rejection`)."""
+    rejected = rejected_plans(conn, _recommended_groups(results))
+    return [
+        hold_by_rejection(r, rejected[r.group_id], situations.get(r.group_id))
+        if r.group_id in rejected
+        else r
+        for r in results
+    ]
+
+
+def _same_assignment_plans(conn: Connection, results: Sequence[GroupAdvice]) -> dict[str, int]:
+    """{group: id of its standing recommended/approved plan with the very assignment this run
+    recommends} (domain/plan_identity.py: such a run keeps that plan)."""
+    wanted = {
+        r.group_id: advice_assignment_key(r) for r in results if r.plan and r.plan.status == "recommended"
+    }
+    groups = sorted(wanted)
+    kept: dict[str, int] = {}
+    for start in range(0, len(groups), _INSERT_CHUNK):
+        chunk = groups[start : start + _INSERT_CHUNK]
+        standing = sa.select(Plan.id).where(Plan.group_id.in_(chunk), Plan.status.in_(KEEPABLE_STATUSES))
+        rows = conn.execute(
+            sa.select(Plan.id, Plan.group_id, Plan.status, PlanAssignment.member_id, PlanAssignment.topic,
+                      PlanAssignment.partition, PlanAssignment.key_hash_start, PlanAssignment.key_hash_end)
+            .join(PlanAssignment, PlanAssignment.plan_id == Plan.id)
+            .where(Plan.id.in_(standing))
+        )  # fmt: skip
+        held: dict[tuple[int, str, str], list[tuple]] = {}
+        for plan_id, group_id, status, *row in rows:
+            held.setdefault((plan_id, group_id, status), []).append(tuple(row))
+        # an approved plan before a recommended one, then the newest
+        for (plan_id, group_id, _), rows_of in sorted(
+            held.items(), key=lambda kv: (kv[0][2] != "approved", -kv[0][0])
+        ):
+            if group_id not in kept and assignment_key(rows_of) == wanted[group_id]:
+                kept[group_id] = plan_id
+    return kept
+
+
+def _insert_run(
+    conn: Connection,
+    snapshot_id: int,
+    airflow_run_id: str | None,
+    started_at: datetime,
+    now: datetime,
+    params,
+) -> int:
+    return conn.execute(
+        sa.insert(AdvisorRun)
+        .values(snapshot_id=snapshot_id, airflow_run_id=airflow_run_id, started_at=started_at,
+                finished_at=now, status="success", params=params)
+        .returning(AdvisorRun.id)
+    ).scalar_one()  # fmt: skip
+
+
 def write_run(
     conn: Connection,
     *,
@@ -201,135 +306,165 @@ def write_run(
     started_at: datetime,
     airflow_run_id: str | None,
     created_by: str,
+    situations: Mapping[str, GroupSituation] | None = None,
 ) -> tuple[int, dict[str, int], list[GroupAdvice]]:
     """Insert one planner run (caller owns the transaction).
 
-    Returns (advisor run id, {group: plan id}, the advice as stored). ``params["cooldown_minutes"]``
-    (the run's thresholds) drives the concurrent cool-down re-check, which may hold advice back.
+    Returns (advisor run id, {group: plan id}, the advice as stored). Under the plan-write lock:
+    standing rejections hold recommendations back, a recommendation with the assignment of the
+    group's standing plan confirms that plan (domain/plan_identity.py), and
+    ``params["cooldown_minutes"]`` (the run's thresholds) drives the concurrent cool-down re-check.
+    ``situations`` (per group, what it was planned against) is stored with each plan for the
+    rejection rule.
     """
     _lock_plan_writes(conn)
     if airflow_run_id is not None:
         _delete_run(conn, airflow_run_id)
     now = datetime.now(UTC)
-    run_id = conn.execute(
-        sa.insert(AdvisorRun)
-        .values(
-            snapshot_id=snapshot_id,
-            airflow_run_id=airflow_run_id,
-            started_at=started_at,
-            finished_at=now,
-            status="success",
-            params=params,
-        )
-        .returning(AdvisorRun.id)
-    ).scalar_one()
+    situations = situations or {}
+    run_id = _insert_run(conn, snapshot_id, airflow_run_id, started_at, now, params)
+    results = _apply_rejections(conn, results, situations)
     results = _apply_concurrent_cooldown(
         conn, run_id, results, started_at, float(params.get("cooldown_minutes") or 0)
     )
-    # A held-back candidate (cool-down) keeps only its outcome row (decision, reason, numbers):
-    # a full plan per flagged group per run grew the table by ~860 rows a day on the demo alone.
+    kept = _same_assignment_plans(conn, results)
+    # A held-back candidate (cool-down, rejection) keeps only its outcome row (decision, reason,
+    # numbers): a full plan per flagged group per run grew the table by ~860 rows a day on the demo.
     planned = [r for r in results if r.plan is not None and r.plan.status != "skipped"]
-    modes = apply_modes_in(conn, snapshot_id, (r.group_id for r in planned))
-    plan_rows = []
-    for r in planned:
-        plan = r.plan
-        after = plan.metrics
-        plan_rows.append(
-            {
-                "run_id": run_id,
-                "snapshot_id": snapshot_id,
-                "group_id": r.group_id,
-                "strategy": plan.strategy,
-                "status": plan.status,
-                "epoch": None,
-                "created_at": now,
-                "created_by": created_by,
-                "max_lag_before": r.max_lag_before,
-                "max_lag_after": after.max_member_lag,
-                "imbalance_before": r.imbalance_before,
-                "imbalance_after": after.imbalance,
-                "spread_before": r.spread_before,
-                "spread_after": after.partition_count_spread,
-                "moves": after.moves,
-                "lower_bound": after.lower_bound_max_lag,
-                "gap": after.gap,
-                "reason": r.reason,
-                "metrics": r.metrics_record(),
-                "apply_mode": modes[r.group_id],
-            }
-        )
+    run = _RunWrite(run_id, snapshot_id, now, created_by, airflow_run_id, situations)
+    plan_ids = _insert_plans(conn, run, [r for r in planned if r.group_id not in kept])
+    _confirm_plans(conn, run, [r for r in planned if r.group_id in kept], kept)
+    plan_ids.update({r.group_id: kept[r.group_id] for r in planned if r.group_id in kept})
+    _supersede_older(conn, run, [r.group_id for r in planned if r.plan.status == "recommended"], plan_ids)
+    outcomes = [{**_stored(OutcomeLine.of(r, plan_ids.get(r.group_id))), "run_id": run_id} for r in results]
+    for chunk in _chunks(outcomes):
+        conn.execute(sa.insert(GroupOutcome.__table__), chunk)
+    return run_id, plan_ids, results
+
+
+@dataclass(frozen=True)
+class _RunWrite:
+    """What every row of one run's write shares."""
+
+    run_id: int
+    snapshot_id: int
+    now: datetime
+    created_by: str
+    airflow_run_id: str | None
+    situations: Mapping[str, GroupSituation]
+
+    def situation(self, group_id: str) -> dict[str, Any] | None:
+        found = self.situations.get(group_id)
+        return None if found is None else found.to_record()
+
+
+def _numbers(r: GroupAdvice) -> dict[str, Any]:
+    """The plan columns a run computes: what a confirmation refreshes."""
+    after = r.plan.metrics
+    return {
+        "strategy": r.plan.strategy,
+        "max_lag_before": r.max_lag_before,
+        "max_lag_after": after.max_member_lag,
+        "imbalance_before": r.imbalance_before,
+        "imbalance_after": after.imbalance,
+        "spread_before": r.spread_before,
+        "spread_after": after.partition_count_spread,
+        "moves": after.moves,
+        "lower_bound": after.lower_bound_max_lag,
+        "gap": after.gap,
+        "reason": r.reason,
+        "metrics": r.metrics_record(),
+    }
+
+
+def _assignment_rows(plan_id: int, r: GroupAdvice) -> list[dict[str, Any]]:
+    # every row names the same columns: an executemany takes its columns from the first row
+    whole = ((m, t, p, lag, None, None) for m, t, p, lag in r.plan.assignments)
+    return [
+        {"plan_id": plan_id, "member_id": m, "topic": t, "partition": p, "lag": lag,
+         "key_hash_start": lo, "key_hash_end": hi}
+        for m, t, p, lag, lo, hi in itertools.chain(whole, r.plan.key_ranges)
+    ]  # fmt: skip
+
+
+def _insert_plans(conn: Connection, run: _RunWrite, fresh: Sequence[GroupAdvice]) -> dict[str, int]:
+    """New plans, their assignments and first transitions; {group: new plan id}."""
+    modes = apply_modes_in(conn, run.snapshot_id, (r.group_id for r in fresh))
+    plan_rows = [
+        {"run_id": run.run_id, "snapshot_id": run.snapshot_id, "group_id": r.group_id, "status": r.plan.status,
+         "epoch": None, "created_at": run.now, "created_by": run.created_by, "situation": run.situation(r.group_id),
+         "apply_mode": modes[r.group_id], **_numbers(r)}
+        for r in fresh
+    ]  # fmt: skip
     # One multi-row INSERT ... RETURNING per chunk instead of one statement per plan (10,000 plans
-    # took seconds); the ids come back in parameter order, so they pair with ``planned``.
+    # took seconds); the ids come back in parameter order, so they pair with ``fresh``.
     new_plan_ids: list[int] = []
     table = Plan.__table__
     for chunk in _chunks(plan_rows):
         inserted = conn.execute(table.insert().returning(table.c.id, sort_by_parameter_order=True), chunk)
         new_plan_ids.extend(inserted.scalars())
-    plan_ids: dict[str, int] = {}
     assignments: list[dict[str, Any]] = []
     transitions: list[dict[str, Any]] = []
-    recommended_groups: list[str] = []
-    for r, plan_id in zip(planned, new_plan_ids, strict=True):
-        plan = r.plan
-        plan_ids[r.group_id] = plan_id
-        if plan.status == "recommended":
-            recommended_groups.append(r.group_id)
-        # every row names the same columns: an executemany takes its columns from the first row
-        whole = ((m, t, p, lag, None, None) for m, t, p, lag in plan.assignments)
-        assignments.extend(
-            {
-                "plan_id": plan_id,
-                "member_id": m,
-                "topic": t,
-                "partition": p,
-                "lag": lag,
-                "key_hash_start": lo,
-                "key_hash_end": hi,
-            }
-            for m, t, p, lag, lo, hi in itertools.chain(whole, plan.key_ranges)
-        )
+    for r, plan_id in zip(fresh, new_plan_ids, strict=True):
+        assignments.extend(_assignment_rows(plan_id, r))
         transitions.append(
-            {
-                "plan_id": plan_id,
-                "from_status": None,
-                "to_status": plan.status,
-                "actor": created_by,
-                "airflow_run_id": airflow_run_id,
-                "at": now,
-                "note": r.reason,
-            }
+            {"plan_id": plan_id, "from_status": None, "to_status": r.plan.status, "actor": run.created_by,
+             "airflow_run_id": run.airflow_run_id, "at": run.now, "note": r.reason}
+        )  # fmt: skip
+    _insert_rows(conn, PlanAssignment, assignments)
+    _insert_rows(conn, PlanTransition, transitions)
+    return {r.group_id: plan_id for r, plan_id in zip(fresh, new_plan_ids, strict=True)}
+
+
+def _confirm_plans(
+    conn: Connection, run: _RunWrite, confirmed: Sequence[GroupAdvice], kept: Mapping[str, int]
+) -> None:
+    """Standing plans this run arrived at again: same id and status, the numbers, the snapshot, the
+    situation and the assignment rows' lags of this run, and when it confirmed them."""
+    for r in confirmed:
+        plan_id = kept[r.group_id]
+        conn.execute(
+            sa.update(Plan)
+            .where(Plan.id == plan_id)
+            .values(snapshot_id=run.snapshot_id, last_confirmed_at=run.now, last_confirmed_run_id=run.run_id,
+                    situation=run.situation(r.group_id), **_numbers(r))
+        )  # fmt: skip
+    ids = [kept[r.group_id] for r in confirmed]
+    for start in range(0, len(ids), _INSERT_CHUNK):
+        conn.execute(
+            sa.delete(PlanAssignment).where(PlanAssignment.plan_id.in_(ids[start : start + _INSERT_CHUNK]))
         )
-    new_ids = set(plan_ids.values())
-    for start in range(0, len(recommended_groups), _INSERT_CHUNK):
-        groups = recommended_groups[start : start + _INSERT_CHUNK]
+    _insert_rows(
+        conn, PlanAssignment, [row for r in confirmed for row in _assignment_rows(kept[r.group_id], r)]
+    )
+
+
+def _supersede_older(
+    conn: Connection, run: _RunWrite, groups: Sequence[str], plan_ids: Mapping[str, int]
+) -> None:
+    """``recommended -> superseded`` for the groups' other recommended plans (this run's stand)."""
+    keep = set(plan_ids.values())
+    transitions: list[dict[str, Any]] = []
+    for start in range(0, len(groups), _INSERT_CHUNK):
+        chunk = list(groups[start : start + _INSERT_CHUNK])
         older = conn.execute(
-            sa.select(Plan.id).where(Plan.group_id.in_(groups), Plan.status == "recommended")
+            sa.select(Plan.id).where(Plan.group_id.in_(chunk), Plan.status == "recommended")
         ).scalars()
-        older_ids = [pid for pid in older if pid not in new_ids]
+        older_ids = [pid for pid in older if pid not in keep]
         if not older_ids:
             continue
         conn.execute(sa.update(Plan).where(Plan.id.in_(older_ids)).values(status="superseded"))
         transitions.extend(
-            {
-                "plan_id": pid,
-                "from_status": "recommended",
-                "to_status": "superseded",
-                "actor": created_by,
-                "airflow_run_id": airflow_run_id,
-                "at": now,
-                "note": f"superseded by advisor run {run_id}",
-            }
+            {"plan_id": pid, "from_status": "recommended", "to_status": "superseded", "actor": run.created_by,
+             "airflow_run_id": run.airflow_run_id, "at": run.now, "note": f"superseded by advisor run {run.run_id}"}
             for pid in older_ids
-        )
-    outcomes = [{**_stored(OutcomeLine.of(r, plan_ids.get(r.group_id))), "run_id": run_id} for r in results]
-    for model, rows in (
-        (PlanAssignment, assignments),
-        (PlanTransition, transitions),
-        (GroupOutcome, outcomes),
-    ):
-        for chunk in _chunks(rows):  # the Core table, not the ORM entity: no per-row ORM bulk work
-            conn.execute(sa.insert(model.__table__), chunk)
-    return run_id, plan_ids, results
+        )  # fmt: skip
+    _insert_rows(conn, PlanTransition, transitions)
+
+
+def _insert_rows(conn: Connection, model: type, rows: list[dict[str, Any]]) -> None:
+    for chunk in _chunks(rows):  # the Core table, not the ORM entity: no per-row ORM bulk work
+        conn.execute(sa.insert(model.__table__), chunk)
 
 
 # ---- queries (CLI ``plans``, DAG summary, UI) -----------------------------------------------
@@ -355,6 +490,7 @@ PLAN_COLUMNS = (
     "gap",
     "reason",
     "apply_mode",
+    "last_confirmed_at",
 )
 
 
