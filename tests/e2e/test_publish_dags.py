@@ -130,6 +130,11 @@ def test_plan_approval_dag(airflow_home, connections: str, kafka_bootstrap: str)
         "rejected", "dag_test", run.run_id, "not now",
     )  # fmt: skip
 
+    # A rejection holds the group's next equal plan back until its situation changes
+    # (docs/operations/plan-lifecycle.md), so the approval is tried on a second static group.
+    group = f"approval-{uuid.uuid4().hex[:8]}"
+    static_members.add(group, "w0", ["data"], url)
+    static_members.add(group, "w1", ["data"], url)
     plan_id = record_plan(url, group, ["w0", "w1"], [100, 5000, 100, 100])
     run = dag.test(run_conf={"plan_id": plan_id, "decision": "approve"})
     assert run.state == "success", _states(run)
