@@ -198,7 +198,7 @@ def test_manual_assign_baseline_is_the_published_plan(airflow_home: Path) -> Non
         id=1, run_id=1, snapshot_id=1, group_id="manual", strategy="lag_aware", status="recommended", epoch=None,
         created_at=datetime(2025, 1, 1), created_by="t", max_lag_before=0, max_lag_after=0, imbalance_before=1.0,
         imbalance_after=1.0, spread_before=0, spread_after=0, moves=0, lower_bound=0, gap=0.0, reason="r",
-        metrics={
+        apply_mode="static assignments", metrics={
             "before": {"member_lag": {"worker-0": 32_000, "worker-1": 2_000},
                        "member_partitions": {"worker-0": 2, "worker-1": 1}},
             "after": {"member_lag": {"worker-0": 30_000, "worker-1": 4_000}},
