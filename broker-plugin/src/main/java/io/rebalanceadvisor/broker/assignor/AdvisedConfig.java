@@ -1,7 +1,7 @@
 package io.rebalanceadvisor.broker.assignor;
 
+import io.rebalanceadvisor.broker.BrokerSettings;
 import org.apache.kafka.common.config.ConfigException;
-import org.apache.kafka.common.config.types.Password;
 
 import java.util.Collections;
 import java.util.Map;
@@ -78,35 +78,15 @@ public record AdvisedConfig(
 
     /** The {@code rebalance.advisor.plans.consumer.*} keys with the prefix removed (SASL, TLS, ...). */
     static Map<String, Object> consumerOverrides(Map<String, ?> broker) {
-        Map<String, Object> overrides = new TreeMap<>();
-        for (Map.Entry<String, ?> entry : broker.entrySet()) {
-            if (entry.getKey().startsWith(CONSUMER_PREFIX) && entry.getValue() != null) {
-                overrides.put(entry.getKey().substring(CONSUMER_PREFIX.length()), plain(entry.getValue()));
-            }
-        }
-        return overrides;
+        return BrokerSettings.prefixed(broker, CONSUMER_PREFIX);
     }
 
     static String text(Map<String, ?> broker, String key, String fallback) {
-        Object value = broker.get(key);
-        return value == null ? fallback : String.valueOf(plain(value));
-    }
-
-    private static Object plain(Object value) {
-        return value instanceof Password password ? password.value() : value;
+        return BrokerSettings.text(broker, key, fallback);
     }
 
     private static long positive(Map<String, ?> broker, String key, long fallback) {
-        String value = text(broker, key, Long.toString(fallback)).trim();
-        try {
-            long parsed = Long.parseLong(value);
-            if (parsed > 0) {
-                return parsed;
-            }
-        } catch (NumberFormatException ignored) {
-            // reported below with the key and the value
-        }
-        throw new ConfigException(key, value, "must be a positive whole number of milliseconds");
+        return BrokerSettings.positive(broker, key, fallback, "a positive whole number of milliseconds");
     }
 
     private static double decimal(Map<String, ?> broker, String key, double fallback) {

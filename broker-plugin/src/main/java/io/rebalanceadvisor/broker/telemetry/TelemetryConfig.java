@@ -1,8 +1,8 @@
 package io.rebalanceadvisor.broker.telemetry;
 
+import io.rebalanceadvisor.broker.BrokerSettings;
 import io.rebalanceadvisor.broker.assignor.ListenerBootstrap;
 import org.apache.kafka.common.config.ConfigException;
-import org.apache.kafka.common.config.types.Password;
 
 import java.util.Collections;
 import java.util.Map;
@@ -76,11 +76,7 @@ public record TelemetryConfig(
         if (derived != null && !broker.containsKey(BOOTSTRAP)) {
             overrides.put("security.protocol", derived.securityProtocol());
         }
-        for (Map.Entry<String, ?> entry : broker.entrySet()) {
-            if (entry.getKey().startsWith(PRODUCER_PREFIX) && entry.getValue() != null) {
-                overrides.put(entry.getKey().substring(PRODUCER_PREFIX.length()), plain(entry.getValue()));
-            }
-        }
+        overrides.putAll(BrokerSettings.prefixed(broker, PRODUCER_PREFIX));
         String topic = text(broker, TOPIC, DEFAULT_TOPIC).trim();
         if (topic.isEmpty()) {
             throw new ConfigException(TOPIC, topic, "the telemetry topic's name must not be empty");
@@ -108,25 +104,11 @@ public record TelemetryConfig(
     }
 
     static String text(Map<String, ?> broker, String key, String fallback) {
-        Object value = broker.get(key);
-        return value == null ? fallback : String.valueOf(plain(value));
-    }
-
-    private static Object plain(Object value) {
-        return value instanceof Password password ? password.value() : value;
+        return BrokerSettings.text(broker, key, fallback);
     }
 
     private static long positive(Map<String, ?> broker, String key, long fallback) {
-        String value = text(broker, key, Long.toString(fallback)).trim();
-        try {
-            long parsed = Long.parseLong(value);
-            if (parsed > 0) {
-                return parsed;
-            }
-        } catch (NumberFormatException ignored) {
-            // reported below with the key and the value
-        }
-        throw new ConfigException(key, value, "must be a positive whole number");
+        return BrokerSettings.positive(broker, key, fallback, "a positive whole number");
     }
 
     private static long bounded(Map<String, ?> broker, String key, long fallback) {
