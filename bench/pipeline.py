@@ -33,25 +33,39 @@ import json
 import os
 import platform
 import random
+import shutil
+import subprocess
 import sys
 import tempfile
-import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-TOPICS = 100
-PARTITIONS = 100
-MEMBERS = 10
-
-
 INTERVAL_S = 10.0
-GROUP_RATE = 500.0  # records/s produced to each group's topic
+TOPIC_RATE = 50.0  # records/s produced to each topic, per partition on average (Zipf-skewed)
+#: (share of groups, fewest, most partitions): most groups small, a few with hundreds of partitions;
+#: on average about ten partitions per group (100,000 groups: about a million partitions)
+SIZE_CLASSES = ((0.85, 1, 6), (0.13, 10, 30), (0.02, 100, 400))
+GROUPS_PER_TOPIC = 2  # consecutive groups read the same topic (as many groups share topics)
+
+
+def group_partitions(groups: int, seed: int) -> list[int]:
+    """Partition count of each topic (one topic per ``GROUPS_PER_TOPIC`` groups), drawn from SIZE_CLASSES."""
+    rng = random.Random(seed)
+    sizes = []
+    for _ in range((groups + GROUPS_PER_TOPIC - 1) // GROUPS_PER_TOPIC):
+        r, acc = rng.random(), 0.0
+        for share, low, high in SIZE_CLASSES:
+            acc += share
+            if r < acc or share == SIZE_CLASSES[-1][0]:
+                sizes.append(rng.randint(low, high))
+                break
+    return sizes
 
 
 def synthetic_snapshot(groups: int, seed: int = 5337, previous: bool = False):
-    """A Snapshot with ``groups`` groups as described in the module docstring; ``previous`` gives
-    the one taken ``INTERVAL_S`` earlier (log ends and committed offsets rolled back by the rates)."""
+    """A Snapshot with ``groups`` groups of mixed sizes (module docstring); ``previous`` gives the one
+    taken ``INTERVAL_S`` earlier (log ends and committed offsets rolled back by the rates)."""
     from rebalance_advisor.domain.snapshot_model import (
         CommittedOffset,
         Group,
@@ -60,49 +74,30 @@ def synthetic_snapshot(groups: int, seed: int = 5337, previous: bool = False):
         Snapshot,
     )
 
-    rng = random.Random(seed)
-    ends = {
-        (f"topic-{t:03d}", p): 1_000_000 + rng.randint(0, 1000)
-        for t in range(TOPICS)
-        for p in range(PARTITIONS)
-    }
-    weights = [rank**-1.1 for rank in range(1, PARTITIONS + 1)]
-    rates = {}
-    for t in range(TOPICS):
-        shuffled = rng.sample(weights, len(weights))
-        for p, w in enumerate(shuffled):
-            rates[(f"topic-{t:03d}", p)] = GROUP_RATE * w / sum(weights)
-    # One partition's consume rate: an even share of a capacity equal to the mean member inflow.
-    share = GROUP_RATE / MEMBERS / (PARTITIONS // MEMBERS)
+    rng = random.Random(seed + 1)
     back = INTERVAL_S if previous else 0.0
-    partitions = [
-        PartitionOffsets(t, p, 0, e - round(rates[(t, p)] * back), 1) for (t, p), e in sorted(ends.items())
-    ]
-    out_groups, committed = [], []
-    for g in range(groups):
-        group_id = f"group-{g:05d}"
-        topic = f"topic-{g % TOPICS:03d}"
-        lags = [max(1, int(20_000 / (rank**1.1))) for rank in range(1, PARTITIONS + 1)]
-        rng.shuffle(lags)
-        for p, lag in enumerate(lags):
-            end = ends[(topic, p)]
-            offset = end - lag
-            if previous:  # still behind then: the member had backlog on it at both ends
-                offset = min(offset - round(share * back), end - round(rates[(topic, p)] * back) - 1)
-            committed.append(CommittedOffset(group_id, topic, p, offset))
-        per = PARTITIONS // MEMBERS
-        members = tuple(
-            GroupMemberSnapshot(
-                member_id=f"{group_id}-m{m:02d}",
-                client_id=f"c{m}",
-                host="/10.0.0.1",
-                subscribed_topics=(topic,),
-                assignment=tuple((topic, p) for p in range(m * per, (m + 1) * per)),
-                position=m,
-            )
-            for m in range(MEMBERS)
+    partitions, out_groups, committed = [], [], []
+    for t, count in enumerate(group_partitions(groups, seed)):
+        topic = f"topic-{t:06d}"
+        weights = [rank**-1.1 for rank in range(1, count + 1)]
+        rng.shuffle(weights)
+        rates = [TOPIC_RATE * count * w / sum(weights) for w in weights]
+        ends = [1_000_000 + rng.randint(0, 1000) for _ in range(count)]
+        partitions.extend(
+            PartitionOffsets(topic, p, 0, ends[p] - round(rates[p] * back), 1) for p in range(count)
         )
-        out_groups.append(Group(group_id, "Stable", "classic", "range", 1, "10.0.0.1", members))
+        member_count = max(1, min(50, count // 8 or 1 + count // 3))
+        share = TOPIC_RATE * count / member_count / max(1, count // member_count)
+        for g in range(t * GROUPS_PER_TOPIC, min(groups, (t + 1) * GROUPS_PER_TOPIC)):
+            group_id = f"group-{g:06d}"
+            lags = [max(1, int(20_000 / (rank**1.1))) for rank in range(1, count + 1)]
+            rng.shuffle(lags)
+            for p, lag in enumerate(lags):
+                offset = ends[p] - lag
+                if previous:  # still behind then: the member had backlog on it at both ends
+                    offset = min(offset - round(share * back), ends[p] - round(rates[p] * back) - 1)
+                committed.append(CommittedOffset(group_id, topic, p, offset))
+            out_groups.append(_range_group(group_id, topic, count, member_count, Group, GroupMemberSnapshot))
     now = datetime.now(UTC)
     return Snapshot(
         taken_at=now - timedelta(seconds=back),
@@ -115,6 +110,26 @@ def synthetic_snapshot(groups: int, seed: int = 5337, previous: bool = False):
     )
 
 
+def _range_group(group_id, topic, count, member_count, group_type, member_type):
+    """A classic group whose owners are as Kafka's range assignor left them."""
+    per, extra = divmod(count, member_count)
+    members, start = [], 0
+    for m in range(member_count):
+        take = per + (1 if m < extra else 0)
+        members.append(
+            member_type(
+                member_id=f"{group_id}-m{m:02d}",
+                client_id=f"c{m}",
+                host="/10.0.0.1",
+                subscribed_topics=(topic,),
+                assignment=tuple((topic, p) for p in range(start, start + take)),
+                position=m,
+            )
+        )
+        start += take
+    return group_type(group_id, "Stable", "classic", "range", 1, "10.0.0.1", tuple(members))
+
+
 def write_history(groups: int, url: str) -> int:
     """Store the previous snapshot, then the current one (rates derived from the pair); its id."""
     from rebalance_advisor import store
@@ -123,128 +138,175 @@ def write_history(groups: int, url: str) -> int:
     return store.write_snapshot(synthetic_snapshot(groups), url)
 
 
-def tree_cpu_s() -> float:
-    """CPU seconds (user + system) of this process and all its descendants: Spark's JVM, its Python
-    workers, and what they already reaped. On a shared machine wall time includes waiting for a
-    core; this is the work done."""
+def tree_cpu_s() -> tuple[float, float]:
+    """CPU seconds (user + system) of (this driver process, its descendants: Spark's JVM, whose
+    task threads are the executors under ``local[N]``, and its Python workers). On a shared machine
+    wall time includes waiting for a core; this is the work done."""
     import psutil
 
-    total = 0.0
     me = psutil.Process()
-    for proc in [me, *me.children(recursive=True)]:
+    own = me.cpu_times()
+    rest = 0.0
+    for proc in me.children(recursive=True):
         try:
             t = proc.cpu_times()
         except psutil.NoSuchProcess:
             continue
-        total += t.user + t.system + t.children_user + t.children_system
-    return total
+        rest += t.user + t.system + t.children_user + t.children_system
+    return own.user + own.system, rest + own.children_user + own.children_system
 
 
-def plain_python(url: str, snapshot_id: int) -> dict[str, float]:
-    """The same per-group work without Spark: load, build specs, plan every group in a loop."""
-    import gc
+class PeakRss:
+    """Samples the resident memory of the driver (this Python process) and of Spark's JVM every 50 ms."""
 
-    from rebalance_advisor.domain.decisions import Thresholds
-    from rebalance_advisor.domain.group_planning import plan_group
-    from rebalance_advisor.domain.spec_documents import build_docs_from_tables
-    from rebalance_advisor.store.snapshot_reader import read_snapshot_tables
+    def __init__(self) -> None:
+        import threading
 
-    gc.disable()  # as run_planner does (rebalance_advisor.gcpause.gc_paused)
-    try:
-        started = time.perf_counter()
-        docs = build_docs_from_tables(read_snapshot_tables(snapshot_id, url))
-        read = time.perf_counter() - started
-        thresholds, now = Thresholds(), datetime.now(UTC)
-        results = [plan_group(d, thresholds, now) for d in docs]
-        plan = time.perf_counter() - started - read
-    finally:
-        gc.enable()
-    assert len(results) == len(docs)
-    return {"read_s": read, "plan_s": plan, "total_s": read + plan}
+        self.driver = self.jvm = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> PeakRss:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        import psutil
+
+        me = psutil.Process()
+        while not self._stop.wait(0.05):
+            self.driver = max(self.driver, me.memory_info().rss)
+            for child in me.children(recursive=True):
+                try:
+                    if child.name() == "java":
+                        self.jvm = max(self.jvm, child.memory_info().rss)
+                except psutil.NoSuchProcess:
+                    continue
+
+
+def stored_fleet(size: int, cache: Path) -> Path:
+    """A SQLite file holding the two synthetic snapshots of ``size`` groups, built once (in a child
+    process, so the generator's memory is not charged to the driver) and kept under ``cache``."""
+    path = cache / f"fleet-{size}-v1.db"
+    if not path.exists():
+        tmp = path.with_suffix(".tmp")
+        tmp.unlink(missing_ok=True)
+        code = (
+            "import sys; sys.path.insert(0, 'bench'); import pipeline; from rebalance_advisor import store; "
+            f"url = 'sqlite:///{tmp}'; store.upgrade(url); print(pipeline.write_history({size}, url))"
+        )
+        subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT, stdout=subprocess.DEVNULL)
+        tmp.rename(path)
+    return path
+
+
+def uptime() -> str:
+    return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+
+
+def measure(spark, url: str, path: str) -> dict:
+    """One planner run on the newest snapshot of ``url``: timings, CPU, peak RSS, load."""
+    from rebalance_advisor.adapters.spark_planner import run_planner
+
+    before = uptime()
+    cpu0 = tree_cpu_s()
+    with PeakRss() as rss:
+        run = run_planner(spark, url, "latest", **({"pipeline": True} if path == "pipeline" else {}))
+    cpu1 = tree_cpu_s()
+    return {
+        "groups": len(run.outcomes),
+        "flagged": len(run.flagged),
+        "timings": run.timings,
+        "driver_cpu_s": cpu1[0] - cpu0[0],
+        "executor_cpu_s": cpu1[1] - cpu0[1],
+        "driver_peak_rss_mb": rss.driver / 2**20,
+        "jvm_peak_rss_mb": rss.jvm / 2**20,
+        "uptime_before": before,
+        "uptime_after": uptime(),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--sizes", default="100,1000,10000", help="group counts, comma-separated")
-    parser.add_argument("--quick", action="store_true", help="100 and 1,000 groups only")
-    parser.add_argument("--db", default=None, help="SQLAlchemy URL (default: a fresh SQLite file per size)")
-    parser.add_argument("--master", default="local[2]", help="Spark master (the target is for local[2])")
-    parser.add_argument("--no-python", action="store_true", help="skip the plain-Python comparison")
+    parser.add_argument("--sizes", default="10000,30000,100000", help="group counts, comma-separated")
+    parser.add_argument("--quick", action="store_true", help="1,000 groups only (a smoke run)")
+    parser.add_argument("--master", default="local[2]", help="Spark master (the targets are for local[2])")
+    parser.add_argument(
+        "--path", default="pipeline", choices=("pipeline", "driver"),
+        help="pipeline: executors read, plan and stage; driver: the driver reads and writes everything",
+    )  # fmt: skip
+    parser.add_argument(
+        "--cache",
+        default=None,
+        help="where the stored fleets are kept (default: under REBALANCE_ADVISOR_HOME)",
+    )
+    parser.add_argument("--out", default="pipeline.json", help="file name under bench/results")
     args = parser.parse_args(argv)
-    sizes = [100, 1000] if args.quick else [int(s) for s in args.sizes.split(",")]
+    sizes = [1000] if args.quick else [int(s) for s in args.sizes.split(",")]
+    home = Path(os.environ.get("REBALANCE_ADVISOR_HOME", Path.home() / ".rebalance-advisor"))
+    cache = Path(args.cache) if args.cache else home / "bench-fleets"
+    cache.mkdir(parents=True, exist_ok=True)
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from rebalance_advisor import store
-    from rebalance_advisor.adapters.spark_planner import run_planner
     from rebalance_advisor.adapters.spark_session import spark_session
 
+    fleets = {size: stored_fleet(size, cache) for size in sizes}
     spark = spark_session(args.master, "rebalance-advisor-bench")
     rows = []
     try:
         with tempfile.TemporaryDirectory(prefix="rebalance-advisor-bench-") as tmp:
             # Warm-up: JVM, Python workers and Arrow paths, so the first size is not charged for them.
-            warm = f"sqlite:///{tmp}/warm.db"
-            store.upgrade(warm)
-            run_planner(spark, warm, write_history(20, warm))
+            warm = Path(tmp) / "warm.db"
+            shutil.copy(stored_fleet(100, cache), warm)
+            measure(spark, f"sqlite:///{warm}", args.path)
             for size in sizes:
-                url = args.db or f"sqlite:///{tmp}/bench-{size}.db"
-                store.upgrade(url)
-                t0 = time.perf_counter()
-                snapshot_id = write_history(size, url)
-                stored = time.perf_counter() - t0
-                load_before = os.getloadavg()[0]
-                cpu0 = tree_cpu_s()
-                run = run_planner(spark, url, snapshot_id)
-                cpu = tree_cpu_s() - cpu0
-                flagged = len(run.flagged)
-                python = None if args.no_python else plain_python(url, snapshot_id)
+                work = Path(tmp) / f"run-{size}.db"  # a fresh copy: no plans from an earlier run
+                shutil.copy(fleets[size], work)
                 rows.append(
-                    {
-                        "groups": size,
-                        "partitions": size * PARTITIONS,
-                        "flagged": flagged,
-                        "snapshot_write_s": stored,
-                        "spark": run.timings,
-                        "spark_cpu_s": cpu,
-                        "python": python,
-                    }
+                    {"size": size, "path": args.path, **measure(spark, f"sqlite:///{work}", args.path)}
                 )
-                load = os.getloadavg()[0]
-                rows[-1]["load_1min"] = load
-                rows[-1]["load_1min_before"] = load_before
+                work.unlink()
+                r = rows[-1]
                 print(
-                    f"  {size:>6} groups: {run.timings['total_s']:.1f} s, CPU {cpu:.1f} s (load {load_before:.1f} -> {load:.1f})",
+                    f"  {size:>6} groups: {r['timings']['total_s']:.1f} s ({r['uptime_after']})",
                     file=sys.stderr,
-                    flush=True,
                 )
     finally:
         spark.stop()
-
-    header = f"{'groups':>7} {'partitions':>10} {'flagged':>7} | {'read':>6} {'plan':>6} {'write':>6} {'total':>7} {'cpu':>7} {'ms/group':>8} {'load':>5} | {'python':>7} {'ms/group':>8}"
-    print(f"planner end to end, Spark {args.master}, {os.cpu_count()} cores (seconds)")
-    print(header)
-    print("-" * len(header))
-    for r in rows:
-        s, p = r["spark"], r["python"]
-        py = f"{p['total_s']:>7.1f} {1000 * p['total_s'] / r['groups']:>8.2f}" if p else f"{'-':>7} {'-':>8}"
-        print(
-            f"{r['groups']:>7} {r['partitions']:>10} {r['flagged']:>7} | {s['read_s']:>6.1f} {s['plan_s']:>6.1f} "
-            f"{s['write_s']:>6.1f} {s['total_s']:>7.1f} {r['spark_cpu_s']:>7.1f} {1000 * s['total_s'] / r['groups']:>8.2f} "
-            f"{r['load_1min']:>5.1f} | {py}"
-        )
-    out = ROOT / "bench" / "results" / "pipeline.json"
+    print_table(rows, args)
+    out = ROOT / "bench" / "results" / args.out
     out.parent.mkdir(parents=True, exist_ok=True)
-    meta = {
-        "machine": platform.platform(),
-        "cpus": os.cpu_count(),
-        "master": args.master,
-        "at": datetime.now(UTC).isoformat(),
-    }
+    meta = {"machine": platform.platform(), "cpus": os.cpu_count(), "master": args.master,
+            "path": args.path, "at": datetime.now(UTC).isoformat()}  # fmt: skip
     out.write_text(json.dumps({"meta": meta, "results": rows}, indent=2) + "\n")
     print(f"wrote {out.relative_to(ROOT)}")
     return 0
+
+
+def print_table(rows: list[dict], args) -> None:
+    """The table: time split, CPU, peak memory and load per size, and growth against the first size."""
+    header = (
+        f"{'groups':>7} {'flagged':>7} | {'read':>6} {'plan':>6} {'write':>6} {'total':>7} | "
+        f"{'drv cpu':>7} {'exec cpu':>8} | {'drv MB':>6} {'jvm MB':>6} {'x drv':>5} | load (1/5/15 min) after"
+    )
+    print(f"planner end to end ({args.path} path), Spark {args.master}, {os.cpu_count()} cores (seconds)")
+    print(header)
+    print("-" * len(header))
+    base = rows[0]["driver_peak_rss_mb"] if rows else 1.0
+    for r in rows:
+        t = r["timings"]
+        print(
+            f"{r['size']:>7} {r['flagged']:>7} | {t.get('read_s', 0):>6.1f} {t.get('plan_s', 0):>6.1f} "
+            f"{t.get('write_s', 0):>6.1f} {t['total_s']:>7.1f} | {r['driver_cpu_s']:>7.1f} {r['executor_cpu_s']:>8.1f} | "
+            f"{r['driver_peak_rss_mb']:>6.0f} {r['jvm_peak_rss_mb']:>6.0f} {r['driver_peak_rss_mb'] / base:>5.2f} | "
+            f"{r['uptime_after'].split('load average:')[-1].strip()}"
+        )
 
 
 if __name__ == "__main__":

@@ -1,15 +1,22 @@
-"""The planner job: one snapshot -> every group planned in Spark -> one transaction of results.
+"""The planner job: one snapshot -> every group planned in Spark -> one transaction makes it visible.
 
-Shape (why): the driver reads the snapshot and the plan history (small, SQL), builds one spec
-document per group, and hands them to Spark as rows ``(bucket, group_id, doc)``;
-``groupBy("bucket").applyInPandas`` runs :func:`~rebalance_advisor.domain.group_planning.plan_group`
-once per group on the executors, a few hundred groups per call (:func:`bucket_count` says why), with
-Arrow on (the package reaches them as a py-file zip, no shared disk); the results
-come back to the driver, which writes the run, plans, assignments, transitions and outcomes in ONE
-transaction. A Spark failure raises before anything is written, so a run lands whole or not at all.
+Two paths, one result (tests/integration/test_planner_pipeline.py compares them):
 
-Entry points: :func:`run_planner` (takes a SparkSession: the DAG's ``@task.pyspark`` session, the
-CLI's ``local[2]`` one, or a cluster's) and :func:`plan_documents` (the Spark part alone).
+- the pipeline (default; adapters/spark_pipeline.py): executors read their own groups' rows, build
+  the documents, plan and stage the results; the driver only cuts the snapshot into scopes and makes
+  the run visible in one transaction, so its memory does not grow with the fleet;
+- the driver path (:func:`plan_documents`; runs that let ``key_range`` share keys, whose key sampling
+  picks the heaviest partitions of the whole run within one budget): the driver reads the snapshot
+  and the plan history, builds one document per group, and hands them to Spark as rows
+  ``(bucket, group_id, doc)``; ``groupBy("bucket").applyInPandas`` runs
+  :func:`~rebalance_advisor.domain.group_planning.plan_group` a few hundred groups per call
+  (:func:`bucket_count` says why); the results come back to the driver, which writes the run in ONE
+  transaction.
+
+Either way a Spark failure raises before anything becomes visible: a run lands whole or not at all.
+Both use Arrow, and the package reaches the executors as a py-file zip (no shared disk).
+Entry point: :func:`run_planner` (takes a SparkSession: the DAG's ``@task.pyspark`` session, the
+CLI's ``local[2]`` one, or a cluster's).
 """
 
 from __future__ import annotations
@@ -31,6 +38,8 @@ from rebalance_advisor.gcpause import gc_paused
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import SparkSession
+
+    from rebalance_advisor.store.planner_inputs import PlannerInputs
 
 log = logging.getLogger(__name__)
 
@@ -105,7 +114,7 @@ def shipped_document(doc: dict[str, Any]) -> str:
     return json.dumps({k: doc[k] for k in DOCUMENT_KEYS if k in doc})
 
 
-def _cause(error: BaseException) -> str:
+def spark_cause(error: BaseException) -> str:
     """The useful line of a Spark/Py4J error (the Python exception raised on an executor)."""
     text = str(error).strip()
     lines = [line for line in text.splitlines() if line.strip()]
@@ -152,7 +161,7 @@ def plan_documents(
         )
         rows = planned.toPandas()
     except Exception as error:  # Py4J/Spark errors have no common base class
-        raise PlannerFailed(f"Spark planning failed, nothing written: {_cause(error)}") from error
+        raise PlannerFailed(f"Spark planning failed, nothing written: {spark_cause(error)}") from error
     results = [GroupAdvice.from_json(r) for r in rows["result"]]
     if len(results) != len(docs):
         raise PlannerFailed(f"Spark returned {len(results)} results for {len(docs)} groups; nothing written")
@@ -174,6 +183,7 @@ def run_planner(
     now: datetime | None = None,
     plan_fn: PlanFn = plan_group,
     kafka_config: Mapping[str, Any] | None = None,
+    pipeline: bool = True,
 ) -> PlannerRun:
     """Plan one snapshot (``latest`` or an id) and store the run; see the module docstring.
 
@@ -181,62 +191,58 @@ def run_planner(
     lands). ``reset`` is the lag module's reset policy (``"latest"``, ``"orders-.*=earliest,..."``).
     Unknown snapshots raise AdvisorError; an empty snapshot gives a run with no outcomes.
     ``kafka_config`` (client settings with ``bootstrap.servers``) is needed only when the run lets
-    ``key_range`` share keys: the driver then samples the candidate partitions' keys.
+    ``key_range`` share keys: the driver then samples the candidate partitions' keys (driver path).
+    ``pipeline=False`` takes the driver path for any run (bench/pipeline.py compares the two).
     """
+    from rebalance_advisor.settings import database_url
+
     thresholds = thresholds or Thresholds()
-    with gc_paused():
-        return _run_planner(
-            spark,
-            url,
-            snapshot,
-            thresholds,
-            group_pattern=group_pattern,
-            reset=reset,
-            airflow_run_id=airflow_run_id,
-            created_by=created_by,
-            dry_run=dry_run,
-            publish_mode=publish_mode,
-            now=now,
-            plan_fn=plan_fn,
-            kafka_config=kafka_config,
-        )
-
-
-def _run_planner(
-    spark: SparkSession,
-    url: str | None,
-    snapshot: str | int | None,
-    thresholds: Thresholds,
-    *,
-    group_pattern: str | None,
-    reset: str | None,
-    airflow_run_id: str | None,
-    created_by: str,
-    dry_run: bool,
-    publish_mode: str,
-    now: datetime | None,
-    plan_fn: PlanFn,
-    kafka_config: Mapping[str, Any] | None = None,
-) -> PlannerRun:
-    from rebalance_advisor.domain.lag import ResetPolicy
-    from rebalance_advisor.domain.plan_identity import GroupSituation
-    from rebalance_advisor.store import db, static_members_table
-    from rebalance_advisor.store import plans as plan_store
-    from rebalance_advisor.store.planner_inputs import read_planner_inputs
-
-    started = time.perf_counter()
-    started_at = now or datetime.now(UTC)
     sharing = thresholds.key_sharing and "key_range" in thresholds.strategies
     if sharing and kafka_config is None:
         raise AdvisorError(
             "key sharing (key_range with --key-sharing) samples record keys: give the Kafka "
             "connection (--bootstrap-servers, or the DAG's kafka_conn_id)"
         )
-    # Unit of work 1 of 2: one read transaction (store/planner_inputs.py says why not one for all).
-    with db.connect(url) as conn:
-        inputs = read_planner_inputs(conn, snapshot, airflow_run_id)
-        key_sharers = static_members_table.key_sharing_members_by_group(conn) if sharing else {}
-    snapshot_id, standing = inputs.snapshot_id, inputs.standing
+    params = {
+        **thresholds.to_dict(),
+        "group_pattern": group_pattern,
+        "reset": reset,
+        "publish_mode": publish_mode,
+        "dry_run": dry_run,
+    }
+    started_at = now or datetime.now(UTC)
+    with gc_paused():
+        if pipeline and not sharing:
+            from rebalance_advisor.adapters.spark_pipeline import run_pipeline
+
+            done = run_pipeline(
+                spark, url or database_url(), snapshot, thresholds, params=params, airflow_run_id=airflow_run_id,
+                created_by=created_by, dry_run=dry_run, now=started_at, plan_fn=plan_fn,
+            )  # fmt: skip
+            run = PlannerRun(done.snapshot_id, done.run_id, done.outcomes, done.timings, dry_run)
+        else:
+            run = _run_in_driver(
+                spark, url, snapshot, thresholds, params, airflow_run_id=airflow_run_id, created_by=created_by,
+                now=started_at, plan_fn=plan_fn, kafka_config=kafka_config if sharing else None,
+            )  # fmt: skip
+    log.info(
+        "planned snapshot %s: %d groups, %d flagged, run %s (%.2f s)",
+        run.snapshot_id,
+        len(run.outcomes),
+        len(run.flagged),
+        run.run_id,
+        run.timings["total_s"],
+    )
+    return run
+
+
+def planner_documents(
+    inputs: PlannerInputs, thresholds: Thresholds, group_pattern: str | None, reset: str | None
+) -> list[dict[str, Any]]:
+    """The documents of the groups ``inputs`` holds (both paths: the driver's and each executor's),
+    each with its standing plan when a cool-down applies."""
+    from rebalance_advisor.domain.lag import ResetPolicy
+
     docs = build_docs_from_tables(  # rows straight into the documents (spec_documents says why)
         inputs.tables,
         inputs.registry,
@@ -246,37 +252,59 @@ def _run_planner(
         published_ranges=inputs.published_ranges,
     )
     for doc in docs:
-        plan = standing.get(doc["group_id"])
+        plan = inputs.standing.get(doc["group_id"])
         if plan is not None and thresholds.cooldown_minutes > 0:
             doc["standing"] = {
                 "plan_id": plan.plan_id,
                 "status": plan.status,
                 "created_at": plan.created_at.isoformat(),
             }
-    if sharing:  # bounded key samples for key_range, read in the driver (domain/key_range_advice.py)
+    return docs
+
+
+def _run_in_driver(
+    spark: SparkSession,
+    url: str | None,
+    snapshot: str | int | None,
+    thresholds: Thresholds,
+    params: dict[str, Any],
+    *,
+    airflow_run_id: str | None,
+    created_by: str,
+    now: datetime,
+    plan_fn: PlanFn,
+    kafka_config: Mapping[str, Any] | None,
+) -> PlannerRun:
+    """The driver path (module docstring): read, build and write in the driver, plan in Spark."""
+    from rebalance_advisor.domain.plan_identity import GroupSituation
+    from rebalance_advisor.store import db, static_members_table
+    from rebalance_advisor.store import plans as plan_store
+    from rebalance_advisor.store.planner_inputs import read_planner_inputs
+
+    started = time.perf_counter()
+    dry_run = bool(params["dry_run"])
+    # Unit of work 1 of 2: one read transaction (store/planner_inputs.py says why not one for all).
+    with db.connect(url) as conn:
+        inputs = read_planner_inputs(conn, snapshot, airflow_run_id)
+        key_sharers = static_members_table.key_sharing_members_by_group(conn) if kafka_config else {}
+    docs = planner_documents(inputs, thresholds, params["group_pattern"], params["reset"])
+    if kafka_config is not None:  # bounded key samples for key_range (domain/key_range_advice.py)
         from rebalance_advisor.adapters.key_sampling import attach_key_samples
 
-        attach_key_samples(docs, thresholds, key_sharers, kafka_config or {})
+        attach_key_samples(docs, thresholds, key_sharers, kafka_config)
     read_s = time.perf_counter() - started
-    results = plan_documents(spark, docs, thresholds, started_at, plan_fn)
+    results = plan_documents(spark, docs, thresholds, now, plan_fn)
     plan_s = time.perf_counter() - started - read_s
-    params = {
-        **thresholds.to_dict(),
-        "group_pattern": group_pattern,
-        "reset": reset,
-        "publish_mode": publish_mode,
-        "dry_run": dry_run,
-    }
     run_id = None
     plan_ids: dict[str, int] = {}
     if not dry_run:  # unit of work 2 of 2: one write transaction, re-checked under the plan-write lock
         with db.connect(url) as conn:
             run_id, plan_ids, results = plan_store.write_run(
                 conn,
-                snapshot_id=snapshot_id,
+                snapshot_id=inputs.snapshot_id,
                 results=results,
                 params=params,
-                started_at=started_at,
+                started_at=now,
                 airflow_run_id=airflow_run_id,
                 created_by=created_by,
                 situations={d["group_id"]: GroupSituation.of_document(d) for d in docs},
@@ -289,12 +317,4 @@ def _run_planner(
         "write_s": write_s,
         "total_s": time.perf_counter() - started,
     }
-    log.info(
-        "planned snapshot %s: %d groups, %d flagged, run %s (%.2f s)",
-        snapshot_id,
-        len(results),
-        sum(o.outcome in FLAGGED_OUTCOMES for o in outcomes),
-        run_id,
-        timings["total_s"],
-    )
-    return PlannerRun(snapshot_id, run_id, outcomes, timings, dry_run)
+    return PlannerRun(inputs.snapshot_id, run_id, outcomes, timings, dry_run)

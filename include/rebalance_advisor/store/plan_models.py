@@ -114,3 +114,23 @@ class PlanTransition(Base):
     airflow_run_id: Mapped[str | None] = mapped_column(String(250))
     at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     note: Mapped[str | None] = mapped_column(Text)
+
+
+class PlannerStaging(Base):
+    """One group's result, staged by the executor that planned it, for a run not yet made visible
+    (migration ``0013_planner_staging``; docs/architecture.md, "One planner run").
+
+    Nothing reads it but the run's own finalizing transaction, which moves its rows into the plan
+    tables and deletes them; a failed run's rows stay invisible and are deleted by the next run.
+    ``group_id`` compares byte-wise (COLLATE "C" on PostgreSQL, SQLite's default) so the finalize
+    pages through the groups in the same order as ``sorted()``, hence the same plan ids as before.
+    """
+
+    __tablename__ = "planner_staging"
+
+    run_key: Mapped[str] = mapped_column(String(36), primary_key=True)
+    group_id: Mapped[str] = mapped_column(Text, primary_key=True)
+    scope: Mapped[int] = mapped_column(Integer)
+    result: Mapped[str] = mapped_column(Text)  # GroupAdvice.to_json()
+    situation: Mapped[Any | None] = mapped_column(JSON)  # GroupSituation.to_record()
+    staged_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), index=True)

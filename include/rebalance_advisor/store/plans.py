@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -46,6 +46,7 @@ from rebalance_advisor.store.plan_models import (
     GroupOutcome,
     Plan,
     PlanAssignment,
+    PlannerStaging,
     PlanTransition,
 )
 from rebalance_advisor.store.plan_records import (
@@ -57,6 +58,7 @@ from rebalance_advisor.store.plan_records import (
     StoredPlan,
     record,
 )
+from rebalance_advisor.store.planner_scope import GroupScope, scoped
 
 _INSERT_CHUNK = 5_000
 
@@ -70,7 +72,9 @@ PLAN_WRITE_LOCK_KEY = 0x7262616476697365
 KEEPABLE_STATUSES = ("recommended", "approved")
 
 
-def published_assignments(conn: Connection) -> dict[str, dict[str, list[tuple[str, int]]]]:
+def published_assignments(
+    conn: Connection, scope: GroupScope | None = None
+) -> dict[str, dict[str, list[tuple[str, int]]]]:
     """Per manual-assign group, its latest ``published`` plan as {member: [(topic, partition)]},
     whole partitions only (the key ranges of split partitions: :func:`published_key_ranges`).
 
@@ -78,17 +82,19 @@ def published_assignments(conn: Connection) -> dict[str, dict[str, list[tuple[st
     is what they own (``planner.specs``), so the planner measures and moves against it.
     """
     out: dict[str, dict[str, list[tuple[str, int]]]] = {}
-    for group_id, _, member_id, topic, partition, lo, _ in _published_rows(conn):
+    for group_id, _, member_id, topic, partition, lo, _ in _published_rows(conn, scope):
         if lo is None:
             out.setdefault(group_id, {}).setdefault(member_id, []).append((topic, partition))
     return out
 
 
-def published_key_ranges(conn: Connection) -> dict[str, list[tuple[str, str, int, int, int]]]:
+def published_key_ranges(
+    conn: Connection, scope: GroupScope | None = None
+) -> dict[str, list[tuple[str, str, int, int, int]]]:
     """Per manual-assign group, the key ranges of its latest ``published`` plan as
     [(member, topic, partition, hash_lo, hash_hi)]: the current ranges the planner measures (domain/key_range_advice.py)."""
     out: dict[str, list[tuple[str, str, int, int, int]]] = {}
-    for group_id, _, member_id, topic, partition, lo, hi in _published_rows(conn):
+    for group_id, _, member_id, topic, partition, lo, hi in _published_rows(conn, scope):
         if lo is not None:
             out.setdefault(group_id, []).append((member_id, topic, partition, lo, hi))
     return out
@@ -103,9 +109,10 @@ def published_plans(conn: Connection) -> dict[str, tuple[int, dict[str, list[tup
     return result
 
 
-def _published_rows(conn: Connection) -> sa.Result:
-    """The rows of each registered group's latest published plan, key-hash bounds included."""
-    registered = sa.select(StaticMemberRow.group_id).distinct()
+def _published_rows(conn: Connection, scope: GroupScope | None = None) -> sa.Result:
+    """The rows of each registered group's latest published plan, key-hash bounds included (of the
+    groups of ``scope`` only, when given: store/planner_scope.py)."""
+    registered = scoped(sa.select(StaticMemberRow.group_id).distinct(), StaticMemberRow.group_id, scope)
     latest = (
         sa.select(sa.func.max(Plan.id))
         .where(Plan.status == "published", Plan.group_id.in_(registered))
@@ -133,13 +140,16 @@ def _published_rows(conn: Connection) -> sa.Result:
     )
 
 
-def standing_plans(conn: Connection, replacing_airflow_run_id: str | None = None) -> dict[str, StandingPlan]:
+def standing_plans(
+    conn: Connection, replacing_airflow_run_id: str | None = None, scope: GroupScope | None = None
+) -> dict[str, StandingPlan]:
     """Per group, its newest recommended/approved/published plan (the cool-down reference).
 
     Plans of the run being replaced (same Airflow run id) do not count: a re-run must not be
     held back by its own earlier attempt.
     """
     newest = sa.select(sa.func.max(Plan.id)).where(Plan.status.in_(STANDING_STATUSES)).group_by(Plan.group_id)
+    newest = scoped(newest, Plan.group_id, scope)
     if replacing_airflow_run_id is not None:
         replaced = sa.select(AdvisorRun.id).where(AdvisorRun.airflow_run_id == replacing_airflow_run_id)
         newest = newest.where(Plan.run_id.not_in(replaced))
@@ -317,29 +327,119 @@ def write_run(
     ``situations`` (per group, what it was planned against) is stored with each plan for the
     rejection rule.
     """
+    run = _begin_run(conn, snapshot_id, params, started_at, airflow_run_id, created_by)
+    plan_ids, stored = _write_results(conn, run, results, situations or {})
+    return run.run_id, plan_ids, stored
+
+
+def write_staged_run(
+    conn: Connection,
+    *,
+    run_key: str,
+    snapshot_id: int,
+    params: dict[str, Any],
+    started_at: datetime,
+    airflow_run_id: str | None,
+    created_by: str,
+) -> tuple[int, list[OutcomeLine]]:
+    """:func:`write_run` on the results executors staged under ``run_key`` (caller owns the
+    transaction): page by page in group order (:data:`STAGED_PAGE` groups in memory at a time, the
+    same rows and plan ids as one :func:`write_run` of them all), then the staged rows are deleted.
+    Returns the run id and one outcome line per group."""
+    run = _begin_run(conn, snapshot_id, params, started_at, airflow_run_id, created_by)
+    outcomes: list[OutcomeLine] = []
+    for results, situations in staged_pages(conn, run_key):
+        plan_ids, stored = _write_results(conn, run, results, situations)
+        outcomes.extend(OutcomeLine.of(r, plan_ids.get(r.group_id)) for r in stored)
+    drop_staged(conn, run_key)
+    return run.run_id, outcomes
+
+
+#: staged groups the finalizing driver holds at a time (bench/pipeline.py measures its memory)
+STAGED_PAGE = 1_000
+
+
+def staged_pages(
+    conn: Connection, run_key: str, page: int = STAGED_PAGE
+) -> Iterator[tuple[list[GroupAdvice], dict[str, GroupSituation]]]:
+    """The results staged under ``run_key``, ``page`` groups at a time in byte-wise group order
+    (keyset paging: each page one indexed query, no cursor held open across the writes)."""
+    st = PlannerStaging.__table__
+    last: str | None = None
+    while True:
+        query = sa.select(st.c.group_id, st.c.result, st.c.situation).where(st.c.run_key == run_key)
+        if last is not None:
+            query = query.where(st.c.group_id > last)
+        rows = conn.execute(query.order_by(st.c.group_id).limit(page)).all()
+        if not rows:
+            return
+        last = rows[-1][0]
+        situations = {g: found for g, _, record in rows if (found := GroupSituation.from_record(record))}
+        yield [GroupAdvice.from_json(result) for _, result, _ in rows], situations
+
+
+def stage_results(conn: Connection, run_key: str, scope: int, rows: Sequence[tuple[str, str, Any]]) -> None:
+    """Stage one scope's results as (group, GroupAdvice JSON, situation record); a retried scope
+    replaces its earlier attempt's rows (caller owns the transaction)."""
+    st = PlannerStaging.__table__
+    conn.execute(sa.delete(st).where(st.c.run_key == run_key, st.c.scope == scope))
+    now = datetime.now(UTC)
+    staged = [
+        {"run_key": run_key, "group_id": g, "scope": scope, "result": r, "situation": s, "staged_at": now}
+        for g, r, s in rows
+    ]
+    _insert_rows(conn, PlannerStaging, staged)
+
+
+def drop_staged(conn: Connection, run_key: str, older_than: datetime | None = None) -> None:
+    """Delete a run's staged rows, and with ``older_than`` every run's staged before it (what runs
+    that failed or were killed left behind: nobody reads them)."""
+    st = PlannerStaging.__table__
+    conn.execute(sa.delete(st).where(st.c.run_key == run_key))
+    if older_than is not None:
+        conn.execute(sa.delete(st).where(st.c.staged_at < older_than))
+
+
+def _begin_run(
+    conn: Connection,
+    snapshot_id: int,
+    params: dict[str, Any],
+    started_at: datetime,
+    airflow_run_id: str | None,
+    created_by: str,
+) -> _RunWrite:
+    """Take the plan-write lock, drop an earlier attempt of the same Airflow run, insert the run row."""
     _lock_plan_writes(conn)
     if airflow_run_id is not None:
         _delete_run(conn, airflow_run_id)
     now = datetime.now(UTC)
-    situations = situations or {}
     run_id = _insert_run(conn, snapshot_id, airflow_run_id, started_at, now, params)
+    cooldown = float(params.get("cooldown_minutes") or 0)
+    return _RunWrite(run_id, snapshot_id, now, created_by, airflow_run_id, {}, started_at, cooldown)
+
+
+def _write_results(
+    conn: Connection, run: _RunWrite, results: Sequence[GroupAdvice], situations: Mapping[str, GroupSituation]
+) -> tuple[dict[str, int], list[GroupAdvice]]:
+    """Plans, confirmations, supersessions and outcomes of ``results`` (groups no other call of the
+    same run touches); {group: plan id} and the advice as stored."""
+    run = dataclasses.replace(run, situations=situations)
     results = _apply_rejections(conn, results, situations)
-    results = _apply_concurrent_cooldown(
-        conn, run_id, results, started_at, float(params.get("cooldown_minutes") or 0)
-    )
+    results = _apply_concurrent_cooldown(conn, run.run_id, results, run.started_at, run.cooldown_minutes)
     kept = _same_assignment_plans(conn, results)
     # A held-back candidate (cool-down, rejection) keeps only its outcome row (decision, reason,
     # numbers): a full plan per flagged group per run grew the table by ~860 rows a day on the demo.
     planned = [r for r in results if r.plan is not None and r.plan.status != "skipped"]
-    run = _RunWrite(run_id, snapshot_id, now, created_by, airflow_run_id, situations)
     plan_ids = _insert_plans(conn, run, [r for r in planned if r.group_id not in kept])
     _confirm_plans(conn, run, [r for r in planned if r.group_id in kept], kept)
     plan_ids.update({r.group_id: kept[r.group_id] for r in planned if r.group_id in kept})
     _supersede_older(conn, run, [r.group_id for r in planned if r.plan.status == "recommended"], plan_ids)
-    outcomes = [{**_stored(OutcomeLine.of(r, plan_ids.get(r.group_id))), "run_id": run_id} for r in results]
+    outcomes = [
+        {**_stored(OutcomeLine.of(r, plan_ids.get(r.group_id))), "run_id": run.run_id} for r in results
+    ]
     for chunk in _chunks(outcomes):
         conn.execute(sa.insert(GroupOutcome.__table__), chunk)
-    return run_id, plan_ids, results
+    return plan_ids, list(results)
 
 
 @dataclass(frozen=True)
@@ -352,6 +452,8 @@ class _RunWrite:
     created_by: str
     airflow_run_id: str | None
     situations: Mapping[str, GroupSituation]
+    started_at: datetime
+    cooldown_minutes: float
 
     def situation(self, group_id: str) -> dict[str, Any] | None:
         found = self.situations.get(group_id)

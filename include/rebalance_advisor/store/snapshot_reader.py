@@ -13,6 +13,7 @@ members by position, a member's assignment by (topic, partition).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import sqlalchemy as sa
@@ -31,6 +32,7 @@ from rebalance_advisor.store.models import (
     PartitionOffsetRow,
     SnapshotRow,
 )
+from rebalance_advisor.store.planner_scope import GroupScope, scoped
 
 
 def raw_rows(conn: Connection, query: sa.Select) -> list[Any]:
@@ -39,7 +41,7 @@ def raw_rows(conn: Connection, query: sa.Select) -> list[Any]:
     Driver errors become the same clear :class:`~rebalance_advisor.store.db.DatabaseUnavailable`
     as :func:`rebalance_advisor.store.db.connect` raises (password hidden).
     """
-    compiled = query.compile(dialect=conn.dialect)
+    compiled = query.compile(dialect=conn.dialect, compile_kwargs={"render_postcompile": True})
     params = compiled.construct_params()
     positional = compiled.positiontup
     try:
@@ -72,8 +74,15 @@ def read_snapshot_tables(snapshot_id: int, url: str | None = None) -> SnapshotTa
         return snapshot_tables_in(conn, snapshot_id)
 
 
-def snapshot_tables_in(conn: Connection, snapshot_id: int) -> SnapshotTables:
-    """:func:`read_snapshot_tables` inside the caller's transaction (the planner's one read)."""
+def snapshot_tables_in(
+    conn: Connection, snapshot_id: int, scope: GroupScope | None = None, extra_topics: Iterable[str] = ()
+) -> SnapshotTables:
+    """:func:`read_snapshot_tables` inside the caller's transaction (the planner's one read).
+
+    With a ``scope`` (store/planner_scope.py), only its groups' rows, and the partitions of the
+    topics they commit, hold, subscribe to, or ``extra_topics`` (registered members' and published
+    plans' topics): what the scope's documents read, and the same values as an unscoped read.
+    """
     s = SnapshotRow.__table__
     found = conn.execute(
         sa.select(s.c.isolation_level, s.c.rates_note, s.c.rate_interval_s).where(s.c.id == snapshot_id)
@@ -81,28 +90,68 @@ def snapshot_tables_in(conn: Connection, snapshot_id: int) -> SnapshotTables:
     if found is None:
         raise AdvisorError(f"snapshot {snapshot_id} does not exist")
     isolation, rates_note, rate_interval_s = found
-    stable = isolation == "read_committed"  # lags against the LSO (lag.lag_end_offset)
-    p, g, m = PartitionOffsetRow.__table__, ConsumerGroupRow.__table__, GroupMemberRow.__table__
-    a, c = MemberAssignmentRow.__table__, CommittedOffsetRow.__table__
-    offsets = {}
-    produce_rates = {}
-    for topic, partition, start, end, lso, rate in raw_rows(
+    committed, time_lags, share_lags = _committed_in(conn, snapshot_id, scope)
+    members, capacities = _members_in(conn, snapshot_id, scope)
+    g = ConsumerGroupRow.__table__
+    group_types = raw_rows(
         conn,
-        sa.select(p.c.topic, p.c.partition, p.c.log_start_offset, p.c.log_end_offset,
-                  p.c.last_stable_offset, p.c.produce_rate)
-        .where(p.c.snapshot_id == snapshot_id)
-        .order_by(p.c.topic, p.c.partition),
-    ):  # fmt: skip
-        offsets[(topic, partition)] = (start, lso if stable and lso is not None else end)
-        if rate is not None:
-            produce_rates[(topic, partition)] = rate
+        scoped(
+            sa.select(g.c.group_id, g.c.group_type).where(g.c.snapshot_id == snapshot_id), g.c.group_id, scope
+        ),
+    )
+    topics = None
+    if scope is not None:
+        topics = {t for held in committed.values() for t, _ in held} | set(extra_topics)
+        topics |= {t for listed in members.values() for m in listed for t in (*m[2], *(t for t, _ in m[3]))}
+    # lags against the LSO under read_committed (lag.lag_end_offset)
+    offsets, produce_rates = _offsets_in(conn, snapshot_id, isolation == "read_committed", topics)
+    return SnapshotTables(
+        offsets=offsets,
+        committed=committed,
+        members={group_id: members.get(group_id, []) for group_id, _ in group_types},
+        produce_rates=produce_rates,
+        capacities=capacities,
+        time_lags=time_lags,
+        rates_note=rates_note,
+        rate_interval_s=rate_interval_s,
+        share_groups=frozenset(group_id for group_id, kind in group_types if kind == SHARE_GROUP_TYPE),
+        share_lags=share_lags,
+    )
+
+
+def _offsets_in(
+    conn: Connection, snapshot_id: int, stable: bool, topics: set[str] | None
+) -> tuple[dict[tuple[str, int], tuple[int | None, int | None]], dict[tuple[str, int], float]]:
+    """(topic, partition) -> (log start, the end lags are against), and the known produce rates;
+    of ``topics`` only when given (in chunks: an IN list has limits)."""
+    p = PartitionOffsetRow.__table__
+    query = sa.select(p.c.topic, p.c.partition, p.c.log_start_offset, p.c.log_end_offset,
+                      p.c.last_stable_offset, p.c.produce_rate).where(p.c.snapshot_id == snapshot_id)  # fmt: skip
+    if topics is None:
+        queries = [query.order_by(p.c.topic, p.c.partition)]
+    else:
+        names = sorted(topics)
+        queries = [query.where(p.c.topic.in_(names[i : i + 500])).order_by(p.c.topic, p.c.partition)
+                   for i in range(0, len(names), 500)]  # fmt: skip
+    offsets, produce_rates = {}, {}
+    for chunk in queries:
+        for topic, partition, start, end, lso, rate in raw_rows(conn, chunk):
+            offsets[(topic, partition)] = (start, lso if stable and lso is not None else end)
+            if rate is not None:
+                produce_rates[(topic, partition)] = rate
+    return offsets, produce_rates
+
+
+def _committed_in(conn: Connection, snapshot_id: int, scope: GroupScope | None) -> tuple[dict, dict, dict]:
+    """group -> {(topic, partition): committed offset}, the stored time lags and share lags."""
+    c = CommittedOffsetRow.__table__
     committed: dict[str, dict[tuple[str, int], int]] = {}
     time_lags: dict[tuple[str, str, int], TimeLag] = {}
     share_lags: dict[tuple[str, str, int], int | None] = {}
     for group_id, topic, partition, offset, seconds, method, share_lag in raw_rows(
         conn,
-        sa.select(c.c.group_id, c.c.topic, c.c.partition, c.c.committed_offset, c.c.time_lag_s,
-                  c.c.time_lag_method, c.c.share_lag)
+        scoped(sa.select(c.c.group_id, c.c.topic, c.c.partition, c.c.committed_offset, c.c.time_lag_s,
+                         c.c.time_lag_method, c.c.share_lag), c.c.group_id, scope)
         .where(c.c.snapshot_id == snapshot_id)
         .order_by(c.c.group_id, c.c.topic, c.c.partition),
     ):  # fmt: skip
@@ -114,10 +163,17 @@ def snapshot_tables_in(conn: Connection, snapshot_id: int) -> SnapshotTables:
             time_lags[(group_id, topic, partition)] = TimeLag(seconds, method)
         if share_lag is not None:
             share_lags[(group_id, topic, partition)] = share_lag
+    return committed, time_lags, share_lags
+
+
+def _members_in(conn: Connection, snapshot_id: int, scope: GroupScope | None) -> tuple[dict, dict]:
+    """group -> its members in the coordinator's order (id, instance id, topics, assignment), and the
+    stored capacities of members and of registered manual-assign members."""
+    m, a = GroupMemberRow.__table__, MemberAssignmentRow.__table__
     assignments: dict[tuple[str, str], list[tuple[str, int]]] = {}
     for group_id, member_id, topic, partition in raw_rows(
         conn,
-        sa.select(a.c.group_id, a.c.member_id, a.c.topic, a.c.partition)
+        scoped(sa.select(a.c.group_id, a.c.member_id, a.c.topic, a.c.partition), a.c.group_id, scope)
         .where(a.c.snapshot_id == snapshot_id)
         .order_by(a.c.group_id, a.c.member_id, a.c.topic, a.c.partition),
     ):
@@ -130,42 +186,20 @@ def snapshot_tables_in(conn: Connection, snapshot_id: int) -> SnapshotTables:
     capacities: dict[tuple[str, str], MemberCapacity] = {}
     # SQLAlchemy rows here: few (one per member) and the JSON column needs its type's decoding.
     member_rows = conn.execute(
-        sa.select(m.c.group_id, m.c.member_id, m.c.group_instance_id, m.c.subscribed_topics,
-                  m.c.capacity, m.c.capacity_source, m.c.capacity_measured_at)
+        scoped(sa.select(m.c.group_id, m.c.member_id, m.c.group_instance_id, m.c.subscribed_topics,
+                         m.c.capacity, m.c.capacity_source, m.c.capacity_measured_at), m.c.group_id, scope)
         .where(m.c.snapshot_id == snapshot_id)
         .order_by(m.c.group_id, m.c.position)
     )  # fmt: skip
     for group_id, member_id, instance_id, topics, capacity, source, measured_at in member_rows:
         if source is not None:
             capacities[(group_id, member_id)] = MemberCapacity(capacity, source, measured_at)
-        members.setdefault(group_id, []).append(
-            (
-                member_id,
-                instance_id,
-                tuple(topics or ()),
-                tuple(assignments.get((group_id, member_id), ())),
-            )
-        )
+        held = tuple(assignments.get((group_id, member_id), ()))
+        members.setdefault(group_id, []).append((member_id, instance_id, tuple(topics or ()), held))
     ac = AssignedCapacityRow.__table__  # registered manual-assign members (store.snapshots)
     for group_id, member_id, capacity, source, measured_at in conn.execute(
-        sa.select(ac.c.group_id, ac.c.member_id, ac.c.capacity, ac.c.capacity_source,
-                  ac.c.capacity_measured_at).where(ac.c.snapshot_id == snapshot_id)
+        scoped(sa.select(ac.c.group_id, ac.c.member_id, ac.c.capacity, ac.c.capacity_source,
+                         ac.c.capacity_measured_at), ac.c.group_id, scope).where(ac.c.snapshot_id == snapshot_id)
     ):  # fmt: skip
         capacities[(group_id, member_id)] = MemberCapacity(capacity, source, measured_at)
-    group_types = conn.execute(
-        sa.select(g.c.group_id, g.c.group_type).where(g.c.snapshot_id == snapshot_id)
-    ).all()
-    groups = {group_id: members.get(group_id, []) for group_id, _ in group_types}
-    share_groups = frozenset(group_id for group_id, kind in group_types if kind == SHARE_GROUP_TYPE)
-    return SnapshotTables(
-        offsets=offsets,
-        committed=committed,
-        members=groups,
-        produce_rates=produce_rates,
-        capacities=capacities,
-        time_lags=time_lags,
-        rates_note=rates_note,
-        rate_interval_s=rate_interval_s,
-        share_groups=share_groups,
-        share_lags=share_lags,
-    )
+    return members, capacities

@@ -16,6 +16,7 @@ from sqlalchemy.engine import Connection
 
 from rebalance_advisor.domain.spec_documents import StaticMember
 from rebalance_advisor.store.models import StaticMemberRow
+from rebalance_advisor.store.planner_scope import GroupScope, scoped
 
 
 def _one(group_id: str, member_id: str) -> sa.ColumnElement[bool]:
@@ -102,9 +103,13 @@ def key_sharing_members_by_group(conn: Connection) -> dict[str, frozenset[str]]:
     return {g: frozenset(m) for g, m in out.items()}
 
 
-def static_member_specs(conn: Connection) -> list[StaticMember]:
-    """The whole manual-assign registry, as the planner reads it."""
+def static_member_specs(conn: Connection, scope: GroupScope | None = None) -> list[StaticMember]:
+    """The manual-assign registry as the planner reads it: whole, or of ``scope``'s groups."""
     rows = conn.execute(
-        sa.select(StaticMemberRow.group_id, StaticMemberRow.member_id, StaticMemberRow.topics)
+        scoped(
+            sa.select(StaticMemberRow.group_id, StaticMemberRow.member_id, StaticMemberRow.topics),
+            StaticMemberRow.group_id,
+            scope,
+        )
     )
     return [StaticMember(g, m, tuple(t or ())) for g, m, t in rows]

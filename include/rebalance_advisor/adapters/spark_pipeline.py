@@ -1,0 +1,242 @@
+"""The planner as a Spark data pipeline: executors read, build, plan and stage; the driver finalizes.
+
+Shape (docs/architecture.md, "One planner run"): the driver cuts the snapshot into scopes of
+groups (store/planner_scope.py: ranges of group ids, streamed once, only the boundaries kept) and
+hands Spark one small row per scope. ``groupBy("scope").applyInPandas`` runs :func:`plan_scope` on
+the executors: each reads its own groups' rows from the database
+(store/planner_inputs.read_planner_inputs with the scope), builds their documents with the same
+pure functions as the driver path, plans each with
+:func:`~rebalance_advisor.domain.group_planning.plan_group`, and writes the results to the
+``planner_staging`` table in its own transaction. Spark hands back one count per scope. The driver
+then makes the run visible in one transaction (store/plans.write_staged_run), which pages through
+the staged rows; a failed job leaves only staged rows, which nothing reads and the driver deletes.
+
+Why read in the executors rather than export the snapshot to Parquet first: every group table's
+primary key starts with (snapshot_id, group_id), so a scope is an index range scan on SQLite and
+PostgreSQL alike; an export would be a second full copy of the snapshot written by one process
+before any planning starts, and would need storage every executor can reach (bench/pipeline.py).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from rebalance_advisor.domain.advice import GroupAdvice, OutcomeLine
+from rebalance_advisor.domain.decisions import Thresholds
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import SparkSession
+
+    from rebalance_advisor.store.planner_scope import GroupScope
+
+log = logging.getLogger(__name__)
+
+PlanFn = Callable[[dict[str, Any], Thresholds, datetime], GroupAdvice]
+SCOPE_SCHEMA = "scope int, bounds string"
+COUNT_SCHEMA = "scope int, groups int"
+
+#: staged rows older than this belong to a run that died before it could delete them
+STALE_STAGING = timedelta(days=1)
+
+
+@dataclass(frozen=True)
+class ScopeJob:
+    """What every executor needs for its scopes (shipped with the function, by value)."""
+
+    url: str
+    snapshot_id: int
+    run_key: str
+    thresholds: dict[str, Any]
+    now: str
+    group_pattern: str | None
+    reset: str | None
+    replacing_airflow_run_id: str | None
+
+
+def plan_scope(job: ScopeJob, index: int, scope: GroupScope, plan_fn: PlanFn) -> int:
+    """Read, build, plan and stage the groups of one scope (on an executor); how many it staged."""
+    from rebalance_advisor.adapters.spark_planner import planner_documents, shipped_document
+    from rebalance_advisor.domain.plan_identity import GroupSituation
+    from rebalance_advisor.gcpause import gc_paused
+    from rebalance_advisor.store import db
+    from rebalance_advisor.store import plans as plan_store
+    from rebalance_advisor.store.planner_inputs import read_planner_inputs
+
+    thresholds = Thresholds.from_dict(job.thresholds)
+    now = datetime.fromisoformat(job.now)
+    with gc_paused():
+        with db.connect(job.url) as conn:
+            inputs = read_planner_inputs(conn, job.snapshot_id, job.replacing_airflow_run_id, scope)
+        docs = planner_documents(inputs, thresholds, job.group_pattern, job.reset)
+        rows = []
+        for doc in docs:  # the shipped keys only, through JSON, exactly as the driver path plans them
+            advice = plan_fn(json.loads(shipped_document(doc)), thresholds, now)
+            rows.append((doc["group_id"], advice.to_json(), GroupSituation.of_document(doc).to_record()))
+        with db.connect(job.url) as conn:
+            plan_store.stage_results(conn, job.run_key, index, rows)
+    return len(rows)
+
+
+def _scope_planner(job: ScopeJob, plan_fn: PlanFn):
+    """The applyInPandas function; a closure so cloudpickle ships the job and ``plan_fn`` by value."""
+
+    def plan_batch(pdf):
+        import pandas as pd
+
+        from rebalance_advisor.store.planner_scope import GroupScope
+
+        counts = [
+            plan_scope(job, int(index), GroupScope.from_row(json.loads(bounds)), plan_fn)
+            for index, bounds in zip(pdf["scope"], pdf["bounds"], strict=True)
+        ]
+        return pd.DataFrame({"scope": pdf["scope"].astype("int32"), "groups": counts})
+
+    return plan_batch
+
+
+def stage_scopes(spark: SparkSession, scopes: list[GroupScope], job: ScopeJob, plan_fn: PlanFn) -> int:
+    """Run :func:`plan_scope` for every scope on the executors, one Spark task per scope; groups staged."""
+    import pandas as pd
+
+    from rebalance_advisor.adapters.spark_planner import PlannerFailed, spark_cause
+    from rebalance_advisor.adapters.spark_session import add_package
+
+    if not scopes:
+        return 0
+    add_package(spark)
+    spark.conf.set("spark.sql.execution.arrow.pyspark.enabled", "true")
+    frame = pd.DataFrame(
+        {"scope": list(range(len(scopes))), "bounds": [json.dumps(s.to_row()) for s in scopes]}
+    )
+    try:
+        df = spark.createDataFrame(frame, schema=SCOPE_SCHEMA)
+        # repartition by number: one task per scope, which adaptive execution does not coalesce
+        counts = (
+            df.repartition(len(scopes), "scope")
+            .groupBy("scope")
+            .applyInPandas(_scope_planner(job, plan_fn), schema=COUNT_SCHEMA)
+            .toPandas()
+        )
+    except Exception as error:  # Py4J/Spark errors have no common base class
+        raise PlannerFailed(f"Spark planning failed, nothing written: {spark_cause(error)}") from error
+    if len(counts) != len(scopes):
+        raise PlannerFailed(f"Spark planned {len(counts)} of {len(scopes)} scopes; nothing written")
+    return int(counts["groups"].sum())
+
+
+@dataclass(frozen=True)
+class PipelineRun:
+    """What :func:`run_pipeline` did (spark_planner.PlannerRun is built from it)."""
+
+    snapshot_id: int
+    run_id: int | None
+    outcomes: list[OutcomeLine]
+    timings: dict[str, float]
+
+
+def run_pipeline(
+    spark: SparkSession,
+    url: str,
+    snapshot: str | int | None,
+    thresholds: Thresholds,
+    *,
+    params: dict[str, Any],
+    airflow_run_id: str | None,
+    created_by: str,
+    dry_run: bool,
+    now: datetime,
+    plan_fn: PlanFn,
+) -> PipelineRun:
+    """One planner run as a pipeline (module docstring); ``params`` is what the run row records."""
+    from rebalance_advisor.store import db
+    from rebalance_advisor.store import plans as plan_store
+    from rebalance_advisor.store.planner_scope import planner_scopes
+    from rebalance_advisor.store.snapshots import snapshot_id_in
+
+    started = time.perf_counter()
+    run_key = uuid.uuid4().hex
+    with db.connect(url) as conn:  # small: the snapshot id, the scope boundaries, stale staging
+        snapshot_id = snapshot_id_in(conn, snapshot)
+        scopes = planner_scopes(conn, snapshot_id, spark.sparkContext.defaultParallelism)
+        plan_store.drop_staged(conn, run_key, older_than=datetime.now(UTC) - STALE_STAGING)
+    read_s = time.perf_counter() - started
+    job = ScopeJob(url, snapshot_id, run_key, thresholds.to_dict(), now.isoformat(), params.get("group_pattern"),
+                   params.get("reset"), airflow_run_id)  # fmt: skip
+    try:
+        staged = stage_scopes(spark, scopes, job, plan_fn)
+    except BaseException:
+        _drop_quietly(url, run_key)
+        raise
+    plan_s = time.perf_counter() - started - read_s
+    run_id, outcomes = _finalize(
+        url, run_key, staged, snapshot_id, params, now, airflow_run_id, created_by, dry_run
+    )
+    write_s = time.perf_counter() - started - read_s - plan_s
+    timings = {
+        "read_s": read_s,
+        "plan_s": plan_s,
+        "write_s": write_s,
+        "total_s": time.perf_counter() - started,
+    }
+    return PipelineRun(snapshot_id, run_id, outcomes, timings)
+
+
+def _finalize(
+    url: str,
+    run_key: str,
+    staged: int,
+    snapshot_id: int,
+    params: dict[str, Any],
+    started_at: datetime,
+    airflow_run_id: str | None,
+    created_by: str,
+    dry_run: bool,
+) -> tuple[int | None, list[OutcomeLine]]:
+    """The one transaction that makes the run visible (a dry run only reads its outcomes and drops
+    them). A count that disagrees with the executors' raises inside it: nothing lands."""
+    from rebalance_advisor.adapters.spark_planner import PlannerFailed
+    from rebalance_advisor.store import db
+    from rebalance_advisor.store import plans as plan_store
+
+    try:
+        with db.connect(url) as conn:
+            if dry_run:
+                run_id = None
+                outcomes = [
+                    OutcomeLine.of(r, None)
+                    for page, _ in plan_store.staged_pages(conn, run_key)
+                    for r in page
+                ]
+                plan_store.drop_staged(conn, run_key)
+            else:
+                run_id, outcomes = plan_store.write_staged_run(
+                    conn, run_key=run_key, snapshot_id=snapshot_id, params=params, started_at=started_at,
+                    airflow_run_id=airflow_run_id, created_by=created_by,
+                )  # fmt: skip
+            if len(outcomes) != staged:
+                raise PlannerFailed(
+                    f"executors staged {staged} groups, {len(outcomes)} found; nothing written"
+                )
+    except BaseException:
+        _drop_quietly(url, run_key)
+        raise
+    return run_id, outcomes
+
+
+def _drop_quietly(url: str, run_key: str) -> None:
+    """Delete a failed run's staged rows; if the database is gone too, the next run does."""
+    from rebalance_advisor.store import db
+    from rebalance_advisor.store import plans as plan_store
+
+    try:
+        with db.connect(url) as conn:
+            plan_store.drop_staged(conn, run_key)
+    except Exception as error:  # noqa: BLE001 - best effort: the run has already failed
+        log.warning("could not delete the staged rows of failed run %s: %s", run_key, error)
