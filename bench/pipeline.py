@@ -29,6 +29,7 @@ driver, Spark's JVM and its Python workers, which on 2 free cores bounds the wal
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import platform
@@ -208,16 +209,28 @@ def uptime() -> str:
     return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
 
 
-def measure(spark, url: str, path: str) -> dict:
-    """One planner run on the newest snapshot of ``url``: timings, CPU, peak RSS, load."""
+def measure(spark, url: str, path: str) -> tuple[dict, list]:
+    """One planner run on the newest snapshot of ``url``: timings, CPU, peak RSS, load; and its
+    outcomes. Planned as of 30 s after the snapshot, so both paths and every rerun of a stored fleet
+    decide on the same ages (capacities, cool-downs)."""
+    import sqlalchemy as sa
+    from rebalance_advisor import store
     from rebalance_advisor.adapters.spark_planner import run_planner
+    from rebalance_advisor.domain.timestamps import assume_utc
+    from rebalance_advisor.store import db
+    from rebalance_advisor.store.models import SnapshotRow
 
+    store.upgrade(url)  # a fleet stored by an older schema
+    with db.connect(url) as conn:
+        taken_at = assume_utc(conn.execute(sa.select(sa.func.max(SnapshotRow.taken_at))).scalar_one())
     before = uptime()
     cpu0 = tree_cpu_s()
     with PeakRss() as rss:
-        run = run_planner(spark, url, "latest", **({"pipeline": True} if path == "pipeline" else {}))
+        run = run_planner(
+            spark, url, "latest", now=taken_at + timedelta(seconds=30), pipeline=path == "pipeline"
+        )
     cpu1 = tree_cpu_s()
-    return {
+    row = {
         "groups": len(run.outcomes),
         "flagged": len(run.flagged),
         "timings": run.timings,
@@ -228,6 +241,7 @@ def measure(spark, url: str, path: str) -> dict:
         "uptime_before": before,
         "uptime_after": uptime(),
     }
+    return row, [dataclasses.replace(o, plan_id=None) for o in run.outcomes]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -238,8 +252,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="1,000 groups only (a smoke run)")
     parser.add_argument("--master", default="local[2]", help="Spark master (the targets are for local[2])")
     parser.add_argument(
-        "--path", default="pipeline", choices=("pipeline", "driver"),
-        help="pipeline: executors read, plan and stage; driver: the driver reads and writes everything",
+        "--path", default="pipeline", choices=("pipeline", "driver", "both"),
+        help="pipeline: executors read, plan and stage; driver: the driver reads and writes all; both: each in turn",
     )  # fmt: skip
     parser.add_argument(
         "--cache",
@@ -264,19 +278,21 @@ def main(argv: list[str] | None = None) -> int:
             # Warm-up: JVM, Python workers and Arrow paths, so the first size is not charged for them.
             warm = Path(tmp) / "warm.db"
             shutil.copy(stored_fleet(100, cache), warm)
-            measure(spark, f"sqlite:///{warm}", args.path)
+            paths = ["driver", "pipeline"] if args.path == "both" else [args.path]
+            for path in paths:
+                measure(spark, f"sqlite:///{warm}", path)
             for size in sizes:
-                work = Path(tmp) / f"run-{size}.db"  # a fresh copy: no plans from an earlier run
-                shutil.copy(fleets[size], work)
-                rows.append(
-                    {"size": size, "path": args.path, **measure(spark, f"sqlite:///{work}", args.path)}
-                )
-                work.unlink()
-                r = rows[-1]
-                print(
-                    f"  {size:>6} groups: {r['timings']['total_s']:.1f} s ({r['uptime_after']})",
-                    file=sys.stderr,
-                )
+                outcomes = {}
+                for path in paths:  # back to back: the same load for both paths
+                    work = Path(tmp) / f"run-{size}.db"  # a fresh copy: no plans from an earlier run
+                    shutil.copy(fleets[size], work)
+                    row, outcomes[path] = measure(spark, f"sqlite:///{work}", path)
+                    rows.append({"size": size, "path": path, **row})
+                    work.unlink()
+                    print(f"  {size:>6} groups, {path}: {row['timings']['total_s']:.1f} s ({row['uptime_after']})",
+                          file=sys.stderr)  # fmt: skip
+                if len(outcomes) == 2:
+                    rows[-1]["same_outcomes_as_driver"] = outcomes["driver"] == outcomes["pipeline"]
     finally:
         spark.stop()
     print_table(rows, args)
@@ -292,21 +308,23 @@ def main(argv: list[str] | None = None) -> int:
 def print_table(rows: list[dict], args) -> None:
     """The table: time split, CPU, peak memory and load per size, and growth against the first size."""
     header = (
-        f"{'groups':>7} {'flagged':>7} | {'read':>6} {'plan':>6} {'write':>6} {'total':>7} | "
+        f"{'groups':>7} {'path':>8} {'flagged':>7} | {'read':>6} {'plan':>6} {'write':>6} {'total':>7} | "
         f"{'drv cpu':>7} {'exec cpu':>8} | {'drv MB':>6} {'jvm MB':>6} {'x drv':>5} | load (1/5/15 min) after"
     )
-    print(f"planner end to end ({args.path} path), Spark {args.master}, {os.cpu_count()} cores (seconds)")
+    print(f"planner end to end, Spark {args.master}, {os.cpu_count()} cores (seconds)")
     print(header)
     print("-" * len(header))
-    base = rows[0]["driver_peak_rss_mb"] if rows else 1.0
     for r in rows:
+        base = next(b["driver_peak_rss_mb"] for b in rows if b["path"] == r["path"])
         t = r["timings"]
         print(
-            f"{r['size']:>7} {r['flagged']:>7} | {t.get('read_s', 0):>6.1f} {t.get('plan_s', 0):>6.1f} "
+            f"{r['size']:>7} {r['path']:>8} {r['flagged']:>7} | {t.get('read_s', 0):>6.1f} {t.get('plan_s', 0):>6.1f} "
             f"{t.get('write_s', 0):>6.1f} {t['total_s']:>7.1f} | {r['driver_cpu_s']:>7.1f} {r['executor_cpu_s']:>8.1f} | "
             f"{r['driver_peak_rss_mb']:>6.0f} {r['jvm_peak_rss_mb']:>6.0f} {r['driver_peak_rss_mb'] / base:>5.2f} | "
             f"{r['uptime_after'].split('load average:')[-1].strip()}"
         )
+        if "same_outcomes_as_driver" in r:
+            print(f"{'':>7} outcomes of both paths identical: {r['same_outcomes_as_driver']}")
 
 
 if __name__ == "__main__":

@@ -30,10 +30,14 @@ from typing import TYPE_CHECKING, Any
 
 from rebalance_advisor.domain.advice import GroupAdvice, OutcomeLine
 from rebalance_advisor.domain.decisions import Thresholds
+from rebalance_advisor.domain.group_planning import DOCUMENT_KEYS
+from rebalance_advisor.domain.spec_documents import build_docs_from_tables
+from rebalance_advisor.errors import InfrastructureUnavailable
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import SparkSession
 
+    from rebalance_advisor.store.planner_inputs import PlannerInputs
     from rebalance_advisor.store.planner_scope import GroupScope
 
 log = logging.getLogger(__name__)
@@ -44,6 +48,55 @@ COUNT_SCHEMA = "scope int, groups int"
 
 #: staged rows older than this belong to a run that died before it could delete them
 STALE_STAGING = timedelta(days=1)
+
+
+class PlannerFailed(InfrastructureUnavailable):
+    """Spark could not plan the snapshot; nothing was written."""
+
+
+def shipped_document(doc: dict[str, Any]) -> str:
+    """The JSON that crosses the Spark boundary: only the keys the planner reads (DOCUMENT_KEYS).
+
+    The driver keeps the whole document; ``time_lags`` (per-partition, for people) is most of what
+    is left out. ``capacity_sources`` is shipped: the capacity probe reads it.
+    """
+    return json.dumps({k: doc[k] for k in DOCUMENT_KEYS if k in doc})
+
+
+def spark_cause(error: BaseException) -> str:
+    """The useful line of a Spark/Py4J error (the Python exception raised on an executor)."""
+    text = str(error).strip()
+    lines = [line for line in text.splitlines() if line.strip()]
+    for line in reversed(lines):
+        if "Error" in line or "Exception" in line:
+            return line.strip()[:500]
+    return (lines[-1] if lines else repr(error))[:500]
+
+
+def planner_documents(
+    inputs: PlannerInputs, thresholds: Thresholds, group_pattern: str | None, reset: str | None
+) -> list[dict[str, Any]]:
+    """The documents of the groups ``inputs`` holds (both paths: the driver's and each executor's),
+    each with its standing plan when a cool-down applies."""
+    from rebalance_advisor.domain.lag import ResetPolicy
+
+    docs = build_docs_from_tables(  # rows straight into the documents (spec_documents says why)
+        inputs.tables,
+        inputs.registry,
+        group_pattern=group_pattern,
+        reset=ResetPolicy.parse(reset),
+        published=inputs.published,
+        published_ranges=inputs.published_ranges,
+    )
+    for doc in docs:
+        plan = inputs.standing.get(doc["group_id"])
+        if plan is not None and thresholds.cooldown_minutes > 0:
+            doc["standing"] = {
+                "plan_id": plan.plan_id,
+                "status": plan.status,
+                "created_at": plan.created_at.isoformat(),
+            }
+    return docs
 
 
 @dataclass(frozen=True)
@@ -62,7 +115,6 @@ class ScopeJob:
 
 def plan_scope(job: ScopeJob, index: int, scope: GroupScope, plan_fn: PlanFn) -> int:
     """Read, build, plan and stage the groups of one scope (on an executor); how many it staged."""
-    from rebalance_advisor.adapters.spark_planner import planner_documents, shipped_document
     from rebalance_advisor.domain.plan_identity import GroupSituation
     from rebalance_advisor.gcpause import gc_paused
     from rebalance_advisor.store import db
@@ -105,7 +157,6 @@ def stage_scopes(spark: SparkSession, scopes: list[GroupScope], job: ScopeJob, p
     """Run :func:`plan_scope` for every scope on the executors, one Spark task per scope; groups staged."""
     import pandas as pd
 
-    from rebalance_advisor.adapters.spark_planner import PlannerFailed, spark_cause
     from rebalance_advisor.adapters.spark_session import add_package
 
     if not scopes:
@@ -201,7 +252,6 @@ def _finalize(
 ) -> tuple[int | None, list[OutcomeLine]]:
     """The one transaction that makes the run visible (a dry run only reads its outcomes and drops
     them). A count that disagrees with the executors' raises inside it: nothing lands."""
-    from rebalance_advisor.adapters.spark_planner import PlannerFailed
     from rebalance_advisor.store import db
     from rebalance_advisor.store import plans as plan_store
 

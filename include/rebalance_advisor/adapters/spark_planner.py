@@ -29,26 +29,26 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from rebalance_advisor.adapters.spark_pipeline import (  # noqa: F401 - PlannerFailed: callers catch it here
+    PlannerFailed,
+    planner_documents,
+    shipped_document,
+    spark_cause,
+)
 from rebalance_advisor.domain.advice import GroupAdvice, OutcomeLine
 from rebalance_advisor.domain.decisions import FLAGGED_OUTCOMES, Thresholds
-from rebalance_advisor.domain.group_planning import DOCUMENT_KEYS, plan_group
-from rebalance_advisor.domain.spec_documents import build_docs_from_tables
-from rebalance_advisor.errors import AdvisorError, InfrastructureUnavailable
+from rebalance_advisor.domain.group_planning import plan_group
+from rebalance_advisor.errors import AdvisorError
 from rebalance_advisor.gcpause import gc_paused
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import SparkSession
 
-    from rebalance_advisor.store.planner_inputs import PlannerInputs
 
 log = logging.getLogger(__name__)
 
 RESULT_SCHEMA = "group_id string, result string"
 PlanFn = Callable[[dict[str, Any], Thresholds, datetime], GroupAdvice]
-
-
-class PlannerFailed(InfrastructureUnavailable):
-    """Spark could not plan the snapshot; nothing was written."""
 
 
 @dataclass
@@ -103,25 +103,6 @@ def bucket_count(groups: int, parallelism: int) -> int:
     only how many of them travel together. Four per core leaves room to balance uneven groups.
     """
     return max(1, min(groups, 4 * max(parallelism, 1)))
-
-
-def shipped_document(doc: dict[str, Any]) -> str:
-    """The JSON that crosses the Spark boundary: only the keys the planner reads (DOCUMENT_KEYS).
-
-    The driver keeps the whole document; ``time_lags`` (per-partition, for people) is most of what
-    is left out. ``capacity_sources`` is shipped: the capacity probe reads it.
-    """
-    return json.dumps({k: doc[k] for k in DOCUMENT_KEYS if k in doc})
-
-
-def spark_cause(error: BaseException) -> str:
-    """The useful line of a Spark/Py4J error (the Python exception raised on an executor)."""
-    text = str(error).strip()
-    lines = [line for line in text.splitlines() if line.strip()]
-    for line in reversed(lines):
-        if "Error" in line or "Exception" in line:
-            return line.strip()[:500]
-    return (lines[-1] if lines else repr(error))[:500]
 
 
 def plan_documents(
@@ -234,32 +215,6 @@ def run_planner(
         run.timings["total_s"],
     )
     return run
-
-
-def planner_documents(
-    inputs: PlannerInputs, thresholds: Thresholds, group_pattern: str | None, reset: str | None
-) -> list[dict[str, Any]]:
-    """The documents of the groups ``inputs`` holds (both paths: the driver's and each executor's),
-    each with its standing plan when a cool-down applies."""
-    from rebalance_advisor.domain.lag import ResetPolicy
-
-    docs = build_docs_from_tables(  # rows straight into the documents (spec_documents says why)
-        inputs.tables,
-        inputs.registry,
-        group_pattern=group_pattern,
-        reset=ResetPolicy.parse(reset),
-        published=inputs.published,
-        published_ranges=inputs.published_ranges,
-    )
-    for doc in docs:
-        plan = inputs.standing.get(doc["group_id"])
-        if plan is not None and thresholds.cooldown_minutes > 0:
-            doc["standing"] = {
-                "plan_id": plan.plan_id,
-                "status": plan.status,
-                "created_at": plan.created_at.isoformat(),
-            }
-    return docs
 
 
 def _run_in_driver(
