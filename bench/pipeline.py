@@ -284,7 +284,9 @@ def main(argv: list[str] | None = None) -> int:
             for size in sizes:
                 outcomes = {}
                 for path in paths:  # back to back: the same load for both paths
-                    work = Path(tmp) / f"run-{size}.db"  # a fresh copy: no plans from an earlier run
+                    work = (
+                        Path(tmp) / f"run-{size}-{path}.db"
+                    )  # a fresh copy (and a fresh engine): no plans yet
                     shutil.copy(fleets[size], work)
                     row, outcomes[path] = measure(spark, f"sqlite:///{work}", path)
                     rows.append({"size": size, "path": path, **row})

@@ -28,11 +28,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+import sqlalchemy as sa
+
 from rebalance_advisor.domain.advice import GroupAdvice, OutcomeLine
 from rebalance_advisor.domain.decisions import Thresholds
 from rebalance_advisor.domain.group_planning import DOCUMENT_KEYS
 from rebalance_advisor.domain.spec_documents import build_docs_from_tables
-from rebalance_advisor.errors import InfrastructureUnavailable
+from rebalance_advisor.errors import AdvisorError, InfrastructureUnavailable
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import SparkSession
@@ -206,17 +208,9 @@ def run_pipeline(
     plan_fn: PlanFn,
 ) -> PipelineRun:
     """One planner run as a pipeline (module docstring); ``params`` is what the run row records."""
-    from rebalance_advisor.store import db
-    from rebalance_advisor.store import plans as plan_store
-    from rebalance_advisor.store.planner_scope import planner_scopes
-    from rebalance_advisor.store.snapshots import snapshot_id_in
-
     started = time.perf_counter()
     run_key = uuid.uuid4().hex
-    with db.connect(url) as conn:  # small: the snapshot id, the scope boundaries, stale staging
-        snapshot_id = snapshot_id_in(conn, snapshot)
-        scopes = planner_scopes(conn, snapshot_id, spark.sparkContext.defaultParallelism)
-        plan_store.drop_staged(conn, run_key, older_than=datetime.now(UTC) - STALE_STAGING)
+    snapshot_id, scopes = _cut(url, snapshot, run_key, spark)
     read_s = time.perf_counter() - started
     job = ScopeJob(url, snapshot_id, run_key, thresholds.to_dict(), now.isoformat(), params.get("group_pattern"),
                    params.get("reset"), airflow_run_id)  # fmt: skip
@@ -237,6 +231,29 @@ def run_pipeline(
         "total_s": time.perf_counter() - started,
     }
     return PipelineRun(snapshot_id, run_id, outcomes, timings)
+
+
+def _cut(
+    url: str, snapshot: str | int | None, run_key: str, spark: SparkSession
+) -> tuple[int, list[GroupScope]]:
+    """The driver's one short read: the snapshot id and its scopes (for the session's cores); stale
+    staged rows go."""
+    from rebalance_advisor.store import db
+    from rebalance_advisor.store import plans as plan_store
+    from rebalance_advisor.store.plan_models import PlannerStaging
+    from rebalance_advisor.store.planner_scope import planner_scopes
+    from rebalance_advisor.store.snapshots import snapshot_id_in
+
+    with db.connect(url) as conn:
+        snapshot_id = snapshot_id_in(conn, snapshot)
+        if not sa.inspect(conn).has_table(PlannerStaging.__tablename__):
+            shown = sa.make_url(url).render_as_string(hide_password=True)
+            raise AdvisorError(
+                f"database {shown} predates the planner's staging table: run `rebalance-advisor db upgrade`"
+            )
+        scopes = planner_scopes(conn, snapshot_id, spark.sparkContext.defaultParallelism)
+        plan_store.drop_staged(conn, run_key, older_than=datetime.now(UTC) - STALE_STAGING)
+    return snapshot_id, scopes
 
 
 def _finalize(

@@ -178,19 +178,9 @@ def run_planner(
     from rebalance_advisor.settings import database_url
 
     thresholds = thresholds or Thresholds()
-    sharing = thresholds.key_sharing and "key_range" in thresholds.strategies
-    if sharing and kafka_config is None:
-        raise AdvisorError(
-            "key sharing (key_range with --key-sharing) samples record keys: give the Kafka "
-            "connection (--bootstrap-servers, or the DAG's kafka_conn_id)"
-        )
-    params = {
-        **thresholds.to_dict(),
-        "group_pattern": group_pattern,
-        "reset": reset,
-        "publish_mode": publish_mode,
-        "dry_run": dry_run,
-    }
+    sharing = _key_sharing(thresholds, kafka_config)
+    params = {**thresholds.to_dict(), "group_pattern": group_pattern, "reset": reset,
+              "publish_mode": publish_mode, "dry_run": dry_run}  # fmt: skip
     started_at = now or datetime.now(UTC)
     with gc_paused():
         if pipeline and not sharing:
@@ -206,15 +196,20 @@ def run_planner(
                 spark, url, snapshot, thresholds, params, airflow_run_id=airflow_run_id, created_by=created_by,
                 now=started_at, plan_fn=plan_fn, kafka_config=kafka_config if sharing else None,
             )  # fmt: skip
-    log.info(
-        "planned snapshot %s: %d groups, %d flagged, run %s (%.2f s)",
-        run.snapshot_id,
-        len(run.outcomes),
-        len(run.flagged),
-        run.run_id,
-        run.timings["total_s"],
-    )
+    log.info("planned snapshot %s: %d groups, %d flagged, run %s (%.2f s)", run.snapshot_id, len(run.outcomes),
+             len(run.flagged), run.run_id, run.timings["total_s"])  # fmt: skip
     return run
+
+
+def _key_sharing(thresholds: Thresholds, kafka_config: Mapping[str, Any] | None) -> bool:
+    """Whether the run lets key_range share keys (then it samples keys: the Kafka settings are needed)."""
+    sharing = thresholds.key_sharing and "key_range" in thresholds.strategies
+    if sharing and kafka_config is None:
+        raise AdvisorError(
+            "key sharing (key_range with --key-sharing) samples record keys: give the Kafka "
+            "connection (--bootstrap-servers, or the DAG's kafka_conn_id)"
+        )
+    return sharing
 
 
 def _run_in_driver(

@@ -254,20 +254,7 @@ def carried_in_scope(
     if head is None:
         return None
     previous_id, taken_at, isolation = head
-    wanted = set(partitions)
-    p, c = PartitionOffsetRow.__table__, CommittedOffsetRow.__table__
-    lag_ends: dict[tuple[str, int], int | None] = {}
-    topics = sorted({t for t, _ in wanted})
-    for start in range(0, len(topics), 500):
-        for topic, partition, end, stable in conn.execute(
-            sa.select(p.c.topic, p.c.partition, p.c.log_end_offset, p.c.last_stable_offset).where(
-                p.c.snapshot_id == previous_id, p.c.topic.in_(topics[start : start + 500])
-            )
-        ):
-            if (topic, partition) in wanted:
-                lag_ends[(topic, partition)] = (
-                    stable if isolation == "read_committed" and stable is not None else end
-                )
+    c = CommittedOffsetRow.__table__
     committed = {
         (g, t, n): offset
         for g, t, n, offset in conn.execute(
@@ -280,7 +267,7 @@ def carried_in_scope(
         cluster=cluster_key(cluster_id, bootstrap_servers),
         taken_at=assume_utc(taken_at),
         log_ends={},
-        lag_ends=lag_ends,
+        lag_ends=_lag_ends_in(conn, previous_id, isolation, set(partitions)),
         produce={},
         committed=committed,
         consume={},
@@ -308,3 +295,24 @@ def _owners_in(conn: Connection, snapshot_id: int, scope: GroupScope) -> dict[tu
             ).where(a.c.snapshot_id == snapshot_id)
         )
     }
+
+
+def _lag_ends_in(
+    conn: Connection, snapshot_id: int, isolation: str, wanted: set[tuple[str, int]]
+) -> dict[tuple[str, int], int | None]:
+    """(topic, partition) -> the end lags were against at ``snapshot_id`` (log end, or the LSO under
+    read_committed), for the ``wanted`` partitions (read by topic, in chunks: an IN list has limits)."""
+    p = PartitionOffsetRow.__table__
+    lag_ends: dict[tuple[str, int], int | None] = {}
+    topics = sorted({t for t, _ in wanted})
+    for start in range(0, len(topics), 500):
+        for topic, partition, end, stable in conn.execute(
+            sa.select(p.c.topic, p.c.partition, p.c.log_end_offset, p.c.last_stable_offset).where(
+                p.c.snapshot_id == snapshot_id, p.c.topic.in_(topics[start : start + 500])
+            )
+        ):
+            if (topic, partition) in wanted:
+                lag_ends[(topic, partition)] = (
+                    stable if isolation == "read_committed" and stable is not None else end
+                )
+    return lag_ends
