@@ -211,7 +211,15 @@ def test_spark_failure_mid_job_writes_nothing(spark, sqlite_url):  # noqa: F811
 
     with pytest.raises(PlannerFailed, match="executor lost its mind on idle-group"):
         run_planner(spark, sqlite_url, plan_fn=fail_on_idle)
-    for table in ("advisor_runs", "plans", "plan_assignments", "group_outcomes", "plan_transitions"):
+    # nor the rows the other executors staged (adapters/spark_pipeline.py)
+    for table in (
+        "advisor_runs",
+        "plans",
+        "plan_assignments",
+        "group_outcomes",
+        "plan_transitions",
+        "planner_staging",
+    ):
         assert _count(sqlite_url, table) == 0, table
 
 

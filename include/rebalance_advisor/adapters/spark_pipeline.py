@@ -132,7 +132,7 @@ def plan_scope(job: ScopeJob, index: int, scope: GroupScope, plan_fn: PlanFn) ->
         rows = []
         for doc in docs:  # the shipped keys only, through JSON, exactly as the driver path plans them
             advice = plan_fn(json.loads(shipped_document(doc)), thresholds, now)
-            rows.append((doc["group_id"], advice.to_json(), GroupSituation.of_document(doc).to_record()))
+            rows.append(plan_store.staged_row(advice, GroupSituation.of_document(doc)))
         with db.connect(job.url) as conn:
             plan_store.stage_results(conn, job.run_key, index, rows)
     return len(rows)
@@ -278,7 +278,7 @@ def _finalize(
                 run_id = None
                 outcomes = [
                     OutcomeLine.of(r, None)
-                    for page, _ in plan_store.staged_pages(conn, run_key)
+                    for page, _, _ in plan_store.staged_pages(conn, run_key)
                     for r in page
                 ]
                 plan_store.drop_staged(conn, run_key)

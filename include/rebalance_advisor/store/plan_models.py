@@ -133,4 +133,5 @@ class PlannerStaging(Base):
     scope: Mapped[int] = mapped_column(Integer)
     result: Mapped[str] = mapped_column(Text)  # GroupAdvice.to_json()
     situation: Mapped[Any | None] = mapped_column(JSON)  # GroupSituation.to_record()
+    plan_numbers: Mapped[Any | None] = mapped_column(JSON)  # store.plans.plan_numbers, when a plan is stored
     staged_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), index=True)

@@ -348,8 +348,8 @@ def write_staged_run(
     Returns the run id and one outcome line per group."""
     run = _begin_run(conn, snapshot_id, params, started_at, airflow_run_id, created_by)
     outcomes: list[OutcomeLine] = []
-    for results, situations in staged_pages(conn, run_key):
-        plan_ids, stored = _write_results(conn, run, results, situations)
+    for results, situations, numbers in staged_pages(conn, run_key):
+        plan_ids, stored = _write_results(conn, run, results, situations, numbers)
         outcomes.extend(OutcomeLine.of(r, plan_ids.get(r.group_id)) for r in stored)
     drop_staged(conn, run_key)
     return run.run_id, outcomes
@@ -359,35 +359,57 @@ def write_staged_run(
 STAGED_PAGE = 1_000
 
 
-def staged_pages(
-    conn: Connection, run_key: str, page: int = STAGED_PAGE
-) -> Iterator[tuple[list[GroupAdvice], dict[str, GroupSituation]]]:
+def staged_pages(conn: Connection, run_key: str, page: int = STAGED_PAGE) -> Iterator[StagedPage]:
     """The results staged under ``run_key``, ``page`` groups at a time in byte-wise group order
-    (keyset paging: each page one indexed query, no cursor held open across the writes)."""
+    (keyset paging: each page one indexed query, no cursor held open across the writes), with their
+    situations and the plan numbers the executors computed."""
     st = PlannerStaging.__table__
     last: str | None = None
     while True:
-        query = sa.select(st.c.group_id, st.c.result, st.c.situation).where(st.c.run_key == run_key)
+        query = sa.select(st.c.group_id, st.c.result, st.c.situation, st.c.plan_numbers).where(
+            st.c.run_key == run_key
+        )
         if last is not None:
             query = query.where(st.c.group_id > last)
         rows = conn.execute(query.order_by(st.c.group_id).limit(page)).all()
         if not rows:
             return
         last = rows[-1][0]
-        situations = {g: found for g, _, record in rows if (found := GroupSituation.from_record(record))}
-        yield [GroupAdvice.from_json(result) for _, result, _ in rows], situations
+        results = [GroupAdvice.from_json(result) for _, result, _, _ in rows]
+        situations = {g: found for g, _, record, _ in rows if (found := GroupSituation.from_record(record))}
+        numbers = {
+            r.group_id: (r, row[3]) for r, row in zip(results, rows, strict=True) if row[3] is not None
+        }
+        yield results, situations, numbers
 
 
-def stage_results(conn: Connection, run_key: str, scope: int, rows: Sequence[tuple[str, str, Any]]) -> None:
-    """Stage one scope's results as (group, GroupAdvice JSON, situation record); a retried scope
-    replaces its earlier attempt's rows (caller owns the transaction)."""
+#: one page of staged results: the advice, {group: situation}, {group: (advice, plan numbers)}
+StagedPage = tuple[
+    list[GroupAdvice], dict[str, GroupSituation], dict[str, tuple[GroupAdvice, dict[str, Any]]]
+]
+
+
+def staged_row(advice: GroupAdvice, situation: GroupSituation | None) -> tuple[str, str, Any, Any]:
+    """What an executor stages for one planned group: (group, advice JSON, situation record, plan
+    numbers when the advice has a plan to store)."""
+    stored = advice.plan is not None and advice.plan.status != "skipped"
+    numbers = plan_numbers(advice) if stored else None
+    return advice.group_id, advice.to_json(), None if situation is None else situation.to_record(), numbers
+
+
+def stage_results(
+    conn: Connection, run_key: str, scope: int, rows: Sequence[tuple[str, str, Any, Any]]
+) -> None:
+    """Stage one scope's :func:`staged_row` rows; a retried scope replaces its earlier attempt's rows
+    (caller owns the transaction)."""
     st = PlannerStaging.__table__
     conn.execute(sa.delete(st).where(st.c.run_key == run_key, st.c.scope == scope))
     now = datetime.now(UTC)
     staged = [
-        {"run_key": run_key, "group_id": g, "scope": scope, "result": r, "situation": s, "staged_at": now}
-        for g, r, s in rows
-    ]
+        {"run_key": run_key, "group_id": g, "scope": scope, "result": r, "situation": s, "plan_numbers": n,
+         "staged_at": now}
+        for g, r, s, n in rows
+    ]  # fmt: skip
     _insert_rows(conn, PlannerStaging, staged)
 
 
@@ -419,11 +441,15 @@ def _begin_run(
 
 
 def _write_results(
-    conn: Connection, run: _RunWrite, results: Sequence[GroupAdvice], situations: Mapping[str, GroupSituation]
+    conn: Connection,
+    run: _RunWrite,
+    results: Sequence[GroupAdvice],
+    situations: Mapping[str, GroupSituation],
+    staged_numbers: Mapping[str, tuple[GroupAdvice, dict[str, Any]]] | None = None,
 ) -> tuple[dict[str, int], list[GroupAdvice]]:
     """Plans, confirmations, supersessions and outcomes of ``results`` (groups no other call of the
     same run touches); {group: plan id} and the advice as stored."""
-    run = dataclasses.replace(run, situations=situations)
+    run = dataclasses.replace(run, situations=situations, staged_numbers=staged_numbers or {})
     results = _apply_rejections(conn, results, situations)
     results = _apply_concurrent_cooldown(conn, run.run_id, results, run.started_at, run.cooldown_minutes)
     kept = _same_assignment_plans(conn, results)
@@ -454,14 +480,22 @@ class _RunWrite:
     situations: Mapping[str, GroupSituation]
     started_at: datetime
     cooldown_minutes: float
+    #: group -> (the staged advice, its plan numbers computed by the executor that planned it)
+    staged_numbers: Mapping[str, tuple[GroupAdvice, dict[str, Any]]] = dataclasses.field(default_factory=dict)
 
     def situation(self, group_id: str) -> dict[str, Any] | None:
         found = self.situations.get(group_id)
         return None if found is None else found.to_record()
 
+    def numbers(self, r: GroupAdvice) -> dict[str, Any]:
+        """:func:`plan_numbers` of ``r``: the executor's when this write keeps its advice unchanged."""
+        staged = self.staged_numbers.get(r.group_id)
+        return staged[1] if staged is not None and staged[0] is r else plan_numbers(r)
 
-def _numbers(r: GroupAdvice) -> dict[str, Any]:
-    """The plan columns a run computes: what a confirmation refreshes."""
+
+def plan_numbers(r: GroupAdvice) -> dict[str, Any]:
+    """The plan columns a run computes: what a confirmation refreshes (executors compute them for
+    the staged results: most of the finalize's work otherwise)."""
     after = r.plan.metrics
     return {
         "strategy": r.plan.strategy,
@@ -495,7 +529,7 @@ def _insert_plans(conn: Connection, run: _RunWrite, fresh: Sequence[GroupAdvice]
     plan_rows = [
         {"run_id": run.run_id, "snapshot_id": run.snapshot_id, "group_id": r.group_id, "status": r.plan.status,
          "epoch": None, "created_at": run.now, "created_by": run.created_by, "situation": run.situation(r.group_id),
-         "apply_mode": modes[r.group_id], **_numbers(r)}
+         "apply_mode": modes[r.group_id], **run.numbers(r)}
         for r in fresh
     ]  # fmt: skip
     # One multi-row INSERT ... RETURNING per chunk instead of one statement per plan (10,000 plans
@@ -529,7 +563,7 @@ def _confirm_plans(
             sa.update(Plan)
             .where(Plan.id == plan_id)
             .values(snapshot_id=run.snapshot_id, last_confirmed_at=run.now, last_confirmed_run_id=run.run_id,
-                    situation=run.situation(r.group_id), **_numbers(r))
+                    situation=run.situation(r.group_id), **run.numbers(r))
         )  # fmt: skip
     ids = [kept[r.group_id] for r in confirmed]
     for start in range(0, len(ids), _INSERT_CHUNK):

@@ -29,6 +29,7 @@ def upgrade() -> None:
         sa.Column("scope", sa.Integer(), nullable=False),
         sa.Column("result", sa.Text(), nullable=False),
         sa.Column("situation", sa.JSON(), nullable=True),
+        sa.Column("plan_numbers", sa.JSON(), nullable=True),
         sa.Column("staged_at", sa.DateTime(timezone=True), nullable=False),
     )
     op.create_index("ix_planner_staging_staged_at", "planner_staging", ["staged_at"])
