@@ -27,6 +27,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+from rebalance_advisor.adapters import LIBRDKAFKA_LOG
 from rebalance_advisor.domain.apply_mode import BROKER_ASSIGNOR
 from rebalance_advisor.errors import AdvisorError
 from rebalance_advisor.polling import poll_until
@@ -234,7 +235,7 @@ def build_live_group() -> LiveGroup:
 def _admin(bootstrap_servers: str, extra: dict | None = None):
     from confluent_kafka.admin import AdminClient
 
-    return AdminClient({"bootstrap.servers": bootstrap_servers, **(extra or {})})
+    return AdminClient({"bootstrap.servers": bootstrap_servers, **(extra or {})}, logger=LIBRDKAFKA_LOG)
 
 
 def remove_workload(bootstrap_servers: str, groups: list[DemoGroup], timeout: float = 60.0) -> None:
@@ -328,7 +329,8 @@ def produce_records(
             "queue.buffering.max.messages": 1_000_000,
             "compression.type": "lz4",
             "acks": "all",
-        }
+        },
+        logger=LIBRDKAFKA_LOG,
     )
     failures: list[str] = []
 
@@ -386,7 +388,8 @@ def commit_offsets(bootstrap_servers: str, groups: list[DemoGroup], timeout: flo
         if not offsets:
             continue
         consumer = Consumer(
-            {"bootstrap.servers": bootstrap_servers, "group.id": group.group_id, "enable.auto.commit": False}
+            {"bootstrap.servers": bootstrap_servers, "group.id": group.group_id, "enable.auto.commit": False},
+            logger=LIBRDKAFKA_LOG,
         )
         deadline = time.monotonic() + timeout
         not_ready = _coordinator_not_ready()
