@@ -14,6 +14,7 @@ from rebalance_advisor.cli import main
 from rebalance_advisor.domain.apply_mode import ADVICE, BROKER
 from rebalance_advisor.domain.parameters import SnapshotParams
 from rebalance_advisor.services import plan_lifecycle
+from rebalance_advisor.services.broker_plan_refresh import refresh_published_broker_plans
 from rebalance_advisor.services.snapshot_service import take_and_store_snapshot
 from rebalance_advisor.store import db
 from rebalance_advisor.store.plans import get_plan, plan_assignment_map
@@ -68,6 +69,18 @@ def test_published_plan_is_applied_by_the_broker(
         again = plan_lifecycle.publish(plan_id, config, "alice", url)  # in force already: nothing to do
         assert (again.changed, again.in_force) == (False, True)
         assert "in force after 0.0 s (0 trigger(s))" in again.reassignment
+
+        # The advisor keeps the record younger than the assignor's age bound: not yet due ...
+        assert refresh_published_broker_plans(url, kafka_config=config) == []
+        # ... and once due, the same plan and epoch are written again with a newer stamp.
+        assert refresh_published_broker_plans(url, kafka_config=config, after_s=0) == [group]
+        refreshed = read_plans(config).plans[group]
+        assert (refreshed.plan_id, refreshed.epoch, refreshed.members) == (
+            str(plan_id),
+            done.epoch,
+            record.members,
+        )
+        assert refreshed.published_at_ms > record.published_at_ms
 
     assert main(["plans", "--db", url, "--group", group]) == 0
     assert "published  broker assignor" in capsys.readouterr().out

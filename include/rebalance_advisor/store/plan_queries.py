@@ -94,3 +94,14 @@ def plan_table_row(conn: Connection, plan_id: int) -> PlanRecord | None:
     """One plan's row (with its metrics JSON), or None."""
     found = conn.execute(sa.select(Plan.__table__).where(Plan.id == plan_id)).mappings().first()
     return record(PlanRecord, found) if found is not None else None
+
+
+def published_plans_applied_by(conn: Connection, apply_mode: str) -> dict[str, str]:
+    """group -> the id (as the plan records carry it) of its newest ``published`` plan applied by
+    ``apply_mode``: the plans the advisor stands by, which the broker plan refresh keeps alive."""
+    query = (
+        sa.select(Plan.group_id, sa.func.max(Plan.id))
+        .where(Plan.status == "published", Plan.apply_mode == apply_mode)
+        .group_by(Plan.group_id)
+    )
+    return {group_id: str(plan_id) for group_id, plan_id in conn.execute(query)}
