@@ -182,16 +182,18 @@ def run_planner(
     params = {**thresholds.to_dict(), "group_pattern": group_pattern, "reset": reset,
               "publish_mode": publish_mode, "dry_run": dry_run}  # fmt: skip
     started_at = now or datetime.now(UTC)
-    with gc_paused():
-        if pipeline and not sharing:
-            from rebalance_advisor.adapters.spark_pipeline import run_pipeline
+    if (
+        pipeline and not sharing
+    ):  # GC stays on in this driver: it holds one page at a time (executors pause it)
+        from rebalance_advisor.adapters.spark_pipeline import run_pipeline
 
-            done = run_pipeline(
-                spark, url or database_url(), snapshot, thresholds, params=params, airflow_run_id=airflow_run_id,
-                created_by=created_by, dry_run=dry_run, now=started_at, plan_fn=plan_fn,
-            )  # fmt: skip
-            run = PlannerRun(done.snapshot_id, done.run_id, done.outcomes, done.timings, dry_run)
-        else:
+        done = run_pipeline(
+            spark, url or database_url(), snapshot, thresholds, params=params, airflow_run_id=airflow_run_id,
+            created_by=created_by, dry_run=dry_run, now=started_at, plan_fn=plan_fn,
+        )  # fmt: skip
+        run = PlannerRun(done.snapshot_id, done.run_id, done.outcomes, done.timings, dry_run)
+    else:
+        with gc_paused():
             run = _run_in_driver(
                 spark, url, snapshot, thresholds, params, airflow_run_id=airflow_run_id, created_by=created_by,
                 now=started_at, plan_fn=plan_fn, kafka_config=kafka_config if sharing else None,
