@@ -70,8 +70,8 @@ async def group_page(
 ) -> HTMLResponse:
     url = request.app.state.db_url()
     group = await run_in_threadpool(queries.group_detail, url, group_id, 30, 10)
-    chosen = chosen_plan(group.plans)
-    picture = await run_in_threadpool(queries.plan_detail, url, chosen.id) if chosen else None
+    chosen = chosen_plan(group)
+    picture = await run_in_threadpool(queries.plan_detail, url, chosen) if chosen is not None else None
     detail = picture.detail if picture else None
     threshold = group.threshold
     if detail:
@@ -108,10 +108,7 @@ async def group_page(
         detail=detail,
         run_threshold=picture.run_threshold if picture else None,
         plan=plan,
-        standing=plan is not None
-        and plan.status == "recommended"
-        and outcome is not None
-        and outcome.run_id != plan.run_id,
+        standing=plan is not None and plan.id == group.standing_plan_id,
         assignments=[(a, key_range(a)) for a in detail.assignments] if detail else [],
         has_ranges=bool(detail) and any(key_range(a) for a in detail.assignments),
         load=load,
