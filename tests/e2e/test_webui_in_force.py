@@ -62,6 +62,12 @@ def test_group_page_shows_the_plan_in_force_and_no_approve_on_a_duplicate(manual
     assert 'id="approve"' not in html and 'id="standing-plan"' not in html
     assert 'id="duplicate-plan"' in html and f"#{duplicate}" in html
     assert f"Plan #{published} " in html and 'id="static-note"' in html
+    # planned when nothing was owned: the unowned lag is shown apart, not a "0 ->" alone
+    max_lag = " ".join(html.split('id="plan-max-lag">')[1].split("</span>")[0].split())
+    assert (
+        max_lag
+        == "max member lag 0 (plus 10,500 on partitions no member owns) → 9,000 (every partition owned)"
+    )
     assert ">—<" not in html.split('id="partitions"')[1]  # every partition names its owner
     moves = html.split('id="plan-moves">')[1].split("</span>")[0]
     rows = html.split('id="moves"')[1].split("</table>")[0]

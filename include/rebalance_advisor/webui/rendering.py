@@ -5,7 +5,6 @@ templates read. Imports no Airflow, so it is testable on its own.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
