@@ -72,7 +72,7 @@ def test_hitl_answer_becomes_the_decision() -> None:
     from rebalance_advisor.dag_tasks import publishing_tasks
     from rebalance_advisor.errors import AdvisorError
 
-    assert publishing_tasks.route({"decision": "ask"}) == publishing_tasks.ASK_TASK
+    assert publishing_tasks.route({"decision": "ask"}) == publishing_tasks.DESCRIBE_TASK
     assert (
         publishing_tasks.route({"decision": "approve"})
         == publishing_tasks.route({"decision": "reject"})

@@ -20,11 +20,12 @@ from rebalance_advisor.domain.estimates import member_key
 from rebalance_advisor.domain.lag import ResetPolicy, partition_lags
 from rebalance_advisor.domain.snapshot_model import Snapshot
 from rebalance_advisor.errors import AdvisorError
+from rebalance_advisor.services import plan_report
 from rebalance_advisor.services.plan_lifecycle import is_manual_assign
 from rebalance_advisor.store import db, plan_queries
 from rebalance_advisor.store.group_protocols import current_apply_mode
 from rebalance_advisor.store.plan_records import PlanAssignmentRecord, PlanRecord
-from rebalance_advisor.store.plans import get_plan, plan_assignment_map
+from rebalance_advisor.store.plans import get_plan
 from rebalance_advisor.store.snapshots import (
     latest_snapshot_row,
     load_snapshot,
@@ -288,8 +289,6 @@ def plan_detail(url: str, plan_id: int) -> PlanPicture:
         raise NotFound(f"plan {plan_id} does not exist")
     with db.connect(url) as conn:
         policy = reset_policy(conn)
-        baseline_plan = plan_queries.predecessor_in_force(conn, plan.group_id, plan.id, plan.epoch)
-        published = plan_assignment_map(baseline_plan, url) if baseline_plan is not None else None
         run_threshold = imbalance_threshold(conn, plan.run_id)  # the threshold its reason cites
     max_time_lag_s = None
     try:
@@ -303,18 +302,17 @@ def plan_detail(url: str, plan_id: int) -> PlanPicture:
         )  # fmt: skip
     except AdvisorError:  # the snapshot was pruned: the plan still stands, without a diff
         before = NowView(members=[], partitions=[])
-    owner_before = baseline_owners(plan, before, published)
+    owner_before = baseline_owners(plan, before, plan_report.baseline_published(url, plan))
     assignments = [
         PlanAssignmentRow(
             **dataclasses.asdict(a), member_label=a.member_id
         )  # plans name static members by instance id
         for a in sorted(plan.assignments, key=lambda a: (a.topic, a.partition, a.key_hash_start or 0))
     ]
-    moves = [
-        Move(topic=a.topic, partition=a.partition, lag=a.lag, from_member=previous, from_label=previous,
-             to_member=a.member_id, to_label=a.member_label)
-        for a in assignments
-        if (previous := owner_before.get((a.topic, a.partition))) != a.member_id
+    moves = [  # plans name members as the page labels them: the label is the member id
+        Move(topic=m.topic, partition=m.partition, lag=m.lag, from_member=m.from_member,
+             from_label=m.from_member, to_member=m.to_member, to_label=m.to_member)
+        for m in plan_report.plan_moves(plan.assignments, owner_before)
     ]  # fmt: skip
     detail = PlanDetail(
         plan=plan_summary(plan),
@@ -329,19 +327,10 @@ def plan_detail(url: str, plan_id: int) -> PlanPicture:
 def baseline_owners(
     plan: PlanRecord, now: NowView, published: Mapping[str, Sequence[tuple]] | None
 ) -> dict[tuple[str, int], str | None]:
-    """Who held each partition in the baseline the planner measured ``plan`` against.
-
-    A dynamic group: the owners in the plan's snapshot. A manual-assign group (no live members in
-    the snapshot, registered static members): the snapshot cannot see ``assign()`` consumers, so
-    the planner measured against the group's plan in force then (``published``: for a plan once
-    published, the one it replaced; else the one in force when it was made,
-    :func:`~rebalance_advisor.store.plan_queries.predecessor_in_force`); without one, every
-    partition was unowned.
-    """
+    """Who held each partition in the baseline the planner measured ``plan`` against: the rule of
+    :func:`rebalance_advisor.services.plan_report.baseline_owners`, on the page's view of the snapshot."""
     owners = {(p.topic, p.partition): p.owner for p in now.partitions}
-    if now.members or not published:
-        return owners
-    return owners | {(held[0], held[1]): member for member, rows in published.items() for held in rows}
+    return plan_report.baseline_owners(owners, bool(now.members), published)
 
 
 def member_comparison(
