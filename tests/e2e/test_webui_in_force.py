@@ -85,3 +85,18 @@ def test_a_differing_recommendation_stands_beside_the_plan_in_force(manual_group
     assert 'id="standing-plan"' in html and f"Plan #{other} " in html
     assert f'data-plan="{other}"' in html and 'id="approve"' in html
     assert 'id="in-force"' in html and "epoch 3" in html
+
+
+def test_the_api_docs_page_documents_every_endpoint_without_a_cdn(manual_group) -> None:
+    url, _ = manual_group
+    with _client(url) as client:
+        spec = client.get("/rebalance-advisor/openapi.json").json()
+        page = client.get("/rebalance-advisor/docs")
+    assert page.status_code == 200 and "text/html" in page.headers["content-type"]
+    html = page.text
+    for path, item in spec["paths"].items():
+        for method in item:
+            assert f"<code>{method.upper()} {path}</code>" in html, (method, path)
+    assert 'id="schema-GroupDetail"' in html and "<code>in_force</code>" in html
+    assert "<code>predicted_catch_up_after_s</code>" in html  # a plan's columns, field by field
+    assert "cdn" not in html.lower() and "<script src" not in html

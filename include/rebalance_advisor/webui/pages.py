@@ -16,6 +16,7 @@ from fastapi.responses import HTMLResponse
 
 from rebalance_advisor.domain.parameters import STORED_ID_BYTES, Thresholds
 from rebalance_advisor.webui import queries, svg
+from rebalance_advisor.webui.api_docs import api_docs
 from rebalance_advisor.webui.auth import PageUser, approval_dag_id, can_trigger
 from rebalance_advisor.webui.rendering import GroupTableLine, chosen_plan, group_load, key_range, templates
 
@@ -62,6 +63,13 @@ async def groups_page(request: Request, user: PageUser) -> HTMLResponse:
         groups=rows,
         user_name=user.get_name(),
     )
+
+
+@router.get("/docs", response_class=HTMLResponse)
+async def api_docs_page(request: Request) -> HTMLResponse:
+    """The API's documentation, readable without a script or a CDN (public, as ``/openapi.json`` is)."""
+    docs = api_docs(request.app.openapi())
+    return render(request, "docs.html", title="API", docs=docs)
 
 
 @router.get("/groups/{group_id:path}", response_class=HTMLResponse)
