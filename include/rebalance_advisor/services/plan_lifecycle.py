@@ -474,3 +474,38 @@ def auto_approve_and_publish(
             f"them): {errors[0]}"
         )
     return AutoPublished(tuple(published), advice_only, tuple(failed))
+
+
+def withdraw(
+    plan_id: int,
+    kafka_config: Mapping[str, Any],
+    actor: str,
+    url: str | None = None,
+    *,
+    note: str | None = None,
+    broker_topic: str = BROKER_PLAN_TOPIC,
+    timeout: float = 30.0,
+) -> Transition:
+    """Take a published broker-applied plan out of force: the group's plan record becomes a
+    tombstone (the group gets ``uniform``'s assignment at its next re-assignment) and the plan
+    ``published -> superseded``, noted as withdrawn. Static assignments are not withdrawn this way:
+    their consumers keep the last assignment they read (publish another plan instead).
+    docs/operations/broker-applied-plans.md, "Withdrawing a plan"."""
+    from rebalance_advisor.adapters.broker_plans import withdraw_broker_plan
+    from rebalance_advisor.store.plans import get_plan
+
+    plan = get_plan(plan_id, url)
+    if plan is None:
+        raise UnknownPlan(f"plan {plan_id} does not exist")
+    status, group_id, mode = plan.status, plan.group_id, plan.apply_mode
+    if status != "published" or mode != BROKER:
+        raise IllegalTransition(
+            f"plan {plan_id} is {status!r} ({mode}): only a published plan applied by the broker "
+            "assignor can be withdrawn (static assignments: publish another plan)"
+        )
+    withdraw_broker_plan(kafka_config, group_id, broker_topic, timeout)
+    text = f"withdrawn: the group is back on uniform{f'; {note}' if note else ''}"
+    with db.connect(url) as conn:
+        done = transition(conn, plan_id, "superseded", actor, note=text, expect=("published",))
+    log.info("plan %s of group %s withdrawn by %s", plan_id, group_id, actor)
+    return done

@@ -156,3 +156,14 @@ def owners_of_plan(conn: Connection, plan_id: int) -> dict[tuple[str, int], str]
     for topic, partition, member in rows:
         owners.setdefault((topic, partition), member)
     return owners
+
+
+def published_plans_applied_by(conn: Connection, apply_mode: str) -> dict[str, str]:
+    """group -> the id (as the plan records carry it) of its newest ``published`` plan applied by
+    ``apply_mode``: the plans the advisor stands by, which the broker plan refresh keeps alive."""
+    query = (
+        sa.select(Plan.group_id, sa.func.max(Plan.id))
+        .where(Plan.status == "published", Plan.apply_mode == apply_mode)
+        .group_by(Plan.group_id)
+    )
+    return {group_id: str(plan_id) for group_id, plan_id in conn.execute(query)}
