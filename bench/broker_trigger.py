@@ -112,10 +112,11 @@ class Group:
         closer = threading.Thread(target=lambda: (self.stop.wait(), process.stdin.close()), daemon=True)
         closer.start()
         for line in process.stdout:
-            if line.strip() == "ready":
-                continue
-            millis, partition, offset = line.split()
-            self.log.append((int(millis) / 1000, client, int(partition), int(offset)))
+            fields = line.split()
+            if len(fields) == 3 and all(f.isdigit() for f in fields):
+                self.log.append((int(fields[0]) / 1000, client, int(fields[1]), int(fields[2])))
+            elif line.strip() != "ready":  # the client's own output (a warning): shown, never fatal
+                print(f"  {client}: {line.rstrip()}", file=sys.stderr, flush=True)
         process.wait(30)
 
     def describe(self):
