@@ -4,6 +4,8 @@ recommended. Numbers worked out by hand in each test."""
 
 from __future__ import annotations
 
+import dataclasses
+
 from rebalance_advisor.domain.advice import CandidatePlan
 from rebalance_advisor.domain.decisions import (
     GroupState,
@@ -257,3 +259,18 @@ def test_fewer_moves_with_a_backlog_area_within_min_improvement_are_as_good():
         plan("b", 487, 0, 518.7, 0.8, 61_770_061),
         T,
     )
+
+
+def test_relief_of_a_member_over_its_full_capacity_is_never_held_by_payback():
+    # worst member at 104 % of its usable capacity with the 2 % margin: 104 % x 0.98 = 101.9 % of its
+    # full capacity, its backlog grows; the same +18 % area is then no reason to hold the relief
+    over = LoadSummary(1, float("inf"), 1.04, 108_406_068, worst_utilisation=1.04, overload_severity=0.0016)
+    now = GroupState(1_000_000, over, 2.0, 0, True)
+    d = decide(now, [plan("rate_aware", 70, 0, 250.0, 0.98, 128_279_256)], T)
+    assert d.outcome == "recommended", d.reason
+    # 102 % of usable is 99.96 % of full capacity: within the margin, held
+    within = dataclasses.replace(over, worst_utilisation=1.02, overload_severity=0.0004)
+    held = decide(
+        dataclasses.replace(now, load=within), [plan("rate_aware", 70, 0, 250.0, 0.98, 128_279_256)], T
+    )
+    assert held.outcome == "not_repaid", held.reason
