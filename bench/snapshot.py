@@ -12,6 +12,16 @@ writes JSON to bench/results/snapshot.json.
 
     .venv/bin/python bench/snapshot.py                 # 500 groups, 19,000 partitions
     .venv/bin/python bench/snapshot.py --groups 50 --topics 20 --partitions 2000 --rounds 3
+
+Fleet mode (``--fleet 5000,20000,65000``): one broker, 1,000 topics of 8 partitions; each group
+commits on the first 1-8 partitions of one topic (4.5 on average: 65,000 groups hold ~290,000
+committed offsets). The sizes are loaded one after the other (only the new groups' commits, timed
+apart as ``load_s``); at each size the whole ``rebalance-advisor snapshot`` command and the
+reference tool's ``--describe --all-groups`` run side by side (time and max RSS; ``--rounds`` each,
+alternating who goes first), then every row of our ``lag --format tool`` is compared with the
+reference tool's output. Writes bench/results/snapshot-fleet.json.
+
+    .venv/bin/python bench/snapshot.py --fleet 5000,20000,65000 --rounds 1
 """
 
 from __future__ import annotations
@@ -42,6 +52,7 @@ from rebalance_advisor.adapters import kafka_snapshot
 from rebalance_advisor.devtools import local_kafka
 
 RESULTS = Path(__file__).resolve().parent / "results" / "snapshot.json"
+FLEET_RESULTS = RESULTS.with_name("snapshot-fleet.json")
 CLI = str(Path(sys.executable).parent / "rebalance-advisor")
 
 
@@ -299,6 +310,186 @@ def _load() -> float:
     return round(os.getloadavg()[0], 2)
 
 
+# ------------------------------------------------------------------------------------------ fleet
+
+FLEET_TOPICS = 1000
+FLEET_PARTITIONS_PER_TOPIC = 8
+FLEET_GROUP_PREFIX = "fleet-g"
+
+
+def fleet_offsets(first: int, last: int, ends: dict[tuple[str, int], int], seed: int) -> dict[str, list[Any]]:
+    """Groups ``first``..``last - 1``: each commits on the first 1-8 partitions of one topic, at a
+    random offset up to the partition's end (the same for a group whichever run loads it)."""
+    from confluent_kafka import TopicPartition
+
+    wanted = {}
+    for g in range(first, last):
+        rng = random.Random(seed * 1_000_003 + g)
+        topic = f"bench-t{g % FLEET_TOPICS:04d}"
+        count = rng.randint(1, FLEET_PARTITIONS_PER_TOPIC)
+        wanted[f"{FLEET_GROUP_PREFIX}{g:06d}"] = [
+            TopicPartition(topic, p, rng.randint(0, ends[(topic, p)])) for p in range(count)
+        ]
+    return wanted
+
+
+def run_captured(command: list[str], timeout: float) -> tuple[float, int, str]:
+    """:func:`run_measured` that also returns what the command printed (written to a file)."""
+    with tempfile.NamedTemporaryFile(suffix=".out") as out:
+        elapsed, rss = run_measured(["sh", "-c", 'exec "$@" > "$0"', out.name, *command], timeout)
+        return elapsed, rss, Path(out.name).read_text()
+
+
+def compare_rows(ours_text: str, theirs_text: str) -> dict[str, Any]:
+    """Every fleet row of the reference tool's output against ours: rows, and the ones that differ."""
+    columns = ("CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID", "HOST", "CLIENT-ID")
+
+    def keyed(text: str) -> dict[tuple[str, str, str], dict[str, str]]:
+        return {
+            (r["GROUP"], r["TOPIC"], r["PARTITION"]): r
+            for r in local_kafka.parse_describe_output(text)
+            if r["GROUP"].startswith(FLEET_GROUP_PREFIX)
+        }
+
+    ours, theirs = keyed(ours_text), keyed(theirs_text)
+    differ = [k for k, row in theirs.items() if k not in ours or any(ours[k][c] != row[c] for c in columns)]
+    return {"rows": len(theirs), "ours_rows": len(ours), "differ": len(differ) + len(set(ours) - set(theirs)),
+            "first_differences": [list(k) for k in differ[:5]]}  # fmt: skip
+
+
+def fleet_size(bootstrap: str, size: int, db_url: str, args: argparse.Namespace) -> dict[str, Any]:
+    """One fleet size: the snapshot command and the reference tool side by side, rows compared.
+
+    The reference tool describes group after group (one OffsetFetch and one ListOffsets round trip
+    each): past ``--reference-timeout`` it is stopped and the time recorded as a lower bound; its
+    rows are then compared on ``--sample`` random groups (``--describe --group ...``) instead.
+    """
+    ours_cmd = [CLI, "snapshot", "--bootstrap-servers", bootstrap, "--db", db_url, "--groups",
+                f"{FLEET_GROUP_PREFIX}.*", "--timeout", "120"]  # fmt: skip
+    tool_cmd = local_kafka.consumer_groups_command(
+        bootstrap, "--describe", "--all-groups", "--timeout", "600000"
+    )
+    runs: dict[str, Any] = {"ours": [], "reference": []}
+    rss = {"ours": 0, "reference": 0}
+    reference_text: str | None = None
+    loads = []
+    for round_no in range(args.rounds):
+        for side in ("ours", "reference") if round_no % 2 == 0 else ("reference", "ours"):
+            if side == "ours":
+                elapsed, mem = run_measured(ours_cmd, args.tool_timeout)
+            else:
+                try:
+                    elapsed, mem, reference_text = run_captured(tool_cmd, args.reference_timeout)
+                except SystemExit as stopped:  # did not finish in time: a lower bound
+                    print(f"  {size} groups: reference {stopped}", flush=True)
+                    elapsed, mem = args.reference_timeout, 0
+                    runs["reference_unfinished"] = True
+            runs[side].append(round(elapsed, 3))
+            rss[side] = max(rss[side], mem)
+            loads.append(_load())
+            print(
+                f"  {size} groups: {side} {elapsed:.2f} s, max RSS {mem} MiB (load {loads[-1]})", flush=True
+            )
+    _, _, ours_text = run_captured([CLI, "lag", "--db", db_url, "--format", "tool"], args.tool_timeout)
+    rows = compare_rows(ours_text, reference_text or _sampled_reference(bootstrap, size, args))
+    on_stage, stages = _stage_timer()  # one more pass in process: where the time goes
+    options = kafka_snapshot.SnapshotOptions(
+        groups=kafka_snapshot.GroupFilter.parse(f"{FLEET_GROUP_PREFIX}.*")
+    )
+    kafka_snapshot.collect(bootstrap, options=options, on_stage=on_stage)
+    ours, ref = statistics.median(runs["ours"]), statistics.median(runs["reference"])
+    return {"groups": size, "ours_s": runs["ours"], "reference_s": runs["reference"], "max_rss_mib": rss,
+            "reference_finished": "reference_unfinished" not in runs, "speedup": round(ref / ours, 2),
+            "rows_compared": "all" if reference_text else f"sample of {args.sample} groups",
+            "collect_stages_s": {k: round(v, 3) for k, v in stages.items()}, "rows": rows,
+            "load_average_1m": loads}  # fmt: skip
+
+
+def _sampled_reference(bootstrap: str, size: int, args: argparse.Namespace) -> str:
+    """The reference tool's rows for ``--sample`` random groups of the fleet."""
+    chosen = random.Random(args.seed).sample(range(size), min(args.sample, size))
+    groups = [x for g in sorted(chosen) for x in ("--group", f"{FLEET_GROUP_PREFIX}{g:06d}")]
+    return local_kafka.run_consumer_groups(bootstrap, "--describe", *groups, timeout=args.reference_timeout)
+
+
+def fleet_main(args: argparse.Namespace) -> int:
+    """Fleet mode (module docstring): sizes loaded in turn, each measured against the reference tool."""
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, _on_signal)
+    sizes = sorted(int(x) for x in args.fleet.split(","))
+    tmp = tempfile.mkdtemp(prefix="bench-snapshot-fleet-")
+    state_dir = Path(tmp) / "kafka"
+    db_url = args.db or f"sqlite:///{Path(tmp) / 'bench.db'}"
+    result: dict[str, Any] = {"sizes": [], "load_average_start": _load(), "machine": {"cpus": os.cpu_count()}}
+    try:
+        broker = local_kafka.start(state_dir, heap=args.broker_heap)
+        bootstrap = broker.bootstrap_servers
+        names = [f"bench-t{i:04d}" for i in range(FLEET_TOPICS)]
+        started = time.perf_counter()
+        admin_client = _admin_client(bootstrap)
+        create_topics(admin_client, names, FLEET_PARTITIONS_PER_TOPIC, timeout=300)
+        del admin_client
+        ends = produce_records(bootstrap, names, FLEET_PARTITIONS_PER_TOPIC, random.Random(args.seed))
+        result["topics_s"] = round(time.perf_counter() - started, 1)
+        store.upgrade(db_url)
+        loaded = 0
+        for size in sizes:
+            started = time.perf_counter()
+            wanted = fleet_offsets(loaded, size, ends, args.seed)
+            commit_offsets(bootstrap, wanted, args.commit_clients, args.build_timeout)
+            load_s = round(time.perf_counter() - started, 1)
+            committed = sum(len(v) for v in fleet_offsets(0, size, ends, args.seed).values())
+            loaded = size
+            print(
+                f"{size} groups ({committed} committed offsets) loaded: +{load_s} s (load {_load()})",
+                flush=True,
+            )
+            measured = fleet_size(bootstrap, size, db_url, args)
+            result["sizes"].append({**measured, "committed_offsets": committed, "load_s": load_s})
+    finally:
+        gc.collect()
+        local_kafka.stop(state_dir)
+        shutil.rmtree(tmp, ignore_errors=True)
+    print_fleet(result)
+    output = args.output or FLEET_RESULTS
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(json.dumps(result, indent=2) + "\n")
+    print(f"wrote {output}")
+    return 0
+
+
+def _admin_client(bootstrap: str) -> Any:
+    from confluent_kafka.admin import AdminClient
+
+    return AdminClient({"bootstrap.servers": bootstrap})
+
+
+def print_fleet(result: dict[str, Any]) -> None:
+    """The table: per size, medians, max RSS, speedup, rows compared; then growth against the smallest."""
+    print(f"\n{'groups':>7} {'offsets':>8} {'load s':>7} {'ours s':>7} {'RSS MiB':>8} {'ref s':>7} "
+          f"{'RSS MiB':>8} {'speedup':>8} {'rows':>7} {'differ':>6} {'load avg':>9}")  # fmt: skip
+    for r in result["sizes"]:
+        print(f"{r['groups']:>7} {r['committed_offsets']:>8} {r['load_s']:>7} "
+              f"{statistics.median(r['ours_s']):>7.2f} {r['max_rss_mib']['ours']:>8} "
+              f"{statistics.median(r['reference_s']):>7.2f} {r['max_rss_mib']['reference']:>8} "
+              f"{r['speedup']:>7.1f}x {r['rows']['rows']:>7} {r['rows']['differ']:>6} "
+              f"{max(r['load_average_1m']):>9}")  # fmt: skip
+    first = result["sizes"][0]
+    for r in result["sizes"][1:]:
+        scale = r["groups"] / first["groups"]
+        time_growth = statistics.median(r["ours_s"]) / statistics.median(first["ours_s"])
+        rss_growth = r["max_rss_mib"]["ours"] / first["max_rss_mib"]["ours"]
+        r["growth_vs_smallest"] = {
+            "groups": scale,
+            "time": round(time_growth, 2),
+            "rss": round(rss_growth, 2),
+        }
+        print(f"growth {first['groups']} -> {r['groups']} groups (x{scale:.1f}): time x{time_growth:.2f}, "
+              f"max RSS x{rss_growth:.2f}")  # fmt: skip
+    for r in result["sizes"]:
+        print(f"{r['groups']} groups, in-process stages (s): {r['collect_stages_s']}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -328,8 +519,27 @@ def main() -> int:
     parser.add_argument("--commit-clients", type=int, default=4, help="admin clients committing offsets")
     parser.add_argument("--build-timeout", type=float, default=900, help="seconds to build the cluster")
     parser.add_argument("--tool-timeout", type=float, default=600, help="seconds per measured command")
-    parser.add_argument("--output", type=Path, default=RESULTS)
+    parser.add_argument(
+        "--output", type=Path, default=None, help=f"default {RESULTS} ({FLEET_RESULTS} with --fleet)"
+    )
+    parser.add_argument(
+        "--fleet", default=None, help="fleet mode: comma-separated group counts, e.g. 5000,20000,65000"
+    )
+    parser.add_argument(
+        "--db",
+        default=None,
+        help="fleet mode: the database URL to snapshot into (default: SQLite in a temp dir)",
+    )
+    parser.add_argument(
+        "--reference-timeout", type=float, default=900, help="fleet mode: seconds the reference tool may take"
+    )
+    parser.add_argument(
+        "--sample", type=int, default=500, help="fleet mode: groups compared when the reference timed out"
+    )
     args = parser.parse_args()
+    if args.fleet:
+        return fleet_main(args)
+    args.output = args.output or RESULTS
 
     for signum in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, _on_signal)
