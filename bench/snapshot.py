@@ -228,6 +228,13 @@ def _on_signal(signum: int, _frame: Any) -> None:
 
 def run_measured(command: list[str], timeout: float) -> tuple[float, int]:
     """Wall seconds and max RSS (MiB) of one command; killed (its whole group) on timeout or error."""
+    elapsed, rss, _ = run_measured_cpu(command, timeout)
+    return elapsed, rss
+
+
+def run_measured_cpu(command: list[str], timeout: float) -> tuple[float, int, float]:
+    """:func:`run_measured` and the CPU seconds (user + system) of the command and the children it
+    waited for (its JVMs): a figure the other processes on a shared machine do not inflate much."""
     with tempfile.TemporaryFile() as stderr:  # a file, not a pipe: a chatty tool cannot block on it
         started = time.perf_counter()
         pid = 0
@@ -254,7 +261,7 @@ def run_measured(command: list[str], timeout: float) -> tuple[float, int]:
         if process.returncode != 0:
             stderr.seek(0)
             raise SystemExit(f"{command[0]} failed: {stderr.read().decode(errors='replace')[-2000:]}")
-    return elapsed, usage.ru_maxrss // 1024
+    return elapsed, usage.ru_maxrss // 1024, usage.ru_utime + usage.ru_stime
 
 
 def _kill(process: subprocess.Popen) -> None:
@@ -333,11 +340,11 @@ def fleet_offsets(first: int, last: int, ends: dict[tuple[str, int], int], seed:
     return wanted
 
 
-def run_captured(command: list[str], timeout: float) -> tuple[float, int, str]:
-    """:func:`run_measured` that also returns what the command printed (written to a file)."""
+def run_captured(command: list[str], timeout: float) -> tuple[float, int, float, str]:
+    """:func:`run_measured_cpu` that also returns what the command printed (written to a file)."""
     with tempfile.NamedTemporaryFile(suffix=".out") as out:
-        elapsed, rss = run_measured(["sh", "-c", 'exec "$@" > "$0"', out.name, *command], timeout)
-        return elapsed, rss, Path(out.name).read_text()
+        measured = run_measured_cpu(["sh", "-c", 'exec "$@" > "$0"', out.name, *command], timeout)
+        return *measured, Path(out.name).read_text()
 
 
 def compare_rows(ours_text: str, theirs_text: str) -> dict[str, Any]:
@@ -364,41 +371,41 @@ def fleet_size(bootstrap: str, size: int, db_url: str, args: argparse.Namespace)
     each): past ``--reference-timeout`` it is stopped and the time recorded as a lower bound; its
     rows are then compared on ``--sample`` random groups (``--describe --group ...``) instead.
     """
-    ours_cmd = [CLI, "snapshot", "--bootstrap-servers", bootstrap, "--db", db_url, "--groups",
-                f"{FLEET_GROUP_PREFIX}.*", "--timeout", "120"]  # fmt: skip
+    # No --groups: like-for-like with the reference tool's --all-groups (the broker holds only the
+    # fleet). A filter costs about 15 us a group on top (the linear-time regex engine's wrapper).
+    ours_cmd = [CLI, "snapshot", "--bootstrap-servers", bootstrap, "--db", db_url, "--timeout", "120"]
     tool_cmd = local_kafka.consumer_groups_command(
         bootstrap, "--describe", "--all-groups", "--timeout", "600000"
     )
     runs: dict[str, Any] = {"ours": [], "reference": []}
+    cpu: dict[str, list[float]] = {"ours": [], "reference": []}
     rss = {"ours": 0, "reference": 0}
     reference_text: str | None = None
     loads = []
     for round_no in range(args.rounds):
         for side in ("ours", "reference") if round_no % 2 == 0 else ("reference", "ours"):
             if side == "ours":
-                elapsed, mem = run_measured(ours_cmd, args.tool_timeout)
+                elapsed, mem, used = run_measured_cpu(ours_cmd, args.tool_timeout)
             else:
                 try:
-                    elapsed, mem, reference_text = run_captured(tool_cmd, args.reference_timeout)
+                    elapsed, mem, used, reference_text = run_captured(tool_cmd, args.reference_timeout)
                 except SystemExit as stopped:  # did not finish in time: a lower bound
                     print(f"  {size} groups: reference {stopped}", flush=True)
-                    elapsed, mem = args.reference_timeout, 0
+                    elapsed, mem, used = args.reference_timeout, 0, float("nan")
                     runs["reference_unfinished"] = True
             runs[side].append(round(elapsed, 3))
+            cpu[side].append(round(used, 2))
             rss[side] = max(rss[side], mem)
             loads.append(_load())
             print(
                 f"  {size} groups: {side} {elapsed:.2f} s, max RSS {mem} MiB (load {loads[-1]})", flush=True
             )
-    _, _, ours_text = run_captured([CLI, "lag", "--db", db_url, "--format", "tool"], args.tool_timeout)
+    *_, ours_text = run_captured([CLI, "lag", "--db", db_url, "--format", "tool"], args.tool_timeout)
     rows = compare_rows(ours_text, reference_text or _sampled_reference(bootstrap, size, args))
     on_stage, stages = _stage_timer()  # one more pass in process: where the time goes
-    options = kafka_snapshot.SnapshotOptions(
-        groups=kafka_snapshot.GroupFilter.parse(f"{FLEET_GROUP_PREFIX}.*")
-    )
-    kafka_snapshot.collect(bootstrap, options=options, on_stage=on_stage)
+    kafka_snapshot.collect(bootstrap, on_stage=on_stage)
     ours, ref = statistics.median(runs["ours"]), statistics.median(runs["reference"])
-    return {"groups": size, "ours_s": runs["ours"], "reference_s": runs["reference"], "max_rss_mib": rss,
+    return {"groups": size, "ours_s": runs["ours"], "reference_s": runs["reference"], "cpu_s": cpu, "max_rss_mib": rss,
             "reference_finished": "reference_unfinished" not in runs, "speedup": round(ref / ours, 2),
             "rows_compared": "all" if reference_text else f"sample of {args.sample} groups",
             "collect_stages_s": {k: round(v, 3) for k, v in stages.items()}, "rows": rows,
@@ -466,14 +473,15 @@ def _admin_client(bootstrap: str) -> Any:
 
 def print_fleet(result: dict[str, Any]) -> None:
     """The table: per size, medians, max RSS, speedup, rows compared; then growth against the smallest."""
-    print(f"\n{'groups':>7} {'offsets':>8} {'load s':>7} {'ours s':>7} {'RSS MiB':>8} {'ref s':>7} "
-          f"{'RSS MiB':>8} {'speedup':>8} {'rows':>7} {'differ':>6} {'load avg':>9}")  # fmt: skip
+    print(f"\n{'groups':>7} {'offsets':>8} {'load s':>7} {'ours s':>7} {'CPU s':>6} {'RSS MiB':>8} "
+          f"{'ref s':>8} {'RSS MiB':>8} {'speedup':>8} {'rows':>7} {'differ':>6} {'load avg':>9}")  # fmt: skip
     for r in result["sizes"]:
+        bound = "" if r["reference_finished"] else ">"  # stopped at --reference-timeout
         print(f"{r['groups']:>7} {r['committed_offsets']:>8} {r['load_s']:>7} "
-              f"{statistics.median(r['ours_s']):>7.2f} {r['max_rss_mib']['ours']:>8} "
-              f"{statistics.median(r['reference_s']):>7.2f} {r['max_rss_mib']['reference']:>8} "
-              f"{r['speedup']:>7.1f}x {r['rows']['rows']:>7} {r['rows']['differ']:>6} "
-              f"{max(r['load_average_1m']):>9}")  # fmt: skip
+              f"{statistics.median(r['ours_s']):>7.2f} {statistics.median(r['cpu_s']['ours']):>6.1f} "
+              f"{r['max_rss_mib']['ours']:>8} {bound + format(statistics.median(r['reference_s']), '.2f'):>8} "
+              f"{r['max_rss_mib']['reference']:>8} {bound + format(r['speedup'], '.1f'):>7}x "
+              f"{r['rows']['rows']:>7} {r['rows']['differ']:>6} {max(r['load_average_1m']):>9}")  # fmt: skip
     first = result["sizes"][0]
     for r in result["sizes"][1:]:
         scale = r["groups"] / first["groups"]
@@ -523,6 +531,11 @@ def main() -> int:
         "--output", type=Path, default=None, help=f"default {RESULTS} ({FLEET_RESULTS} with --fleet)"
     )
     parser.add_argument(
+        "--baseline-cli",
+        default=None,
+        help="another build's rebalance-advisor (e.g. main's venv) timed alternately on the same cluster",
+    )
+    parser.add_argument(
         "--fleet", default=None, help="fleet mode: comma-separated group counts, e.g. 5000,20000,65000"
     )
     parser.add_argument(
@@ -550,11 +563,12 @@ def main() -> int:
         "collect_no_time_lag": [],
         "write": [],
         "cli": [],
+        "baseline_cli": [],
         "reference": [],
     }
     stage_runs: dict[str, list[float]] = {}
     loads: list[float] = [_load()]
-    rss = {"cli": 0, "reference": 0}
+    rss = {"cli": 0, "baseline_cli": 0, "reference": 0}
     try:
         if args.bootstrap_servers:
             bootstrap = args.bootstrap_servers
@@ -628,6 +642,12 @@ def main() -> int:
         def ends_of(taken: Any) -> dict[tuple[str, int], int]:
             return {(p.topic, p.partition): p.log_end_offset for p in taken.partitions}
 
+        def baseline() -> None:
+            if args.baseline_cli:
+                elapsed, mem = run_measured([args.baseline_cli, *cli_command[1:]], args.tool_timeout)
+                runs["baseline_cli"].append(elapsed)
+                rss["baseline_cli"] = max(rss["baseline_cli"], mem)
+
         def reference() -> None:
             if args.collect_only:
                 return
@@ -638,7 +658,9 @@ def main() -> int:
         for round_no in range(1, args.rounds + 1):
             # Alternate who goes first, so a load spike does not always hit the same side.
             for measure in (
-                (ours, without_time_lag, reference) if round_no % 2 else (reference, without_time_lag, ours)
+                (ours, baseline, without_time_lag, reference)
+                if round_no % 2
+                else (reference, without_time_lag, baseline, ours)
             ):
                 measure()
             loads.append(_load())
@@ -680,6 +702,7 @@ def main() -> int:
         "speedup_collect_vs_reference": ref / med["collect"] if ref else None,
         "speedup_collect_and_write_vs_reference": ref / (med["collect"] + write) if ref and write else None,
         "speedup_cli_vs_reference": ref / cli if ref and cli else None,
+        "cli_vs_baseline_cli": cli / med["baseline_cli"] if cli and med["baseline_cli"] else None,
         "max_rss_mib": rss,
         "collect_python_heap_peak_mib": round(heap_peak / 2**20, 1),
         "load_average_1m": {"start": loads[0], "after_each_round": loads[1:]},
@@ -690,7 +713,8 @@ def main() -> int:
     for name, label in (("collect", "ours: collect (in process)"),
                         ("collect_no_time_lag", "ours: collect, no time lag"),
                         ("write", "ours: write to SQLite"),
-                        ("cli", "ours: CLI snapshot command"), ("reference", "kafka-consumer-groups")):  # fmt: skip
+                        ("cli", "ours: CLI snapshot command"), ("baseline_cli", "baseline: CLI command"),
+                        ("reference", "kafka-consumer-groups")):  # fmt: skip
         if med[name] is not None:
             print(f"{label:28}{med[name]:>10.3f}")
     print(
@@ -706,6 +730,10 @@ def main() -> int:
             f"speedup vs reference: collect {result['speedup_collect_vs_reference']:.1f}x, "
             f"collect+write {result['speedup_collect_and_write_vs_reference']:.1f}x, "
             f"CLI command {result['speedup_cli_vs_reference']:.1f}x"
+        )
+    if result["cli_vs_baseline_cli"] is not None:
+        print(
+            f"CLI command vs baseline CLI ({args.baseline_cli}): {result['cli_vs_baseline_cli']:.2f}x the time"
         )
     print(
         f"memory: CLI max RSS {rss['cli']} MiB, reference max RSS {rss['reference']} MiB, "
