@@ -324,7 +324,9 @@ FLEET_PARTITIONS_PER_TOPIC = 8
 FLEET_GROUP_PREFIX = "fleet-g"
 
 
-def fleet_offsets(first: int, last: int, ends: dict[tuple[str, int], int], seed: int) -> dict[str, list[Any]]:
+def fleet_offsets(
+    first: int, last: int, ends: dict[tuple[str, int], int], seed: int, topics: int = FLEET_TOPICS
+) -> dict[str, list[Any]]:
     """Groups ``first``..``last - 1``: each commits on the first 1-8 partitions of one topic, at a
     random offset up to the partition's end (the same for a group whichever run loads it)."""
     from confluent_kafka import TopicPartition
@@ -332,7 +334,7 @@ def fleet_offsets(first: int, last: int, ends: dict[tuple[str, int], int], seed:
     wanted = {}
     for g in range(first, last):
         rng = random.Random(seed * 1_000_003 + g)
-        topic = f"bench-t{g % FLEET_TOPICS:04d}"
+        topic = f"bench-t{g % topics:04d}"
         count = rng.randint(1, FLEET_PARTITIONS_PER_TOPIC)
         wanted[f"{FLEET_GROUP_PREFIX}{g:06d}"] = [
             TopicPartition(topic, p, rng.randint(0, ends[(topic, p)])) for p in range(count)
@@ -373,43 +375,53 @@ def fleet_size(bootstrap: str, size: int, db_url: str, args: argparse.Namespace)
     """
     # No --groups: like-for-like with the reference tool's --all-groups (the broker holds only the
     # fleet). A filter costs about 15 us a group on top (the linear-time regex engine's wrapper).
-    ours_cmd = [CLI, "snapshot", "--bootstrap-servers", bootstrap, "--db", db_url, "--timeout", "120"]
-    tool_cmd = local_kafka.consumer_groups_command(
-        bootstrap, "--describe", "--all-groups", "--timeout", "600000"
-    )
-    runs: dict[str, Any] = {"ours": [], "reference": []}
-    cpu: dict[str, list[float]] = {"ours": [], "reference": []}
-    rss = {"ours": 0, "reference": 0}
+    commands = {
+        "ours": [CLI, "snapshot", "--bootstrap-servers", bootstrap, "--db", db_url, "--timeout", "120"],
+        "reference": local_kafka.consumer_groups_command(
+            bootstrap, "--describe", "--all-groups", "--timeout", "600000"
+        ),
+    }
+    measured: dict[str, Any] = {"groups": size, "ours_s": [], "reference_s": [], "reference_finished": True,
+                                "cpu_s": {"ours": [], "reference": []}, "max_rss_mib": {"ours": 0, "reference": 0},
+                                "load_average_1m": []}  # fmt: skip
     reference_text: str | None = None
-    loads = []
     for round_no in range(args.rounds):
         for side in ("ours", "reference") if round_no % 2 == 0 else ("reference", "ours"):
-            if side == "ours":
-                elapsed, mem, used = run_measured_cpu(ours_cmd, args.tool_timeout)
-            else:
-                try:
-                    elapsed, mem, used, reference_text = run_captured(tool_cmd, args.reference_timeout)
-                except SystemExit as stopped:  # did not finish in time: a lower bound
-                    print(f"  {size} groups: reference {stopped}", flush=True)
-                    elapsed, mem, used = args.reference_timeout, 0, float("nan")
-                    runs["reference_unfinished"] = True
-            runs[side].append(round(elapsed, 3))
-            cpu[side].append(round(used, 2))
-            rss[side] = max(rss[side], mem)
-            loads.append(_load())
-            print(
-                f"  {size} groups: {side} {elapsed:.2f} s, max RSS {mem} MiB (load {loads[-1]})", flush=True
-            )
+            printed = _measure_side(side, commands[side], size, measured, args)
+            reference_text = printed if side == "reference" else reference_text
     *_, ours_text = run_captured([CLI, "lag", "--db", db_url, "--format", "tool"], args.tool_timeout)
-    rows = compare_rows(ours_text, reference_text or _sampled_reference(bootstrap, size, args))
-    on_stage, stages = _stage_timer()  # one more pass in process: where the time goes
-    kafka_snapshot.collect(bootstrap, on_stage=on_stage)
-    ours, ref = statistics.median(runs["ours"]), statistics.median(runs["reference"])
-    return {"groups": size, "ours_s": runs["ours"], "reference_s": runs["reference"], "cpu_s": cpu, "max_rss_mib": rss,
-            "reference_finished": "reference_unfinished" not in runs, "speedup": round(ref / ours, 2),
-            "rows_compared": "all" if reference_text else f"sample of {args.sample} groups",
-            "collect_stages_s": {k: round(v, 3) for k, v in stages.items()}, "rows": rows,
-            "load_average_1m": loads}  # fmt: skip
+    measured["rows"] = compare_rows(ours_text, reference_text or _sampled_reference(bootstrap, size, args))
+    measured["rows_compared"] = "all" if reference_text else f"sample of {args.sample} groups"
+    if not args.skip_stages:
+        on_stage, stages = _stage_timer()  # one more pass in process: where the time goes
+        kafka_snapshot.collect(bootstrap, on_stage=on_stage)
+        measured["collect_stages_s"] = {k: round(v, 3) for k, v in stages.items()}
+    ours, ref = statistics.median(measured["ours_s"]), statistics.median(measured["reference_s"])
+    measured["speedup"] = round(ref / ours, 2)
+    return measured
+
+
+def _measure_side(
+    side: str, command: list[str], size: int, measured: dict[str, Any], args: argparse.Namespace
+) -> str | None:
+    """One timed run of ``side`` recorded into ``measured``; the reference's output, or None."""
+    printed = None
+    if side == "ours":
+        elapsed, mem, used = run_measured_cpu(command, args.tool_timeout)
+    else:
+        try:
+            elapsed, mem, used, printed = run_captured(command, args.reference_timeout)
+        except SystemExit as stopped:  # did not finish in time: a lower bound
+            print(f"  {size} groups: reference {stopped}", flush=True)
+            elapsed, mem, used = args.reference_timeout, 0, float("nan")
+            measured["reference_finished"] = False
+    measured[f"{side}_s"].append(round(elapsed, 3))
+    measured["cpu_s"][side].append(round(used, 2))
+    measured["max_rss_mib"][side] = max(measured["max_rss_mib"][side], mem)
+    measured["load_average_1m"].append(_load())
+    print(f"  {size} groups: {side} {elapsed:.2f} s (CPU {used:.1f} s), max RSS {mem} MiB "
+          f"(load {measured['load_average_1m'][-1]})", flush=True)  # fmt: skip
+    return printed
 
 
 def _sampled_reference(bootstrap: str, size: int, args: argparse.Namespace) -> str:
@@ -429,23 +441,23 @@ def fleet_main(args: argparse.Namespace) -> int:
     db_url = args.db or f"sqlite:///{Path(tmp) / 'bench.db'}"
     result: dict[str, Any] = {"sizes": [], "load_average_start": _load(), "machine": {"cpus": os.cpu_count()}}
     try:
-        broker = local_kafka.start(state_dir, heap=args.broker_heap)
-        bootstrap = broker.bootstrap_servers
-        names = [f"bench-t{i:04d}" for i in range(FLEET_TOPICS)]
+        if args.bootstrap_servers:
+            bootstrap = args.bootstrap_servers
+        else:
+            bootstrap = local_kafka.start(state_dir, heap=args.broker_heap).bootstrap_servers
         started = time.perf_counter()
-        admin_client = _admin_client(bootstrap)
-        create_topics(admin_client, names, FLEET_PARTITIONS_PER_TOPIC, timeout=300)
-        del admin_client
-        ends = produce_records(bootstrap, names, FLEET_PARTITIONS_PER_TOPIC, random.Random(args.seed))
+        ends = fleet_topics(bootstrap, args.seed, args.fleet_topics)
         result["topics_s"] = round(time.perf_counter() - started, 1)
         store.upgrade(db_url)
         loaded = 0
         for size in sizes:
             started = time.perf_counter()
-            wanted = fleet_offsets(loaded, size, ends, args.seed)
+            wanted = fleet_offsets(loaded, size, ends, args.seed, args.fleet_topics)
             commit_offsets(bootstrap, wanted, args.commit_clients, args.build_timeout)
             load_s = round(time.perf_counter() - started, 1)
-            committed = sum(len(v) for v in fleet_offsets(0, size, ends, args.seed).values())
+            committed = sum(
+                len(v) for v in fleet_offsets(0, size, ends, args.seed, args.fleet_topics).values()
+            )
             loaded = size
             print(
                 f"{size} groups ({committed} committed offsets) loaded: +{load_s} s (load {_load()})",
@@ -455,7 +467,8 @@ def fleet_main(args: argparse.Namespace) -> int:
             result["sizes"].append({**measured, "committed_offsets": committed, "load_s": load_s})
     finally:
         gc.collect()
-        local_kafka.stop(state_dir)
+        if not args.bootstrap_servers:
+            local_kafka.stop(state_dir)
         shutil.rmtree(tmp, ignore_errors=True)
     print_fleet(result)
     output = args.output or FLEET_RESULTS
@@ -465,10 +478,17 @@ def fleet_main(args: argparse.Namespace) -> int:
     return 0
 
 
-def _admin_client(bootstrap: str) -> Any:
+def fleet_topics(bootstrap: str, seed: int, topics: int) -> dict[tuple[str, int], int]:
+    """The fleet's topics with a few records on each partition; each partition's log end."""
     from confluent_kafka.admin import AdminClient
 
-    return AdminClient({"bootstrap.servers": bootstrap})
+    names = [f"bench-t{i:04d}" for i in range(topics)]
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    try:
+        create_topics(admin, names, FLEET_PARTITIONS_PER_TOPIC, timeout=300)
+    finally:
+        del admin  # destroyed while the broker is up
+    return produce_records(bootstrap, names, FLEET_PARTITIONS_PER_TOPIC, random.Random(seed))
 
 
 def print_fleet(result: dict[str, Any]) -> None:
@@ -495,10 +515,10 @@ def print_fleet(result: dict[str, Any]) -> None:
         print(f"growth {first['groups']} -> {r['groups']} groups (x{scale:.1f}): time x{time_growth:.2f}, "
               f"max RSS x{rss_growth:.2f}")  # fmt: skip
     for r in result["sizes"]:
-        print(f"{r['groups']} groups, in-process stages (s): {r['collect_stages_s']}")
+        print(f"{r['groups']} groups, in-process stages (s): {r.get('collect_stages_s', 'not run')}")
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -536,6 +556,12 @@ def main() -> int:
         help="another build's rebalance-advisor (e.g. main's venv) timed alternately on the same cluster",
     )
     parser.add_argument(
+        "--skip-stages", action="store_true", help="fleet mode: no extra in-process pass timing each stage"
+    )
+    parser.add_argument(
+        "--fleet-topics", type=int, default=FLEET_TOPICS, help="fleet mode: topics of 8 partitions"
+    )
+    parser.add_argument(
         "--fleet", default=None, help="fleet mode: comma-separated group counts, e.g. 5000,20000,65000"
     )
     parser.add_argument(
@@ -549,7 +575,7 @@ def main() -> int:
     parser.add_argument(
         "--sample", type=int, default=500, help="fleet mode: groups compared when the reference timed out"
     )
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.fleet:
         return fleet_main(args)
     args.output = args.output or RESULTS

@@ -1,6 +1,6 @@
 """The snapshot's batched route (adapters/batched_groups.py: Kafka's Java AdminClient, many groups per
 request) against librdkafka's per-group route and the reference tool, on a real broker; and a
-fleet-sized write interrupted half-way (docs/operations/snapshots.md, "Fleet scale")."""
+fleet-sized write interrupted half-way (docs/concepts/snapshots.md, "Fleet scale")."""
 
 from __future__ import annotations
 
@@ -61,7 +61,7 @@ def _collect(bootstrap: str, regex: str, batched_from: int | None) -> Snapshot:
         timeout_s=20,
         time_lag=False,
         share_groups=False,
-        batched_offsets_min_groups=batched_from,
+        batched_min_groups=batched_from,
     )
     return kafka_snapshot.collect(bootstrap, options=options)
 
@@ -129,7 +129,7 @@ def test_a_group_deleted_before_the_batched_read_is_an_error_row(kafka_bootstrap
         timeout_s=20,
         time_lag=False,
         share_groups=False,
-        batched_offsets_min_groups=0,
+        batched_min_groups=0,
     )
     taken = kafka_snapshot.collect(kafka_bootstrap, options=options, on_stage=delete_after_listing)
     assert taken.status == "partial"

@@ -6,7 +6,7 @@ librdkafka (confluent-kafka 2.16.1) sends one DescribeGroups and one OffsetFetch
 fleet. Kafka's Java AdminClient puts every group of a coordinator into one request (KIP-709 for
 OffsetFetch). This adapter runs ``include/kafka/BatchedGroupReader.java`` (compiled once into the jar
 cache, as the share-group reader is) and reads one JSON line per group back, mapped to the values
-the per-group route gives; docs/operations/snapshots.md ("Fleet scale") has the measurements.
+the per-group route gives; docs/concepts/snapshots.md ("Fleet scale") has the measurements.
 
 The JVM starts when the pass knows it has many groups (:func:`start`) and connects while the
 cluster metadata is read. The client configuration reaches the JVM on stdin, never on its command

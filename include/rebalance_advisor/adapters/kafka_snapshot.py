@@ -55,9 +55,9 @@ DEFAULT_TIMEOUT_S = 30.0
 DEFAULT_CONNECTIONS = 1
 #: From this many groups on, groups are described and their committed offsets read by Kafka's Java
 #: AdminClient, many groups per request (adapters/batched_groups.py); below it, librdkafka's calls per
-#: group cost less than a JVM's start. Measured in bench/snapshot.py (docs/operations/snapshots.md, "Committed offsets at
-#: fleet scale").
-BATCHED_OFFSETS_MIN_GROUPS = 2000
+#: group cost less than a JVM's start. Measured with bench/snapshot.py (docs/concepts/snapshots.md,
+#: "Fleet scale").
+BATCHED_MIN_GROUPS = 2000
 #: Partitions per ListOffsets call. librdkafka's work per call grows with the square of its
 #: partition count (matching each answer to its request is a linear search, strcmp on the topic),
 #: so big lists are split; each chunk is still one request per leader, all in flight together.
@@ -159,7 +159,7 @@ class SnapshotOptions:
     share_groups: bool = True
     #: from this many groups on, describe groups and read their offsets batched
     #: (adapters/batched_groups.py); 0: always, None: never (librdkafka's per-group calls)
-    batched_offsets_min_groups: int | None = BATCHED_OFFSETS_MIN_GROUPS
+    batched_min_groups: int | None = BATCHED_MIN_GROUPS
     #: the broker plugin's client-telemetry topic (docs/operations/telemetry.md); None: not read
     telemetry_topic: str | None = TELEMETRY_TOPIC
 
@@ -797,7 +797,7 @@ class _SnapshotPass:
         return requests or self._batched_read(group_ids)
 
     def _batched(self, groups: int) -> bool:
-        threshold = self.options.batched_offsets_min_groups
+        threshold = self.options.batched_min_groups
         return threshold is not None and groups >= max(threshold, 1)
 
     def _start_reader(self, listed: int) -> None:
