@@ -1,13 +1,11 @@
-"""kafka_rebalance_advisor: plan every group of the newest snapshot and record the advice.
-
-Thin: schedule, generated params, wiring. Task bodies: ``rebalance_advisor.dag_tasks.advisor_tasks``;
-errors: ``dag_tasks/error_policy.py``; the whole flow: docs/architecture.md, "Data flow".
-"""
+"""kafka_rebalance_advisor: plan the newest snapshot's groups, record the advice, keep published broker
+plans fresh. Thin wiring; task bodies: ``dag_tasks/advisor_tasks.py``; flow: docs/architecture.md."""
 
 from __future__ import annotations
 
 from datetime import datetime, timedelta
 
+from airflow.providers.standard.operators.empty import EmptyOperator
 from airflow.sdk import dag, task
 from rebalance_advisor.adapters.airflow_connections import SNAPSHOT_ASSET
 from rebalance_advisor.dag_tasks import advisor_tasks
@@ -41,10 +39,6 @@ def kafka_rebalance_advisor() -> None:
         return advisor_tasks.choose_branch(result)
 
     @task
-    def no_group_flagged() -> None:
-        print("no group flagged: nothing to publish")
-
-    @task
     def hand_to_publishing(result: dict, params=None, run_id=None) -> dict:
         return advisor_tasks.hand_to_publishing(result, params, run_id)
 
@@ -52,8 +46,15 @@ def kafka_rebalance_advisor() -> None:
     def summary(result: dict, params=None) -> str:
         return advisor_tasks.summarize_run(result, params)
 
-    result = plan(upgrade_schema_task() >> pick_snapshot())
-    any_group_flagged(result) >> [no_group_flagged(), hand_to_publishing(result)] >> summary(result)
+    @task
+    def refresh_broker_plans(params=None) -> list[str]:
+        return advisor_tasks.refresh_broker_plans(params)
+
+    snapshot_id = upgrade_schema_task() >> pick_snapshot()
+    snapshot_id >> refresh_broker_plans()
+    result = plan(snapshot_id)
+    nothing_to_publish = EmptyOperator(task_id="no_group_flagged")
+    any_group_flagged(result) >> [nothing_to_publish, hand_to_publishing(result)] >> summary(result)
 
 
 kafka_rebalance_advisor()

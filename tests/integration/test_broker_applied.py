@@ -14,6 +14,7 @@ from rebalance_advisor.cli import main
 from rebalance_advisor.domain.apply_mode import ADVICE, BROKER
 from rebalance_advisor.domain.parameters import SnapshotParams
 from rebalance_advisor.services import plan_lifecycle
+from rebalance_advisor.services.broker_plan_refresh import refresh_published_broker_plans
 from rebalance_advisor.services.snapshot_service import take_and_store_snapshot
 from rebalance_advisor.store import db
 from rebalance_advisor.store.plans import get_plan, plan_assignment_map
@@ -69,10 +70,46 @@ def test_published_plan_is_applied_by_the_broker(
         assert (again.changed, again.in_force) == (False, True)
         assert "in force after 0.0 s (0 trigger(s))" in again.reassignment
 
+        # The advisor keeps the record younger than the assignor's age bound: not yet due ...
+        assert refresh_published_broker_plans(url, kafka_config=config) == []
+        # ... and once due, the same plan and epoch are written again with a newer stamp.
+        assert refresh_published_broker_plans(url, kafka_config=config, after_s=0) == [group]
+        refreshed = read_plans(config).plans[group]
+        assert (refreshed.plan_id, refreshed.epoch, refreshed.members) == (
+            str(plan_id),
+            done.epoch,
+            record.members,
+        )
+        assert refreshed.published_at_ms > record.published_at_ms
+
+        # Withdrawn by hand: a tombstone on the topic, the plan superseded, nothing left to refresh.
+        withdraw = [
+            "plan-status",
+            "withdraw",
+            str(plan_id),
+            "--db",
+            url,
+            "--bootstrap-servers",
+            kafka_bootstrap,
+        ]
+        assert main([*withdraw, "--note", "maintenance"]) == 0
+        assert (
+            f"plan {plan_id} of group {group} withdrawn: published -> superseded" in capsys.readouterr().out
+        )
+        assert read_plans(config).plans[group] is None
+        assert get_plan(plan_id, url).status == "superseded"
+        assert refresh_published_broker_plans(url, kafka_config=config, after_s=0) == []
+        assert main(withdraw) == 1  # once only
+        assert "only a published plan applied by the broker assignor" in capsys.readouterr().err
+
     assert main(["plans", "--db", url, "--group", group]) == 0
-    assert "published  broker assignor" in capsys.readouterr().out
+    assert "superseded  broker assignor" in capsys.readouterr().out
     assert main(["plan-status", "show", str(plan_id), "--db", url]) == 0
-    assert "applied by: broker assignor" in capsys.readouterr().out
+    shown = capsys.readouterr().out
+    assert (
+        "applied by: broker assignor" in shown
+        and "withdrawn: the group is back on uniform; maintenance" in shown
+    )
 
 
 def test_broker_applied_publish_with_the_broker_down_stays_approved(

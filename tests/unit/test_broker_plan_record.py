@@ -14,6 +14,7 @@ from rebalance_advisor.domain.broker_plan_record import (
     MalformedBrokerPlan,
     PlannedMember,
     decode_value,
+    needs_refresh,
     next_epoch,
     planned_members,
 )
@@ -155,3 +156,13 @@ def test_apply_mode_rule(manual: bool, kind: str | None, assignor: str | None, m
 def test_apply_mode_follows_a_renamed_broker_assignor() -> None:
     assert apply_mode(False, "consumer", "planned", broker_assignor="planned") == BROKER
     assert apply_mode(False, "consumer", "advised", broker_assignor="planned") == ADVICE
+
+
+def test_only_the_published_plans_own_record_is_refreshed_and_only_once_due() -> None:
+    """Hand-worked: a record published at t = 1,000,000 ms, refreshed after 1,200 s."""
+    record = BrokerPlanRecord("g", "7", 3, 1_000_000, ())
+    due = 1_000_000 + 1_200_000
+    assert needs_refresh(record, "7", due, 1200)
+    assert not needs_refresh(record, "7", due - 1, 1200)  # not yet 20 minutes old
+    assert not needs_refresh(record, "8", due, 1200)  # the topic holds another plan: never ours to renew
+    assert not needs_refresh(None, "7", due, 1200)  # withdrawn

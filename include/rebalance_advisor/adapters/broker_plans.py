@@ -14,7 +14,7 @@ import base64
 import contextlib
 import logging
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -27,6 +27,7 @@ from rebalance_advisor.domain.broker_plan_record import (
     BrokerPlanRecord,
     MalformedBrokerPlan,
     decode_value,
+    needs_refresh,
     next_epoch,
     planned_members,
 )
@@ -206,6 +207,43 @@ def _failed(
         f"{action} on {config.get('bootstrap.servers', '?')} failed: {reason}. "
         "Nothing was published; retry when the broker is reachable."
     )
+
+
+def refresh_broker_plans(
+    config: Mapping[str, Any],
+    in_force: Mapping[str, str],
+    after_s: float,
+    *,
+    topic: str = BROKER_PLAN_TOPIC,
+    timeout: float = 30.0,
+    now: Callable[[], datetime] | None = None,
+) -> list[str]:
+    """Write again, with a new ``published_at_ms``, each record of ``in_force`` (group -> the store's
+    published plan id) that is ``after_s`` old or more, so the assignor's plan age bound never drops
+    a plan the advisor still stands by. Same plan, same epoch: the broker re-assigns nothing. Returns
+    the groups refreshed; raises KafkaUnavailable (naming the group) when a write fails."""
+    from confluent_kafka import KafkaException
+
+    state = read_plans(config, topic, timeout)
+    now_ms = int((now or (lambda: datetime.now(UTC)))().timestamp() * 1000)
+    stale = [
+        g
+        for g, plan_id in sorted(in_force.items())
+        if needs_refresh(state.plans.get(g), plan_id, now_ms, after_s)
+    ]
+    for group_id in stale:
+        record = replace(state.plans[group_id], published_at_ms=now_ms)
+        producer, step = _producer(config, group_id, timeout), _Step()
+        try:
+            producer.init_transactions(timeout)
+            step.needed = (Grant("WRITE", "Topic", topic),)
+            _write(producer, topic, record, timeout, step)
+        except KafkaException as error:
+            raise _failed(
+                producer, config, f"refreshing group {group_id}'s plan on {topic}", error, step
+            ) from error
+        log.info("broker plan %s for group %s: refreshed (epoch %d)", record.plan_id, group_id, record.epoch)
+    return stale
 
 
 def withdraw_broker_plan(

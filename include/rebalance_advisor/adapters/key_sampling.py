@@ -15,6 +15,7 @@ import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from rebalance_advisor.adapters import LIBRDKAFKA_LOG
 from rebalance_advisor.domain.assignors.key_range import KeySample, KeySharingPolicy
 from rebalance_advisor.domain.key_range_advice import KeySharingInputs
 from rebalance_advisor.domain.parameters import Thresholds
@@ -44,7 +45,7 @@ def sample_keys(
         "enable.partition.eof": True,
         **(client_config or {}),
     }
-    consumer = Consumer(config)
+    consumer = Consumer(config, logger=LIBRDKAFKA_LOG)
     keys: dict[tuple[str, int], list[bytes | None]] = {}
     try:
         ends: dict[tuple[str, int], int] = {}

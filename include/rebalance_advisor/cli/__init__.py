@@ -50,6 +50,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one command; Ctrl-C anywhere (imports and parsing included) ends it with 130, no traceback."""
+    try:
+        return _run(argv)
+    except KeyboardInterrupt:
+        print("rebalance-advisor: interrupted", file=sys.stderr)
+        return 130
+
+
+def _run(argv: list[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
@@ -69,9 +78,6 @@ def main(argv: list[str] | None = None) -> int:
     except AdvisorError as error:
         print(f"rebalance-advisor: error: {error}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
-        print("rebalance-advisor: interrupted", file=sys.stderr)
-        return 130
 
 
 if __name__ == "__main__":  # pragma: no cover

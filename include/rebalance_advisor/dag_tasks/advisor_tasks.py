@@ -160,3 +160,19 @@ def summarize_run(result: Mapping[str, Any], params: Mapping[str, Any]) -> str:
     log.info("%s", table)
     print(table)
     return table
+
+
+@under_error_policy
+def refresh_broker_plans(params: Mapping[str, Any]) -> list[str]:
+    """Keep the published broker-applied plans' records younger than the assignor's age bound
+    (services/broker_plan_refresh.py); a dry run writes nothing."""
+    from rebalance_advisor.adapters.airflow_connections import database_url_from_connection
+    from rebalance_advisor.services.broker_plan_refresh import refresh_published_broker_plans
+
+    p = _params(params)
+    if p.dry_run:
+        return []
+    url = database_url_from_connection(p.db_conn_id)
+    refreshed = refresh_published_broker_plans(url, kafka_conn_id=p.kafka_conn_id)
+    log.info("broker plan records refreshed: %s", refreshed or "none due")
+    return refreshed

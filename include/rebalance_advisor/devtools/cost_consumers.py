@@ -22,6 +22,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from rebalance_advisor.adapters import LIBRDKAFKA_LOG
 from rebalance_advisor.adapters.kafka_jars import fetch_jars, java_executable
 
 JAVA_SOURCE = Path(__file__).resolve().with_name("CostConsumer.java")
@@ -77,7 +78,7 @@ def _consumer(spec: CostConsumerSpec):
     }
     if spec.instance_id:
         config["group.instance.id"] = spec.instance_id
-    consumer = Consumer(config)
+    consumer = Consumer(config, logger=LIBRDKAFKA_LOG)
     consumer.subscribe([spec.topic])
     return consumer
 

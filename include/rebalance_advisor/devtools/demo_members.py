@@ -18,6 +18,8 @@ import threading
 import time
 from contextlib import suppress
 
+from rebalance_advisor.adapters import LIBRDKAFKA_LOG
+
 #: the live producer's record; its timestamp (CreateTime) is what the time lag is measured from
 LIVE_VALUE = b"live-demo-record"
 
@@ -103,7 +105,8 @@ def run_producer(bootstrap_servers: str, spec: dict, stop: threading.Event) -> N
     from confluent_kafka import Producer
 
     producer = Producer(
-        {"bootstrap.servers": bootstrap_servers, "client.id": spec["client_id"], "linger.ms": 10, "acks": 1}
+        {"bootstrap.servers": bootstrap_servers, "client.id": spec["client_id"], "linger.ms": 10, "acks": 1},
+        logger=LIBRDKAFKA_LOG,
     )
     rates = spec["rates"]
     owed = [0.0] * len(rates)
@@ -133,7 +136,7 @@ def run_member(bootstrap_servers: str, spec: dict, stop: threading.Event) -> Non
     if spec.get("kind") == "producer":
         run_producer(bootstrap_servers, spec, stop)
         return
-    consumer = Consumer(consumer_config(bootstrap_servers, spec))
+    consumer = Consumer(consumer_config(bootstrap_servers, spec), logger=LIBRDKAFKA_LOG)
     consumer.subscribe(spec["topics"])
     try:
         if spec.get("capacity"):

@@ -19,6 +19,13 @@ VERSION = 1
 BROKER_PLAN_TOPIC = "_rebalance_advisor_broker_plans"
 
 
+#: a plan record still in force is written again (same plan, same epoch, a new ``published_at_ms``)
+#: once it is this old: a third of the plugin's default ``plan.max.age.ms`` (1 h), past which the
+#: assignor stops following a plan whose advisor stopped confirming it
+#: (docs/operations/broker-applied-plans.md, "A plan stays fresh while the advisor runs")
+REFRESH_AFTER_S = 20 * 60
+
+
 class MalformedBrokerPlan(AdvisorError):
     """A record on the plan topic that is not a version-1 plan (the message says what is wrong)."""
 
@@ -165,3 +172,13 @@ def next_epoch(
             f"{existing.epoch} with other members or partitions: a changed plan needs a new plan id"
         )
     return max(existing.epoch if existing else 0, after_epoch) + 1, True
+
+
+def needs_refresh(record: BrokerPlanRecord | None, plan_id: str, now_ms: int, after_s: float) -> bool:
+    """Whether the topic's record is the store's published plan ``plan_id`` and ``after_s`` old or more.
+
+    Another plan's record (a newer publish in flight, a withdrawn group) is never refreshed: only the
+    plan the store says is in force is kept alive."""
+    return (
+        record is not None and record.plan_id == plan_id and now_ms - record.published_at_ms >= after_s * 1000
+    )

@@ -275,7 +275,10 @@ def improvement_reason(candidate: CandidatePlan, state: GroupState, thresholds: 
         return None
     drop = _relative_drop(cur.max_load, load.max_load)
     if drop >= thresholds.min_improvement and drop > 0:
-        return f"max member load {cur.max_load:,.2f} -> {load.max_load:,.2f} msg/s (-{drop:.1%})"
+        return (
+            f"max member load {cur.max_load:,.2f} -> {load.max_load:,.2f} msg/s of inflow plus backlog over "
+            f"the {thresholds.horizon_s:g} s horizon (-{drop:.1%})"
+        )
     return None
 
 
@@ -495,7 +498,11 @@ def _balanced(state: GroupState, thresholds: Thresholds) -> str:
 
 def _not_improved(b: CandidatePlan, state: GroupState, flagged: str, thresholds: Thresholds) -> Decision:
     """``no_better_plan``: the best candidate that fits does not improve enough."""
-    unit = " x usable capacity" if state.capacities_known else " msg/s"  # max_load's unit (load_model)
+    unit = (  # max_load's unit (load_model): the group's messages/s, or a share of capacity
+        " x usable capacity"
+        if state.capacities_known
+        else f" msg/s of inflow plus backlog over the {thresholds.horizon_s:g} s horizon"
+    )
     return Decision(
         "no_better_plan",
         f"{flagged}, but best ({b.strategy}) does not improve enough: catch-up "

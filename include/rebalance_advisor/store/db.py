@@ -57,9 +57,25 @@ def _engine(url: str) -> Engine:
     else:
         kwargs["pool_pre_ping"] = True
     try:
-        return sa.create_engine(parsed, **kwargs)
+        engine = sa.create_engine(parsed, **kwargs)
     except Exception as error:  # unknown dialect, missing driver
         raise AdvisorError(f"bad database URL {_safe(url)}: {error}") from error
+    if parsed.get_backend_name() == "sqlite":
+        sa.event.listen(engine, "handle_error", _roll_back_sqlite_on_interrupt)
+    return engine
+
+
+def _roll_back_sqlite_on_interrupt(context: sa.engine.ExceptionContext) -> None:
+    """Ctrl-C inside a SQLite statement: close its cursor and roll back, keeping the connection.
+
+    Why: SQLAlchemy treats a KeyboardInterrupt as a lost connection and closes it at once, but the
+    driver only marks a connection with a live statement for closing, so the interrupted write
+    kept its lock until garbage collection and the command's next read ("was anything stored?")
+    waited out the 30 s busy timeout, then failed with "database is locked". SQLite itself is
+    intact after an interrupted statement, so the usual rollback applies.
+    """
+    if not isinstance(context.original_exception, Exception):
+        context.is_disconnect = False
 
 
 def engine_for(url: str | None = None) -> Engine:

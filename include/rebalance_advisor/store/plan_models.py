@@ -72,6 +72,14 @@ class Plan(Base):
     last_confirmed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     last_confirmed_run_id: Mapped[int | None] = mapped_column(Integer)
     situation: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    # migration 0013: the load prediction and unowned lag as columns (docs/reference/plan-table.md)
+    predicted_catch_up_before_s: Mapped[float | None] = mapped_column(Float)
+    predicted_catch_up_after_s: Mapped[float | None] = mapped_column(Float)
+    overloaded_members_before: Mapped[int | None] = mapped_column(Integer)
+    overloaded_members_after: Mapped[int | None] = mapped_column(Integer)
+    unowned_lag_before: Mapped[int | None] = mapped_column(BigInteger)
+    unowned_lag_after: Mapped[int | None] = mapped_column(BigInteger)
+    group_max_time_lag_s: Mapped[float | None] = mapped_column(Float)
 
 
 class PlanAssignment(Base):
