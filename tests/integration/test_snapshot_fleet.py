@@ -171,8 +171,8 @@ class _Interrupted(list):
 @pytest.mark.postgres
 def test_a_write_interrupted_half_way_leaves_nothing(db_url, monkeypatch) -> None:
     """Ctrl-C in the middle of the committed offsets' bulk insert (COPY on PostgreSQL, executemany on
-    SQLite) of a 20,000-group snapshot: no row of it stays, and no lock is left held (db.connect drops
-    the connection at once: the next write does not wait)."""
+    SQLite) of a 20,000-group snapshot: no row of it stays, and no lock is left held (the next write
+    does not wait: store/db.py rolls an interrupted SQLite statement back at once)."""
     store.upgrade(db_url)
     big = _big_snapshot(20_000, 3)
     original = snapshots._insert_tuples

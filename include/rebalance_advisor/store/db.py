@@ -110,12 +110,7 @@ def connect(url: str | None = None) -> Iterator[Connection]:
     engine = engine_for(url)
     try:
         with engine.begin() as conn:
-            try:
-                yield conn
-            except BaseException as error:
-                if not isinstance(error, Exception):  # Ctrl-C or exit mid-transaction: drop the DB-API
-                    conn.invalidate()  # connection now, its locks with it (not when a traceback is freed)
-                raise
+            yield conn
     except (sa.exc.OperationalError, sa.exc.InterfaceError) as error:
         raise unavailable(engine.url, error) from error
     except sa.exc.DatabaseError as error:

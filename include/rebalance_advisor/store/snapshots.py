@@ -93,14 +93,8 @@ def _insert_tuples(conn: Connection, model: type, columns: tuple[str, ...], rows
             raise sa.exc.DBAPIError.instance(statement, None, error, dialect.loaded_dbapi.Error) from error
         return
     if dialect.name == "sqlite":
-        statement = f"INSERT INTO {target} VALUES ({', '.join('?' * len(columns))})"
-        cursor = conn.connection.driver_connection.cursor()
-        try:
-            cursor.executemany(statement, rows)
-        except dialect.loaded_dbapi.Error as error:  # as Core raises it: IntegrityError etc.
-            raise sa.exc.DBAPIError.instance(statement, None, error, dialect.loaded_dbapi.Error) from error
-        finally:  # an interrupted executemany (Ctrl-C) releases its statement, so the rollback frees the lock
-            cursor.close()
+        marks = ", ".join("?" * len(columns))
+        conn.exec_driver_sql(f"INSERT INTO {target} VALUES ({marks})", rows)
         return
     _insert(conn, model, [dict(zip(columns, row, strict=True)) for row in rows])
 
