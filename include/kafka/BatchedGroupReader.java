@@ -3,7 +3,7 @@
 // librdkafka's admin API sends one DescribeGroups and one OffsetFetch request per group, so a
 // snapshot of tens of thousands of groups sends as many requests. Kafka's Java AdminClient puts every
 // group of a coordinator into one request (KIP-709 for OffsetFetch). rebalance_advisor.adapters.
-// batched_groups runs this file on the cached Kafka jars (docs/operations/snapshots.md, "Fleet scale").
+// batched_groups runs this file on the cached Kafka jars (docs/concepts/snapshots.md, "Fleet scale").
 //
 // stdin, two JSON lines: the Java client configuration (an object of strings), then the group ids (an
 // array). The client connects as soon as the first line is read, while the caller is still listing.
