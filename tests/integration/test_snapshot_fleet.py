@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import uuid
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
@@ -137,6 +138,24 @@ def test_a_group_deleted_before_the_batched_read_is_an_error_row(kafka_bootstrap
     assert (error.stage, error.group_id) == ("describe", doomed)
     assert len(taken.groups) == FLEET_GROUPS and doomed not in {g.group_id for g in taken.groups}
     assert {(c.topic, c.partition, c.offset) for c in taken.committed if c.group_id == keep} == before
+
+
+def test_without_java_the_batched_route_falls_back_to_per_group_calls(
+    kafka_bootstrap, fleet, both_routes, monkeypatch, tmp_path, caplog
+) -> None:
+    """No Java on this machine (no JAVA_HOME, none on PATH): the pass says why in the log and reads
+    the fleet per group, with the same result."""
+    import logging
+    import sys
+
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path / "no-java"))
+    monkeypatch.setenv("PATH", str(Path(sys.executable).parent))
+    caplog.set_level(logging.INFO, logger="rebalance_advisor.adapters.kafka_snapshot")
+    taken = _collect(kafka_bootstrap, f"{fleet}-.*", batched_from=0)
+    assert any("cannot run" in r.getMessage() and "Java" in r.getMessage() for r in caplog.records)
+    _, per_group, _ = both_routes
+    assert taken.groups == [g for g in per_group.groups if g.group_id.startswith(fleet)]
+    assert not taken.errors
 
 
 def _big_snapshot(groups: int, per_group: int) -> Snapshot:
