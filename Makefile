@@ -32,10 +32,11 @@ demo: setup
 # A real Airflow 3 (standalone) with the DAGs, the UI plugin, a local broker and the demo load, in
 # the background; `rebalance-advisor dev airflow stop` ends it all. Ports, each optional:
 #   make airflow AIRFLOW_PORT=18080 KAFKA_PORT=19093 POSTGRES_PORT=19433 WORKER_LOG_PORT=18793 TRIGGER_LOG_PORT=18794
+# LIVE=1 adds the live group (live traffic: rates, time lags and predicted catch-up on the pages).
 AIRFLOW_START_ARGS = $(if $(AIRFLOW_PORT),--port $(AIRFLOW_PORT)) $(if $(AIRFLOW_HOST),--host $(AIRFLOW_HOST)) \
 	$(if $(KAFKA_PORT),--kafka-port $(KAFKA_PORT)) $(if $(POSTGRES_PORT),--postgres-port $(POSTGRES_PORT)) \
 	$(if $(WORKER_LOG_PORT),--worker-log-port $(WORKER_LOG_PORT)) \
-	$(if $(TRIGGER_LOG_PORT),--trigger-log-port $(TRIGGER_LOG_PORT))
+	$(if $(TRIGGER_LOG_PORT),--trigger-log-port $(TRIGGER_LOG_PORT)) $(if $(LIVE),--live)
 airflow: setup
 	$(BIN)/rebalance-advisor dev airflow start $(AIRFLOW_START_ARGS)
 

@@ -22,7 +22,7 @@ the normal gap is 1 / its rate), which members paused on partitions the plan did
 records processed twice; over the whole run, records lost (an offset never processed between a
 partition's first and last processed ones), records processed by two different members, and
 duplicates. ``--scenarios trigger-member --rounds 50`` is the 50-plan-change check of the chosen
-way. Prints a table and writes bench/results/broker_trigger.json with ``uptime``.
+way; ``--consumers java`` runs it with Java consumers (bench/java/LoggingConsumer.java). Prints a table and writes bench/results/broker_trigger.json with ``uptime``.
 """
 
 from __future__ import annotations
@@ -80,6 +80,9 @@ class Group:
         producer.flush(5)
 
     def _consume(self, index: int) -> None:
+        if self.args.consumers == "java":
+            self._consume_java(f"m{index}")
+            return
         from confluent_kafka import Consumer
 
         client = f"m{index}"
@@ -97,8 +100,40 @@ class Group:
                 self.log.append((time.time(), client, msg.partition(), msg.offset()))
         consumer.close()
 
+    def _consume_java(self, client: str) -> None:
+        """bench/java/LoggingConsumer.java: the same consumer in Java (auto-commit, advised); it logs
+        each record it processed, which this thread adds to the run's log."""
+        from rebalance_advisor.adapters.kafka_jars import jar_dir, java_executable
+
+        source = ROOT / "bench" / "java" / "LoggingConsumer.java"
+        command = [java_executable(), "-Xmx256m", "-cp", f"{jar_dir()}/*", str(source),
+                   self.bootstrap, self.group, self.topic, client, *([client] if self.static else [])]  # fmt: skip
+        process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        closer = threading.Thread(target=lambda: (self.stop.wait(), process.stdin.close()), daemon=True)
+        closer.start()
+        for line in process.stdout:
+            fields = line.split()
+            if len(fields) == 3 and all(f.isdigit() for f in fields):
+                self.log.append((int(fields[0]) / 1000, client, int(fields[1]), int(fields[2])))
+            elif line.strip() != "ready":  # the client's own output (a warning): shown, never fatal
+                print(f"  {client}: {line.rstrip()}", file=sys.stderr, flush=True)
+        process.wait(30)
+
     def describe(self):
-        return self.admin.describe_consumer_groups([self.group], request_timeout=10)[self.group].result(15)
+        """The group as the broker describes it; asked again for up to 2 minutes while a fresh broker
+        loads its offsets topic (a first describe then times out or answers NOT_COORDINATOR)."""
+        from confluent_kafka import KafkaException
+
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                return self.admin.describe_consumer_groups([self.group], request_timeout=30)[
+                    self.group
+                ].result(45)
+            except KafkaException:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(2.0)
 
     def close(self) -> None:
         self.stop.set()
@@ -266,6 +301,10 @@ def main() -> int:
     parser.add_argument("--members", type=int, default=4)
     parser.add_argument("--rate", type=float, default=240.0)
     parser.add_argument("--scenarios", default=",".join(SCENARIOS))
+    parser.add_argument(
+        "--consumers", choices=("python", "java"), default="python",
+        help="confluent-kafka consumers in threads, or Java KafkaConsumers (bench/java/LoggingConsumer.java)",
+    )  # fmt: skip
     parser.add_argument("--output", default=str(RESULTS))
     args = parser.parse_args()
     uptime = [subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()]

@@ -1,11 +1,8 @@
 """kafka_plan_approval: approve (and publish) or reject one plan; optionally ask a person first.
 
-Trigger with the plan id. ``decision``: ``approve`` or ``reject`` apply at once (the triggering
-user is recorded as the actor); ``ask`` parks the run at ``ask_a_person``, Airflow's
-human-in-the-loop approval, until someone answers Approve or Reject in the UI (that user is
-recorded). Approve publishes the plan as static assignments through the Kafka connection; if the
-broker or the database is down the task's retry completes it (the plan stays ``approved``); an
-unknown plan or a refused transition fails at once. Task bodies: ``rebalance_advisor.dag_tasks.publishing_tasks``.
+``decision``: ``approve``/``reject`` apply at once; ``ask`` describes the plan (group, moves, predicted
+effect) and waits at ``ask_a_person`` (Airflow's human-in-the-loop approval) for a person's answer.
+Task bodies and retries: ``rebalance_advisor.dag_tasks.publishing_tasks``; docs/protocol/static-groups.md.
 """
 
 from __future__ import annotations
@@ -35,10 +32,14 @@ def kafka_plan_approval() -> None:
     def route(params=None) -> str:
         return publishing_tasks.route(params)
 
+    @task(task_id=publishing_tasks.DESCRIBE_TASK, retries=0)
+    def describe_plan(params=None) -> dict:
+        return publishing_tasks.approval_prompt(params)
+
     ask = HITLOperator(
         task_id=publishing_tasks.ASK_TASK,
-        subject="Approve rebalance plan {{ params.plan_id }}?",
-        body="Plan {{ params.plan_id }}: approve publishes its static assignments; reject discards it.",
+        subject=publishing_tasks.PROMPT_SUBJECT,
+        body=publishing_tasks.PROMPT_BODY,
         options=list(publishing_tasks.HITL_OPTIONS),
         response_timeout=timedelta(days=7),
         retries=0,
@@ -51,9 +52,9 @@ def kafka_plan_approval() -> None:
             params, run_id, getattr(dag_run, "triggering_user_name", None), hitl
         )
 
-    decided = apply_decision()
-    upgrade_schema_task() >> route() >> [ask, decided]
-    ask >> decided
+    decided, described = apply_decision(), describe_plan()
+    upgrade_schema_task() >> route() >> [described, decided]
+    described >> ask >> decided
 
 
 kafka_plan_approval()

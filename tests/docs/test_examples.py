@@ -109,11 +109,11 @@ def test_plan_table_queries_on_both_databases(url: str) -> None:
         line for line in (EXAMPLES / "plan-table.sql").read_text().splitlines() if not line.startswith("--")
     )
     statements = [s.strip() for s in text.split(";") if s.strip()]
-    assert len(statements) == 2
+    assert len(statements) == 3
     engine = sa.create_engine(url)
     try:
         with engine.connect() as conn:
-            latest, imbalanced = (conn.execute(sa.text(s)).fetchall() for s in statements)
+            latest, imbalanced, standing = (conn.execute(sa.text(s)).fetchall() for s in statements)
     finally:
         engine.dispose()
     # Two members own nothing yet: all three partitions are handovers; the best max member lag of
@@ -121,6 +121,12 @@ def test_plan_table_queries_on_both_databases(url: str) -> None:
     (row,) = [r for r in latest if r.group_id == "orders"]
     assert (row.status, row.max_lag_after, row.moves) == ("recommended", 110000, 3)
     assert [(r.group_id, r.outcome) for r in imbalanced] == [("orders", "recommended")]
+    # nothing owned before: all 210,000 of lag is unowned, none after; no rates, so no load prediction
+    (plan,) = standing
+    assert (plan.max_lag_before, plan.unowned_lag_before, plan.max_lag_after, plan.unowned_lag_after) == (
+        0, 210_000, 110_000, 0,
+    )  # fmt: skip
+    assert plan.group_max_time_lag_s is None  # no snapshot holds the group's time lags
 
 
 # -- CLI scripts against a real broker ---------------------------------------------------------------

@@ -72,7 +72,7 @@ def test_hitl_answer_becomes_the_decision() -> None:
     from rebalance_advisor.dag_tasks import publishing_tasks
     from rebalance_advisor.errors import AdvisorError
 
-    assert publishing_tasks.route({"decision": "ask"}) == publishing_tasks.ASK_TASK
+    assert publishing_tasks.route({"decision": "ask"}) == publishing_tasks.DESCRIBE_TASK
     assert (
         publishing_tasks.route({"decision": "approve"})
         == publishing_tasks.route({"decision": "reject"})
@@ -250,7 +250,13 @@ def test_advisor_static_mode_end_to_end(
 
 
 def _respond_when_asked(
-    dag_id: str, option: str, username: str, done, problems: list[str], timeout: float = 120.0
+    dag_id: str,
+    option: str,
+    username: str,
+    done,
+    problems: list[str],
+    timeout: float = 120.0,
+    prompts: list[tuple[str, str | None]] | None = None,
 ) -> None:
     """A person answering in the UI: the core API's own HITL response handler, called in-process
     (only its HTTP and auth layers are left out) once the task waits for input. If answering fails
@@ -276,6 +282,13 @@ def _respond_when_asked(
                 waiting.state = "failed"
                 return
             if waiting is not None:
+                if prompts is not None:  # what the person read: the rendered subject and body
+                    from airflow.models.hitl import HITLDetail
+
+                    detail = session.scalars(
+                        sa.select(HITLDetail).where(HITLDetail.ti_id == waiting.id)
+                    ).one()
+                    prompts.append((detail.subject, detail.body))
                 try:
                     update_hitl_detail(
                         dag_id=dag_id,
@@ -310,8 +323,12 @@ def test_plan_approval_asks_a_person(airflow_home, connections: str) -> None:
     dag = _dag("kafka_plan_approval")
     done = threading.Event()
     problems: list[str] = []
+    prompts: list[tuple[str, str | None]] = []
     responder = threading.Thread(
-        target=_respond_when_asked, args=(dag.dag_id, "Approve", "erin", done, problems), daemon=True
+        target=_respond_when_asked,
+        args=(dag.dag_id, "Approve", "erin", done, problems),
+        kwargs={"prompts": prompts},
+        daemon=True,
     )
     responder.start()
     try:
@@ -321,6 +338,13 @@ def test_plan_approval_asks_a_person(airflow_home, connections: str) -> None:
         responder.join(10)
     assert not problems and run.state == "success", (problems, _states(run))
     assert _states(run)["ask_a_person"] == "success"
+    # the prompt names the group, the moves (nothing owned yet: every partition is handed over) and
+    # the predicted effect: 5,000 alone, the three 100s on the other member
+    ((subject, body),) = prompts
+    assert subject == f"Approve plan {plan_id} for consumer group {group}: 4 partition move(s)?"
+    assert f"**Group `{group}`**" in body and "applied as **static assignments**" in body
+    assert "- `data-2` (lag 5,000): (unowned) → w" in body
+    assert "max member lag 0 → 5,000; lag no member owns 5,300 → 0" in body
     plan = get_plan(plan_id, url)
     assert plan.status == "published"
     assert [(t.to_status, t.actor) for t in plan.transitions[1:]] == [

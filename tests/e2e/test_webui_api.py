@@ -210,9 +210,10 @@ def test_manual_assign_baseline_is_the_published_plan(airflow_home: Path) -> Non
         ("m", 2): "worker-1",
     }
     assert baseline_owners(plan, now, None) == {("m", p): None for p in range(3)}  # never published: unowned
+    # a published plan is given the plan it replaced as ``published`` (services/plan_report.py): same rule
     assert baseline_owners(dataclasses.replace(plan, status="published"), now, published) == {
-        ("m", p): None for p in range(3)
-    }
+        ("m", 0): "worker-0", ("m", 1): "worker-0", ("m", 2): "worker-1",
+    }  # fmt: skip
     c0 = MemberNow(
         member_id="C0", label="C0", group_instance_id=None, client_id="c", host="h", lag=0, partitions=1
     )

@@ -82,10 +82,34 @@ def test_published_plan_is_applied_by_the_broker(
         )
         assert refreshed.published_at_ms > record.published_at_ms
 
+        # Withdrawn by hand: a tombstone on the topic, the plan superseded, nothing left to refresh.
+        withdraw = [
+            "plan-status",
+            "withdraw",
+            str(plan_id),
+            "--db",
+            url,
+            "--bootstrap-servers",
+            kafka_bootstrap,
+        ]
+        assert main([*withdraw, "--note", "maintenance"]) == 0
+        assert (
+            f"plan {plan_id} of group {group} withdrawn: published -> superseded" in capsys.readouterr().out
+        )
+        assert read_plans(config).plans[group] is None
+        assert get_plan(plan_id, url).status == "superseded"
+        assert refresh_published_broker_plans(url, kafka_config=config, after_s=0) == []
+        assert main(withdraw) == 1  # once only
+        assert "only a published plan applied by the broker assignor" in capsys.readouterr().err
+
     assert main(["plans", "--db", url, "--group", group]) == 0
-    assert "published  broker assignor" in capsys.readouterr().out
+    assert "superseded  broker assignor" in capsys.readouterr().out
     assert main(["plan-status", "show", str(plan_id), "--db", url]) == 0
-    assert "applied by: broker assignor" in capsys.readouterr().out
+    shown = capsys.readouterr().out
+    assert (
+        "applied by: broker assignor" in shown
+        and "withdrawn: the group is back on uniform; maintenance" in shown
+    )
 
 
 def test_broker_applied_publish_with_the_broker_down_stays_approved(

@@ -11,7 +11,12 @@ from typing import Any
 import pytest
 from rebalance_advisor.domain import parameters as P
 
-from tests.support.parameter_probes import fields, probes, schema
+from tests.support.parameter_probes import REQUIRED, fields, probes, schema
+
+
+def _required_of(model: type[P.ParamModel]) -> dict[str, Any]:
+    return {k: v for k, v in REQUIRED.items() if k in model.model_fields}
+
 
 DAGS = Path(__file__).resolve().parents[2] / "dags"
 
@@ -33,14 +38,19 @@ def test_dag_form_agrees_with_the_model(dags, model, name) -> None:
     (dag_id,) = [d for d, m in P.MODELS.items() if m is model]
     param = dags[dag_id].params.get_param(name)
     field = model.model_fields[name]
-    if field.is_required():
-        assert not param.has_value
+    if field.is_required():  # a text field opens empty, not null: no red "required" at open
+        assert param.value == "" if "string" in str(param.schema.get("type")) else not param.has_value
     else:
         default = field.default
         assert param.value == (list(default) if isinstance(default, tuple) else default)
     assert field.description in param.description
     # bounds stay out of the top level: Airflow's number input clamps to them (-1 became 1)
     assert not {"minimum", "maximum"} & set(param.schema)
+    # bounds in plain words with the digits written out; a toggle is never marked required (its
+    # type admits null, which the model reads as its default)
+    assert "e+" not in param.description and "minimum" not in param.description
+    if field.annotation is bool:
+        assert "null" in param.schema["type"] and model.parse({**_required_of(model), name: None})
     for value, valid in probes(model, name):
         try:
             param.resolve(value)

@@ -217,6 +217,24 @@ def test_publish_broker_down_then_retry_then_noop_then_superseded(
 
 
 @pytest.mark.kafka
+def test_publish_supersedes_a_newer_recommendation_too(url: str, kafka_bootstrap: str, topic: str) -> None:
+    """Approved plan A, then a run recommends a different B: publishing A leaves nothing standing but A
+    (B was measured against the assignment before A; the next run plans against A)."""
+    _manual_assign(url, "g")
+    first = record_plan(url, "g", ["w0", "w1"], SKEWED)
+    plan_lifecycle.approve(first, "alice", url)
+    newer = record_plan(url, "g", ["w0", "w1"], OTHER)  # an approved plan is not superseded by a run
+    assert newer > first and _statuses(url, first, newer) == ["approved", "recommended"]
+    done = plan_lifecycle.publish(first, {"bootstrap.servers": kafka_bootstrap}, "alice", url, topic=topic)
+    assert done.superseded == (newer,)
+    assert _statuses(url, first, newer) == ["published", "superseded"]
+    note = get_plan(newer, url).transitions[-1].note
+    assert f"plan {first} published at epoch 1" in note
+    with pytest.raises(plan_lifecycle.IllegalTransition, match="'superseded' is final"):
+        plan_lifecycle.approve(newer, "bob", url)
+
+
+@pytest.mark.kafka
 def test_auto_approve_publishes_manual_groups_only_and_retries(
     url: str, kafka_bootstrap: str, topic: str
 ) -> None:

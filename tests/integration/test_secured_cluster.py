@@ -212,6 +212,36 @@ def test_a_missing_group_right_is_named(secured, tmp_path, capsys) -> None:
     _no_secret(out, err)
 
 
+def test_the_batched_route_names_the_denied_group_and_lands_the_allowed_one(secured, monkeypatch) -> None:
+    """The batched group reader (Kafka's Java AdminClient, the SCRAM login handed over on stdin; the
+    per-group route made unusable, so no fallback can hide a failure): the group without Describe
+    is an error row naming the ACL, the allowed group lands with its offsets."""
+    from rebalance_advisor.adapters import kafka_snapshot
+
+    monkeypatch.setattr(kafka_snapshot, "_PerGroupRequests", None)
+    options = kafka_snapshot.SnapshotOptions(
+        groups=kafka_snapshot.GroupFilter.parse(f"({secured['allowed']}|{secured['denied']})"),
+        timeout_s=20,
+        time_lag=False,
+        share_groups=False,
+        batched_min_groups=0,
+    )
+    config = kafka_snapshot.read_client_config(secured["config"])
+    taken = kafka_snapshot.collect(secured["bootstrap"], config, options)
+    assert taken.status == "partial"
+    [error] = taken.errors
+    assert (error.stage, error.group_id, error.error_code) == (
+        "describe",
+        secured["denied"],
+        "GROUP_AUTHORIZATION_FAILED",
+    )
+    assert f"missing ACL: DESCRIBE on Group '{secured['denied']}'" in error.reason
+    assert [g.group_id for g in taken.groups] == [secured["allowed"]]
+    assert {(c.topic, c.partition, c.offset) for c in taken.committed} == {
+        (secured["topic"], p, o) for p, o in COMMITTED.items()
+    }
+
+
 def test_a_wrong_password_is_an_authentication_error_without_the_password(secured, tmp_path, capsys) -> None:
     wrong = tmp_path / "wrong.properties"
     wrong.write_text(

@@ -61,6 +61,16 @@ def test_largest_plus_smallest_bound():
     assert lower_bound_max_lag(spec) == 1001
 
 
+def test_a_plan_that_is_not_count_balanced_is_compared_with_the_bound_for_any_plan():
+    # the hot partition alone on a (fewer than its floor of 2): 1,001 bounds count-balanced plans only
+    spec = spec_of([("a", ["t"]), ("b", ["t"])], {"t": [1000, 1, 2, 3]})
+    alone = compute_metrics(spec, {"a": [("t", 0)], "b": [("t", 1), ("t", 2), ("t", 3)]})
+    assert (alone.max_member_lag, alone.lower_bound_max_lag, alone.gap) == (1000, 1000, 0.0)
+    assert lower_bound_max_lag(spec, balanced=False) == 1000
+    paired = compute_metrics(spec, {"a": [("t", 0), ("t", 1)], "b": [("t", 2), ("t", 3)]})
+    assert (paired.lower_bound_max_lag, paired.max_member_lag) == (1001, 1001)
+
+
 def brute_force_best(data):
     """min over all assignments that are count-balanced overall or per topic of the max member lag."""
     spec = parse_group_spec(data)
@@ -101,8 +111,12 @@ def test_lower_bound_below_every_plan(data):
     spec = parse_group_spec(data)
     bound = lower_bound_max_lag(spec)
     for name, assignor in ASSIGNORS.items():  # range too: it is count-balanced per topic
-        if name.startswith("rate_aware"):
-            continue  # not count-balanced (by design: a hot partition may sit alone), the bound's premise
-        m = compute_metrics(spec, assignor.owners(spec), lower_bound=bound)
-        assert bound <= m.max_member_lag, name
-        assert m.gap >= 0, name
+        owners = assignor.owners(spec)
+        m = compute_metrics(spec, owners, lower_bound=bound)
+        if not name.startswith("rate_aware"):
+            assert bound == m.lower_bound_max_lag, name
+        # rate-aware plans need not be count-balanced (a hot partition may sit alone): their bound is
+        # the one for any assignment, still below the plan
+        if (owners[spec.assignable] >= 0).all():
+            assert m.lower_bound_max_lag <= m.max_member_lag, name
+            assert m.gap >= 0, name

@@ -1,12 +1,12 @@
-"""The load prediction ``plans`` lists for each plan: read from the stored metrics JSON."""
+"""The load prediction and unowned lag ``plans`` stores as columns: taken from the metrics JSON."""
 
 from __future__ import annotations
 
 import re
 
 from rebalance_advisor.services.outcome_report import format_plans
-from rebalance_advisor.store.plan_records import PlanListing, PlanLoad
-from rebalance_advisor.store.plans import plan_load
+from rebalance_advisor.store.plan_records import PlanListing
+from rebalance_advisor.store.plans import plan_columns_from_metrics
 
 
 def _metrics(before: dict, candidates: dict[str, dict]) -> dict:
@@ -24,10 +24,13 @@ def test_plan_load_takes_the_current_load_and_the_plans_own_candidate() -> None:
             "rate_aware_sticky": {"overloaded": 0, "max_catch_up_s": 201.4},
         },
     )
-    assert plan_load(metrics, "rate_aware_sticky") == PlanLoad(
-        overloaded_before=1, overloaded_after=0, catch_up_before_s=None, catch_up_after_s=201.4
-    )
-    assert plan_load(None, "range") == PlanLoad(None, None, None, None)
+    metrics |= {"before": {"member_lag": {"w0": 0, "w1": 0}, "unowned_lag": 30_000},
+                "after": {"member_lag": {"w0": 16_000, "w1": 14_000}}}  # fmt: skip
+    assert plan_columns_from_metrics(metrics, "rate_aware_sticky") == {
+        "overloaded_members_before": 1, "overloaded_members_after": 0, "predicted_catch_up_before_s": None,
+        "predicted_catch_up_after_s": 201.4, "unowned_lag_before": 30_000, "unowned_lag_after": 0,
+    }  # fmt: skip
+    assert set(plan_columns_from_metrics(None, "range").values()) == {None}
 
 
 def _row(**load) -> PlanListing:
@@ -40,10 +43,10 @@ def _row(**load) -> PlanListing:
 
 
 def test_plans_table_says_never_for_an_overloaded_side_and_dash_when_unknown() -> None:
-    overloaded = _row(overloaded_before=1, overloaded_after=0, catch_up_before_s=None,
-                      catch_up_after_s=201.4, max_time_lag_s=117.25)  # fmt: skip
-    unknown = _row(overloaded_before=0, overloaded_after=0, catch_up_before_s=None,
-                   catch_up_after_s=None, max_time_lag_s=None)  # fmt: skip
+    overloaded = _row(overloaded_members_before=1, overloaded_members_after=0, predicted_catch_up_before_s=None,
+                      predicted_catch_up_after_s=201.4, group_max_time_lag_s=117.25)  # fmt: skip
+    unknown = _row(overloaded_members_before=0, overloaded_members_after=0, predicted_catch_up_before_s=None,
+                   predicted_catch_up_after_s=None, group_max_time_lag_s=None)  # fmt: skip
     header, _, first, second = (
         re.split(r"\s{2,}", line.strip()) for line in format_plans([overloaded, unknown]).splitlines()
     )

@@ -89,10 +89,12 @@ def test_tool_format_pads_by_utf16_units_like_java() -> None:
 
 
 def test_tool_notes_say_what_the_tool_says_before_a_groups_rows() -> None:
+    from confluent_kafka import ConsumerGroupState
     from rebalance_advisor.domain.snapshot_model import Snapshot
 
+    rebalancing = ConsumerGroupState.PREPARING_REBALANCING.name.lower()  # as the snapshot stores it
     groups = [Group("idle", "empty", "classic", None, None, None), Group("busy", "stable", "classic", None, None, None),
-              Group("moving", "preparing_rebalance", "classic", None, None, None)]  # fmt: skip
+              Group("moving", rebalancing, "classic", None, None, None)]  # fmt: skip
     snap = Snapshot(taken_at=None, bootstrap_servers="b", cluster_id=None, duration_s=0.0, groups=groups,
                     committed=[], partitions=[], errors=[])  # fmt: skip
     row = lag_report.Row("x", "t", 0, 1, 1, 0, None, None, None)

@@ -175,6 +175,46 @@ def run_plugin_maven(
         ) from error
 
 
+def compiled_tool_command(main_class: str, cache_prefix: str, jvm_options: tuple[str, ...]) -> list[str]:
+    """The java command line of ``include/kafka/<main_class>.java`` on the cached jars, compiled once per
+    source and Kafka version into the cache (Java's single-file source launcher when no javac).
+
+    Shipped code only reads the jar cache: a missing cache or Java is a :class:`KafkaJarsError`.
+    """
+    libs = jar_dir()
+    if not (libs / COMPLETE_MARKER).exists():
+        raise KafkaJarsError("the Kafka jars are not cached; run `rebalance-advisor dev kafka fetch`")
+    java = java_executable()
+    source_file = KAFKA_FILES / f"{main_class}.java"
+    digest = hashlib.sha256(source_file.read_bytes() + kafka_version().encode()).hexdigest()[:16]
+    classes = libs.parent / f"{cache_prefix}-{digest}"
+    classpath = f"{libs}/*"
+    if not (classes / f"{main_class}.class").exists():
+        _compile(Path(java).with_name("javac"), classpath, source_file, classes)
+    jvm = [java, *jvm_options, log4j_option()]
+    if (classes / f"{main_class}.class").exists():
+        return [*jvm, "-cp", f"{classes}{os.pathsep}{classpath}", main_class]
+    return [*jvm, "-cp", classpath, str(source_file)]
+
+
+def _compile(javac: Path, classpath: str, source_file: Path, classes: Path) -> None:
+    """Compile into a staging folder renamed into place whole (a concurrent build keeps its copy)."""
+    if not javac.exists():
+        return
+    staging = Path(tempfile.mkdtemp(prefix=f".{classes.name}-", dir=classes.parent))
+    try:
+        built = subprocess.run(
+            [str(javac), "-nowarn", "-cp", classpath, "-d", str(staging), str(source_file)],
+            capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        if built.returncode == 0:
+            staging.rename(classes)
+    except OSError:  # another process renamed first: use that copy
+        pass
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
 def log4j_option() -> str:
     """The JVM option that points Kafka's logging at our quiet log4j2 config."""
     return f"-Dlog4j2.configurationFile={KAFKA_FILES / 'log4j2.properties'}"

@@ -31,7 +31,7 @@ from typing import Any
 
 from rebalance_advisor_client.key_ranges import parse_range_group
 
-from rebalance_advisor.adapters import LIBRDKAFKA_LOG
+from rebalance_advisor.adapters import LIBRDKAFKA_LOG, batched_groups
 from rebalance_advisor.adapters.client_telemetry import TOPIC as TELEMETRY_TOPIC
 from rebalance_advisor.adapters.client_telemetry import read_telemetry
 from rebalance_advisor.adapters.kafka_acls import is_authorization_error, missing_acl
@@ -53,6 +53,11 @@ log = logging.getLogger(__name__)
 
 DEFAULT_TIMEOUT_S = 30.0
 DEFAULT_CONNECTIONS = 1
+#: From this many groups on, groups are described and their committed offsets read by Kafka's Java
+#: AdminClient, many groups per request (adapters/batched_groups.py); below it, librdkafka's calls per
+#: group cost less than a JVM's start. Measured with bench/snapshot.py (docs/concepts/snapshots.md,
+#: "Fleet scale").
+BATCHED_MIN_GROUPS = 2000
 #: Partitions per ListOffsets call. librdkafka's work per call grows with the square of its
 #: partition count (matching each answer to its request is a linear search, strcmp on the topic),
 #: so big lists are split; each chunk is still one request per leader, all in flight together.
@@ -152,6 +157,9 @@ class SnapshotOptions:
     connections: int = DEFAULT_CONNECTIONS
     #: also read share groups (KIP-932) through Kafka's Java AdminClient (adapters/share_groups.py)
     share_groups: bool = True
+    #: from this many groups on, describe groups and read their offsets batched
+    #: (adapters/batched_groups.py); 0: always, None: never (librdkafka's per-group calls)
+    batched_min_groups: int | None = BATCHED_MIN_GROUPS
     #: the broker plugin's client-telemetry topic (docs/operations/telemetry.md); None: not read
     telemetry_topic: str | None = TELEMETRY_TOPIC
 
@@ -284,7 +292,9 @@ class _Collector:
             reason = f"{reason} ({hint})"
         self.errors.append(SnapshotError(stage=stage, reason=reason, error_code=code, **where))
 
-    def list_groups(self) -> list[str]:
+    def list_groups(self, on_listed: Callable[[int], None] = lambda _count: None) -> list[str]:
+        """The group ids the filter keeps, sorted; ``on_listed`` hears how many the cluster listed
+        before the filter runs (regex matching costs about 15 us a group: 1 s at 65,000)."""
         from confluent_kafka import ConsumerGroupType
 
         types = {ConsumerGroupType.CLASSIC, ConsumerGroupType.CONSUMER}
@@ -305,6 +315,7 @@ class _Collector:
         if listing.errors:
             # A broker that did not answer ListGroups leaves the picture incomplete: not consistent.
             raise self.abort("listing groups", "; ".join(str(e) for e in listing.errors))
+        on_listed(len(listing.valid))
         kept = sorted(g.group_id for g in listing.valid if self.options.groups.accepts(g.group_id))
         if not kept and self.options.groups.active:
             raise NoGroupMatched(self.options.groups, len(listing.valid))
@@ -701,15 +712,24 @@ class _SnapshotPass:
         self.unmatched: NoGroupMatched | None = None
         self.metadata: Any = None
         self.internal: frozenset[str] = frozenset()
+        #: the batched group reader, when this pass uses it
+        self.reader: batched_groups.BatchedGroupReader | None = None
 
     def build(self) -> Snapshot:
+        try:
+            return self._build()
+        finally:
+            if self.reader is not None:  # a pass that aborted before reading leaves no JVM behind
+                self.reader.close()
+
+    def _build(self) -> Snapshot:
         group_ids = self.list_groups()
         self.stage("listed")
-        described_f, offsets_f = self.request_groups(group_ids)
+        requests = self.request_groups(group_ids)
         self.stage("requested")
-        groups = self.describe(group_ids, described_f)
+        groups = self.describe(group_ids, requests)
         self.stage("described")
-        groups, committed = self.committed_offsets(group_ids, groups, offsets_f)
+        groups, committed = self.committed_offsets(group_ids, groups, requests)
         self.stage("committed")
         taken_at, partitions = self.log_offsets(groups, committed)
         self.stage("log_offsets")
@@ -744,15 +764,16 @@ class _SnapshotPass:
     def list_groups(self) -> list[str]:
         """The consumer groups the filter keeps (none, without failing, when it may match a share group)."""
         try:
-            return self.c.list_groups()
+            return self.c.list_groups(on_listed=self._start_reader)
         except NoGroupMatched as no_match:
             if self.share_reader is None:
                 raise
             self.unmatched = no_match
             return []
 
-    def request_groups(self, group_ids: list[str]) -> tuple[dict[str, Any], dict[str, Any]]:
-        """Every group's describe and offset fetch in flight (futures), the cluster metadata read meanwhile."""
+    def request_groups(self, group_ids: list[str]) -> _Requests:
+        """Every group's describe and offset fetch in flight (or the batched reader started), the
+        cluster metadata read meanwhile."""
         fetched: dict[str, Any] = {}
 
         def fetch_metadata() -> None:
@@ -765,46 +786,60 @@ class _SnapshotPass:
 
         metadata_thread = threading.Thread(target=fetch_metadata, name="snapshot-metadata", daemon=True)
         metadata_thread.start()
-        described_f = self.c.describe(group_ids)
-        offsets_f = self.c.offsets(group_ids)
+        if self.reader is not None and not self._batched(len(group_ids)):  # the filter kept few groups
+            self.reader.close()
+            self.reader = None
+        requests = _PerGroupRequests(self, group_ids) if self.reader is None else None
         metadata_thread.join()
         if "error" in fetched:
             raise fetched["error"]
         self.metadata, self.internal = fetched["metadata"], fetched["internal"]
-        return described_f, offsets_f
+        return requests or self._batched_read(group_ids)
 
-    def describe(self, group_ids: list[str], described_f: dict[str, Any]) -> list[Group]:
+    def _batched(self, groups: int) -> bool:
+        threshold = self.options.batched_min_groups
+        return threshold is not None and groups >= max(threshold, 1)
+
+    def _start_reader(self, listed: int) -> None:
+        """Start the batched group reader when the cluster lists many groups: its JVM starts while
+        the filter runs and the metadata is read. Without it, per-group calls are made."""
+        if not self._batched(listed):
+            return
+        try:
+            self.reader = batched_groups.start(self.conf, self.options.timeout_s)
+        except batched_groups.ReaderUnavailable as error:
+            log.info("groups read per group (the batched reader cannot run: %s)", error)
+
+    def _batched_read(self, group_ids: list[str]) -> _Requests:
+        """The batched reader's answer; when it failed as a whole (logged), per-group requests."""
+        assert self.reader is not None
+        try:
+            return _BatchedRequests(self, self.reader.read(group_ids, self.keep_topic))
+        except batched_groups.ReaderUnavailable as error:
+            log.warning("the batched group reader failed (%s): reading per group", error)
+            return _PerGroupRequests(self, group_ids)
+
+    def describe(self, group_ids: list[str], requests: _Requests) -> list[Group]:
         """The described groups; one that failed or was deleted meanwhile is an error of its own."""
         groups: list[Group] = []
         for group_id in group_ids:
             try:
-                d = self.c.result(described_f[group_id], "describing groups")
+                group = requests.group(group_id)
             except SnapshotAborted:
                 raise
             except Exception as error:
                 self.c.record("describe", error, group_id=group_id)
                 continue
-            if getattr(d.state, "name", "") == "DEAD":
+            if group.state == "dead":
                 self.c.errors.append(
                     SnapshotError("describe", "group was deleted during the snapshot", group_id)
                 )
                 continue
-            coordinator = d.coordinator
-            groups.append(
-                Group(
-                    group_id=group_id,
-                    state=getattr(d.state, "name", str(d.state)).lower(),
-                    group_type=_group_type(d),
-                    assignor=d.partition_assignor or None,
-                    coordinator_id=getattr(coordinator, "id", None),
-                    coordinator_host=f"{coordinator.host}:{coordinator.port}" if coordinator else None,
-                    members=_members(d, self.keep_topic),
-                )
-            )
+            groups.append(group)
         return groups
 
     def committed_offsets(
-        self, group_ids: list[str], groups: list[Group], offsets_f: dict[str, Any]
+        self, group_ids: list[str], groups: list[Group], requests: _Requests
     ) -> tuple[list[Group], list[CommittedOffset]]:
         """The groups usable for planning (described, offsets read) and their committed offsets."""
         described = {g.group_id for g in groups}
@@ -812,15 +847,13 @@ class _SnapshotPass:
         failed: set[str] = set()
         for group_id in group_ids:
             try:
-                result = self.c.result(offsets_f[group_id], "fetching committed offsets")
+                committed.extend(requests.offsets(group_id))
             except SnapshotAborted:
                 raise
             except Exception as error:
                 failed.add(group_id)
                 if group_id in described:
                     self.c.record("committed_offsets", error, group_id=group_id)
-                continue
-            committed.extend(self._committed_of(group_id, result.topic_partitions))
         # A group whose offsets could not be read is not usable for planning: keep only the error.
         if failed:
             groups = [g for g in groups if g.group_id not in failed]
@@ -831,7 +864,7 @@ class _SnapshotPass:
             committed = [o for o in committed if o.group_id in kept]
         return groups, committed
 
-    def _committed_of(self, group_id: str, topic_partitions: list[Any]) -> list[CommittedOffset]:
+    def committed_of(self, group_id: str, topic_partitions: list[Any]) -> list[CommittedOffset]:
         """One group's committed offsets (internal topics left out, per-partition errors recorded)."""
         committed = []
         for tp in topic_partitions:
@@ -935,6 +968,63 @@ class _SnapshotPass:
         if self.unmatched is not None and not share.groups:
             raise self.unmatched
         return share
+
+
+class _PerGroupRequests:
+    """librdkafka's route: one describe and one offset-fetch future per group, all in flight together."""
+
+    def __init__(self, snapshot_pass: _SnapshotPass, group_ids: list[str]) -> None:
+        self.p = snapshot_pass
+        self.described_f = snapshot_pass.c.describe(group_ids)
+        self.offsets_f = snapshot_pass.c.offsets(group_ids)
+
+    def group(self, group_id: str) -> Group:
+        d = self.p.c.result(self.described_f[group_id], "describing groups")
+        coordinator = d.coordinator
+        return Group(
+            group_id=group_id,
+            state=getattr(d.state, "name", str(d.state)).lower(),
+            group_type=_group_type(d),
+            assignor=d.partition_assignor or None,
+            coordinator_id=getattr(coordinator, "id", None),
+            coordinator_host=f"{coordinator.host}:{coordinator.port}" if coordinator else None,
+            members=_members(d, self.p.keep_topic),
+        )
+
+    def offsets(self, group_id: str) -> list[CommittedOffset]:
+        result = self.p.c.result(self.offsets_f[group_id], "fetching committed offsets")
+        return self.p.committed_of(group_id, result.topic_partitions)
+
+
+class _BatchedRequests:
+    """The batched reader's answers (adapters/batched_groups.py); a fatal error aborts the pass."""
+
+    def __init__(self, snapshot_pass: _SnapshotPass, reads: dict[str, batched_groups.GroupRead]) -> None:
+        self.p = snapshot_pass
+        self.reads = reads
+
+    def _checked(self, value: Any, stage: str) -> Any:
+        if isinstance(value, BaseException):
+            _, reason, fatal = _error_parts(value)
+            if fatal:
+                raise self.p.c.abort(stage, reason) from value
+            raise value
+        return value
+
+    def group(self, group_id: str) -> Group:
+        return self._checked(self.reads[group_id].group, "describing groups")
+
+    def offsets(self, group_id: str) -> list[CommittedOffset]:
+        rows = self._checked(self.reads[group_id].offsets, "fetching committed offsets")
+        internal = self.p.internal
+        return [
+            CommittedOffset(group_id, topic, partition, offset, epoch, metadata or None)
+            for topic, partition, offset, epoch, metadata in rows
+            if offset >= 0 and topic not in internal
+        ]
+
+
+_Requests = _PerGroupRequests | _BatchedRequests
 
 
 def _admin_clients(conf: dict[str, Any], connections: int, connection_errors: ConnectionErrors) -> list[Any]:

@@ -14,16 +14,11 @@ and is left out. The client configuration reaches the JVM on stdin, never on its
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
-import shutil
 import subprocess
-import tempfile
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from rebalance_advisor.adapters import kafka_jars
@@ -110,40 +105,11 @@ def _properties(config: dict[str, str]) -> str:
 
 def _command() -> list[str]:
     """The java command line; compiles the reader once per source and Kafka version into the cache."""
-    libs = kafka_jars.jar_dir()
-    if not (libs / kafka_jars.COMPLETE_MARKER).exists():
-        raise ShareGroupsUnavailable(
-            "the Kafka jars are not cached; run `rebalance-advisor dev kafka fetch`, "
-            "or snapshot with --no-share-groups"
-        )
+    jvm = ("-Xmx128m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC")
     try:
-        java = kafka_jars.java_executable()
+        return kafka_jars.compiled_tool_command(MAIN_CLASS, "share-group-reader", jvm)
     except kafka_jars.KafkaJarsError as error:
         raise ShareGroupsUnavailable(f"{error} (or snapshot with --no-share-groups)") from None
-    source_file = kafka_jars.KAFKA_FILES / f"{MAIN_CLASS}.java"
-    source = source_file.read_bytes()
-    digest = hashlib.sha256(source + kafka_jars.kafka_version().encode()).hexdigest()[:16]
-    classes = libs.parent / f"share-group-reader-{digest}"
-    classpath = f"{libs}/*"
-    if not (classes / f"{MAIN_CLASS}.class").exists():
-        javac = Path(java).with_name("javac")
-        if javac.exists():
-            staging = Path(tempfile.mkdtemp(prefix=".share-reader-", dir=libs.parent))
-            try:
-                built = subprocess.run(
-                    [str(javac), "-nowarn", "-cp", classpath, "-d", str(staging), str(source_file)],
-                    capture_output=True, text=True, timeout=300,
-                )  # fmt: skip
-                if built.returncode == 0:
-                    staging.rename(classes)
-            except OSError:  # another process renamed first: use that copy
-                pass
-            finally:
-                shutil.rmtree(staging, ignore_errors=True)
-    jvm = [java, "-Xmx128m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", kafka_jars.log4j_option()]
-    if (classes / f"{MAIN_CLASS}.class").exists():
-        return [*jvm, "-cp", f"{classes}{os.pathsep}{classpath}", MAIN_CLASS]
-    return [*jvm, "-cp", classpath, str(source_file)]  # no javac: Java's single-file source launcher
 
 
 class ShareGroupReader:

@@ -75,6 +75,11 @@ def _register_airflow(dev_sub: argparse._SubParsersAction) -> None:
     start.add_argument("--trigger-log-port", type=int, default=airflow_stack.DEFAULT_TRIGGER_LOG_PORT,
                        help="log server port of the triggerer")  # fmt: skip
     start.add_argument("--no-demo-load", action="store_true", help="do not load the demo workload")
+    start.add_argument(
+        "--live", action="store_true",
+        help="also run the demo's live group (a producer at Zipf rates, 4 consumers of limited capacity on the "
+        "broker plugin's assignor): rates, time lags and predicted catch-up on the pages; about 5 more processes",
+    )  # fmt: skip
     start.add_argument("--timeout", type=float, default=airflow_stack.START_TIMEOUT_S, help="seconds to wait")
     start.set_defaults(func=_airflow_start)
     airflow_sub.add_parser("stop", help="stop everything start started").set_defaults(func=_airflow_stop)
@@ -146,6 +151,7 @@ def _airflow_start(args: argparse.Namespace) -> int:
         timeout=args.timeout,
         workload=not args.no_demo_load,
         echo=lambda text: print(text, flush=True),
+        live=args.live and not args.no_demo_load,
     )
     print(f"""
 Airflow is running: {report.url}  (UI after {report.ui_ready_s:.1f} s, DAGs unpaused after {report.dags_unpaused_s:.1f} s)

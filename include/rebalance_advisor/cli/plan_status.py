@@ -1,4 +1,4 @@
-"""``rebalance-advisor plan-status approve|reject|publish|show PLAN_ID``: the plan lifecycle by hand."""
+"""``rebalance-advisor plan-status approve|reject|publish|withdraw|show PLAN_ID``: the plan lifecycle by hand."""
 
 from __future__ import annotations
 
@@ -27,6 +27,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "until its situation changes (docs/operations/plan-lifecycle.md)",
         ),
         ("publish", "approved -> published: write static assignments to Kafka"),
+        (
+            "withdraw",
+            "published -> superseded for a broker-applied plan: its record on the broker plan topic "
+            "becomes a tombstone and the group gets uniform's assignment at its next re-assignment",
+        ),
         ("show", "the plan's status and its recorded transitions"),
     ):
         p = sub.add_parser(action, help=text)
@@ -35,7 +40,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         if action != "show":
             p.add_argument("--actor", default=None, help="who decides (default: the OS user)")
             add_options(p, ApprovalParams, ("note",))
-        if action in ("approve", "publish"):
+        if action in ("approve", "publish", "withdraw"):
             p.add_argument(
                 "--bootstrap-servers",
                 default=None,
@@ -107,6 +112,13 @@ def _run(args: argparse.Namespace) -> int:
         if not (args.action == "approve" and args.publish):
             return 0
     config = kafka_config_from_args(args)
+    if args.action == "withdraw":
+        done = plan_lifecycle.withdraw(
+            args.plan_id, config, actor, args.db, note=args.note, timeout=args.timeout
+        )
+        print(f"plan {done.plan_id} of group {done.group_id} withdrawn: {done.from_status} -> {done.to_status}"
+              " (the group gets uniform's assignment at its next re-assignment)")  # fmt: skip
+        return 0
     result = plan_lifecycle.publish(
         args.plan_id,
         config,

@@ -8,6 +8,12 @@ Two choices made for Airflow's form (docs/architecture.md, "Parameters"):
   minimum 1 silently became ``1``; under ``allOf`` the value is kept and Airflow's validation
   refuses it with the reason (HTTP 400, no run created).
 - A list of known values gets ``examples`` (the form then shows a multi-select).
+- The form marks a field required when its type does not admit null, and a required field whose
+  value is null is red ("This field is required") as soon as the form opens. So a toggle admits
+  null (a toggle always has a value; the model reads null as its default), and a required text
+  field opens empty (``""``) rather than null: refused at submit if still empty, not at open.
+- Bounds are stated in the field's description in plain words with whole numbers written out
+  ("at least 0, at most 1,000,000"), never ``1e+06``.
 """
 
 from __future__ import annotations
@@ -19,6 +25,21 @@ from airflow.sdk import Param
 from rebalance_advisor.domain.parameters import ParamModel
 
 BOUND_KEYWORDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
+BOUND_WORDS = {"minimum": "at least", "exclusiveMinimum": "above", "maximum": "at most",
+               "exclusiveMaximum": "below"}  # fmt: skip
+
+
+def readable_number(value: float) -> str:
+    """1000000 -> "1,000,000"; 0.5 -> "0.5": what a person reads, never exponent notation."""
+    if float(value).is_integer():
+        return f"{int(value):,}"
+    return f"{value:,.6f}".rstrip("0")
+
+
+def bounds_text(bounds: dict[str, float]) -> str:
+    """The allowed range in plain words, lower bound first."""
+    order = ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum")
+    return ", ".join(f"{BOUND_WORDS[k]} {readable_number(bounds[k])}" for k in order if k in bounds)
 
 
 def _merge_nullable(schema: dict[str, Any]) -> dict[str, Any]:
@@ -45,8 +66,9 @@ def form_schema(model: type[ParamModel], name: str) -> dict[str, Any]:
     bounds = {k: schema.pop(k) for k in BOUND_KEYWORDS if k in schema}
     if bounds:
         schema["allOf"] = [bounds]
-        shown = ", ".join(f"{k} {v:g}" for k, v in bounds.items())
-        schema["description"] = f"{schema.get('description', '')} [{shown}]".strip()
+        schema["description"] = f"{schema.get('description', '')} (allowed: {bounds_text(bounds)})".strip()
+    if schema.get("type") == "boolean":
+        schema["type"] = ["boolean", "null"]  # a toggle is never "required" (module docstring)
     if section:
         schema["section"] = section
     return schema
@@ -60,7 +82,9 @@ def dag_params(model: type[ParamModel]) -> dict[str, Param]:
             continue
         schema = form_schema(model, name)
         description = schema.pop("description", None)
-        if field.is_required():
+        if field.is_required() and schema.get("type") == "string":
+            params[name] = Param("", description=description, **schema)  # opens empty, not red
+        elif field.is_required():
             params[name] = Param(description=description, **schema)
         else:
             default = model.model_fields[name].default

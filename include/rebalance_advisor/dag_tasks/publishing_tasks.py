@@ -23,6 +23,11 @@ DECISIONS: tuple[str, ...] = get_args(ApprovalDecision)
 HITL_OPTIONS = {"Approve": "approve", "Reject": "reject"}
 ASK_TASK = "ask_a_person"
 APPLY_TASK = "apply_decision"
+#: reads the plan for the person asked: its group, moves and predicted effect (the HITL prompt)
+DESCRIBE_TASK = "describe_plan"
+#: the HITL task's templates: what :func:`approval_prompt` returned
+PROMPT_SUBJECT = "{{ ti.xcom_pull(task_ids='" + DESCRIBE_TASK + "')['subject'] }}"
+PROMPT_BODY = "{{ ti.xcom_pull(task_ids='" + DESCRIBE_TASK + "')['body'] }}"
 
 
 @under_error_policy
@@ -45,8 +50,22 @@ def members_action(params: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def route(params: Mapping[str, Any]) -> str:
-    """The branch: ask a person first, or apply the decision given with the trigger."""
-    return ASK_TASK if params["decision"] == "ask" else APPLY_TASK
+    """The branch: describe the plan and ask a person first, or apply the decision given with the trigger."""
+    return DESCRIBE_TASK if params["decision"] == "ask" else APPLY_TASK
+
+
+@under_error_policy
+def approval_prompt(params: Mapping[str, Any]) -> dict[str, str]:
+    """The HITL task's subject and Markdown body: the plan's group, its moves and its predicted
+    effect (services/plan_report.py). An unknown plan fails here, before anyone is asked."""
+    from rebalance_advisor.adapters.airflow_connections import database_url_from_connection
+    from rebalance_advisor.domain.parameters import ApprovalParams
+    from rebalance_advisor.services import plan_report
+
+    p = ApprovalParams.parse(params)
+    plan, moves = plan_report.moves_of(p.plan_id, database_url_from_connection(p.db_conn_id))
+    prompt = plan_report.approval_prompt(plan, moves)
+    return {"subject": prompt.subject, "body": prompt.body}
 
 
 def decision_of(

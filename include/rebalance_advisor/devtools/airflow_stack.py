@@ -555,6 +555,7 @@ def start(
     timeout: float = START_TIMEOUT_S,
     workload: bool = True,
     echo=print,
+    live: bool = False,
 ) -> StartReport:
     """Bring the stack up (see the module docstring); on failure stop what was started and raise."""
     began = time.monotonic()
@@ -580,7 +581,7 @@ def start(
         env = airflow_env(paths, ports, bootstrap, db_url, host, metadata_url)
         write_env_file(paths.env_file, env)
         url = env["AIRFLOW__API__BASE_URL"]
-        components += _spawn_parts(paths, env, bootstrap, workload, fresh_broker=broker_started)
+        components += _spawn_parts(paths, env, bootstrap, workload, fresh_broker=broker_started, live=live)
         state = StackState(url, ports, bootstrap, db_url, broker_started, tuple(components), metadata_url)
         paths.state_file.write_text(state.to_json())
         echo(f"starting Airflow (log: {paths.airflow_log}) ...")
@@ -653,14 +654,16 @@ def fail_runs_left_in_flight(metadata_url: str) -> list[tuple[str, str]]:
 
 
 def _spawn_parts(
-    paths: StackPaths, env: Mapping[str, str], bootstrap: str, workload: bool, fresh_broker: bool
-):
-    """Start the demo workload (optional) and ``airflow standalone``, each in its own group."""
+    paths: StackPaths, env: Mapping[str, str], bootstrap: str, workload: bool, fresh_broker: bool,
+    live: bool = False,
+):  # fmt: skip
+    """Start the demo workload (optional; ``live``: with the live group) and ``airflow standalone``,
+    each in its own group."""
     parts = []
     if workload:
         paths.workload_ready.unlink(missing_ok=True)
         command = [sys.executable, "-m", "rebalance_advisor.devtools.airflow_stack", "workload", bootstrap,
-                   str(paths.workload_ready), "fresh" if fresh_broker else "reset"]  # fmt: skip
+                   str(paths.workload_ready), "fresh" if fresh_broker else "reset", *(["live"] if live else [])]  # fmt: skip
         parts.append(_spawn(WORKLOAD, command, env, paths.workload_log, paths.home))
     paths.airflow_home.mkdir(parents=True, exist_ok=True)
     airflow = str(Path(sys.executable).parent / "airflow")
@@ -786,10 +789,13 @@ def status() -> StackStatus:
 # ---- the background demo workload ----------------------------------------------------------------
 
 
-def run_workload(bootstrap_servers: str, ready_file: Path, reset: bool) -> int:
+def run_workload(bootstrap_servers: str, ready_file: Path, reset: bool, live: bool = False) -> int:
     """Load the demo workload and keep its consumers alive until SIGTERM/SIGINT (then stop them).
 
     ``reset`` deletes an earlier load first (a reused broker); a fresh broker has nothing to delete.
+    ``live`` adds the live group (``demo_workload.build_live_group``: a producer at Zipf rates and
+    consumers of limited capacity on the broker plugin's assignor), so snapshots have rates, time
+    lags and capacities and the pages show the load view and predicted catch-up.
     """
     from rebalance_advisor.devtools import demo_workload
 
@@ -797,7 +803,8 @@ def run_workload(bootstrap_servers: str, ready_file: Path, reset: bool) -> int:
         raise SystemExit(0)
 
     signal.signal(signal.SIGTERM, _exit)
-    with demo_workload.demo_workload(bootstrap_servers, reset=reset) as groups:
+    live_group = demo_workload.build_live_group() if live else None
+    with demo_workload.demo_workload(bootstrap_servers, reset=reset, live=live_group) as groups:
         print(f"demo workload on {bootstrap_servers}: {', '.join(g.group_id for g in groups)}", flush=True)
         ready_file.write_text(str(os.getpid()))
         try:
@@ -810,9 +817,15 @@ def run_workload(bootstrap_servers: str, ready_file: Path, reset: bool) -> int:
 
 if (
     __name__ == "__main__"
-):  # python -m rebalance_advisor.devtools.airflow_stack workload BOOTSTRAP READY fresh|reset
-    if len(sys.argv) != 5 or sys.argv[1] != "workload" or sys.argv[4] not in ("fresh", "reset"):
+):  # python -m rebalance_advisor.devtools.airflow_stack workload BOOTSTRAP READY fresh|reset [live]
+    usage = (len(sys.argv) not in (5, 6) or sys.argv[1] != "workload" or sys.argv[4] not in ("fresh", "reset")
+             or sys.argv[5:] not in ([], ["live"]))  # fmt: skip
+    if usage:
         sys.exit(
-            "usage: python -m rebalance_advisor.devtools.airflow_stack workload BOOTSTRAP READY_FILE fresh|reset"
+            "usage: python -m rebalance_advisor.devtools.airflow_stack workload BOOTSTRAP READY_FILE fresh|reset [live]"
         )
-    sys.exit(run_workload(sys.argv[2], Path(sys.argv[3]), reset=sys.argv[4] == "reset"))
+    sys.exit(
+        run_workload(
+            sys.argv[2], Path(sys.argv[3]), reset=sys.argv[4] == "reset", live=sys.argv[5:] == ["live"]
+        )
+    )

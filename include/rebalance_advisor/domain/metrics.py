@@ -29,6 +29,10 @@ With differing subscriptions a member need not hold anything, so F = 0 there; in
 are applied to every subscriber set S with all partitions of topics whose subscribers lie inside
 S (they can only go to S, C = |S|) — skipped for very many distinct sets, which only weakens it.
 Member lags are integers, so the bound is rounded up.
+
+An assignment that gives some member fewer than F partitions (rate-aware plans may: they balance
+load, not counts) is outside the premise; its ``lower_bound_max_lag`` is then the bound for *any*
+assignment (F = 0 above), so the gap is never negative for an assignment that owns every partition.
 """
 
 from __future__ import annotations
@@ -157,8 +161,18 @@ def _pigeonhole(desc: np.ndarray, members: int, floor_count: int, smallest_prefi
     return max(float((held + smallest_prefix[rest]).max()), float(csum[-1]) / members)
 
 
-def lower_bound_max_lag(spec: GroupSpec) -> int:
-    """A lower bound on the max member lag of any count-balanced assignment (module docstring)."""
+def balanced_floor(spec: GroupSpec) -> int:
+    """F of the module docstring: the partitions every member of a count-balanced assignment holds
+    (0 with differing subscriptions, where a member need hold nothing)."""
+    if not spec.identical_subscriptions or not spec.num_members:
+        return 0
+    sizes = np.diff(spec.topic_start)[spec.class_topics[0]]
+    return int((sizes // spec.num_members).sum())
+
+
+def lower_bound_max_lag(spec: GroupSpec, balanced: bool = True) -> int:
+    """A lower bound on the max member lag of any count-balanced assignment (``balanced``), or of any
+    assignment at all (module docstring)."""
     assignable = spec.assignable
     lags = spec.lag
     asc_all = np.sort(lags[assignable])
@@ -168,8 +182,7 @@ def lower_bound_max_lag(spec: GroupSpec) -> int:
     num_members = spec.num_members
     starts = spec.topic_start
     if spec.identical_subscriptions:
-        sizes = np.diff(starts)[spec.class_topics[0]]
-        floor_count = int((sizes // num_members).sum())
+        floor_count = balanced_floor(spec) if balanced else 0
         bound = _pigeonhole(asc_all[::-1], num_members, floor_count, smallest_prefix)
         for t in np.flatnonzero(spec.class_topics[0]).tolist():
             topic_desc = np.sort(lags[starts[t] : starts[t + 1]])[::-1]
@@ -202,7 +215,8 @@ def lower_bound_max_lag(spec: GroupSpec) -> int:
 def compute_metrics(
     spec: GroupSpec, assignment: Assignment | np.ndarray, lower_bound: int | None = None
 ) -> GroupMetrics:
-    """All metrics of one assignment; pass ``lower_bound`` to reuse it across plans of one spec."""
+    """All metrics of one assignment; pass ``lower_bound`` (the count-balanced bound) to reuse it
+    across plans of one spec."""
     owners = as_owners(spec, assignment)
     lags = member_sums(owners, spec.lag, spec.num_members)
     counts = np.bincount(owners[owners >= 0], minlength=spec.num_members)
@@ -210,6 +224,8 @@ def compute_metrics(
     max_lag = int(lags.max())
     mean = total / spec.num_members
     bound = lower_bound_max_lag(spec) if lower_bound is None else lower_bound
+    if len(counts) and int(counts.min()) < balanced_floor(spec):  # not count-balanced: the general bound
+        bound = min(bound, lower_bound_max_lag(spec, balanced=False))
     topic_spread = topic_count_spread(spec, owners)
     ids = spec.member_ids
     return GroupMetrics(

@@ -96,8 +96,10 @@ class ParamModel(BaseModel):
 
     @classmethod
     def parse(cls, data: dict[str, Any]) -> Any:
-        """Validate a mapping (DAG params, CLI namespace, request body); unknown keys are ignored."""
-        return cls(**dict(data))
+        """Validate a mapping (DAG params, CLI namespace, request body); unknown keys are ignored; a
+        toggle given as null takes its default (the DAG form's toggles admit null: dag_tasks/forms.py)."""
+        toggles = {n for n, f in cls.model_fields.items() if f.annotation in (bool, "bool")}
+        return cls(**{k: v for k, v in data.items() if not (v is None and k in toggles)})
 
     @classmethod
     def surface_of(cls, name: str) -> dict[str, Any]:

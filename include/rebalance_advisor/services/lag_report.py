@@ -237,8 +237,12 @@ def format_lag_table(grouped: dict[str, list[Row]]) -> str:
     return _layout(grouped, extra=True)
 
 
-#: group states (lower case, as stored) in which kafka-consumer-groups warns that a group is rebalancing
-REBALANCING_STATES = frozenset({"preparing_rebalance", "completing_rebalance", "assigning", "reconciling"})
+#: group states in which kafka-consumer-groups warns that a group is rebalancing, as the snapshot
+#: stores them: confluent-kafka's ConsumerGroupState names in lower case (``preparing_rebalancing``,
+#: not Kafka's ``PreparingRebalance``), and the consumer protocol's ``assigning``/``reconciling``
+REBALANCING_STATES = frozenset(
+    {"preparing_rebalancing", "completing_rebalancing", "assigning", "reconciling"}
+)
 
 
 def tool_notes(snapshot: Snapshot, grouped: dict[str, list[Row]]) -> list[str]:

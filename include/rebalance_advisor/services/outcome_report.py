@@ -93,10 +93,10 @@ def format_plans(plans: Sequence[PlanListing], fmt: str = "table") -> str:
             p["apply_mode"],
             f"{_num(p['max_lag_before'])} -> {_num(p['max_lag_after'])}",
             _num(p["moves"]),
-            f"{_num(p.get('overloaded_before'))} -> {_num(p.get('overloaded_after'))}",
-            f"{catch_up_text(p.get('catch_up_before_s'), bool(p.get('overloaded_before')))} -> "
-            f"{catch_up_text(p.get('catch_up_after_s'), bool(p.get('overloaded_after')))}",
-            "-" if p.get("max_time_lag_s") is None else f"{p['max_time_lag_s']:,.1f}",
+            f"{_num(p['overloaded_members_before'])} -> {_num(p['overloaded_members_after'])}",
+            f"{catch_up_text(p['predicted_catch_up_before_s'], bool(p['overloaded_members_before']))} -> "
+            f"{catch_up_text(p['predicted_catch_up_after_s'], bool(p['overloaded_members_after']))}",
+            "-" if p["group_max_time_lag_s"] is None else f"{p['group_max_time_lag_s']:,.1f}",
             str(p["created_at"]),
             p["created_by"],
         ]

@@ -16,8 +16,9 @@ approval DAG, ``plan-status``, the web API). The plan's ``apply_mode`` column is
 
 Publishing (:func:`publish`) writes to Kafka first (static assignments: one Kafka transaction of
 member records; broker assignor: the group's plan record, then a re-assignment trigger) and only
-then, in one DB transaction, stores the epoch, marks the plan ``published`` and the group's older
-standing plans ``superseded``. If the broker is down nothing changes (the plan stays ``approved``);
+then, in one DB transaction, stores the epoch, marks the plan ``published`` and every other standing
+plan of the group ``superseded`` (older and newer: a newer recommendation was measured against the
+assignment in force before this publish). If the broker is down nothing changes (the plan stays ``approved``);
 if the process dies between Kafka and the DB, a retry finds the plan on the topic already (the
 publisher's no-op) and completes the DB side. A broker-applied plan written but not re-assigned
 (the trigger failed) is ``published`` — the broker applies it at the group's next re-assignment —
@@ -48,7 +49,7 @@ from rebalance_advisor.store.plans import plan_assignment_map
 log = logging.getLogger(__name__)
 
 #: status -> the statuses it may move to. ``recommended -> superseded`` is the planner's (a newer
-#: recommendation for the group); ``approved -> superseded`` happens when a newer plan is published.
+#: recommendation for the group); ``approved -> superseded`` happens when another plan of the group is published.
 TRANSITIONS: dict[str, tuple[str, ...]] = {
     "recommended": ("approved", "rejected", "superseded"),
     "approved": ("published", "superseded"),
@@ -347,7 +348,7 @@ def _mark_published(
     note: str | None, written: _Written, members: tuple[str, ...],
 ) -> Published:  # fmt: skip
     """The DB side of a publish, in one transaction: the plan ``published`` with its epoch, the
-    group's older standing plans ``superseded``."""
+    group's other standing plans (older and newer) ``superseded``."""
     with db.connect(url) as conn:
         status_now, _ = _locked(conn, plan_id)
         if status_now == "published":  # a concurrent publish of the same plan finished first
@@ -358,10 +359,11 @@ def _mark_published(
             expect=("approved",), values={"epoch": written.epoch},
         )  # fmt: skip
         superseded = []
-        for old in plan_transitions.older_standing_plan_ids(conn, group_id, plan_id):
+        for old in plan_transitions.other_standing_plan_ids(conn, group_id, plan_id):
             transition(
                 conn, old, "superseded", actor, airflow_run_id=airflow_run_id,
-                note=f"plan {plan_id} published at epoch {written.epoch}",
+                note=f"plan {plan_id} published at epoch {written.epoch} (this plan was measured against "
+                "the assignment in force before it)",
             )  # fmt: skip
             superseded.append(old)
     log.info("plan %s for group %s published: %s", plan_id, group_id, written.text)
@@ -472,3 +474,38 @@ def auto_approve_and_publish(
             f"them): {errors[0]}"
         )
     return AutoPublished(tuple(published), advice_only, tuple(failed))
+
+
+def withdraw(
+    plan_id: int,
+    kafka_config: Mapping[str, Any],
+    actor: str,
+    url: str | None = None,
+    *,
+    note: str | None = None,
+    broker_topic: str = BROKER_PLAN_TOPIC,
+    timeout: float = 30.0,
+) -> Transition:
+    """Take a published broker-applied plan out of force: the group's plan record becomes a
+    tombstone (the group gets ``uniform``'s assignment at its next re-assignment) and the plan
+    ``published -> superseded``, noted as withdrawn. Static assignments are not withdrawn this way:
+    their consumers keep the last assignment they read (publish another plan instead).
+    docs/operations/broker-applied-plans.md, "Withdrawing a plan"."""
+    from rebalance_advisor.adapters.broker_plans import withdraw_broker_plan
+    from rebalance_advisor.store.plans import get_plan
+
+    plan = get_plan(plan_id, url)
+    if plan is None:
+        raise UnknownPlan(f"plan {plan_id} does not exist")
+    status, group_id, mode = plan.status, plan.group_id, plan.apply_mode
+    if status != "published" or mode != BROKER:
+        raise IllegalTransition(
+            f"plan {plan_id} is {status!r} ({mode}): only a published plan applied by the broker "
+            "assignor can be withdrawn (static assignments: publish another plan)"
+        )
+    withdraw_broker_plan(kafka_config, group_id, broker_topic, timeout)
+    text = f"withdrawn: the group is back on uniform{f'; {note}' if note else ''}"
+    with db.connect(url) as conn:
+        done = transition(conn, plan_id, "superseded", actor, note=text, expect=("published",))
+    log.info("plan %s of group %s withdrawn by %s", plan_id, group_id, actor)
+    return done

@@ -72,6 +72,14 @@ class Plan(Base):
     last_confirmed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     last_confirmed_run_id: Mapped[int | None] = mapped_column(Integer)
     situation: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    # migration 0013: the load prediction and unowned lag as columns (docs/reference/plan-table.md)
+    predicted_catch_up_before_s: Mapped[float | None] = mapped_column(Float)
+    predicted_catch_up_after_s: Mapped[float | None] = mapped_column(Float)
+    overloaded_members_before: Mapped[int | None] = mapped_column(Integer)
+    overloaded_members_after: Mapped[int | None] = mapped_column(Integer)
+    unowned_lag_before: Mapped[int | None] = mapped_column(BigInteger)
+    unowned_lag_after: Mapped[int | None] = mapped_column(BigInteger)
+    group_max_time_lag_s: Mapped[float | None] = mapped_column(Float)
 
 
 class PlanAssignment(Base):
@@ -118,7 +126,7 @@ class PlanTransition(Base):
 
 class PlannerStaging(Base):
     """One group's result, staged by the executor that planned it, for a run not yet made visible
-    (migration ``0013_planner_staging``; docs/architecture.md, "One planner run").
+    (migration ``0014_planner_staging``; docs/architecture.md, "One planner run").
 
     Nothing reads it but the run's own finalizing transaction, which moves its rows into the plan
     tables and deletes them; a failed run's rows stay invisible and are deleted by the next run.

@@ -7,12 +7,14 @@ questions share one short transaction; the UI (``webui/queries.py``) composes th
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from rebalance_advisor.store.plan_models import AdvisorRun, GroupOutcome, Plan
+from rebalance_advisor.domain.plan_identity import AssignmentRow, assignment_key
+from rebalance_advisor.store.plan_models import AdvisorRun, GroupOutcome, Plan, PlanAssignment, PlanTransition
 from rebalance_advisor.store.plan_records import OutcomeRecord, PlanRecord, PlanRef, record
 
 
@@ -94,6 +96,66 @@ def plan_table_row(conn: Connection, plan_id: int) -> PlanRecord | None:
     """One plan's row (with its metrics JSON), or None."""
     found = conn.execute(sa.select(Plan.__table__).where(Plan.id == plan_id)).mappings().first()
     return record(PlanRecord, found) if found is not None else None
+
+
+def in_force_plan(conn: Connection, group_id: str) -> PlanRecord | None:
+    """The group's plan in force: its ``published`` plan (publishing supersedes every other one;
+    the highest epoch should two ever stand), or None."""
+    found = (
+        conn.execute(
+            sa.select(Plan.__table__)
+            .where(Plan.group_id == group_id, Plan.status == "published")
+            .order_by(Plan.epoch.desc(), Plan.id.desc())
+            .limit(1)
+        )
+        .mappings()
+        .first()
+    )
+    return record(PlanRecord, found) if found is not None else None
+
+
+def published_at(conn: Connection, plan_id: int) -> datetime | None:
+    """When the plan was published (its newest ``-> published`` transition), or None."""
+    return conn.execute(
+        sa.select(sa.func.max(PlanTransition.at)).where(
+            PlanTransition.plan_id == plan_id, PlanTransition.to_status == "published"
+        )
+    ).scalar()
+
+
+def predecessor_in_force(conn: Connection, group_id: str, plan_id: int, epoch: int | None) -> int | None:
+    """The published plan that ``plan_id`` was measured against: of the group's plans ever published
+    (an epoch set), the one with the highest epoch below ``epoch`` (a published plan: what it
+    replaced), or, for a plan never published, below none but made before it (lower id)."""
+    query = sa.select(Plan.id).where(Plan.group_id == group_id, Plan.epoch.is_not(None), Plan.id != plan_id)
+    query = query.where(Plan.epoch < epoch) if epoch is not None else query.where(Plan.id < plan_id)
+    return conn.execute(query.order_by(Plan.epoch.desc(), Plan.id.desc()).limit(1)).scalar()
+
+
+def assignment_keys(conn: Connection, plan_ids: Iterable[int]) -> dict[int, frozenset[AssignmentRow]]:
+    """{plan id: its assignment key} (domain/plan_identity.py: two plans with one key are one plan)."""
+    rows: dict[int, list[AssignmentRow]] = {}
+    found = conn.execute(
+        sa.select(PlanAssignment.plan_id, PlanAssignment.member_id, PlanAssignment.topic,
+                  PlanAssignment.partition, PlanAssignment.key_hash_start, PlanAssignment.key_hash_end)
+        .where(PlanAssignment.plan_id.in_(list(plan_ids)))
+    )  # fmt: skip
+    for plan_id, *row in found:
+        rows.setdefault(plan_id, []).append(tuple(row))  # type: ignore[arg-type]
+    return {plan_id: assignment_key(held) for plan_id, held in rows.items()}
+
+
+def owners_of_plan(conn: Connection, plan_id: int) -> dict[tuple[str, int], str]:
+    """{(topic, partition): member} of one plan's whole-partition rows (a split partition's first range)."""
+    rows = conn.execute(
+        sa.select(PlanAssignment.topic, PlanAssignment.partition, PlanAssignment.member_id)
+        .where(PlanAssignment.plan_id == plan_id)
+        .order_by(PlanAssignment.topic, PlanAssignment.partition, PlanAssignment.key_hash_start)
+    )
+    owners: dict[tuple[str, int], str] = {}
+    for topic, partition, member in rows:
+        owners.setdefault((topic, partition), member)
+    return owners
 
 
 def published_plans_applied_by(conn: Connection, apply_mode: str) -> dict[str, str]:

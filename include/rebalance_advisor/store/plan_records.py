@@ -73,6 +73,18 @@ class PlanColumns:
     apply_mode: str
     #: the newest advisor run that arrived at this plan's assignment again (None: only its first)
     last_confirmed_at: datetime | None = field(default=None, kw_only=True)
+    #: the load model's predicted catch-up of the slowest member, current assignment / the plan (None:
+    #: never when that side has overloaded members, else unknown: no capacities)
+    predicted_catch_up_before_s: float | None = field(default=None, kw_only=True)
+    predicted_catch_up_after_s: float | None = field(default=None, kw_only=True)
+    #: members whose inflow reaches their capacity, current assignment / the plan
+    overloaded_members_before: int | None = field(default=None, kw_only=True)
+    overloaded_members_after: int | None = field(default=None, kw_only=True)
+    #: lag on partitions no member owns (not in the member lags), current assignment / the plan
+    unowned_lag_before: int | None = field(default=None, kw_only=True)
+    unowned_lag_after: int | None = field(default=None, kw_only=True)
+    #: the group's furthest-behind partition, in seconds, in the plan's snapshot
+    group_max_time_lag_s: float | None = field(default=None, kw_only=True)
 
 
 @dataclass(frozen=True)
@@ -91,25 +103,8 @@ class StoredPlan(PlanRecord):
 
 
 @dataclass(frozen=True)
-class PlanLoad:
-    """The load prediction stored with a plan (docs/architecture.md, "The load model"), flat, as ``plans`` lists it. A null catch-up
-    means "never" when the side has overloaded members, else unknown (no capacities)."""
-
-    overloaded_before: int | None
-    overloaded_after: int | None
-    catch_up_before_s: float | None
-    catch_up_after_s: float | None
-
-
-@dataclass(frozen=True)
-class _PlanTimeLag(PlanColumns):
-    max_time_lag_s: float | None  # the group's furthest-behind partition in the plan's snapshot
-
-
-@dataclass(frozen=True)
-class PlanListing(PlanLoad, _PlanTimeLag):
-    """A line of ``plans``: the plan's columns without the metrics JSON, the group's max time lag in
-    the plan's snapshot, and the stored load prediction (:class:`PlanLoad`'s fields), in that order."""
+class PlanListing(PlanColumns):
+    """A line of ``plans``: the plan's columns without the metrics JSON."""
 
 
 @dataclass(frozen=True)

@@ -82,23 +82,35 @@ def publish_inputs(conn: Connection, group_id: str) -> tuple[list[str], int]:
     return sorted(holders), int(top or 0)
 
 
-def older_standing_plan_ids(conn: Connection, group_id: str, plan_id: int) -> list[int]:
-    """The group's standing plans older than ``plan_id`` (superseded when it is published), by id."""
+def other_standing_plan_ids(conn: Connection, group_id: str, plan_id: int) -> list[int]:
+    """The group's standing plans other than ``plan_id``, older or newer, by id: superseded when
+    ``plan_id`` is published (docs/operations/plan-lifecycle.md, "Publishing supersedes").
+
+    Why newer ones too: a recommendation made after ``plan_id`` was approved was measured against the
+    assignment in force before the publish; left standing, it sat next to the published plan with
+    moves and numbers that no longer describe the group.
+    """
     return list(
         conn.execute(
             sa.select(Plan.id)
-            .where(Plan.group_id == group_id, Plan.id < plan_id, Plan.status.in_(STANDING_STATUSES))
+            .where(Plan.group_id == group_id, Plan.id != plan_id, Plan.status.in_(STANDING_STATUSES))
             .order_by(Plan.id)
         ).scalars()
     )
 
 
 def standing_plan_ids_of_airflow_run(conn: Connection, airflow_run_id: str | None) -> list[int]:
-    """The standing plans written by the advisor run(s) of one Airflow run."""
+    """The standing plans written or confirmed by the advisor run(s) of one Airflow run (a run that
+    arrives at a standing plan's assignment keeps that plan: its ``run_id`` is the first run's)."""
     runs = sa.select(AdvisorRun.id).where(AdvisorRun.airflow_run_id == airflow_run_id)
     return list(
         conn.execute(
-            sa.select(Plan.id).where(Plan.run_id.in_(runs), Plan.status.in_(STANDING_STATUSES))
+            sa.select(Plan.id)
+            .where(
+                sa.or_(Plan.run_id.in_(runs), Plan.last_confirmed_run_id.in_(runs)),
+                Plan.status.in_(STANDING_STATUSES),
+            )
+            .order_by(Plan.id)
         ).scalars()
     )
 

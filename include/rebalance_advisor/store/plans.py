@@ -40,7 +40,7 @@ from rebalance_advisor.domain.plan_identity import (
 )
 from rebalance_advisor.store import db
 from rebalance_advisor.store.group_protocols import apply_modes_in
-from rebalance_advisor.store.models import StaticMemberRow
+from rebalance_advisor.store.models import CommittedOffsetRow, StaticMemberRow
 from rebalance_advisor.store.plan_models import (
     AdvisorRun,
     GroupOutcome,
@@ -53,7 +53,6 @@ from rebalance_advisor.store.plan_records import (
     AdvisorRunRecord,
     PlanAssignmentRecord,
     PlanListing,
-    PlanLoad,
     PlanTransitionRecord,
     StoredPlan,
     record,
@@ -460,6 +459,7 @@ def _write_results(
     _confirm_plans(conn, run, [r for r in planned if r.group_id in kept], kept)
     plan_ids.update({r.group_id: kept[r.group_id] for r in planned if r.group_id in kept})
     _supersede_older(conn, run, [r.group_id for r in planned if r.plan.status == "recommended"], plan_ids)
+    _set_group_time_lags(conn, run.snapshot_id, [plan_ids[r.group_id] for r in planned])
     outcomes = [
         {**_stored(OutcomeLine.of(r, plan_ids.get(r.group_id))), "run_id": run.run_id} for r in results
     ]
@@ -497,6 +497,7 @@ def plan_numbers(r: GroupAdvice) -> dict[str, Any]:
     """The plan columns a run computes: what a confirmation refreshes (executors compute them for
     the staged results: most of the finalize's work otherwise)."""
     after = r.plan.metrics
+    metrics = r.metrics_record()
     return {
         "strategy": r.plan.strategy,
         "max_lag_before": r.max_lag_before,
@@ -509,7 +510,8 @@ def plan_numbers(r: GroupAdvice) -> dict[str, Any]:
         "lower_bound": after.lower_bound_max_lag,
         "gap": after.gap,
         "reason": r.reason,
-        "metrics": r.metrics_record(),
+        "metrics": metrics,
+        **plan_columns_from_metrics(metrics, r.plan.strategy),
     }
 
 
@@ -575,6 +577,20 @@ def _confirm_plans(
     )
 
 
+def _set_group_time_lags(conn: Connection, snapshot_id: int, plan_ids: Sequence[int]) -> None:
+    """``group_max_time_lag_s`` of the run's plans: the furthest-behind partition of the group in the
+    run's snapshot (the snapshot store's time lags, docs/architecture.md "Lag")."""
+    c = CommittedOffsetRow
+    furthest = (
+        sa.select(sa.func.max(c.time_lag_s))
+        .where(c.snapshot_id == snapshot_id, c.group_id == Plan.group_id)
+        .scalar_subquery()
+    )
+    for start in range(0, len(plan_ids), _INSERT_CHUNK):
+        chunk = list(plan_ids[start : start + _INSERT_CHUNK])
+        conn.execute(sa.update(Plan).where(Plan.id.in_(chunk)).values(group_max_time_lag_s=furthest))
+
+
 def _supersede_older(
     conn: Connection, run: _RunWrite, groups: Sequence[str], plan_ids: Mapping[str, int]
 ) -> None:
@@ -627,6 +643,13 @@ PLAN_COLUMNS = (
     "reason",
     "apply_mode",
     "last_confirmed_at",
+    "predicted_catch_up_before_s",
+    "predicted_catch_up_after_s",
+    "overloaded_members_before",
+    "overloaded_members_after",
+    "unowned_lag_before",
+    "unowned_lag_after",
+    "group_max_time_lag_s",
 )
 
 
@@ -638,19 +661,8 @@ def list_plans(
     run_id: int | None = None,
     limit: int | None = None,
 ) -> list[PlanListing]:
-    """Plans newest first (without the metrics JSON), filtered by group, status or run, each with
-    its stored load prediction (:class:`PlanLoad`)."""
-    from rebalance_advisor.store.models import CommittedOffsetRow
-
-    c = CommittedOffsetRow
-    max_time_lag = (
-        sa.select(sa.func.max(c.time_lag_s))
-        .where(c.snapshot_id == Plan.snapshot_id, c.group_id == Plan.group_id)
-        .scalar_subquery()
-        .label("max_time_lag_s")
-    )
-    query = sa.select(*(getattr(Plan, c) for c in PLAN_COLUMNS), Plan.metrics, max_time_lag)
-    query = query.order_by(Plan.id.desc())
+    """Plans newest first (without the metrics JSON), filtered by group, status or run."""
+    query = sa.select(*(getattr(Plan, c) for c in PLAN_COLUMNS)).order_by(Plan.id.desc())
     if group is not None:
         query = query.where(Plan.group_id == group)
     if status is not None:
@@ -660,27 +672,34 @@ def list_plans(
     if limit is not None:
         query = query.limit(limit)
     with db.connect(url) as conn:
-        rows = list(conn.execute(query).mappings())
-    return [
-        record(PlanListing, row, **dataclasses.asdict(plan_load(row["metrics"], row["strategy"])))
-        for row in rows
-    ]
+        return [record(PlanListing, row) for row in conn.execute(query).mappings()]
 
 
-def plan_load(metrics: dict[str, Any] | None, strategy: str) -> PlanLoad:
-    """A plan's :class:`PlanLoad` from its ``metrics`` JSON: the current assignment's load
-    (``load_before``) and the plan's (its strategy's candidate)."""
+def plan_columns_from_metrics(metrics: Mapping[str, Any] | None, strategy: str) -> dict[str, Any]:
+    """The load-prediction and unowned-lag columns of a plan (migration 0013) from its ``metrics``
+    JSON: the current assignment's load (``load_before``), the plan's (its strategy's candidate), and
+    the lag no member owns before (``before.unowned_lag``) and after (the group's lag the plan's
+    members do not hold). Absent numbers are None."""
     metrics = metrics or {}
     before = metrics.get("load_before") or {}
     after = next(
         (c.get("load") or {} for c in metrics.get("candidates", ()) if c.get("strategy") == strategy), {}
     )
-    return PlanLoad(
-        overloaded_before=before.get("overloaded"),
-        overloaded_after=after.get("overloaded"),
-        catch_up_before_s=before.get("max_catch_up_s"),
-        catch_up_after_s=after.get("max_catch_up_s"),
-    )
+    owned_before = (metrics.get("before") or {}).get("member_lag")
+    unowned_before = (metrics.get("before") or {}).get("unowned_lag")
+    owned_after = (metrics.get("after") or {}).get("member_lag")
+    unowned_after = None
+    if unowned_before is not None and owned_before is not None and owned_after is not None:
+        total = sum(owned_before.values()) + int(unowned_before)
+        unowned_after = max(total - sum(owned_after.values()), 0)
+    return {
+        "overloaded_members_before": before.get("overloaded"),
+        "overloaded_members_after": after.get("overloaded"),
+        "predicted_catch_up_before_s": before.get("max_catch_up_s"),
+        "predicted_catch_up_after_s": after.get("max_catch_up_s"),
+        "unowned_lag_before": None if unowned_before is None else int(unowned_before),
+        "unowned_lag_after": unowned_after,
+    }
 
 
 def get_plan(plan_id: int, url: str | None = None) -> StoredPlan | None:

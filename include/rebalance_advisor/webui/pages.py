@@ -16,6 +16,7 @@ from fastapi.responses import HTMLResponse
 
 from rebalance_advisor.domain.parameters import STORED_ID_BYTES, Thresholds
 from rebalance_advisor.webui import queries, svg
+from rebalance_advisor.webui.api_docs import api_docs
 from rebalance_advisor.webui.auth import PageUser, approval_dag_id, can_trigger
 from rebalance_advisor.webui.rendering import GroupTableLine, chosen_plan, group_load, key_range, templates
 
@@ -64,14 +65,21 @@ async def groups_page(request: Request, user: PageUser) -> HTMLResponse:
     )
 
 
+@router.get("/docs", response_class=HTMLResponse)
+async def api_docs_page(request: Request) -> HTMLResponse:
+    """The API's documentation, readable without a script or a CDN (public, as ``/openapi.json`` is)."""
+    docs = api_docs(request.app.openapi())
+    return render(request, "docs.html", title="API", docs=docs)
+
+
 @router.get("/groups/{group_id:path}", response_class=HTMLResponse)
 async def group_page(
     request: Request, user: PageUser, group_id: Annotated[str, Path(max_length=STORED_ID_BYTES)]
 ) -> HTMLResponse:
     url = request.app.state.db_url()
     group = await run_in_threadpool(queries.group_detail, url, group_id, 30, 10)
-    chosen = chosen_plan(group.plans)
-    picture = await run_in_threadpool(queries.plan_detail, url, chosen.id) if chosen else None
+    chosen = chosen_plan(group)
+    picture = await run_in_threadpool(queries.plan_detail, url, chosen) if chosen is not None else None
     detail = picture.detail if picture else None
     threshold = group.threshold
     if detail:
@@ -108,10 +116,7 @@ async def group_page(
         detail=detail,
         run_threshold=picture.run_threshold if picture else None,
         plan=plan,
-        standing=plan is not None
-        and plan.status == "recommended"
-        and outcome is not None
-        and outcome.run_id != plan.run_id,
+        standing=plan is not None and plan.id == group.standing_plan_id,
         assignments=[(a, key_range(a)) for a in detail.assignments] if detail else [],
         has_ranges=bool(detail) and any(key_range(a) for a in detail.assignments),
         load=load,

@@ -9,7 +9,7 @@ through :mod:`rebalance_advisor.store.plan_queries`. Lag "now" follows the lag r
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,11 +20,12 @@ from rebalance_advisor.domain.estimates import member_key
 from rebalance_advisor.domain.lag import ResetPolicy, partition_lags
 from rebalance_advisor.domain.snapshot_model import Snapshot
 from rebalance_advisor.errors import AdvisorError
+from rebalance_advisor.services import plan_report
 from rebalance_advisor.services.plan_lifecycle import is_manual_assign
 from rebalance_advisor.store import db, plan_queries
 from rebalance_advisor.store.group_protocols import current_apply_mode
 from rebalance_advisor.store.plan_records import PlanAssignmentRecord, PlanRecord
-from rebalance_advisor.store.plans import get_plan, published_assignments
+from rebalance_advisor.store.plans import get_plan
 from rebalance_advisor.store.snapshots import (
     latest_snapshot_row,
     load_snapshot,
@@ -36,11 +37,13 @@ from rebalance_advisor.webui.schemas import (
     GroupList,
     GroupRow,
     ImbalancePoint,
+    InForcePlan,
     MemberComparison,
     MemberNow,
     Move,
     NowView,
     OutcomeRow,
+    OwnerNow,
     PartitionNow,
     PlanAssignmentRow,
     PlanDetail,
@@ -149,8 +152,8 @@ def current_assignment(snapshot: Snapshot, group_id: str, policy: ResetPolicy) -
 
 
 def group_detail(url: str, group_id: str, history: int = 20, plans: int = 5) -> GroupDetail:
-    """One group: now (newest snapshot holding it), its outcome, latest plans, imbalance history, and
-    whether it is manual-assign (only then can its plans be approved and published)."""
+    """One group: what is in force (its published plan, the owners now), its outcome, the standing
+    recommendation when it differs from what is in force, latest plans, imbalance history."""
     with db.connect(url) as conn:
         snapshot_id = newest_snapshot_id_of_group(conn, group_id)
         plan_rows = plan_queries.newest_plan_rows_of_group(conn, group_id, plans)
@@ -162,6 +165,7 @@ def group_detail(url: str, group_id: str, history: int = 20, plans: int = 5) -> 
         trend = plan_queries.imbalance_by_run(conn, group_id)
         manual_assign = is_manual_assign(conn, group_id)
         mode = current_apply_mode(conn, group_id)
+        force = in_force(conn, group_id, plan_rows)
     per_snapshot: dict[int, float | None] = {}
     for snap, imbalance, _run in trend:  # newest run of each snapshot wins
         per_snapshot.setdefault(snap, imbalance)
@@ -173,6 +177,7 @@ def group_detail(url: str, group_id: str, history: int = 20, plans: int = 5) -> 
         now = current_assignment(snapshot, group_id, policy)
         g = snapshot.group(group_id)
         seen = {"state": g.state, "type": g.group_type, "assignor": g.assignor, "members": g.member_count}
+    now = with_planned_owners(now, force)
     return GroupDetail(
         group_id=group_id,
         snapshot_id=snapshot_id,
@@ -182,9 +187,63 @@ def group_detail(url: str, group_id: str, history: int = 20, plans: int = 5) -> 
         apply_mode=mode,
         outcome=OutcomeRow.model_validate(outcome, from_attributes=True) if outcome else None,
         now=now,
+        owners_now=owners_now(now),
+        in_force=force.plan,
+        standing_plan_id=force.standing_plan_id,
+        duplicate_plan_ids=list(force.duplicates),
         plans=[plan_summary(p) for p in plan_rows],
         imbalance_history=[ImbalancePoint(snapshot_id=s, imbalance=v) for s, v in points],
     )
+
+
+@dataclass(frozen=True)
+class InForce:
+    """What is in force for a group and how its standing plans compare with it."""
+
+    plan: InForcePlan | None
+    owners: dict[tuple[str, int], str]  # the in-force plan's owners (empty without one)
+    standing_plan_id: int | None  # the newest standing plan that differs from what is in force
+    duplicates: tuple[int, ...]  # standing plans with the in-force plan's very assignment
+
+
+def in_force(conn: Connection, group_id: str, plan_rows: Sequence[PlanRecord]) -> InForce:
+    """The group's published plan and its standing plans (``plan_rows``: the newest few) against it."""
+    published = plan_queries.in_force_plan(conn, group_id)
+    standing = [p.id for p in plan_rows if p.status in ("recommended", "approved")]
+    if published is None:
+        return InForce(None, {}, standing[0] if standing else None, ())
+    keys = plan_queries.assignment_keys(conn, [published.id, *standing])
+    duplicates = tuple(i for i in standing if keys.get(i) == keys.get(published.id))
+    plan = InForcePlan(
+        plan_id=published.id, epoch=published.epoch, apply_mode=published.apply_mode,
+        strategy=published.strategy, published_at=plan_queries.published_at(conn, published.id),
+        moves=published.moves,
+    )  # fmt: skip
+    differing = [i for i in standing if i not in duplicates]
+    return InForce(
+        plan, plan_queries.owners_of_plan(conn, published.id), differing[0] if differing else None, duplicates
+    )
+
+
+def with_planned_owners(now: NowView, force: InForce) -> NowView:
+    """``now`` with owners from the plan in force where the snapshot lists no members: manual-assign
+    (``assign()``) consumers are not group members, so Kafka cannot say who holds what."""
+    if now.members or not force.owners or force.plan is None:
+        return now
+    partitions = [
+        p.model_copy(update={"owner": force.owners.get((p.topic, p.partition))}) for p in now.partitions
+    ]
+    source = f"plan #{force.plan.plan_id} in force (epoch {force.plan.epoch})"
+    return now.model_copy(update={"partitions": partitions, "owners_from": source})
+
+
+def owners_now(now: NowView) -> list[OwnerNow]:
+    """Per owner (unowned partitions last, as "(unowned)"), its partition count and lag."""
+    found: dict[str, list[int]] = {}
+    for p in now.partitions:
+        found.setdefault(p.owner or "", []).append(p.lag)
+    ordered = sorted(found, key=lambda m: (m == "", m))
+    return [OwnerNow(member=m or "(unowned)", partitions=len(found[m]), lag=sum(found[m])) for m in ordered]
 
 
 def plan_summary(plan: PlanRecord) -> PlanSummary:
@@ -224,13 +283,12 @@ class PlanPicture:
 def plan_detail(url: str, plan_id: int) -> PlanPicture:
     """A plan, its assignment and transitions, per-member lag before/after, and the moves against the
     baseline its ``moves`` count uses: the owners in the snapshot it was planned from, or for a
-    manual-assign group its published plan (:func:`baseline_owners`)."""
+    manual-assign group the published plan it was measured against (:func:`baseline_owners`)."""
     plan = get_plan(plan_id, url)
     if plan is None:
         raise NotFound(f"plan {plan_id} does not exist")
     with db.connect(url) as conn:
         policy = reset_policy(conn)
-        published = published_assignments(conn).get(plan.group_id)
         run_threshold = imbalance_threshold(conn, plan.run_id)  # the threshold its reason cites
     max_time_lag_s = None
     try:
@@ -244,18 +302,17 @@ def plan_detail(url: str, plan_id: int) -> PlanPicture:
         )  # fmt: skip
     except AdvisorError:  # the snapshot was pruned: the plan still stands, without a diff
         before = NowView(members=[], partitions=[])
-    owner_before = baseline_owners(plan, before, published)
+    owner_before = baseline_owners(plan, before, plan_report.baseline_published(url, plan))
     assignments = [
         PlanAssignmentRow(
             **dataclasses.asdict(a), member_label=a.member_id
         )  # plans name static members by instance id
         for a in sorted(plan.assignments, key=lambda a: (a.topic, a.partition, a.key_hash_start or 0))
     ]
-    moves = [
-        Move(topic=a.topic, partition=a.partition, lag=a.lag, from_member=previous, from_label=previous,
-             to_member=a.member_id, to_label=a.member_label)
-        for a in assignments
-        if (previous := owner_before.get((a.topic, a.partition))) != a.member_id
+    moves = [  # plans name members as the page labels them: the label is the member id
+        Move(topic=m.topic, partition=m.partition, lag=m.lag, from_member=m.from_member,
+             from_label=m.from_member, to_member=m.to_member, to_label=m.to_member)
+        for m in plan_report.plan_moves(plan.assignments, owner_before)
     ]  # fmt: skip
     detail = PlanDetail(
         plan=plan_summary(plan),
@@ -268,23 +325,12 @@ def plan_detail(url: str, plan_id: int) -> PlanPicture:
 
 
 def baseline_owners(
-    plan: PlanRecord, now: NowView, published: dict[str, list[tuple[str, int]]] | None
+    plan: PlanRecord, now: NowView, published: Mapping[str, Sequence[tuple]] | None
 ) -> dict[tuple[str, int], str | None]:
-    """Who held each partition in the baseline the planner measured ``plan`` against.
-
-    A dynamic group: the owners in the plan's snapshot. A manual-assign group (no live members in
-    the snapshot, registered static members): the snapshot cannot see ``assign()`` consumers, so
-    the planner measured against the group's latest published plan (``published``, from
-    :func:`~rebalance_advisor.store.plans.published_assignments`); without one, every
-    partition was unowned. A plan that is itself published (or superseded) has that baseline
-    replaced by itself or a newer plan, so it keeps the snapshot's owners.
-    """
+    """Who held each partition in the baseline the planner measured ``plan`` against: the rule of
+    :func:`rebalance_advisor.services.plan_report.baseline_owners`, on the page's view of the snapshot."""
     owners = {(p.topic, p.partition): p.owner for p in now.partitions}
-    if now.members or not published or plan.status in ("published", "superseded"):
-        return owners
-    return owners | {
-        (topic, partition): member for member, held in published.items() for topic, partition in held
-    }
+    return plan_report.baseline_owners(owners, bool(now.members), published)
 
 
 def member_comparison(

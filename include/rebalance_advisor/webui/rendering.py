@@ -5,7 +5,6 @@ templates read. Imports no Airflow, so it is testable on its own.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -18,7 +17,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from rebalance_advisor.domain.load_model import lag_curves
 from rebalance_advisor.domain.timestamps import timestamp_text, utc_whole_seconds
 from rebalance_advisor.webui import svg
-from rebalance_advisor.webui.schemas import GroupRow, PlanAssignmentRow, PlanSummary
+from rebalance_advisor.webui.schemas import GroupDetail, GroupRow, PlanAssignmentRow
 
 
 def format_number(value: float | None, digits: int = 0) -> str:
@@ -73,13 +72,15 @@ class GroupTableLine:
         return self.row.latest_plan_status == "recommended" and self.row.outcome != "recommended"
 
 
-def chosen_plan(plans: Sequence[PlanSummary]) -> PlanSummary | None:
-    """The plan to picture: the newest recommended one, else the newest that is not skipped."""
-    for wanted in (("recommended",), ("approved", "published", "rejected", "superseded")):
-        for p in plans:
-            if p.status in wanted:
-                return p
-    return None
+def chosen_plan(group: GroupDetail) -> int | None:
+    """The plan to picture: the standing recommendation when it differs from what is in force, else
+    the plan in force, else the newest plan that is not skipped (rejected, superseded)."""
+    if group.standing_plan_id is not None:
+        return group.standing_plan_id
+    if group.in_force is not None:
+        return group.in_force.plan_id
+    shown = [p for p in group.plans if p.status != "skipped" and p.id not in group.duplicate_plan_ids]
+    return shown[0].id if shown else None
 
 
 def key_range(row: PlanAssignmentRow) -> tuple[int, int] | None:

@@ -110,6 +110,28 @@ class PartitionNow(BaseModel):
 class NowView(BaseModel):
     members: list[MemberNow]
     partitions: list[PartitionNow]
+    owners_from: str = Field(
+        default="snapshot",
+        description="where the partitions' owners come from: the snapshot (the group's members as Kafka "
+        "lists them), or, for manual-assign consumers Kafka cannot list, the plan in force",
+    )
+
+
+class OwnerNow(BaseModel):
+    member: str
+    partitions: int
+    lag: int
+
+
+class InForcePlan(BaseModel):
+    """The group's published plan: what its consumers were told to run."""
+
+    plan_id: int
+    epoch: int | None
+    apply_mode: str = Field(description="how it was applied: static assignments or broker assignor")
+    strategy: str
+    published_at: datetime | None
+    moves: int = Field(description="partitions it moved against the assignment it replaced")
 
 
 #: a plan without its metrics JSON: the store's plan columns, name for name
@@ -142,6 +164,17 @@ class GroupDetail(BaseModel):
     )
     outcome: OutcomeRow | None = Field(description="the group's newest group_outcomes row")
     now: NowView
+    owners_now: list[OwnerNow] = Field(default=[], description="per owner, its partitions and lag now")
+    in_force: InForcePlan | None = Field(
+        default=None, description="the published plan in force; null when none is (Kafka's own assignor)"
+    )
+    standing_plan_id: int | None = Field(
+        default=None,
+        description="the recommended or approved plan awaiting a decision, when it differs from what is in force",
+    )
+    duplicate_plan_ids: list[int] = Field(
+        default=[], description="standing plans whose assignment is the one in force: nothing to decide"
+    )
     plans: list[PlanSummary] = Field(description="newest plans first")
     imbalance_history: list[ImbalancePoint] = Field(description="oldest first, one point per snapshot")
 

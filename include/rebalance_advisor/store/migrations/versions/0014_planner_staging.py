@@ -5,8 +5,8 @@ driver's one finalizing transaction moves them into the plan tables and deletes 
 whole or not at all. ``group_id`` compares byte-wise (``COLLATE "C"`` on PostgreSQL; SQLite's default
 already does) so that paging through a run's rows by group id follows Python's ``sorted()``.
 
-Revision ID: 0013_planner_staging
-Revises: 0012_plan_identity
+Revision ID: 0014_planner_staging
+Revises: 0013_plan_columns
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0013_planner_staging"
-down_revision = "0012_plan_identity"
+revision = "0014_planner_staging"
+down_revision = "0013_plan_columns"
 branch_labels = None
 depends_on = None
 

@@ -1,0 +1,194 @@
+// Many consumer groups described and their committed offsets read, batched per group coordinator.
+//
+// librdkafka's admin API sends one DescribeGroups and one OffsetFetch request per group, so a
+// snapshot of tens of thousands of groups sends as many requests. Kafka's Java AdminClient puts every
+// group of a coordinator into one request (KIP-709 for OffsetFetch). rebalance_advisor.adapters.
+// batched_groups runs this file on the cached Kafka jars (docs/concepts/snapshots.md, "Fleet scale").
+//
+// stdin, two JSON lines: the Java client configuration (an object of strings), then the group ids (an
+// array). The client connects as soon as the first line is read, while the caller is still listing.
+// stdout, one JSON line per group, in the order asked; "d" the description or "de"/"dm" its error
+// (code name, message); "o" the committed offsets or "oe"/"om" their error:
+//   {"g": id,
+//    "d": {"state": GroupState, "type": GroupType, "simple": bool, "assignor": name,
+//          "coordinator": [id, "host:port"] or null,
+//          "members": [[memberId, instanceId or null, clientId, host, [[topic, partition]...],
+//                       [target assignment topic...]] ...]},
+//    "o": [[topic, partition, offset, leaderEpoch or null, metadata], ...]}
+// A failure before any group is read exits 2 with one line on stderr.
+import com.fasterxml.jackson.core.JsonFactory;
+import com.fasterxml.jackson.core.JsonGenerator;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.io.BufferedOutputStream;
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.TreeSet;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.ConsumerGroupDescription;
+import org.apache.kafka.clients.admin.ListConsumerGroupOffsetsResult;
+import org.apache.kafka.clients.admin.ListConsumerGroupOffsetsSpec;
+import org.apache.kafka.clients.admin.MemberAssignment;
+import org.apache.kafka.clients.admin.MemberDescription;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.common.KafkaFuture;
+import org.apache.kafka.common.Node;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.protocol.Errors;
+
+public class BatchedGroupReader {
+    private static final int GROUPS_PER_CALL = 2000;
+
+    public static void main(String[] args) throws Exception {
+        ObjectMapper json = new ObjectMapper();
+        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+        Properties config = new Properties();
+        Map<?, ?> given = json.readValue(requireLine(in.readLine()), Map.class);
+        for (Map.Entry<?, ?> e : given.entrySet()) {
+            config.setProperty(String.valueOf(e.getKey()), String.valueOf(e.getValue()));
+        }
+        long timeoutMs = Long.parseLong(config.getProperty("default.api.timeout.ms", "30000"));
+        try (Admin admin = Admin.create(config)) {
+            // Connect and learn the cluster while the caller lists its groups: no answer is needed here.
+            admin.describeCluster().clusterId();
+            String[] ids = json.readValue(requireLine(in.readLine()), String[].class);
+            // Calls of GROUPS_PER_CALL groups, all in flight: smaller answers are decoded while the
+            // broker works on the next (bench/snapshot.py --fleet measured 2,000 against one call).
+            Map<String, KafkaFuture<ConsumerGroupDescription>> described = new LinkedHashMap<>();
+            Map<String, KafkaFuture<Map<TopicPartition, OffsetAndMetadata>>> offsets = new LinkedHashMap<>();
+            for (int start = 0; start < ids.length; start += GROUPS_PER_CALL) {
+                List<String> chunk = Arrays.asList(ids).subList(start, Math.min(ids.length, start + GROUPS_PER_CALL));
+                described.putAll(admin.describeConsumerGroups(chunk).describedGroups());
+                Map<String, ListConsumerGroupOffsetsSpec> specs = new LinkedHashMap<>();
+                for (String id : chunk) {
+                    specs.put(id, new ListConsumerGroupOffsetsSpec());
+                }
+                ListConsumerGroupOffsetsResult result = admin.listConsumerGroupOffsets(specs);
+                for (String id : chunk) {
+                    offsets.put(id, result.partitionsToOffsetAndMetadata(id));
+                }
+            }
+            JsonGenerator out = new JsonFactory().createGenerator(new BufferedOutputStream(System.out, 1 << 16));
+            for (String id : ids) {
+                out.writeStartObject();
+                out.writeStringField("g", id);
+                writeDescription(out, described.get(id), timeoutMs);
+                writeOffsets(out, offsets.get(id), timeoutMs);
+                out.writeEndObject();
+                out.writeRaw('\n');
+            }
+            out.flush();
+        }
+    }
+
+    private static String requireLine(String line) {
+        if (line == null) {
+            System.err.println("BatchedGroupReader: stdin ended before the configuration and group ids");
+            System.exit(2);
+        }
+        return line;
+    }
+
+    private static void writeDescription(JsonGenerator out, KafkaFuture<ConsumerGroupDescription> future,
+            long timeoutMs) throws Exception {
+        ConsumerGroupDescription d;
+        try {
+            d = future.get(timeoutMs, TimeUnit.MILLISECONDS);
+        } catch (ExecutionException | TimeoutException e) {
+            writeError(out, "de", "dm", e);
+            return;
+        }
+        out.writeObjectFieldStart("d");
+        out.writeStringField("state", d.groupState() == null ? "UNKNOWN" : d.groupState().name());
+        out.writeStringField("type", d.type() == null ? "UNKNOWN" : d.type().name());
+        out.writeBooleanField("simple", d.isSimpleConsumerGroup());
+        out.writeStringField("assignor", d.partitionAssignor());
+        Node c = d.coordinator();
+        if (c == null) {
+            out.writeNullField("coordinator");
+        } else {
+            out.writeArrayFieldStart("coordinator");
+            out.writeNumber(c.id());
+            out.writeString(c.host() + ":" + c.port());
+            out.writeEndArray();
+        }
+        out.writeArrayFieldStart("members");
+        for (MemberDescription m : d.members()) {
+            out.writeStartArray();
+            out.writeString(m.consumerId());
+            out.writeString(m.groupInstanceId().orElse(null));
+            out.writeString(m.clientId());
+            out.writeString(m.host());
+            out.writeStartArray();
+            for (TopicPartition tp : m.assignment().topicPartitions()) {
+                out.writeStartArray();
+                out.writeString(tp.topic());
+                out.writeNumber(tp.partition());
+                out.writeEndArray();
+            }
+            out.writeEndArray();
+            out.writeStartArray();
+            TreeSet<String> target = new TreeSet<>();
+            for (MemberAssignment a : m.targetAssignment().stream().toList()) {
+                for (TopicPartition tp : a.topicPartitions()) {
+                    target.add(tp.topic());
+                }
+            }
+            for (String topic : target) {
+                out.writeString(topic);
+            }
+            out.writeEndArray();
+            out.writeEndArray();
+        }
+        out.writeEndArray();
+        out.writeEndObject();
+    }
+
+    private static void writeOffsets(JsonGenerator out, KafkaFuture<Map<TopicPartition, OffsetAndMetadata>> future,
+            long timeoutMs) throws Exception {
+        Map<TopicPartition, OffsetAndMetadata> offsets;
+        try {
+            offsets = future.get(timeoutMs, TimeUnit.MILLISECONDS);
+        } catch (ExecutionException | TimeoutException e) {
+            writeError(out, "oe", "om", e);
+            return;
+        }
+        out.writeArrayFieldStart("o");
+        for (Map.Entry<TopicPartition, OffsetAndMetadata> e : offsets.entrySet()) {
+            OffsetAndMetadata value = e.getValue();
+            if (value == null) { // nothing committed on this partition
+                continue;
+            }
+            out.writeStartArray();
+            out.writeString(e.getKey().topic());
+            out.writeNumber(e.getKey().partition());
+            out.writeNumber(value.offset());
+            Integer epoch = value.leaderEpoch().orElse(null);
+            if (epoch == null) {
+                out.writeNull();
+            } else {
+                out.writeNumber(epoch);
+            }
+            out.writeString(value.metadata());
+            out.writeEndArray();
+        }
+        out.writeEndArray();
+    }
+
+    /** A group's failure as Kafka's error code name and message (a wait past the deadline: timed out). */
+    private static void writeError(JsonGenerator out, String codeField, String messageField, Exception e)
+            throws Exception {
+        Throwable cause = e instanceof ExecutionException && e.getCause() != null ? e.getCause() : e;
+        String code = e instanceof TimeoutException ? Errors.REQUEST_TIMED_OUT.name() : Errors.forException(cause).name();
+        out.writeStringField(codeField, code);
+        out.writeStringField(messageField, String.valueOf(cause.getMessage()));
+    }
+}
