@@ -278,34 +278,49 @@ def summarize(
         extra = np.bincount(owners[moved], weights=inputs.rate[moved] * pause_s, minlength=spec.num_members)
         backlog_f = backlog_f + extra
     unowned = (owners < 0) & spec.assignable
-    unowned_backlog = int(spec.lag[unowned].sum())
-    unowned_inflow = float(inputs.rate[unowned].sum())
+    unowned_backlog, unowned_inflow = int(spec.lag[unowned].sum()), float(inputs.rate[unowned].sum())
     load = inflow + backlog_f / horizon_s
     caps = inputs.capacity
     if caps is None:
         summary = LoadSummary(
-            overloaded=0,
-            max_catch_up_s=None,
-            max_load=float(load.max()) if len(load) else 0.0,
-            backlog_area=None,
-            unowned_backlog=unowned_backlog,
-            unowned_inflow=unowned_inflow,
-        )
+            overloaded=0, max_catch_up_s=None, max_load=float(load.max()) if len(load) else 0.0,
+            backlog_area=None, unowned_backlog=unowned_backlog, unowned_inflow=unowned_inflow,
+        )  # fmt: skip
         return summary, MemberLoad(
             spec.member_ids, tuple(inflow.tolist()), tuple(backlog.tolist()), None, None
         )
     t = catch_up_time(backlog_f, inflow, caps)
-    usable = usable_capacity(caps, margin)
-    t_usable = catch_up_time(backlog_f, inflow, usable) if margin > 0 else t
-    overloaded = int(np.count_nonzero(inflow >= usable))
-    max_t = float(t_usable.max()) if len(t) else 0.0
+    summary = _summary_against_usable(
+        inflow, backlog_f, load, usable_capacity(caps, margin), horizon_s, (unowned_backlog, unowned_inflow),
+        t if margin <= 0 else None,
+    )  # fmt: skip
+    member = MemberLoad(
+        spec.member_ids,
+        tuple(inflow.tolist()),
+        tuple(backlog.tolist()),
+        tuple(caps.tolist()),
+        tuple(t.tolist()),
+    )
+    return summary, member
+
+
+def _summary_against_usable(
+    inflow: np.ndarray, backlog_f: np.ndarray, load: np.ndarray, usable: np.ndarray, horizon_s: float,
+    unowned: tuple[int, float], t_full: np.ndarray | None,
+) -> LoadSummary:  # fmt: skip
+    """What the rules compare: overload, catch-up and backlog area against the usable capacity;
+    unowned backlog never catches up and accrues its inflow over the horizon. ``t_full``: the
+    catch-up times already computed when usable equals full capacity (no margin)."""
+    unowned_backlog, unowned_inflow = unowned
+    t_usable = t_full if t_full is not None else catch_up_time(backlog_f, inflow, usable)
+    max_t = float(t_usable.max()) if len(t_usable) else 0.0
     if unowned_backlog > 0 or unowned_inflow > 0:
         max_t = math.inf
     area = float(backlog_area(backlog_f, inflow, usable, horizon_s).sum())
     area += unowned_backlog * horizon_s + unowned_inflow * horizon_s * horizon_s / 2.0
     worst, excess, severity = overload_severity(inflow, usable)
-    summary = LoadSummary(
-        overloaded=overloaded,
+    return LoadSummary(
+        overloaded=int(np.count_nonzero(inflow >= usable)),
         max_catch_up_s=max_t,
         max_load=float((load / usable).max()) if len(load) else 0.0,
         backlog_area=area,
@@ -315,11 +330,3 @@ def summarize(
         excess_inflow=excess,
         overload_severity=severity,
     )
-    member = MemberLoad(
-        spec.member_ids,
-        tuple(inflow.tolist()),
-        tuple(backlog.tolist()),
-        tuple(caps.tolist()),
-        tuple(t.tolist()),
-    )
-    return summary, member

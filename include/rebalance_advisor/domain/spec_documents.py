@@ -180,113 +180,149 @@ def build_docs_from_tables(
     """:func:`build_group_docs` on :class:`SnapshotTables`; ``published`` and ``published_ranges``
     give manual-assign members what they own (module docstring)."""
     matcher = compile_safe_regex(group_pattern, "group pattern") if group_pattern else None
-    policy = reset or ResetPolicy()
     progress = range_progress(tables.committed) if published_ranges else {}
-    tables = fold_range_tables(tables)  # key-range groups plan as their parent (domain/key_range_groups.py)
-    offsets = tables.offsets
-    partitions_of: dict[str, list[int]] = {}
-    for topic, partition in sorted(offsets):
-        partitions_of.setdefault(topic, []).append(partition)
-    committed = tables.committed
-    registry: dict[str, list[StaticMember]] = {}
-    for s in static_members:
-        registry.setdefault(s.group_id, []).append(s)
-    group_ids = sorted(set(tables.members) | set(committed))
-    published = published or {}
-    docs = []
-    for group_id in group_ids:
-        if matcher is not None and not matcher.fullmatch(group_id):
-            continue
+    run = _DocRun(
+        fold_range_tables(tables),  # key-range groups plan as their parent (domain/key_range_groups.py)
+        static_members, reset or ResetPolicy(), published or {}, published_ranges or {}, progress,
+    )  # fmt: skip
+    group_ids = sorted(set(run.tables.members) | set(run.tables.committed))
+    return [run.group_doc(g) for g in group_ids if matcher is None or matcher.fullmatch(g)]
+
+
+class _DocRun:
+    """What every group's document of one run reads: the folded tables, the partitions of each
+    topic, the static-member registry, the reset policy and the published plans."""
+
+    def __init__(
+        self, tables: SnapshotTables, static_members: Iterable[StaticMember], policy: ResetPolicy,
+        published: PublishedAssignments, published_ranges: PublishedRanges, progress: Mapping,
+    ) -> None:  # fmt: skip
+        self.tables, self.policy, self.progress = tables, policy, progress
+        self.published, self.published_ranges = published, published_ranges
+        self.partitions_of: dict[str, list[int]] = {}
+        for topic, partition in sorted(tables.offsets):
+            self.partitions_of.setdefault(topic, []).append(partition)
+        self.registry: dict[str, list[StaticMember]] = {}
+        for s in static_members:
+            self.registry.setdefault(s.group_id, []).append(s)
+
+    def group_doc(self, group_id: str) -> dict[str, Any]:
+        tables = self.tables
         if group_id in tables.share_groups:
-            docs.append(_share_group_doc(group_id, sorted(committed.get(group_id, {})), tables))
-            continue
+            return _share_group_doc(group_id, sorted(tables.committed.get(group_id, {})), tables)
         live = tables.members.get(group_id, ())
-        members: list[dict[str, Any]] = []
-        capacity_sources: dict[str, str] = {}
-        if live:
-            shared = sorted({t for m in live for t in m[2]} | {t for m in live for t, _ in m[3]})
-            for member_id, instance_id, subscribed, assignment in live:
-                topics = sorted(set(subscribed) | {t for t, _ in assignment}) or shared
-                capacity = tables.capacities.get((group_id, member_id), _EQUAL)
-                members.append(
-                    {
-                        "member_id": instance_id or member_id,
-                        "group_instance_id": instance_id,
-                        "topics": topics,
-                        "owned": [[t, p] for t, p in assignment],
-                        "capacity": capacity.capacity,
-                    }
-                )
-                capacity_sources[instance_id or member_id] = capacity.source
-        else:
-            for s in sorted(registry.get(group_id, ()), key=lambda s: s.member_id):
-                capacity = tables.capacities.get((group_id, s.member_id), _EQUAL)  # from published owners
-                members.append(
-                    {
-                        "member_id": s.member_id,
-                        "group_instance_id": None,
-                        "topics": list(s.topics),
-                        "owned": [],
-                        "capacity": capacity.capacity,
-                    }
-                )
-                capacity_sources[s.member_id] = capacity.source
-        topics = sorted({t for m in members for t in m["topics"]}) or sorted(
-            {t for t, _ in committed.get(group_id, {})}
+        members, capacity_sources = (
+            _live_members(group_id, live, tables) if live else self._registered_members(group_id)
         )
-        group_committed = committed.get(group_id, {})
-        lags: dict[tuple[str, int], int] = {}
-        reset_value = policy.for_group(group_id)
-        for topic in topics:
-            for partition in partitions_of.get(topic, []):
-                log_start, log_end = offsets[(topic, partition)]
-                lags[(topic, partition)] = partition_lag(
-                    group_committed.get((topic, partition)), log_start, log_end, reset_value
-                )
+        lags = self._lags(group_id, members)
         current_ranges: list[dict[str, Any]] = []
-        if not live and (plan := published.get(group_id)):
-            for member in members:  # only partitions still in the group's topics (lags has them all)
-                member["owned"] = [[t, p] for t, p in plan.get(member["member_id"], ()) if (t, p) in lags]
-        if not live and published_ranges and (held := published_ranges.get(group_id)):
-            registered = {m["member_id"] for m in members}
-            for member_id, t, p, lo, hi in held:
-                if member_id not in registered or (t, p) not in lags:
-                    continue
-                done = progress.get((group_id, t, p))
-                start = done.start(lo, hi) if done is not None else group_committed.get((t, p), -1)
-                log_start, log_end = offsets[(t, p)]
-                behind = partition_lag(start if start >= 0 else None, log_start, log_end, reset_value)
-                current_ranges.append(CurrentRange(member_id, t, p, lo, hi, behind).to_doc())
-        produce_rates, time_lags = tables.produce_rates, tables.time_lags
-        partitions, partition_time_lags = [], []
-        for (t, p), lag in lags.items():
-            time_lag = time_lags.get((group_id, t, p)) or (_CAUGHT_UP if lag == 0 else _NO_TIME_LAG)
-            partitions.append(
-                {"topic": t, "partition": p, "lag": lag, "produce_rate": produce_rates.get((t, p))}
-            )
-            partition_time_lags.append(
-                {"topic": t, "partition": p, "seconds": time_lag.seconds, "method": time_lag.method}
-            )
-        docs.append(
-            {
-                "group_id": group_id,
-                "members": members,
-                "partitions": partitions,
-                "weight": "lag",  # partition lag is in messages (module docstring)
-                "note": None if members else "no members and no registered static members",
-                "capacity_sources": capacity_sources,
-                "time_lags": partition_time_lags,
-                "rates_note": tables.rates_note,
-                "rate_interval_s": tables.rate_interval_s,
-            }
-        )
+        if not live:
+            self._give_published_partitions(group_id, members, lags)
+            current_ranges = self._current_ranges(group_id, members, lags)
+        partitions, partition_time_lags = _partition_entries(group_id, lags, tables)
+        doc = {
+            "group_id": group_id,
+            "members": members,
+            "partitions": partitions,
+            "weight": "lag",  # partition lag is in messages (module docstring)
+            "note": None if members else "no members and no registered static members",
+            "capacity_sources": capacity_sources,
+            "time_lags": partition_time_lags,
+            "rates_note": tables.rates_note,
+            "rate_interval_s": tables.rate_interval_s,
+        }
         if current_ranges:
-            docs[-1]["current_ranges"] = current_ranges
+            doc["current_ranges"] = current_ranges
         if (evidence := tables.interval.get(group_id)) is not None:
-            docs[-1]["interval"] = evidence.to_doc()
+            doc["interval"] = evidence.to_doc()
         if moves := tables.recent_moves.get(group_id):
-            docs[-1]["recent_moves"] = moves_document(moves)
-    return docs
+            doc["recent_moves"] = moves_document(moves)
+        return doc
+
+    def _registered_members(self, group_id: str) -> tuple[list[dict[str, Any]], dict[str, str]]:
+        """A memberless group's registered static members (manual-assign), by member id."""
+        members, sources = [], {}
+        for s in sorted(self.registry.get(group_id, ()), key=lambda s: s.member_id):
+            capacity = self.tables.capacities.get((group_id, s.member_id), _EQUAL)  # from published owners
+            members.append(_member_doc(s.member_id, None, list(s.topics), [], capacity))
+            sources[s.member_id] = capacity.source
+        return members, sources
+
+    def _lags(self, group_id: str, members: list[dict[str, Any]]) -> dict[tuple[str, int], int]:
+        """Every partition of the members' topics (else of the committed ones) -> its lag."""
+        committed = self.tables.committed.get(group_id, {})
+        topics = sorted({t for m in members for t in m["topics"]}) or sorted({t for t, _ in committed})
+        reset_value = self.policy.for_group(group_id)
+        lags = {}
+        for topic in topics:
+            for partition in self.partitions_of.get(topic, []):
+                log_start, log_end = self.tables.offsets[(topic, partition)]
+                lags[(topic, partition)] = partition_lag(
+                    committed.get((topic, partition)), log_start, log_end, reset_value
+                )
+        return lags
+
+    def _give_published_partitions(self, group_id: str, members: list[dict[str, Any]], lags: Mapping) -> None:
+        """Manual-assign members own what the published plan gave them, still in the group's topics."""
+        if plan := self.published.get(group_id):
+            for member in members:
+                member["owned"] = [[t, p] for t, p in plan.get(member["member_id"], ()) if (t, p) in lags]
+
+    def _current_ranges(
+        self, group_id: str, members: list[dict[str, Any]], lags: Mapping
+    ) -> list[dict[str, Any]]:
+        """The key ranges registered members hold under the published plan, with what each is behind."""
+        registered, ranges = {m["member_id"] for m in members}, []
+        committed, reset_value = self.tables.committed.get(group_id, {}), self.policy.for_group(group_id)
+        for member_id, t, p, lo, hi in self.published_ranges.get(group_id, ()):
+            if member_id not in registered or (t, p) not in lags:
+                continue
+            done = self.progress.get((group_id, t, p))
+            start = done.start(lo, hi) if done is not None else committed.get((t, p), -1)
+            log_start, log_end = self.tables.offsets[(t, p)]
+            behind = partition_lag(start if start >= 0 else None, log_start, log_end, reset_value)
+            ranges.append(CurrentRange(member_id, t, p, lo, hi, behind).to_doc())
+        return ranges
+
+
+def _member_doc(
+    member_id: str, instance_id: str | None, topics: list[str], owned: list, capacity: MemberCapacity
+) -> dict[str, Any]:
+    return {
+        "member_id": member_id,
+        "group_instance_id": instance_id,
+        "topics": topics,
+        "owned": owned,
+        "capacity": capacity.capacity,
+    }
+
+
+def _live_members(
+    group_id: str, live: Sequence, tables: SnapshotTables
+) -> tuple[list[dict[str, Any]], dict[str, str]]:
+    """The group's members now, keyed by instance id else member id; a member that names no topic
+    takes the group's (subscriptions and assignments of all its members)."""
+    shared = sorted({t for m in live for t in m[2]} | {t for m in live for t, _ in m[3]})
+    members, sources = [], {}
+    for member_id, instance_id, subscribed, assignment in live:
+        topics = sorted(set(subscribed) | {t for t, _ in assignment}) or shared
+        capacity = tables.capacities.get((group_id, member_id), _EQUAL)
+        owned = [[t, p] for t, p in assignment]
+        members.append(_member_doc(instance_id or member_id, instance_id, topics, owned, capacity))
+        sources[instance_id or member_id] = capacity.source
+    return members, sources
+
+
+def _partition_entries(group_id: str, lags: Mapping, tables: SnapshotTables) -> tuple[list[dict], list[dict]]:
+    """Each partition's lag and produce rate, and its time lag (0 s when caught up, else unknown)."""
+    partitions, time_lags = [], []
+    for (t, p), lag in lags.items():
+        time_lag = tables.time_lags.get((group_id, t, p)) or (_CAUGHT_UP if lag == 0 else _NO_TIME_LAG)
+        partitions.append(
+            {"topic": t, "partition": p, "lag": lag, "produce_rate": tables.produce_rates.get((t, p))}
+        )
+        time_lags.append({"topic": t, "partition": p, "seconds": time_lag.seconds, "method": time_lag.method})
+    return partitions, time_lags
 
 
 def _share_group_doc(group_id: str, started: list[tuple[str, int]], tables: SnapshotTables) -> dict[str, Any]:
