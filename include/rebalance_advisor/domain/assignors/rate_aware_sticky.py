@@ -78,15 +78,12 @@ def owners(
     weights, caps, known_caps = rate_aware.weights_and_inputs(spec, horizon_s)
     out = np.where(spec.owner_valid, spec.owner, -1).astype(np.int32)
     members = spec.num_members
-    held = out >= 0
-    load = np.bincount(out[held], weights=weights[held], minlength=members).astype(np.float64)
+    load = np.bincount(out[out >= 0], weights=weights[out >= 0], minlength=members).astype(np.float64)
     rate_aware.place(spec, out, np.flatnonzero((out < 0) & spec.assignable), weights, caps, load)
     if members < 2:
         return out
     gain_floor = DEFAULT_MIN_GAIN if min_gain is None else min_gain
-    if margin is not None and margin >= 1:
-        raise AdvisorError(f"option margin={margin!r}: must be below 1 (a fraction of each capacity)")
-    full = 1.0 - (margin or 0.0)  # utilisation at which the rule counts a member overloaded
+    full = _overload_line(margin)  # utilisation at which the rule counts a member overloaded
     elig = None if spec.identical_subscriptions else rate_aware.eligibility(spec)
     budget = spec.num_partitions if move_budget is None else move_budget
     scalar = (
@@ -96,9 +93,7 @@ def owners(
     # members above the line to balance (overloaded, or above the fill level) that nothing helps
     skipped = np.zeros(members, dtype=bool)
     line = full if fill is None else min(full, fill)
-    in_a_row = 0
-    moved = 0
-    steps = 0  # a guard: each step lowers the top utilisation, but ties could in theory cycle
+    in_a_row = moved = steps = 0  # steps: a guard, each step lowers the top utilisation but ties could cycle
     while moved < budget and steps < 4 * spec.num_partitions + 16:
         steps += 1
         util = np.where(skipped, -np.inf, load / caps)
@@ -113,28 +108,14 @@ def owners(
         # a move must gain min_gain, or, with capacities, at least make an overloaded member less so
         enough = best < u_top * (1.0 - gain_floor)
         if not (enough or (known_caps and u_top >= full and best < u_top)):
-            if known_caps and u_top >= full:
-                chain = ejection_chain(spec, out, load, weights, caps * full, elig, top, budget - moved)
-                if chain:
-                    moved += sum(spec.owner[k] >= 0 for k, _ in chain)
-                    in_a_row = 0
-                    continue
-                elig_pm = None if elig is None else elig[spec.topic_index]
-                pool = pool_repack(out, load, weights, caps, full, top, budget - moved, elig_pm, spec.owner)
-                if pool:
-                    moved += sum(spec.owner[k] >= 0 for k, _ in pool)
-                    in_a_row = 0
-                    continue
-            if members >= POOL_BALANCE_MEMBERS:
-                # no single move gains min_gain off the top member (its hottest partition is most of
-                # its load): a pool re-pack that does, instead of leaving the rule a full repack
-                elig_pm = None if elig is None else elig[spec.topic_index]
-                limit = u_top * (1.0 - gain_floor)
-                pool = pool_repack(out, load, weights, caps, limit, top, budget - moved, elig_pm, spec.owner)
-                if pool:
-                    moved += sum(spec.owner[k] >= 0 for k, _ in pool)
-                    in_a_row = 0
-                    continue
+            over, limit = (full if known_caps and u_top >= full else None), u_top * (1.0 - gain_floor)
+            rearranged = _rearrange_off(
+                spec, out, load, weights, caps, elig, top, budget - moved, over, limit
+            )
+            if rearranged is not None:
+                moved += rearranged
+                in_a_row = 0
+                continue
             if known_caps and u_top >= line and in_a_row < SKIPS_IN_A_ROW:
                 skipped[top] = True  # nothing helps it: balance the next member above the line
                 in_a_row += 1
@@ -146,6 +127,37 @@ def owners(
         if spec.owner[k] >= 0:
             moved += 1
     return out
+
+
+def _overload_line(margin: float | None) -> float:
+    """The utilisation at which a member counts as overloaded: 1 - ``margin``."""
+    if margin is not None and margin >= 1:
+        raise AdvisorError(f"option margin={margin!r}: must be below 1 (a fraction of each capacity)")
+    return 1.0 - (margin or 0.0)
+
+
+def _rearrange_off(
+    spec: GroupSpec, out: np.ndarray, load: np.ndarray, weights: np.ndarray, caps: np.ndarray,
+    elig: np.ndarray | None, top: int, budget: int, overload_line: float | None, limit: float,
+) -> int | None:  # fmt: skip
+    """When no single move helps the top member: an overloaded one (``overload_line`` set) first
+    tries an ejection chain, then a pool re-pack under that line; in a large group a pool re-pack
+    that takes min_gain off its utilisation (under ``limit``) comes next, instead of leaving the
+    rule a full repack (its hottest partition is most of its load). Returns how many previously
+    owned partitions moved, None when nothing helps."""
+    elig_pm = None if elig is None else elig[spec.topic_index]
+    if overload_line is not None:
+        chain = ejection_chain(spec, out, load, weights, caps * overload_line, elig, top, budget)
+        if chain:
+            return sum(spec.owner[k] >= 0 for k, _ in chain)
+        pool = pool_repack(out, load, weights, caps, overload_line, top, budget, elig_pm, spec.owner)
+        if pool:
+            return sum(spec.owner[k] >= 0 for k, _ in pool)
+    if spec.num_members >= POOL_BALANCE_MEMBERS:
+        pool = pool_repack(out, load, weights, caps, limit, top, budget, elig_pm, spec.owner)
+        if pool:
+            return sum(spec.owner[k] >= 0 for k, _ in pool)
+    return None
 
 
 def fill_level(load: np.ndarray, caps: np.ndarray, full: float) -> float:
@@ -306,6 +318,24 @@ def pool_repack(
     if level is None:
         mean = float(weights[parts].sum() / pool_caps.sum())
         level = mean + (limit - mean) / 2
+    trial, new_load = _deal(out, parts, pool, weights, pool_caps, level, elig_pm)
+    if not (new_load / pool_caps < limit).all():
+        return []
+    moved = np.flatnonzero(trial != out)
+    owned = moved if counted is None else moved[counted[moved] >= 0]
+    if not moved.size or len(owned) > budget:
+        return []
+    out[moved] = trial[moved]
+    load[pool] = new_load
+    return [(int(k), int(out[k])) for k in moved.tolist()]
+
+
+def _deal(
+    out: np.ndarray, parts: np.ndarray, pool: np.ndarray, weights: np.ndarray, pool_caps: np.ndarray,
+    level: float, elig_pm: np.ndarray | None,
+) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    """:func:`pool_repack`'s deal of ``parts`` (heaviest first) over ``pool``: the trial owners and
+    the pool members' new loads."""
     slot = {int(m): i for i, m in enumerate(pool.tolist())}
     new_load = np.zeros(len(pool))
     trial = out.copy()
@@ -321,12 +351,4 @@ def pool_repack(
         best = int(np.argmin(score))
         new_load[best] += w
         trial[k] = pool[best]
-    if not (new_load / pool_caps < limit).all():
-        return []
-    moved = np.flatnonzero(trial != out)
-    owned = moved if counted is None else moved[counted[moved] >= 0]
-    if not moved.size or len(owned) > budget:
-        return []
-    out[moved] = trial[moved]
-    load[pool] = new_load
-    return [(int(k), int(out[k])) for k in moved.tolist()]
+    return trial, new_load
