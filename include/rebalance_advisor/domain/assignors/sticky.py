@@ -143,31 +143,18 @@ def _balance_group(
     One move per step, each from the member with the most partitions among those holding some of
     this group (ties: lower index) to the top of a lazy min-heap of subscribers by count (an entry
     is refreshed only when it reaches the top, so a member that gave partitions away may wait).
-    A holder gives away partitions it received in this call first (last received first), then
-    its others: newly assigned ones before owned ones, each in partition-index order. The
-    per-holder order is one NumPy sort and each step touches only plain ints: the groups of a
-    500,000-partition group take tens of thousands of steps.
+    Each step touches only plain ints: the groups of a 500,000-partition group take tens of
+    thousands of steps. What a holder gives away, in which order: :func:`_give_away_queues`.
     """
     holders = out[parts]
     if int(counts[holders].max()) - int(counts[subs].min()) < 2:
         return False
-    order = np.lexsort((parts, original[parts] == holders, holders))
-    queue = parts[order].tolist()  # per holder, contiguous, in the order it gives them away
-    sorted_holders = holders[order]
-    members = np.flatnonzero(np.r_[True, sorted_holders[1:] != sorted_holders[:-1]])
-    uniq = sorted_holders[members]
-    nxt_arr = np.zeros(len(counts), dtype=np.int64)
-    end_arr = np.zeros(len(counts), dtype=np.int64)
-    nxt_arr[uniq] = members
-    end_arr[uniq] = np.r_[members[1:], len(queue)]
-    nxt = nxt_arr.tolist()  # next of the holder's own partitions to give away
-    end = end_arr.tolist()
+    queue, nxt, end, uniq = _give_away_queues(parts, holders, original, len(counts))
     received: dict[int, list[int]] = {}  # partitions moved to a member in this call, a stack
     c = counts.tolist()
     # heap entries are single ints ordered like the tuples (-count, m) and (count, m): m < size
     size = len(c)
-    high = [m - c[m] * size for m in uniq.tolist()]
-    low = [c[m] * size + m for m in subs.tolist()]
+    high, low = [m - c[m] * size for m in uniq.tolist()], [c[m] * size + m for m in subs.tolist()]
     heapq.heapify(high)
     heapq.heapify(low)
     heappush, heappop, heapreplace = heapq.heappush, heapq.heappop, heapq.heapreplace
@@ -192,11 +179,7 @@ def _balance_group(
         else:
             k = queue[nxt[src]]
             nxt[src] += 1
-        dst_received = received.get(dst)
-        if dst_received is None:
-            received[dst] = [k]
-        else:
-            dst_received.append(k)
+        received.setdefault(dst, []).append(k)
         c[src] -= 1
         c[dst] = cnt = cnt + 1
         heapreplace(low, cnt * size + dst)
@@ -211,3 +194,22 @@ def _balance_group(
             out[ks] = member  # each moved partition sits on exactly one stack: its last taker's
         counts[:] = c
     return moved
+
+
+def _give_away_queues(
+    parts: np.ndarray, holders: np.ndarray, original: np.ndarray, num_members: int
+) -> tuple[list[int], list[int], list[int], np.ndarray]:
+    """Each holder's partitions in the order it gives them away (after those it received in the
+    call, last received first): newly assigned ones before owned ones, each in partition-index
+    order, as one NumPy sort. Returns the queue (per holder, contiguous), each member's next and
+    end position in it, and the holders."""
+    order = np.lexsort((parts, original[parts] == holders, holders))
+    queue = parts[order].tolist()
+    sorted_holders = holders[order]
+    starts = np.flatnonzero(np.r_[True, sorted_holders[1:] != sorted_holders[:-1]])
+    uniq = sorted_holders[starts]
+    nxt_arr = np.zeros(num_members, dtype=np.int64)
+    end_arr = np.zeros(num_members, dtype=np.int64)
+    nxt_arr[uniq] = starts
+    end_arr[uniq] = np.r_[starts[1:], len(queue)]
+    return queue, nxt_arr.tolist(), end_arr.tolist(), uniq
