@@ -309,34 +309,48 @@ def plan(
             f"load: expected {spec.num_partitions} values (one per partition), got {loads.shape}"
         )
     flagged = np.array([m.member_id in sharing.members for m in spec.members], dtype=bool)
-    subs = spec.topic_subscribers
     holders = int(np.count_nonzero(spec.class_topics.any(axis=1)[spec.member_class]))
-    notes: list[str] = []
+    splits, notes = _candidates(spec, sharing, samples, loads, flagged)
+    _grow_ranges(splits, int(np.count_nonzero(spec.assignable)), holders, capacity)
+    hot = _hot_keys(spec, splits, capacity)
+    owners, ranges, member_load = _deal(
+        spec, loads, flagged, {k: s for k, s in splits.items() if len(s.cuts) > 1}
+    )
+    owners.setflags(write=False)
+    reason = _plan_reason(ranges, notes, hot, capacity)
+    return KeyRangePlan(spec, owners, tuple(ranges), member_load, tuple(hot), reason)
 
-    # candidates: partitions all three levels allow, with a sample and some load
+
+def _candidates(
+    spec: GroupSpec, sharing: KeySharingPolicy, samples: Mapping[tuple[str, int], KeySample],
+    loads: np.ndarray, flagged: np.ndarray,
+) -> tuple[dict[int, _Split], list[str]]:  # fmt: skip
+    """Partitions all three levels allow (run, topic, members), with a sample and some load, each
+    one range for now; and notes on what the run did not allow."""
     splits: dict[int, _Split] = {}
     if not sharing.allowed:
-        notes.append("key sharing not enabled for this run")
-    else:
-        refused_topics = []
-        for t, topic in enumerate(spec.topics):
-            if not sharing.topic_allowed(topic):
-                refused_topics.append(topic)
-                continue
-            sharers = int(np.count_nonzero(flagged[subs[t]]))
-            for k in range(int(spec.topic_start[t]), int(spec.topic_start[t + 1])):
-                sample = samples.get((topic, int(spec.partition[k])))
-                if sharers >= 2 and loads[k] > 0 and sample is not None and sample.total > 0:
-                    splits[k] = _Split(k, float(loads[k]), sample, sharers, [(0, HASH_SPACE, sample.total)])
-        if refused_topics:
-            notes.append(
-                f"not allow-listed: {', '.join(refused_topics[:5])}{' ...' if len(refused_topics) > 5 else ''}"
-            )
-        if not flagged.any():
-            notes.append("no member opted in (--share-keys)")
+        return splits, ["key sharing not enabled for this run"]
+    notes, refused_topics = [], []
+    for t, topic in enumerate(spec.topics):
+        if not sharing.topic_allowed(topic):
+            refused_topics.append(topic)
+            continue
+        sharers = int(np.count_nonzero(flagged[spec.topic_subscribers[t]]))
+        for k in range(int(spec.topic_start[t]), int(spec.topic_start[t + 1])):
+            sample = samples.get((topic, int(spec.partition[k])))
+            if sharers >= 2 and loads[k] > 0 and sample is not None and sample.total > 0:
+                splits[k] = _Split(k, float(loads[k]), sample, sharers, [(0, HASH_SPACE, sample.total)])
+    if refused_topics:
+        more = " ..." if len(refused_topics) > 5 else ""
+        notes.append(f"not allow-listed: {', '.join(refused_topics[:5])}{more}")
+    if not flagged.any():
+        notes.append("no member opted in (--share-keys)")
+    return splits, notes
 
-    # grow the heaviest candidate's range count while members idle or a piece is over capacity
-    pieces = int(np.count_nonzero(spec.assignable))
+
+def _grow_ranges(splits: dict[int, _Split], pieces: int, holders: int, capacity: float | None) -> None:
+    """Grow the heaviest candidate's range count while members idle (fewer pieces than members that
+    can hold one) or a piece is over ``capacity``; in place."""
     heap = [(-s.heaviest, s.index) for s in splits.values()]
     heapq.heapify(heap)
     while heap:
@@ -355,10 +369,8 @@ def plan(
         s.cuts = cuts
         heapq.heappush(heap, (-new_heaviest, k))
 
-    hot = _hot_keys(spec, splits, capacity)
-    owners, ranges, member_load = _deal(
-        spec, loads, flagged, {k: s for k, s in splits.items() if len(s.cuts) > 1}
-    )
+
+def _plan_reason(ranges: Sequence, notes: list[str], hot: Sequence, capacity: float | None) -> str:
     split_count = len({(r.topic, r.partition) for r in ranges})
     if split_count:
         reason = f"split {split_count} partition(s) into {len(ranges)} key ranges"
@@ -370,8 +382,7 @@ def plan(
             + (f" > capacity {capacity:g})" if h.over_capacity else ")")
             for h in hot[:5]
         )
-    owners.setflags(write=False)
-    return KeyRangePlan(spec, owners, tuple(ranges), member_load, tuple(hot), reason)
+    return reason
 
 
 def _hot_keys(spec: GroupSpec, splits: Mapping[int, _Split], capacity: float | None) -> list[HotKey]:
