@@ -144,12 +144,18 @@ def _scope_planner(job: ScopeJob, plan_fn: PlanFn):
     def plan_batch(pdf):
         import pandas as pd
 
+        from rebalance_advisor.store import db
         from rebalance_advisor.store.planner_scope import GroupScope
 
-        counts = [
-            plan_scope(job, int(index), GroupScope.from_row(json.loads(bounds)), plan_fn)
-            for index, bounds in zip(pdf["scope"], pdf["bounds"], strict=True)
-        ]
+        try:
+            counts = [
+                plan_scope(job, int(index), GroupScope.from_row(json.loads(bounds)), plan_fn)
+                for index, bounds in zip(pdf["scope"], pdf["bounds"], strict=True)
+            ]
+        finally:
+            # Spark reuses its Python workers: a pool left open would hold database sessions between
+            # runs (PostgreSQL then refuses to drop the database or copy it as a template).
+            db.dispose(job.url)
         return pd.DataFrame({"scope": pdf["scope"].astype("int32"), "groups": counts})
 
     return plan_batch
