@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 from rebalance_advisor.domain.snapshot_model import (
@@ -103,3 +104,24 @@ BALANCED = {
                 ("b-1", None, [("balanced-topic", 2), ("balanced-topic", 3)], None)],
 }  # fmt: skip
 MANUAL = {"topics": {"manual-topic": [(30_000, 0), (2_000, 0), (2_000, 0), (1_500, 0)]}, "members": []}
+
+
+def stored_run(url: str, volatile: set[str]) -> dict[str, dict[str, Any]]:
+    """Per group of the newest advisor run: its outcome and its plan with assignments and transitions,
+    leaving out the ``volatile`` fields (ids, times) that differ between two equal runs."""
+    import dataclasses
+
+    from rebalance_advisor.store import plans as store_plans
+
+    out: dict[str, dict[str, Any]] = {}
+    for outcome in store_plans.run_outcomes(None, url):
+        row = {k: v for k, v in outcome.to_dict().items() if k not in volatile}
+        if outcome.plan_id is not None:
+            plan = store_plans.get_plan(outcome.plan_id, url)
+            assert plan is not None
+            row["plan"] = {
+                k: v for k, v in dataclasses.asdict(plan).items() if k not in volatile | {"transitions"}
+            }
+            row["plan"]["transitions"] = [(t.from_status, t.to_status, t.note) for t in plan.transitions]
+        out[outcome.group_id] = row
+    return out

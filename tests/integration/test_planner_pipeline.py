@@ -20,11 +20,10 @@ from rebalance_advisor.adapters.spark_planner import PlannerFailed, run_planner
 from rebalance_advisor.domain.group_planning import plan_group
 from rebalance_advisor.services import static_members
 from rebalance_advisor.store import db, planner_scope
-from rebalance_advisor.store import plans as store_plans
 from rebalance_advisor_client.key_hash import HASH_SPACE
 from rebalance_advisor_client.key_ranges import RANGE_GROUP_MARKER
 
-from tests._planner import BALANCED, IDLE, KIP, MANUAL, make_snapshot, spark  # noqa: F401
+from tests._planner import BALANCED, IDLE, KIP, MANUAL, make_snapshot, spark, stored_run  # noqa: F401
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -57,19 +56,7 @@ def _fleet(shift: int) -> dict[str, dict]:
 
 
 def _stored_run(url: str) -> dict[str, dict[str, Any]]:
-    """Per group of the newest advisor run: its outcome and its plan with assignments and transitions."""
-    out: dict[str, dict[str, Any]] = {}
-    for outcome in store_plans.run_outcomes(None, url):
-        row = {k: v for k, v in outcome.to_dict().items() if k not in VOLATILE}
-        if outcome.plan_id is not None:
-            plan = store_plans.get_plan(outcome.plan_id, url)
-            assert plan is not None
-            row["plan"] = {
-                k: v for k, v in dataclasses.asdict(plan).items() if k not in VOLATILE | {"transitions"}
-            }
-            row["plan"]["transitions"] = [(t.from_status, t.to_status, t.note) for t in plan.transitions]
-        out[outcome.group_id] = row
-    return out
+    return stored_run(url, VOLATILE)
 
 
 def _publish_by_hand(url: str, plan_id: int, at: datetime) -> None:

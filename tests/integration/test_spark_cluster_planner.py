@@ -16,7 +16,6 @@ master).
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import subprocess
@@ -26,6 +25,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests._planner import stored_run
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.spark, pytest.mark.airflow, pytest.mark.kafka, pytest.mark.slow]
@@ -69,21 +70,7 @@ def _dag_test(db_file: Path, master: str, port: int | None) -> dict[str, Any]:
 
 
 def _plans(url: str) -> dict[str, dict[str, Any]]:
-    """Per group of the newest advisor run: its outcome and plan (strategy, status, metrics, assignments)."""
-    from rebalance_advisor.store import plans as store_plans
-
-    out: dict[str, dict[str, Any]] = {}
-    for outcome in store_plans.run_outcomes(None, url):
-        row = {k: v for k, v in outcome.to_dict().items() if k not in VOLATILE}
-        if outcome.plan_id is not None:
-            plan = store_plans.get_plan(outcome.plan_id, url)
-            assert plan is not None
-            row["plan"] = {
-                k: v for k, v in dataclasses.asdict(plan).items() if k not in VOLATILE | {"transitions"}
-            }
-            row["plan"]["transitions"] = [(t.from_status, t.to_status, t.note) for t in plan.transitions]
-        out[outcome.group_id] = row
-    return out
+    return stored_run(url, VOLATILE)
 
 
 def _worker_apps(base: Path) -> set[Path]:
