@@ -80,6 +80,10 @@ DRIFT = {"drift_sigma": 0.2, "drift_reversion_hours": 2.0, "daily_swing": 0.2}
 #: way): twice the real helper's error on a broker (2.4-2.5 % below its saturated throughput in
 #: tests/integration/test_capacity_report.py, two runs)
 REPORT_ERROR = 0.05
+#: how far off a member's telemetry busy share may be (uniform, either way): Java's idle ratio read
+#: as busy = 1 - 2 x idle was off by -17 % to +17 % of the true busy share from 20 to 90 % busy at
+#: load 5-10 (docs/benchmarks/telemetry-accuracy.md), so capacities are off by about as much
+TELEMETRY_ERROR = 0.2
 
 
 def _zipf_top_share(partitions: int, s: float) -> float:
@@ -198,6 +202,16 @@ def scenario_defs(declared_scale: float = 1.0, report_error: float = REPORT_ERRO
         capacity_report_error=report_error,
         _note=f"cap2x-z1.5 with members reporting their capacity through the client helper "
         f"(each report off by up to +-{report_error:.0%})",
+    )
+
+    # the same group, unmodified consumers pushing KIP-714 client telemetry (an idle ratio): the
+    # telemetry source (domain/telemetry.py) with its gates (no sample under 20 % busy)
+    defs["cap2x-z1.5-telemetry"] = dict(
+        defs["cap2x-z1.5"],
+        telemetry=True,
+        telemetry_busy_error=TELEMETRY_ERROR,
+        _note=f"cap2x-z1.5 with members pushing client telemetry (each busy share off by up to "
+        f"+-{TELEMETRY_ERROR:.0%})",
     )
 
     topics = [{"name": f"a{j}", "partitions": 10, "total_rate": 1250.0, "zipf": 1.1} for j in range(4)]

@@ -159,14 +159,33 @@ def committed_lag(bootstrap: str, case: Case) -> int:
         consumer.close()
 
 
-def processed_rate(case: Case, start: float, end: float) -> float:
+def _report_lines(case: Case, start: float, end: float) -> list[dict]:
     lines = (
         [json.loads(x) for x in case.report.read_text().splitlines() if x.strip()]
         if case.report.exists()
         else []
     )
-    done = sum(line["processed"] for line in lines if start < line["t"] <= end)
-    return done / (end - start)
+    return [line for line in lines if start < line["t"] <= end]
+
+
+def processed_rate(case: Case, start: float, end: float) -> float:
+    return sum(line["processed"] for line in _report_lines(case, start, end)) / (end - start)
+
+
+def poll_thread_stats(case: Case, start: float, end: float) -> dict:
+    """What the Java consumer measured of itself (devtools/CostConsumer.java): its busy share outside
+    ``poll()`` by its own clock, its polls per second and its ``time-between-poll-avg``."""
+    lines = [x for x in _report_lines(case, start, end) if "in_poll_s" in x]
+    if len(lines) < 2:
+        return {}
+    elapsed = lines[-1]["t"] - lines[0]["t"]
+    in_poll = sum(x["in_poll_s"] for x in lines[1:])
+    return {
+        "self_busy": round(1 - in_poll / elapsed, 3),
+        "polls_per_s": round(sum(x["polls"] for x in lines[1:]) / elapsed, 1),
+        "time_between_poll_ms": round(statistics.fmean(x["time_between_poll_avg"] for x in lines), 2),
+        "local_idle_nan_s": sum(1 for x in lines if x["poll_idle_ratio_avg"] < 0),
+    }
 
 
 def analyse(
@@ -198,6 +217,7 @@ def analyse(
         "truth": None if truth is None else round(truth, 1),
         "nominal": round(1 / cost_s, 1),
         "lag_growth": lag[1] - lag[0],
+        **poll_thread_stats(case, start, end),
     }
     if capacity and truth:
         row["error_pct"] = round(100 * (capacity - truth) / truth, 1)
@@ -242,6 +262,8 @@ def main(argv: list[str] | None = None) -> int:
     cases = make_cases(args, work, int(time.time()))
     stop, producer = threading.Event(), None
     try:
+        if broker is not None:
+            local_kafka.await_telemetry_subscription(work / "kafka")
         backlog = int((args.warmup + args.measure + 30) * 1000 / args.cost_ms * 1.5)
         prepare_topics(bootstrap, cases, backlog)
         producer = start_producer(bootstrap, cases, work / "producer.log")
