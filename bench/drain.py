@@ -159,10 +159,13 @@ def _members(caps: list[float], subs=None) -> list[dict]:
     ]
 
 
-def scenario_defs(declared_scale: float = 1.0, report_error: float = REPORT_ERROR) -> dict[str, dict]:
+def scenario_defs(
+    declared_scale: float = 1.0, report_error: float = REPORT_ERROR, telemetry_error: float = TELEMETRY_ERROR
+) -> dict[str, dict]:
     """The scenarios (without seed/hours/strategy); each dict is a simulator scenario + notes.
     ``declared_scale``: the declared capacities of cap2x-z1.5-configured are the true ones x this;
-    ``report_error``: how far off cap2x-z1.5-reported's reports may be."""
+    ``report_error``: how far off cap2x-z1.5-reported's reports may be; ``telemetry_error``: how far
+    off cap2x-z1.5-telemetry's busy shares may be."""
     defs: dict[str, dict] = {}
 
     topics = [{"name": f"t{j}", "partitions": 6, "total_rate": 750.0, "zipf": 1.1} for j in range(8)]
@@ -209,9 +212,9 @@ def scenario_defs(declared_scale: float = 1.0, report_error: float = REPORT_ERRO
     defs["cap2x-z1.5-telemetry"] = dict(
         defs["cap2x-z1.5"],
         telemetry=True,
-        telemetry_busy_error=TELEMETRY_ERROR,
+        telemetry_busy_error=telemetry_error,
         _note=f"cap2x-z1.5 with members pushing client telemetry (each busy share off by up to "
-        f"+-{TELEMETRY_ERROR:.0%})",
+        f"+-{telemetry_error:.0%})",
     )
 
     topics = [{"name": f"a{j}", "partitions": 10, "total_rate": 1250.0, "zipf": 1.1} for j in range(4)]
@@ -586,6 +589,12 @@ def main(argv: list[str] | None = None) -> int:
         help=f"how far off each capacity report of cap2x-z1.5-reported may be, either way (default {REPORT_ERROR})",
     )
     parser.add_argument(
+        "--telemetry-error",
+        type=float,
+        default=TELEMETRY_ERROR,
+        help=f"how far off each busy share of cap2x-z1.5-telemetry may be, either way (default {TELEMETRY_ERROR})",
+    )
+    parser.add_argument(
         "--commit-interval",
         type=float,
         default=0.0,
@@ -605,10 +614,12 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--declared-scale must be a number > 0")
     if not 0 <= args.report_error < 1:
         parser.error("--report-error must be a number >= 0 and < 1")
+    if not 0 <= args.telemetry_error < 1:
+        parser.error("--telemetry-error must be a number >= 0 and < 1")
     if not 0 <= args.commit_interval <= 3600:
         parser.error("--commit-interval must be a number of seconds from 0 to 3600")
     rule = _rule(parser, args.rule)
-    defs = scenario_defs(args.declared_scale, args.report_error)
+    defs = scenario_defs(args.declared_scale, args.report_error, args.telemetry_error)
     if args.commit_interval:
         for d in defs.values():
             d["commit_interval_s"] = args.commit_interval

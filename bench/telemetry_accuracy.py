@@ -54,7 +54,7 @@ def make_cases(args: argparse.Namespace, work: Path, stamp: int) -> list[Case]:
     capacity = 1000.0 / args.cost_ms
     cases = []
     for language in args.languages.split(","):
-        plan = [("saturated", None, 0.0)] + [("inline", lv, lv * capacity) for lv in LEVELS]
+        plan = [("saturated", None, 0.0)] + [("inline", lv, lv * capacity) for lv in args.levels]
         plan.append(("pool", None, 1.3 * args.workers * capacity))
         for mode, level, rate in plan:
             name = f"ta-{stamp}-{language}-{mode}-{int((level or 0) * 100)}"
@@ -237,6 +237,16 @@ def print_table(rows: list[dict]) -> None:
               f"{text[7]:>9}{text[8]:>8}{text[9]:>8}  {r['rule_reason']}")  # fmt: skip
 
 
+def _levels(text: str) -> tuple[float, ...]:
+    try:
+        levels = tuple(float(x) for x in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a comma-separated list of numbers: {text!r}") from None
+    if not all(0 < x < 1 for x in levels):
+        raise argparse.ArgumentTypeError(f"each level is a busy share between 0 and 1, got {text!r}")
+    return levels
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -244,6 +254,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--languages", default="python,java")
     parser.add_argument("--cost-ms", type=float, default=4.0)
+    parser.add_argument(
+        "--levels", type=_levels, default=LEVELS, help="busy shares of the inline consumers (default 0.2,0.5,0.9)"
+    )
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument("--warmup", type=float, default=60.0)
     parser.add_argument("--measure", type=float, default=90.0)
