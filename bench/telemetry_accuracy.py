@@ -255,7 +255,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--languages", default="python,java")
     parser.add_argument("--cost-ms", type=float, default=4.0)
     parser.add_argument(
-        "--levels", type=_levels, default=LEVELS, help="busy shares of the inline consumers (default 0.2,0.5,0.9)"
+        "--levels",
+        type=_levels,
+        default=LEVELS,
+        help="busy shares of the inline consumers (default 0.2,0.5,0.9)",
     )
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument("--warmup", type=float, default=60.0)
