@@ -295,16 +295,22 @@ def advisor_loop(ctx: dict, stop: threading.Event, log: list, first: threading.E
                 run = advise(spark, ctx["db"], taken.snapshot_id, advisor_params)
                 published = auto_approve_and_publish(run.recommended_plan_ids, ctx["db"], kafka_config=kafka)
                 outcomes = [(o.outcome, o.reason[:200]) for o in run.outcomes]
+                capacities = member_capacities(ctx["db"], taken.snapshot_id, ctx["group"])
                 log.append(
                     {
                         "t": started,
+                        "step_s": round(time.time() - started, 1),
                         "snapshot": taken.snapshot_id,
                         "outcomes": outcomes,
+                        "capacities": capacities,
                         "published": [p.to_dict() for p in published.published],
                     }
                 )
+                sources = {c: (round(v["capacity"] or 0), v["source"]) for c, v in capacities.items()}
                 print(
-                    f"  advisor {time.strftime('%H:%M:%S')}: {outcomes} published {[(p.group_id, p.epoch) for p in published.published]}",
+                    f"  advisor {time.strftime('%H:%M:%S')} {ctx['group']} ({time.time() - started:.0f} s): "
+                    f"{outcomes} capacities {sources} "
+                    f"published {[(p.group_id, p.epoch) for p in published.published]}",
                     flush=True,
                 )
             except Exception as error:  # keep the loop alive; the report lists failures
@@ -315,6 +321,28 @@ def advisor_loop(ctx: dict, stop: threading.Event, log: list, first: threading.E
                 break
     finally:
         spark.stop()
+
+
+def member_capacities(db_url: str, snapshot_id: int, group: str) -> dict[str, dict]:
+    """Each member's capacity and its source in the snapshot (by client id: the bench's member name),
+    so the report shows whether run C/J learnt them from telemetry (docs/operations/telemetry.md)."""
+    import sqlalchemy as sa
+    from rebalance_advisor.store.models import GroupMemberRow
+
+    engine = sa.create_engine(db_url)
+    try:
+        with engine.connect() as conn:
+            rows = conn.execute(
+                sa.select(GroupMemberRow).where(
+                    GroupMemberRow.snapshot_id == snapshot_id, GroupMemberRow.group_id == group
+                )
+            ).all()
+    finally:
+        engine.dispose()
+    return {
+        r.client_id: {"capacity": r.capacity, "source": r.capacity_source, "note": r.capacity_note}
+        for r in rows
+    }
 
 
 def percentile(values: list[float], q: float) -> float | None:
@@ -532,6 +560,7 @@ def wait_and_collect(runs: list[dict], args: argparse.Namespace, children: Child
         }
         if run["name"] in ("C", "J"):
             result["broker_plans"] = broker_plan_stats(run["advisor_log"])
+            result["learnt_capacities"] = learnt_capacities(run["advisor_log"], run["t0"])
         results.append(result)
     return results
 
@@ -550,6 +579,23 @@ def broker_plan_stats(advisor_log: list[dict]) -> dict:
         "in_force_max_s": seconds[-1] if seconds else None,
         "failed_steps": sum(1 for step in advisor_log if "error" in step),
     }
+
+
+def learnt_capacities(advisor_log: list[dict], t0: float) -> dict[str, dict]:
+    """Per member: the advisor's last capacity and source, and the share of measured steps per source."""
+    steps = [step["capacities"] for step in advisor_log if "capacities" in step and step["t"] >= t0]
+    steps = steps or [step["capacities"] for step in advisor_log if "capacities" in step][-1:]
+    learnt: dict[str, dict] = {}
+    for member in sorted({m for step in steps for m in step}):
+        seen = [step[member] for step in steps if member in step]
+        sources = [x["source"] for x in seen]
+        learnt[member] = {
+            "last_capacity": seen[-1]["capacity"],
+            "last_source": seen[-1]["source"],
+            "sources": {src: round(sources.count(src) / len(steps), 2) for src in sorted(set(sources))},
+            "note": seen[-1]["note"],
+        }
+    return learnt
 
 
 def ratio_target(by_run: dict, name: str) -> dict | None:
@@ -660,6 +706,9 @@ def main(argv: list[str] | None = None) -> int:
             broker_dir = work / "kafka"
             bootstrap = local_kafka.start(broker_dir, heap="-Xmx512m").bootstrap_servers
             print(f"broker {bootstrap} ({broker_dir})", flush=True)
+            # runs C/J learn capacities only from telemetry: a consumer that starts before the
+            # subscription exists pushes nothing for 5 minutes (docs/operations/telemetry.md)
+            local_kafka.await_telemetry_subscription(broker_dir)
         # "A,B": one after the other; "A+B": at the same time (two topics, two groups, the same
         # producer rates and capacities), so the machine's load hits both alike
         for batch in args.runs.split(","):
@@ -710,6 +759,12 @@ def main(argv: list[str] | None = None) -> int:
     for r in results:
         if "broker_plans" in r:
             print(f"run {r['run']} plans put in force by the broker: {r['broker_plans']}")
+            for member, x in r["learnt_capacities"].items():
+                truth = r["capacities"].get(member)
+                print(
+                    f"run {r['run']} {member}: capacity {x['last_capacity'] and round(x['last_capacity'])} "
+                    f"({x['last_source']}; true {truth and round(truth)}), sources over measured steps {x['sources']}"
+                )
     for t in targets:
         print(f"{t['status']}  {t['target']} (ratio {t['ratio']:.3f})")
     if not targets:
