@@ -10,7 +10,7 @@ One producer process writes Zipf(1.1) rates with drift (log-rate random walk, re
 ``--partitions`` (24) partitions of a fresh topic per run, ``--rate`` (600) msg/s in total. Four
 consumer processes process records at fixed capacities (a simulated processing time per record)
 that are 1:1.5:2:2.5 apart and total ``--capacity-factor`` (1.3) x the produce rate. Each record
-costs its processing time, slept off outside ``poll()`` in slices; an overrun sleep on a busy
+costs its processing time, slept off outside ``poll()`` record by record; an overrun sleep on a busy
 machine is paid back, so the capacity does not drift with CPU load.
 
 By default both runs go at the same time (``--runs A+B``): two topics, two groups, two producers
@@ -68,7 +68,6 @@ RESULTS = Path(__file__).resolve().parent / "results"
 REPORT_EVERY_S = 5.0
 WINDOW_S = 30.0
 CAPACITY_SHARES = (1.0, 1.5, 2.0, 2.5)
-PROCESSING_CREDIT_S = 0.25
 
 
 # ---- child processes --------------------------------------------------------------------------
@@ -162,14 +161,17 @@ def run_consumer(cfg: dict) -> None:
         def close() -> None:
             consumer.close()
 
-    per_record = 1.0 / cfg["capacity"]
-    # Processing time is owed per record and slept off in slices of 20 ms or more; a sleep that
-    # overran (a busy machine) is paid back by the next records, up to PROCESSING_CREDIT_S, so the
-    # capacity stays what it is configured to be while CPU load varies. Time spent waiting in poll()
-    # earns no credit: every record costs its processing time, outside poll(), which is what the
-    # client helper's capacity report measures (a schedule that let an idle member handle 0.25 s
-    # of records for free made it report many times its capacity).
-    owed = 0.0
+    # Processing time is owed per record and slept off record by record (devtools/cost_consumers.Owed,
+    # the schedule client telemetry is calibrated for: docs/benchmarks/telemetry-accuracy.md); an
+    # overrun sleep on a busy machine is paid back by the next records, so the capacity stays what it
+    # is configured to be while CPU load varies. Time spent waiting in poll() earns no credit: every
+    # record costs its processing time, outside poll(), which is what the client helper's capacity
+    # report and the clients' idle ratios measure. Slices of 20 ms (before 2026-11-27, 18:30) made
+    # librdkafka's telemetry read capacities 1.6x too high, and Java's idle ratio NaN (polls
+    # started in the same millisecond) - docs/benchmarks/closed-loop.md.
+    from rebalance_advisor.devtools.cost_consumers import Owed
+
+    owed = Owed(1.0 / cfg["capacity"])
     latencies: list[float] = []
     processed = 0
     next_report = next_commit = time.time()
@@ -182,10 +184,7 @@ def run_consumer(cfg: dict) -> None:
                 if kind != 0:
                     latencies.append(round(now - stamp / 1000.0, 3))
                 processed += 1
-                owed += per_record
-                if owed > 0.02:  # sleep in slices: the simulated processing time
-                    time.sleep(owed)
-                    owed = max(owed - (time.time() - now), -PROCESSING_CREDIT_S)
+                owed.record()
             if now >= next_commit:
                 commit()
                 next_commit = now + 1.0

@@ -3,9 +3,9 @@
 //   java -cp '<kafka jars>/*' ClosedLoopConsumer.java BOOTSTRAP GROUP TOPIC MEMBER CAPACITY REPORT_FILE
 //
 // Consumer protocol (KIP-848) with group.remote.assignor=advised, auto-commit every second. Each
-// record costs 1/CAPACITY s of simulated processing, slept off outside poll() in slices of 20 ms or
-// more; an overrun sleep is paid back up to 0.25 s (the Python consumer's schedule, so both kinds
-// have the capacity they are given on a busy machine). Every 5 s it appends one JSON line to
+// record costs 1/CAPACITY s of simulated processing, slept off outside poll() record by record; an
+// overrun sleep is paid back up to 0.05 s (the Python consumer's schedule and devtools/CostConsumer's,
+// which client telemetry is calibrated for: docs/benchmarks/telemetry-accuracy.md). Every 5 s it appends one JSON line to
 // REPORT_FILE, the Python consumer's format: {"t", "member", "owned", "processed", "lat"}. Stops on
 // SIGTERM (a shutdown hook wakes the consumer and waits for its close).
 import java.io.FileWriter;
@@ -59,9 +59,9 @@ public class ClosedLoopConsumer {
                     latencies.add(Math.round((start - record.timestamp() / 1000.0) * 1000.0) / 1000.0);
                     processed++;
                     owed += perRecord;
-                    if (owed > 0.02) {
-                        Thread.sleep((long) (owed * 1000));
-                        owed = Math.max(owed - (now() - start), -0.25);
+                    if (owed > 0.0) {
+                        Thread.sleep((long) (owed * 1000), (int) ((owed * 1e9) % 1_000_000));
+                        owed = Math.max(owed - (now() - start), -0.05);
                     }
                 }
                 if (now() >= nextReport) {
