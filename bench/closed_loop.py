@@ -68,6 +68,9 @@ RESULTS = Path(__file__).resolve().parent / "results"
 REPORT_EVERY_S = 5.0
 WINDOW_S = 30.0
 CAPACITY_SHARES = (1.0, 1.5, 2.0, 2.5)
+#: advisor loops using the process's one SparkSession (see advisor_loop)
+SPARK_USERS = [0]
+SPARK_USERS_LOCK = threading.Lock()
 
 
 # ---- child processes --------------------------------------------------------------------------
@@ -285,6 +288,8 @@ def advisor_loop(ctx: dict, stop: threading.Event, log: list, first: threading.E
     snapshot_params = SnapshotParams(groups=ctx["group"], retention_hours=0)
     tuned = {"target_catch_up_s": ctx["target_catch_up_s"]} if ctx.get("target_catch_up_s") else {}
     advisor_params = AdvisorParams(group_regex=ctx["group"], publish_mode="static", **tuned)
+    with SPARK_USERS_LOCK:
+        SPARK_USERS[0] += 1
     spark = spark_session("local[1]", app_name="closed-loop-advisor")
     try:
         while True:
@@ -319,7 +324,12 @@ def advisor_loop(ctx: dict, stop: threading.Event, log: list, first: threading.E
             if stop.wait(max(1.0, ctx["interval"] - (time.time() - started))):
                 break
     finally:
-        spark.stop()
+        # runs C and J share one SparkSession (getOrCreate): the last loop to end stops it, so the
+        # other's final step does not fail on a stopped session
+        with SPARK_USERS_LOCK:
+            SPARK_USERS[0] -= 1
+            if SPARK_USERS[0] == 0:
+                spark.stop()
 
 
 def member_capacities(db_url: str, snapshot_id: int, group: str) -> dict[str, dict]:
