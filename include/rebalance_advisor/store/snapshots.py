@@ -488,19 +488,6 @@ def latest_snapshot_id(url: str | None = None) -> int | None:
         return conn.execute(sa.select(sa.func.max(SnapshotRow.id))).scalar_one_or_none()
 
 
-def previous_snapshot_id(snapshot_id: int, url: str | None = None) -> int | None:
-    """The snapshot of the same cluster stored just before ``snapshot_id`` (its rates' pair), or None."""
-    s = SnapshotRow.__table__
-    with db.connect(url) as conn:
-        row = conn.execute(
-            sa.select(s.c.cluster_id, s.c.bootstrap_servers).where(s.c.id == snapshot_id)
-        ).first()
-        if row is None:
-            return None
-        head = _previous_head(conn, row[0], row[1], snapshot_id)
-    return None if head is None else head[0]
-
-
 @dataclass(frozen=True)
 class SnapshotHead:
     """What a page says about a stored snapshot: its id, when it was taken, complete or partial."""
