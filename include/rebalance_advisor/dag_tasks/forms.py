@@ -80,7 +80,8 @@ def param_spec(model: type[ParamModel], name: str) -> tuple[Any, str | None, dic
     if field.is_required() and schema.get("type") == "string":
         return "", description, schema  # opens empty, not red
     if field.is_required():  # admits null (opens clean), refused at submit: module docstring
-        return None, description, {**schema, "type": ["null", schema["type"]], "not": {"type": "null"}}
+        said = f"required: {description}"  # the form shows no asterisk for a type that admits null
+        return None, said, {**schema, "type": ["null", schema["type"]], "not": {"type": "null"}}
     default = field.default
     return (list(default) if isinstance(default, tuple) else default), description, schema
 
