@@ -7,7 +7,7 @@ import json
 import subprocess
 import time
 import uuid
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from rebalance_advisor.adapters import kafka_jars
@@ -160,3 +160,21 @@ def test_share_groups_can_be_left_out(kafka_bootstrap, sqlite_url, capsys) -> No
         assert f"group {group!r} is not in snapshot" in capsys.readouterr().err
     finally:
         consumer.close()
+
+
+@pytest.mark.postgres
+def test_share_partitions_not_started_store_and_show_as_dashes(url, capsys) -> None:
+    """A share group's partition without share-partition state is stored (SQLite and PostgreSQL)
+    and `lag` gives it the tool's row: no start offset, no lag."""
+    from rebalance_advisor import store
+
+    from tests.support.share_documents import share_snapshot
+
+    snapshot_id = store.write_snapshot(share_snapshot(), url)
+    assert store.load_snapshot(snapshot_id, url).share_unstarted == [("s", "t", 1)]
+    assert main(["lag", "--db", url, "--group", "s", "--format", "json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [(r["PARTITION"], r["CURRENT-OFFSET"], r["LAG"]) for r in rows] == [(0, 5, 3), (1, None, None)]
+    store.prune(timedelta(0), url, keep_latest=0)  # the new table's rows go with their snapshot
+    with store.engine_for(url).connect() as conn:
+        assert conn.exec_driver_sql("SELECT count(*) FROM share_unstarted_partitions").scalar() == 0

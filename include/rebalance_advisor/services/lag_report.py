@@ -9,10 +9,10 @@ read_committed consumer can reach; LAG-AGAINST says which): json/csv keep LOG-EN
 watermark beside LAST-STABLE-OFFSET, the tool/table rows show the offset LAG is against, so that
 LAG = LOG-END-OFFSET - CURRENT-OFFSET holds as in the tool's rows.
 
-Share groups (KIP-932) get one row per partition they have started on, as ``kafka-share-groups
+Share groups (KIP-932) get one row per partition of their topics, as ``kafka-share-groups
 --describe`` prints them: CURRENT-OFFSET is the share-partition start offset, LAG the broker's own
-figure (LAG-AGAINST ``share_broker_lag``), no consumer columns (every member may fetch from every
-partition).
+figure (LAG-AGAINST ``share_broker_lag``), both ``-`` on a partition the group has not started on,
+no consumer columns (every member may fetch from every partition).
 
 ``tool`` format: exactly the tool's nine columns. ``table`` adds the time lag (seconds, and
 TIME-LAG-BY: record_timestamp, rate_estimate, caught_up or future_timestamp), the produce and consume
@@ -175,6 +175,9 @@ def _rows(
     committed_of: dict[str, list[tuple[str, int]]] = {}
     for group_id, topic, partition in committed:
         committed_of.setdefault(group_id, []).append((topic, partition))
+    unstarted_of: dict[str, list[tuple[str, int]]] = {}
+    for group_id, topic, partition in snapshot.share_unstarted:
+        unstarted_of.setdefault(group_id, []).append((topic, partition))
     out: dict[str, list[Row]] = {}
     for g in sorted(snapshot.groups, key=lambda x: x.group_id):
         if group is not None and g.group_id != group:
@@ -206,13 +209,15 @@ def _rows(
             )  # fmt: skip
 
         group_rows: list[Row] = []
-        if g.group_type == SHARE_GROUP_TYPE:  # the broker's lag, one row per started partition
-            for topic, partition in sorted(committed_of.get(g.group_id, ())):
+        if g.group_type == SHARE_GROUP_TYPE:  # the broker's lag; "-" where not started
+            started = committed_of.get(g.group_id, [])
+            for topic, partition in sorted(started + unstarted_of.get(g.group_id, [])):
                 share_lag = snapshot.share_lags.get((g.group_id, topic, partition))
                 group_rows.append(
                     dataclasses.replace(
                         row(topic, partition), lag=share_lag, policy_lag=share_lag, reset=None,
                         below_log_start=None, above_log_end=None, lag_against=SHARE_LAG_AGAINST,
+                        **({} if (topic, partition) in started else {"time_lag_s": None, "time_lag_by": None}),
                     )
                 )  # fmt: skip
             out[g.group_id] = group_rows

@@ -38,7 +38,7 @@ from rebalance_advisor.errors import AdvisorError
 from rebalance_advisor.gcpause import gc_paused
 from rebalance_advisor.polling import poll_until
 from rebalance_advisor.store import db
-from rebalance_advisor.store.id_limits import drop_unstorable_groups
+from rebalance_advisor.store.id_limits import drop_unstorable_groups, member_storage_key
 from rebalance_advisor.store.models import (
     SNAPSHOT_CHILDREN,
     AssignedCapacityRow,
@@ -47,6 +47,7 @@ from rebalance_advisor.store.models import (
     GroupMemberRow,
     MemberAssignmentRow,
     PartitionOffsetRow,
+    ShareUnstartedRow,
     SnapshotErrorRow,
     SnapshotRow,
     StaticMemberRow,
@@ -220,11 +221,12 @@ def _carried_members(
     m, a = GroupMemberRow.__table__, MemberAssignmentRow.__table__
     keys: dict[tuple[str, str], str] = {}
     capacities: dict[tuple[str, str], CarriedCapacity] = {}
-    for group_id, member_id, instance_id, capacity, source, measured_at in conn.execute(
-        sa.select(m.c.group_id, m.c.member_id, m.c.group_instance_id, m.c.capacity, m.c.capacity_source,
-                  m.c.capacity_measured_at).where(m.c.snapshot_id == snapshot_id)
+    for group_id, member_id, full_id, instance_id, capacity, source, measured_at in conn.execute(
+        sa.select(m.c.group_id, m.c.member_id, m.c.member_id_full, m.c.group_instance_id, m.c.capacity,
+                  m.c.capacity_source, m.c.capacity_measured_at).where(m.c.snapshot_id == snapshot_id)
     ):  # fmt: skip
-        key = keys[(group_id, member_id)] = member_key(member_id, instance_id)
+        # the whole id, as the next snapshot's members carry it (store/id_limits.py)
+        key = keys[(group_id, member_id)] = member_key(full_id or member_id, instance_id)
         if source in MEASURED_CAPACITY_SOURCES and capacity is not None and measured_at is not None:
             capacities[(group_id, key)] = CarriedCapacity(capacity, _aware(measured_at), source)
     owners = {
@@ -359,13 +361,15 @@ def write_snapshot(
             conn,
             GroupMemberRow,
             [
-                {**sid, "group_id": g.group_id, "member_id": m.member_id, "position": m.position,
+                {**sid, "group_id": g.group_id, "member_id": stored_key,
+                 "member_id_full": None if stored_key == m.member_id else m.member_id, "position": m.position,
                  "group_instance_id": m.group_instance_id, "client_id": m.client_id, "host": m.host,
                  "rack": m.rack, "subscribed_topics": list(m.subscribed_topics),
                  **dict(zip(("capacity", "capacity_source", "capacity_measured_at", "capacity_note"),
                             rates.capacity.get((g.group_id, m.member_id), equal), strict=True))}
                 for g in snapshot.groups
                 for m in g.members
+                for stored_key in (member_storage_key(m.member_id),)
             ],
         )  # fmt: skip
         _insert_tuples(
@@ -373,9 +377,10 @@ def write_snapshot(
             MemberAssignmentRow,
             ("snapshot_id", "group_id", "member_id", "topic", "partition"),
             [
-                (snapshot_id, g.group_id, m.member_id, t, p)
+                (snapshot_id, g.group_id, stored_key, t, p)
                 for g in snapshot.groups
                 for m in g.members
+                for stored_key in (member_storage_key(m.member_id),)
                 for t, p in m.assignment
             ],
         )
@@ -406,6 +411,12 @@ def write_snapshot(
              for c in snapshot.committed
              for key in (c[:3],)],
         )  # fmt: skip
+        _insert_tuples(
+            conn,
+            ShareUnstartedRow,
+            ("snapshot_id", "group_id", "topic", "partition"),
+            [(snapshot_id, *key) for key in snapshot.share_unstarted],
+        )
         _insert_tuples(
             conn,
             SnapshotErrorRow,
@@ -595,9 +606,10 @@ def load_snapshot(snapshot_id: int, url: str | None = None, groups: list[str] | 
         rates = SnapshotRates(note=row["rates_note"], interval_s=row["rate_interval_s"])
         members: dict[str, list[GroupMemberSnapshot]] = {}
         for m in rows(GroupMemberRow, "group_id", "position"):
+            member_id = m["member_id_full"] or m["member_id"]  # the whole id of a keyed one (id_limits)
             if m["capacity_source"] is not None:
                 measured_at = m["capacity_measured_at"]
-                rates.capacity[(m["group_id"], m["member_id"])] = MemberCapacity(
+                rates.capacity[(m["group_id"], member_id)] = MemberCapacity(
                     m["capacity"],
                     m["capacity_source"],
                     _aware(measured_at) if measured_at else None,
@@ -605,7 +617,7 @@ def load_snapshot(snapshot_id: int, url: str | None = None, groups: list[str] | 
                 )
             members.setdefault(m["group_id"], []).append(
                 GroupMemberSnapshot(
-                    member_id=m["member_id"],
+                    member_id=member_id,
                     client_id=m["client_id"],
                     host=m["host"],
                     group_instance_id=m["group_instance_id"],
@@ -661,6 +673,10 @@ def load_snapshot(snapshot_id: int, url: str | None = None, groups: list[str] | 
             SnapshotError(e["stage"], e["reason"], e["group_id"], e["topic"], e["partition"], e["error_code"])
             for e in rows(SnapshotErrorRow, "id")
         ]
+        unstarted = [
+            (u["group_id"], u["topic"], u["partition"])
+            for u in rows(ShareUnstartedRow, "group_id", "topic", "partition")
+        ]
     return Snapshot(
         taken_at=_aware(row["taken_at"]),
         bootstrap_servers=row["bootstrap_servers"],
@@ -676,6 +692,7 @@ def load_snapshot(snapshot_id: int, url: str | None = None, groups: list[str] | 
         record_timestamps=stamps,
         rates=rates,
         share_lags=share_lags,
+        share_unstarted=unstarted,
     )
 
 
