@@ -12,6 +12,7 @@ from rebalance_advisor.store.snapshots import (
     prune,
     resolve_snapshot_id,
     stored_snapshot_after,
+    wait_for_sqlite_writer,
     write_snapshot,
 )
 
@@ -26,5 +27,6 @@ __all__ = [
     "session",
     "stored_snapshot_after",
     "upgrade",
+    "wait_for_sqlite_writer",
     "write_snapshot",
 ]
