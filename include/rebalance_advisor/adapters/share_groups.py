@@ -9,7 +9,8 @@ jars, in the background while the rest of the pass runs, and reads one JSON docu
 Lag is the broker's own figure (DescribeShareGroupOffsets carries it since Kafka 4.2), the one the
 tool prints; the start offset (the share-partition start offset) is stored as the group's
 committed offset. A partition the group has not started on has no offsets, as in the tool's ``-``
-rows: it is kept apart (``unstarted``). The client configuration reaches the JVM on stdin, never on its command line.
+rows: it is kept apart (``unstarted``). The client configuration reaches the JVM on stdin, never on
+its command line.
 """
 
 from __future__ import annotations
@@ -147,7 +148,7 @@ class ShareGroupReader:
                 # (close); the JVM also stops by itself when this process goes (kafka_jars).
                 self._process = subprocess.Popen(
                     command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                    text=True, start_new_session=True,
+                    text=True, encoding="utf-8", start_new_session=True,
                 )  # fmt: skip
             out, err = self._process.communicate(self._input, timeout=bound)
         except ShareGroupsUnavailable as error:
