@@ -80,6 +80,10 @@ DRIFT = {"drift_sigma": 0.2, "drift_reversion_hours": 2.0, "daily_swing": 0.2}
 #: way): twice the real helper's error on a broker (2.4-2.5 % below its saturated throughput in
 #: tests/integration/test_capacity_report.py, two runs)
 REPORT_ERROR = 0.05
+#: how far off a member's telemetry busy share may be (uniform, either way): Java's idle ratio read
+#: as busy = 1 - 2 x idle was off by -17 % to +17 % of the true busy share from 20 to 90 % busy at
+#: load 5-10 (docs/benchmarks/telemetry-accuracy.md), so capacities are off by about as much
+TELEMETRY_ERROR = 0.2
 
 
 def _zipf_top_share(partitions: int, s: float) -> float:
@@ -155,10 +159,13 @@ def _members(caps: list[float], subs=None) -> list[dict]:
     ]
 
 
-def scenario_defs(declared_scale: float = 1.0, report_error: float = REPORT_ERROR) -> dict[str, dict]:
+def scenario_defs(
+    declared_scale: float = 1.0, report_error: float = REPORT_ERROR, telemetry_error: float = TELEMETRY_ERROR
+) -> dict[str, dict]:
     """The scenarios (without seed/hours/strategy); each dict is a simulator scenario + notes.
     ``declared_scale``: the declared capacities of cap2x-z1.5-configured are the true ones x this;
-    ``report_error``: how far off cap2x-z1.5-reported's reports may be."""
+    ``report_error``: how far off cap2x-z1.5-reported's reports may be; ``telemetry_error``: how far
+    off cap2x-z1.5-telemetry's busy shares may be."""
     defs: dict[str, dict] = {}
 
     topics = [{"name": f"t{j}", "partitions": 6, "total_rate": 750.0, "zipf": 1.1} for j in range(8)]
@@ -198,6 +205,16 @@ def scenario_defs(declared_scale: float = 1.0, report_error: float = REPORT_ERRO
         capacity_report_error=report_error,
         _note=f"cap2x-z1.5 with members reporting their capacity through the client helper "
         f"(each report off by up to +-{report_error:.0%})",
+    )
+
+    # the same group, unmodified consumers pushing KIP-714 client telemetry (an idle ratio): the
+    # telemetry source (domain/telemetry.py) with its gates (no sample under 20 % busy)
+    defs["cap2x-z1.5-telemetry"] = dict(
+        defs["cap2x-z1.5"],
+        telemetry=True,
+        telemetry_busy_error=telemetry_error,
+        _note=f"cap2x-z1.5 with members pushing client telemetry (each busy share off by up to "
+        f"+-{telemetry_error:.0%})",
     )
 
     topics = [{"name": f"a{j}", "partitions": 10, "total_rate": 1250.0, "zipf": 1.1} for j in range(4)]
@@ -572,6 +589,12 @@ def main(argv: list[str] | None = None) -> int:
         help=f"how far off each capacity report of cap2x-z1.5-reported may be, either way (default {REPORT_ERROR})",
     )
     parser.add_argument(
+        "--telemetry-error",
+        type=float,
+        default=TELEMETRY_ERROR,
+        help=f"how far off each busy share of cap2x-z1.5-telemetry may be, either way (default {TELEMETRY_ERROR})",
+    )
+    parser.add_argument(
         "--commit-interval",
         type=float,
         default=0.0,
@@ -591,10 +614,12 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--declared-scale must be a number > 0")
     if not 0 <= args.report_error < 1:
         parser.error("--report-error must be a number >= 0 and < 1")
+    if not 0 <= args.telemetry_error < 1:
+        parser.error("--telemetry-error must be a number >= 0 and < 1")
     if not 0 <= args.commit_interval <= 3600:
         parser.error("--commit-interval must be a number of seconds from 0 to 3600")
     rule = _rule(parser, args.rule)
-    defs = scenario_defs(args.declared_scale, args.report_error)
+    defs = scenario_defs(args.declared_scale, args.report_error, args.telemetry_error)
     if args.commit_interval:
         for d in defs.values():
             d["commit_interval_s"] = args.commit_interval

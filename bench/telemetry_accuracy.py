@@ -54,7 +54,7 @@ def make_cases(args: argparse.Namespace, work: Path, stamp: int) -> list[Case]:
     capacity = 1000.0 / args.cost_ms
     cases = []
     for language in args.languages.split(","):
-        plan = [("saturated", None, 0.0)] + [("inline", lv, lv * capacity) for lv in LEVELS]
+        plan = [("saturated", None, 0.0)] + [("inline", lv, lv * capacity) for lv in args.levels]
         plan.append(("pool", None, 1.3 * args.workers * capacity))
         for mode, level, rate in plan:
             name = f"ta-{stamp}-{language}-{mode}-{int((level or 0) * 100)}"
@@ -159,14 +159,33 @@ def committed_lag(bootstrap: str, case: Case) -> int:
         consumer.close()
 
 
-def processed_rate(case: Case, start: float, end: float) -> float:
+def _report_lines(case: Case, start: float, end: float) -> list[dict]:
     lines = (
         [json.loads(x) for x in case.report.read_text().splitlines() if x.strip()]
         if case.report.exists()
         else []
     )
-    done = sum(line["processed"] for line in lines if start < line["t"] <= end)
-    return done / (end - start)
+    return [line for line in lines if start < line["t"] <= end]
+
+
+def processed_rate(case: Case, start: float, end: float) -> float:
+    return sum(line["processed"] for line in _report_lines(case, start, end)) / (end - start)
+
+
+def poll_thread_stats(case: Case, start: float, end: float) -> dict:
+    """What the Java consumer measured of itself (devtools/CostConsumer.java): its busy share outside
+    ``poll()`` by its own clock, its polls per second and its ``time-between-poll-avg``."""
+    lines = [x for x in _report_lines(case, start, end) if "in_poll_s" in x]
+    if len(lines) < 2:
+        return {}
+    elapsed = lines[-1]["t"] - lines[0]["t"]
+    in_poll = sum(x["in_poll_s"] for x in lines[1:])
+    return {
+        "self_busy": round(1 - in_poll / elapsed, 3),
+        "polls_per_s": round(sum(x["polls"] for x in lines[1:]) / elapsed, 1),
+        "time_between_poll_ms": round(statistics.fmean(x["time_between_poll_avg"] for x in lines), 2),
+        "local_idle_nan_s": sum(1 for x in lines if x["poll_idle_ratio_avg"] < 0),
+    }
 
 
 def analyse(
@@ -198,6 +217,7 @@ def analyse(
         "truth": None if truth is None else round(truth, 1),
         "nominal": round(1 / cost_s, 1),
         "lag_growth": lag[1] - lag[0],
+        **poll_thread_stats(case, start, end),
     }
     if capacity and truth:
         row["error_pct"] = round(100 * (capacity - truth) / truth, 1)
@@ -217,6 +237,16 @@ def print_table(rows: list[dict]) -> None:
               f"{text[7]:>9}{text[8]:>8}{text[9]:>8}  {r['rule_reason']}")  # fmt: skip
 
 
+def _levels(text: str) -> tuple[float, ...]:
+    try:
+        levels = tuple(float(x) for x in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a comma-separated list of numbers: {text!r}") from None
+    if not all(0 < x < 1 for x in levels):
+        raise argparse.ArgumentTypeError(f"each level is a busy share between 0 and 1, got {text!r}")
+    return levels
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -224,6 +254,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--languages", default="python,java")
     parser.add_argument("--cost-ms", type=float, default=4.0)
+    parser.add_argument(
+        "--levels",
+        type=_levels,
+        default=LEVELS,
+        help="busy shares of the inline consumers (default 0.2,0.5,0.9)",
+    )
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument("--warmup", type=float, default=60.0)
     parser.add_argument("--measure", type=float, default=90.0)
@@ -242,6 +278,8 @@ def main(argv: list[str] | None = None) -> int:
     cases = make_cases(args, work, int(time.time()))
     stop, producer = threading.Event(), None
     try:
+        if broker is not None:
+            local_kafka.await_telemetry_subscription(work / "kafka")
         backlog = int((args.warmup + args.measure + 30) * 1000 / args.cost_ms * 1.5)
         prepare_topics(bootstrap, cases, backlog)
         producer = start_producer(bootstrap, cases, work / "producer.log")

@@ -43,6 +43,8 @@ def kafka_bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     state_dir = tmp_path_factory.mktemp("kafka")
     info = local_kafka.start(state_dir)
     try:
+        # telemetry tests: a client that starts before the subscription exists pushes nothing
+        local_kafka.await_telemetry_subscription(state_dir)
         yield info.bootstrap_servers
     finally:
         local_kafka.stop(state_dir)

@@ -20,6 +20,7 @@ import signal
 import threading
 import time
 import uuid
+from collections import Counter, defaultdict
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
@@ -105,6 +106,31 @@ def _committed(bootstrap: str, group: str, topic: str) -> int:
         consumer.close()
 
 
+_HANDOVER_WORDS = ("epoch", "claim", "fence", "key range", "released", "stuck", "failed", "dropping", "since")
+
+
+def _explain(outputs: list[int], end: int, *workers: h.Worker) -> str:
+    """What went wrong with the outputs, for a failure message a CI log can be read from: the
+    duplicated or missing offsets, who processed them at which epoch, and the handover log lines."""
+    counts = Counter(outputs)
+    duplicated = sorted(o for o, c in counts.items() if c > 1)
+    missing = sorted(set(range(end)) - set(counts))
+    processed: dict[int, list[str]] = defaultdict(list)
+    for worker in workers:
+        for line in worker.lines():
+            processed[line.offset].append(f"{line.member}@{line.epoch}")
+    parts = [f"{len(outputs)} outputs, {len(counts)} distinct, {end} produced"]
+    if duplicated:
+        parts.append(f"{len(duplicated)} duplicated, {duplicated[0]}..{duplicated[-1]}")
+        parts.append("first: " + ", ".join(f"{o} by {processed[o]}" for o in duplicated[:5]))
+    if missing:
+        parts.append(f"{len(missing)} missing, first {missing[:5]}")
+    for worker in workers:
+        lines = [x for x in worker.log().splitlines() if any(w in x for w in _HANDOVER_WORDS)]
+        parts.append(f"{worker.member}'s log:\n" + "\n".join(x[:240] for x in lines[-40:]))
+    return "\n".join(parts)
+
+
 def _progress(worker: h.Worker, epoch: int) -> int:
     return sum(1 for x in worker.lines() if x.epoch >= epoch)
 
@@ -159,7 +185,7 @@ def test_a_paused_owner_cannot_commit_across_a_split_and_a_merge(kafka_bootstrap
 
     outputs = _outputs(kafka_bootstrap, out_topic, end)
     # every input record exactly once in the committed output
-    assert sorted(outputs) == list(range(end)), (len(outputs), len(set(outputs)), end)
+    assert sorted(outputs) == list(range(end)), _explain(outputs, end, a, b)
     # each key's records in input order
     last: dict[bytes, int] = {}
     for offset in outputs:

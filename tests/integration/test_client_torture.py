@@ -31,6 +31,11 @@ def own_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OwnBroker]:
         broker.stop()
 
 
+def _examples(result: dict) -> dict:
+    """The non-empty example lists (a failure message shows what went wrong, not empty lists)."""
+    return {kind: found for kind, found in result["examples"].items() if found}
+
+
 def _run(config: Config, broker: OwnBroker, tmp_path: Path) -> dict:
     result = Run(config, broker.bootstrap, broker, tmp_path).execute()
     print(json.dumps(result, indent=1))
@@ -40,7 +45,7 @@ def _run(config: Config, broker: OwnBroker, tmp_path: Path) -> dict:
     assert result["pauses_longer_than_timeout"] > 0, "no pause outlasted the takeover timeout"
     assert result["aimed_pauses"] > 0 and result["kills"] > 0 and result["publishes"] >= 5
     assert result["lost"] == 0
-    assert result["committed_offset_regressions"] == 0 or not config.fenced, result["examples"]
+    assert result["committed_offset_regressions"] == 0 or not config.fenced, _examples(result)
     # no duplicate is left unexplained by a fault: none in a normal handover, in either mode
     assert result["duplicates"].get("normal_handover", 0) == 0, result["duplicates"]
     # liveness (stalls, kills inside a transaction) is reported, not asserted: at load 38 the
@@ -66,13 +71,14 @@ def test_fenced_mode_under_combined_faults(own_broker: OwnBroker, tmp_path: Path
         kill_every=(5.0, 8.0),
         first_self_pause=20,
         in_transaction_kills=1.0,
+        fault_grace=45.0,
     )
     result = _run(config, own_broker, tmp_path)
-    assert result["fences_of_rightful_owners"] == 0, result["examples"]
+    assert result["fences_of_rightful_owners"] == 0, _examples(result)
     assert result["outputs_lost"] == 0
-    assert result["commits_accepted_from_fenced_members"] == 0, result["examples"]
-    assert result["commits_from_superseded_owners"] == 0, result["examples"]
-    assert result["owned_commits_not_in_writers_latest_epoch"] == 0, result["examples"]
+    assert result["commits_accepted_from_fenced_members"] == 0, _examples(result)
+    assert result["commits_from_superseded_owners"] == 0, _examples(result)
+    assert result["owned_commits_not_in_writers_latest_epoch"] == 0, _examples(result)
     assert result["output_duplicates"] == 0
     assert result["final_commit_below_end"] == 0
 
@@ -88,9 +94,10 @@ def test_unfenced_mode_under_pauses_and_kills(own_broker: OwnBroker, tmp_path: P
         kill_every=(5.0, 8.0),
         first_self_pause=20,
         in_transaction_kills=0.0,  # no transactions
+        fault_grace=45.0,
     )
     result = _run(config, own_broker, tmp_path)
     # The skipped-epoch flaw is gone: no member writes over a newer claim because it skipped epochs.
-    assert result["superseded_by_cause"].get("skipped_epochs", 0) == 0, result["examples"]
+    assert result["superseded_by_cause"].get("skipped_epochs", 0) == 0, _examples(result)
     # Regressions and overwrites from a pause (or a slow read) between the freshness check and the
     # write remain possible without fencing: reported (stale_read), not asserted away.

@@ -252,6 +252,10 @@ class Config:
     #: the epochs of those seconds meet members that cannot act yet. Only the pause statistics
     #: leave them out (the result says how many); lost, duplicates, regressions count the whole run.
     warmup: float = 10.0
+    #: up to this many seconds more of faults when, after ``duration``, some kind has not run yet
+    #: (an aimed pause, a pause longer than the takeover timeout, a kill, 5 plans): on a loaded
+    #: machine the workers reach their read-then-write points late
+    fault_grace: float = 0.0
 
 
 @dataclass
@@ -479,6 +483,17 @@ class Run:
                 return True
         return False
 
+    def every_fault_ran(self) -> bool:
+        """Has each kind of fault happened at least once (an aimed pause, a pause longer than the
+        takeover timeout, a kill) under at least 5 plans?"""
+        pauses = list(self.events.pauses)
+        return (
+            any(kind == "aimed" for *_, kind in pauses)
+            and any(e - s > self.config.takeover_timeout for s, e, _, _ in pauses)
+            and bool(self.events.kills)
+            and len(self.events.publishes) >= 5
+        )
+
     def resume_all(self, settled: threading.Event) -> None:
         while not settled.wait(0.05):
             for member in self.members:
@@ -503,6 +518,9 @@ class Run:
             thread.start()
         try:
             time.sleep(cfg.duration)
+            grace_end = time.monotonic() + cfg.fault_grace
+            while not self.every_fault_ran() and time.monotonic() < grace_end:
+                time.sleep(0.5)
         except BaseException:
             self.halt.set()
             producer.halt.set()

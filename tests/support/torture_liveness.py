@@ -29,6 +29,7 @@ class Fence:
     run: str
     partition: int
     epoch: int
+    producer: tuple[int, int] | None = None  # (producer id, producer epoch) the broker gave it
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,7 @@ class Holding:
     epoch: int
     start: float
     end: float
+    producer: tuple[int, int] | None = None  # of the fence that began it (None: unfenced)
 
 
 @dataclass
@@ -56,7 +58,7 @@ class RunLog:
 def parse_run(name: str, member: str, text: str, topic: str, end: float) -> RunLog:
     """Fences and holdings of one run; a holding still open at its last line ends at ``end``."""
     t = re.escape(topic)
-    fence = re.compile(_STAMP + rf"fence of {t}-(\d+) by a claim at epoch (\d+)")
+    fence = re.compile(_STAMP + rf"fence of {t}-(\d+) by a claim at epoch (\d+): producer \[(\d+), (\d+)\]")
     claimed = re.compile(_STAMP + rf"claimed {t}-(\d+) at epoch (\d+)")
     released = re.compile(_STAMP + r"released (.*) at epoch")
     failed = re.compile(
@@ -69,11 +71,12 @@ def parse_run(name: str, member: str, text: str, topic: str, end: float) -> RunL
     for line in lines:
         if found := fence.match(line):
             at, p, e = float(found.group(1)), int(found.group(3)), int(found.group(4))
-            fences.append(Fence(at, name, p, e))
-            open_since[p] = (at, e)
+            producer = (int(found.group(5)), int(found.group(6)))
+            fences.append(Fence(at, name, p, e, producer))
+            open_since[p] = (at, e, producer)
         elif found := claimed.match(line):
             at, p, e = float(found.group(1)), int(found.group(3)), int(found.group(4))
-            open_since.setdefault(p, (at, e))
+            open_since.setdefault(p, (at, e, None))
         elif found := released.match(line):
             for p in _partitions(found.group(3), topic):
                 _close(holdings, open_since, name, p, float(found.group(1)))
@@ -102,12 +105,17 @@ def _partitions(names: str, topic: str) -> list[int]:
 
 def _close(holdings: list[Holding], open_since: dict, run: str, p: int, at: float) -> None:
     if p in open_since:
-        start, epoch = open_since.pop(p)
-        holdings.append(Holding(run, p, epoch, start, at))
+        start, epoch, producer = open_since.pop(p)
+        holdings.append(Holding(run, p, epoch, start, at, producer))
 
 
 def rightful_fences(runs: Iterable[RunLog]) -> list[tuple[Fence, Holding]]:
-    """Fences that stopped a run holding the partition under a newer epoch than the fencer's."""
+    """Fences that stopped a run holding the partition under a newer epoch than the fencer's.
+
+    Two processes' log stamps can disagree with the broker's order (a process descheduled between
+    its fence and its log line); the producer epochs cannot: a fence that got a lower producer
+    epoch of the same producer id than the holder's fence was handled first, and stopped nobody.
+    """
     runs = list(runs)
     holdings = [h for r in runs for h in r.holdings]
     found = []
@@ -119,9 +127,17 @@ def rightful_fences(runs: Iterable[RunLog]) -> list[tuple[Fence, Holding]]:
                     and held.partition == fence.partition
                     and held.start < fence.at <= held.end
                     and held.epoch > fence.epoch
+                    and not _fenced_before(fence, held)
                 ):
                     found.append((fence, held))
     return found
+
+
+def _fenced_before(fence: Fence, held: Holding) -> bool:
+    """Did the broker handle ``fence`` before the fence that began ``held`` (same producer id)?"""
+    if fence.producer is None or held.producer is None or fence.producer[0] != held.producer[0]:
+        return False
+    return fence.producer[1] < held.producer[1]
 
 
 def describe(fence: Fence, held: Holding) -> str:

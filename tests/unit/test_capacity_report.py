@@ -282,3 +282,20 @@ def test_reports_leave_the_rest_of_a_simulation_unchanged():
     plain = simulate(_scenario(drift_sigma=0.5)).summary
     reported = simulate(_scenario(drift_sigma=0.5, capacity_reports=True, capacity_report_error=0.1)).summary
     assert plain.produced == reported.produced
+
+
+def test_simulated_telemetry_gives_capacities_within_its_gates():
+    # range: 50/s per member. slow (60/s) is busy 5/6 and fast (120/s) 5/12: each pushes that busy
+    # share as Java's idle ratio, (1 - busy) / 2, which the telemetry source reads back: 50 / (5/6) = 60
+    # and 50 / (5/12) = 120. A member of 300/s is busy 1/6 < 20 %: no capacity from its telemetry.
+    heard = _Recorder()
+    simulate(_scenario(telemetry=True), heard)
+    assert len(heard.seen) >= 5 and heard.seen[0].capacity_source == ("equal", "equal")
+    for obs in heard.seen[1:]:
+        assert obs.capacity_source == ("telemetry", "telemetry")
+        np.testing.assert_allclose(obs.capacity, [60.0, 120.0])
+    idle = _Recorder()
+    members = [{"id": "slow", "capacity": 60.0}, {"id": "idle", "capacity": 300.0}]
+    simulate(_scenario(telemetry=True, members=members), idle)
+    assert all(o.capacity_source[1] != "telemetry" for o in idle.seen)
+    assert idle.seen[-1].capacity_source == ("telemetry", "group_median")

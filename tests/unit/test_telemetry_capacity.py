@@ -102,6 +102,19 @@ def test_correction_is_piecewise_linear_through_the_points(monkeypatch: pytest.M
     assert sample(0.5, software="apache-kafka-java").family == "java"
 
 
+def test_java_idle_ratio_is_read_on_its_range_of_half() -> None:
+    """Java's sensor reads 0.5 for a consumer that only waits and 0 for one that never does
+    (KAFKA-17503): idle 0.25 is busy 1 - 2 x 0.25 = 0.5, so 100 records/s could be 200/s."""
+    java = "apache-kafka-java"
+    verdict = telemetry_capacity(sample(0.25, software=java), 100.0, 0, NOW)
+    assert verdict.busy == pytest.approx(0.5)
+    assert verdict.capacity == pytest.approx(200.0)
+    # idle 0.39: busy 0.22, 44/s -> 200/s; idle 0.45: busy 0.10 < 0.20, too idle to say
+    assert telemetry_capacity(sample(0.39, software=java), 44.0, 0, NOW).capacity == pytest.approx(200.0)
+    assert telemetry_capacity(sample(0.45, software=java), 20.0, 0, NOW).capacity is None
+    assert telemetry_capacity(sample(0.6, software=java), 20.0, 0, NOW).busy == 0.0
+
+
 def test_gate_parameters_are_one_place() -> None:
     params = TelemetryParameters(min_busy=0.5)
     assert telemetry_capacity(sample(0.6), 40.0, 0, NOW, params).capacity is None

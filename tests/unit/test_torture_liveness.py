@@ -46,3 +46,23 @@ def test_a_stall_counts_only_while_the_owner_can_work() -> None:
     assert result["stalls_over_budget"] == 1
     moved = live.Liveness([(0.0, 1, plan), (11.0, 2, {"m": [], "n": []})], {}, broker_down=[])
     assert live.stalls(processed, moved, since=0.0, budget=5.0)["stall_max_s"] <= 1.0  # no owner
+
+
+def test_a_fence_logged_late_but_handled_first_by_the_broker_is_not_counted() -> None:
+    """Producer epochs give the broker's order of two fences; log stamps of two processes may not."""
+    owner = _run(
+        "a.0.processed", "a",
+        "100.000000 INFO a: fence of t-in-0 by a claim at epoch 5: producer [7, 12] (0.010 s)",
+        "100.050000 INFO a: claimed t-in-0 at epoch 5 (read 0.001 s)",
+    )  # fmt: skip
+    logged_late = _run(
+        "b.0.processed", "b",
+        "100.200000 INFO b: fence of t-in-0 by a claim at epoch 4: producer [7, 11] (0.900 s)",
+    )  # fmt: skip
+    assert live.rightful_fences([owner, logged_late]) == []
+    really_later = _run(
+        "c.0.processed", "c",
+        "100.300000 INFO c: fence of t-in-0 by a claim at epoch 4: producer [7, 13] (0.010 s)",
+    )  # fmt: skip
+    found = live.rightful_fences([owner, logged_late, really_later])
+    assert [(f.run, h.run, h.producer) for f, h in found] == [("c.0.processed", "a.0.processed", (7, 12))]

@@ -1288,8 +1288,9 @@ class AssignedConsumer:
             txn.close()
             return outcome
         start = committed if committed is not None else self._start_offset(tp)
-        if start is None:
-            txn.close()
+        first = None if start is None else self._ranges.merged_start(tp, start)  # after fence_ranges
+        if start is None or first is None:
+            txn.close()  # claimed again at the next check
             return outcome
         if self._newer_epoch_known(epoch) or self._claims.cancelled.is_set():
             # a claim mark of an epoch already moved on would make that epoch's claimant wait for
@@ -1322,7 +1323,7 @@ class AssignedConsumer:
                 )  # fmt: skip
                 txn.close()  # its open transaction is aborted by the next fence
                 return outcome
-        outcome.start, outcome.txn = self._ranges.merged_start(tp, start), txn
+        outcome.start, outcome.txn = first, txn
         outcome.took = (
             f"read {fence_from - read_at:.3f} s; fencing ({'warm' if warm else 'cold'}) "
             f"{fenced_at - fence_from:.3f} s; settled {settled_at - fenced_at:.3f} s; "

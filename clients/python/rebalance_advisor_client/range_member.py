@@ -108,10 +108,17 @@ def range_group_ids(
     admin: Any = None,
     config: Mapping[str, Any] | None = None,
 ) -> list[str]:
-    """The derived key-range groups of ``parent`` the cluster knows (one ListGroups request)."""
+    """The derived key-range groups of ``parent`` the cluster knows (one ListGroups request).
+
+    Raises when a broker's listing failed: a range missed here would be neither fenced nor
+    skipped by a merge (its records processed twice).
+    """
     if admin is None:  # not `admin or ...`: a client's len() is its queue length, so a new one is falsy
         admin = AdminClient(client_settings(bootstrap, config))
     listed = admin.list_consumer_groups(request_timeout=timeout).result(timeout)
+    if listed.errors:  # a broker that did not answer: its range groups are unknown, not absent
+        error = listed.errors[0]
+        raise error if isinstance(error, KafkaException) else KafkaException(error)
     return sorted(g.group_id for g in listed.valid if (parse_range_group(g.group_id) or ("",))[0] == parent)
 
 

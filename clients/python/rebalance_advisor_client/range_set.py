@@ -214,19 +214,22 @@ class RangeSet:
             return timed_out  # past the timeout the start goes on (fenced mode fences them first)
         return True
 
-    def merged_start(self, tp: tuple[str, int], offset: int) -> int:
+    def merged_start(self, tp: tuple[str, int], offset: int) -> int | None:
         """Where a whole-partition claim of ``tp`` starts when key ranges of it made progress (a
         merge): the least progress over the hash space; records up to the furthest range are then
-        filtered by :meth:`already_done`. Unchanged when no range got ahead of ``offset``."""
+        filtered by :meth:`already_done`. Unchanged when no range got ahead of ``offset``; None
+        when the progress cannot be read now (the claim waits: starting at ``offset`` would
+        process again what the ranges committed)."""
         try:
             if not range_group_ids(self._bootstrap, self.group_id, timeout=10.0, admin=self._admin()):
                 return offset  # never shared: the usual whole-partition claim
             progress = read_progress(
                 self._bootstrap, self.group_id, tp[0], tp[1], config=self._config, admin=self._admin()
             )
-        except Exception as error:  # noqa: BLE001 - any client error: start as a whole claim would
-            log.warning("%s: cannot read key-range progress of %s-%d: %s", self.member_id, *tp, error)
-            return offset
+        except Exception as error:  # noqa: BLE001 - any client error: the claim is tried again
+            log.warning("%s: cannot read key-range progress of %s-%d yet: %s", self.member_id, *tp, error)
+            self._admin_client = None
+            return None
         if int(progress.offsets.max()) <= offset:
             return offset
         self._merged[tp] = progress

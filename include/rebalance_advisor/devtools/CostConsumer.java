@@ -118,12 +118,18 @@ public class CostConsumer {
         String report = spec.path("report").asText("");
         Owed owed = new Owed(cost);
         boolean paused = false;
+        long inPollNs = 0;
+        long polls = 0;
         long nextCommit = System.currentTimeMillis() + 1000;
         long nextReport = nextCommit;
         consumer.subscribe(List.of(spec.get("topic").asText()));
         try (Writer out = report.isEmpty() ? Writer.nullWriter() : new FileWriter(report, true)) {
             while (!STOP.get()) {
-                for (ConsumerRecord<byte[], byte[]> record : consumer.poll(Duration.ofMillis(100))) {
+                long pollStart = System.nanoTime();
+                var records = consumer.poll(Duration.ofMillis(100));
+                inPollNs += System.nanoTime() - pollStart;
+                polls++;
+                for (ConsumerRecord<byte[], byte[]> record : records) {
                     if (pool) {
                         work.put(record);
                     } else {
@@ -146,7 +152,11 @@ public class CostConsumer {
                 }
                 if (now >= nextReport) {
                     out.write("{\"t\": " + now / 1000.0 + ", \"processed\": " + done.takeCount()
-                        + ", \"poll_idle_ratio_avg\": " + metric(consumer, "poll-idle-ratio-avg") + "}\n");
+                        + ", \"poll_idle_ratio_avg\": " + metric(consumer, "poll-idle-ratio-avg")
+                        + ", \"time_between_poll_avg\": " + metric(consumer, "time-between-poll-avg")
+                        + ", \"polls\": " + polls + ", \"in_poll_s\": " + inPollNs / 1e9 + "}\n");
+                    polls = 0;
+                    inPollNs = 0;
                     out.flush();
                     nextReport = now + 1000;
                 }

@@ -380,6 +380,25 @@ def start(
     return _await_broker(process, info, timeout, secured.client_config() if secured else None)
 
 
+#: what the broker plugin's telemetry writer logs once it has set the client-metrics subscription
+SUBSCRIPTION_LOGGED = "client-metrics subscription"
+
+
+def await_telemetry_subscription(state_dir: Path, timeout: float = 60.0) -> None:
+    """Until the local broker's plugin has set the client-metrics subscription (a few seconds after
+    start): a client that asks before it is told to push nothing, and asks again only after the
+    broker's default push interval (5 minutes) — docs/operations/telemetry.md."""
+    log = Path(state_dir) / "broker.log"
+
+    def subscribed() -> bool:
+        return log.exists() and SUBSCRIPTION_LOGGED in log.read_text(errors="replace")
+
+    if not poll_until(subscribed, timeout, 0.5):
+        raise LocalKafkaError(
+            f"the broker set no client-metrics subscription within {timeout:.0f} s: see {log}"
+        )
+
+
 def broker_command(properties: Path, heap: str = JVM_HEAP) -> list[str]:
     """The broker's command line: Kafka's jars and the project's broker plugin on its class path
     (``server.properties`` lists the plugin's assignor, so the broker does not start without it)."""

@@ -68,6 +68,7 @@ from rebalance_advisor.domain.snapshot_model import (
     estimated_capacity_members,
     own_rate_capacity_members,
 )
+from rebalance_advisor.domain.telemetry import TelemetrySample
 from rebalance_advisor.errors import AdvisorError
 
 #: planners the simulator knows besides the plain assignors (see :func:`make_planner`); a name here
@@ -192,6 +193,18 @@ class Scenario(_Model):
     )
     capacity_report_error: float = Field(
         0.0, ge=0, lt=1, description="each report is the true capacity x (1 + e), e uniform in +-this"
+    )
+    telemetry: bool = Field(
+        False,
+        description="members push KIP-714 client telemetry (an idle ratio, as Java's), read by the "
+        "capacity rule's telemetry source (domain/telemetry.py) with its gates",
+    )
+    telemetry_busy_error: float = Field(
+        0.0,
+        ge=0,
+        lt=1,
+        description="each pushed busy share is the true one x (1 + e), e uniform in +-this "
+        "(docs/benchmarks/telemetry-accuracy.md)",
     )
     rate_time_constant_s: float = Field(
         RATE_PARAMETERS.time_constant_s,
@@ -946,7 +959,31 @@ class _Run:
             committed=offsets,
             members=members,
             reports=_SimulatedReports(self, self._processed(committed)),
+            telemetry=self._telemetry(t, idx, committed),
         )
+
+    def _telemetry(self, t: float, idx: np.ndarray, committed: np.ndarray) -> dict:
+        """Each present member's newest telemetry (``Scenario.telemetry``): the busy share it had over
+        the interval (records processed / what its capacity could), x (1 + e), pushed as Java's idle
+        ratio (idle = (1 - busy) / 2, which the telemetry source reads back as that busy share)."""
+        if not self.sc.telemetry or self.carried is None:
+            return {}
+        elapsed = t - (self.carried.taken_at - EPOCH).total_seconds()
+        if elapsed <= 0:
+            return {}
+        before = np.fromiter((self.carried.committed[k] for k in self.lay.group_keys), float, self.num_p)
+        held = self.owner >= 0
+        done = np.bincount(self.owner[held], weights=(committed - before)[held], minlength=self.num_m)
+        found, at = {}, (EPOCH + timedelta(seconds=t)).timestamp()
+        for m in idx.tolist():
+            error = self.report_rng.uniform(-1.0, 1.0) * self.sc.telemetry_busy_error
+            busy = min(max(done[m] / (self.lay.capacity[m] * elapsed), 0.0) * (1.0 + error), 1.0)
+            member = self.lay.member_ids[m]
+            found[(GROUP, member)] = TelemetrySample(
+                GROUP, member, member, member, "apache-kafka-java", "sim", (1.0 - busy) / 2, at,
+                None, 0.0, 0.0, False, self.sc.replan_interval_s, at,
+            )  # fmt: skip
+        return found
 
     def _commit_noise(self, committed: np.ndarray, rate: np.ndarray) -> np.ndarray:
         """Committed offsets as consumers that commit every ``commit_interval_s`` leave them: up to
