@@ -1060,10 +1060,18 @@ def _admin_clients(conf: dict[str, Any], connections: int, connection_errors: Co
 
 def _start_telemetry_read(conf: dict[str, Any], options: SnapshotOptions) -> concurrent.futures.Future | None:
     """The telemetry topic read in a thread of its own while the pass runs (it only adds a source:
-    a missing topic or an error gives no samples, never a failed snapshot)."""
+    a missing topic or an error gives no samples, never a failed snapshot). A daemon thread: an
+    interrupted command exits at once instead of waiting out the read (a pool's worker is joined
+    at exit: 10 s against a broker that does not answer)."""
     if options.telemetry_topic is None:
         return None
-    pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="telemetry-read")
-    future = pool.submit(read_telemetry, conf, options.telemetry_topic, min(options.timeout_s, 10.0))
-    pool.shutdown(wait=False)
+    future: concurrent.futures.Future = concurrent.futures.Future()
+
+    def run() -> None:
+        try:
+            future.set_result(read_telemetry(conf, options.telemetry_topic, min(options.timeout_s, 10.0)))
+        except BaseException as error:  # re-raised by future.result() in the caller's thread
+            future.set_exception(error)
+
+    threading.Thread(target=run, name="telemetry-read", daemon=True).start()
     return future
