@@ -178,3 +178,34 @@ def test_share_partitions_not_started_store_and_show_as_dashes(url, capsys) -> N
     store.prune(timedelta(0), url, keep_latest=0)  # the new table's rows go with their snapshot
     with store.engine_for(url).connect() as conn:
         assert conn.exec_driver_sql("SELECT count(*) FROM share_unstarted_partitions").scalar() == 0
+
+
+@pytest.mark.kafka
+def test_share_partitions_not_started_match_the_share_tools_dash_rows(
+    kafka_bootstrap, sqlite_url, capsys
+) -> None:
+    """A share group on an empty topic (default reset: latest) has its partitions but no start
+    offset yet: kafka-share-groups prints '-' rows for them, and so does `lag` (they were left out)."""
+    from confluent_kafka import ShareConsumer
+
+    topic = _topic(kafka_bootstrap, 2)
+    group = f"share-{uuid.uuid4().hex[:8]}"
+    consumer = ShareConsumer({"bootstrap.servers": kafka_bootstrap, "group.id": group})
+    try:
+        consumer.subscribe([topic])
+        deadline = time.monotonic() + 60
+        expected: dict = {}
+        while len(expected) < 2 and time.monotonic() < deadline:
+            consumer.poll(1.0)
+            expected = _share_tool(kafka_bootstrap, group)
+    finally:
+        consumer.close()
+    assert expected == {(topic, 0): ("-", "-"), (topic, 1): ("-", "-")}, expected
+    code = main(["snapshot", "--bootstrap-servers", kafka_bootstrap, "--db", sqlite_url, "--groups", group])
+    assert code == 0, capsys.readouterr().err
+    capsys.readouterr()
+    assert main(["lag", "--db", sqlite_url, "--group", group, "--format", "json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    dash = {None: "-"}
+    ours = {(r["TOPIC"], r["PARTITION"]): (dash.get(r["CURRENT-OFFSET"]), dash.get(r["LAG"])) for r in rows}
+    assert ours == expected
