@@ -299,7 +299,7 @@ def main() -> None:
         result["quality"] = quality(args)
     result["load_average_end"] = os.getloadavg()
     result["targets"] = targets(result)
-    print("\nissue 4 targets:")
+    print("\ntargets:")
     for t in result["targets"]:
         print(f"{t['status']:<8} {t['target']}: {t['detail']}")
     print(f"load average at end: {' '.join(f'{x:.2f}' for x in result['load_average_end'])}")

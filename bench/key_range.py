@@ -513,7 +513,7 @@ def main(argv: list[str] | None = None) -> int:
     for section in result.values():
         if isinstance(section, dict):
             targets += [section["target"]] if "target" in section else section.get("targets", [])
-    print("\nissue 15 targets:")
+    print("\ntargets:")
     for t in targets:
         print(f"{t['status']:<8} {t['target']}: {t['detail']}")
     print(f"load average at end: {' '.join(f'{x:.2f}' for x in result['load_average_end'])}")

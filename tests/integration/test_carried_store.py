@@ -77,8 +77,9 @@ def test_the_previous_snapshot_is_of_the_same_cluster(db_url) -> None:
     first = store.write_snapshot(_snap(0, {0: 10}, {0: 1}), db_url)
     other = store.write_snapshot(_snap(30, {0: 10}, {0: 1}, cluster="c2"), db_url)
     third = store.write_snapshot(_snap(100, {0: 20}, {0: 2}), db_url)
-    assert store.previous_snapshot_id(third, db_url) == first
-    assert store.previous_snapshot_id(other, db_url) is None
+    with db.connect(db_url) as conn:  # what the planner pairs a snapshot with (planner_inputs)
+        assert load_carried(conn, "c1", BOOTSTRAP, before_id=third).snapshot_id == first
+        assert load_carried(conn, "c2", BOOTSTRAP, before_id=other) is None
     assert _carried(db_url, before_id=third).snapshot_id == first
     # the interval is stored with the snapshot, to its own cluster's predecessor
     assert read_snapshot_tables(third, db_url).rate_interval_s == pytest.approx(100.0)

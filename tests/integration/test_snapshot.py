@@ -18,6 +18,7 @@ from rebalance_advisor.devtools import local_kafka
 from rebalance_advisor.domain import lag
 from rebalance_advisor.domain.snapshot_model import Snapshot
 from rebalance_advisor.services import lag_report
+from rebalance_advisor.store.snapshots import load_carried
 
 from tests.support.kafka_offsets import admin as _admin
 from tests.support.kafka_offsets import commit as _commit
@@ -359,7 +360,8 @@ def test_memberless_group_partly_committed(kafka_bootstrap: str) -> None:
     assert [g.group_type for g in taken.groups] == ["simple"]
     assert sorted((p.partition, p.log_end_offset) for p in taken.partitions) == [(0, 30), (1, 40), (2, 50)]
     for reset, expected in (("latest", [20, 0, 0]), ("earliest", [20, 40, 50])):
-        lags = lag.group_lag(taken, group, lag.ResetPolicy(default=reset))
+        rows = lag.partition_lags(taken, lag.ResetPolicy(default=reset))
+        lags = {(x.topic, x.partition): x.lag for x in rows if x.group_id == group}
         assert [lags[(topic, p)] for p in range(3)] == expected
 
 
@@ -384,13 +386,19 @@ def test_committed_offset_below_log_start(kafka_bootstrap: str) -> None:
     assert ours.tool_values()[3:6] == [reference[0][c] for c in ("CURRENT-OFFSET", "LOG-END-OFFSET", "LAG")]
 
 
-def test_rates_between_two_snapshots(kafka_bootstrap: str) -> None:
+def test_rates_between_two_snapshots(kafka_bootstrap: str, sqlite_url: str) -> None:
+    """The rates stored with the second of two real snapshots: Δ log end / Δt and Δ committed / Δt
+    (a first sample is not smoothed; the minimum interval is lowered so the test need not wait 5 s)."""
     from confluent_kafka import Producer
+    from rebalance_advisor.domain.estimates import RateParameters
 
     topic = _topic_with_records(kafka_bootstrap, [100])
     group = f"snap-g-{uuid.uuid4().hex[:8]}"
     _commit(kafka_bootstrap, group, topic, {0: 40})
+    store.upgrade(sqlite_url)
+    parameters = RateParameters(min_interval_s=0.1)
     first = _collect(kafka_bootstrap, group)
+    store.write_snapshot(first, sqlite_url, rate_parameters=parameters)
     time.sleep(0.5)
     producer = Producer({"bootstrap.servers": kafka_bootstrap})
     for _ in range(60):
@@ -398,12 +406,14 @@ def test_rates_between_two_snapshots(kafka_bootstrap: str) -> None:
     assert producer.flush(30) == 0
     _commit(kafka_bootstrap, group, topic, {0: 70})
     second = _collect(kafka_bootstrap, group)
-    (rate,) = lag.rates(first, second)
+    store.write_snapshot(second, sqlite_url, rate_parameters=parameters)
     elapsed = (second.taken_at - first.taken_at).total_seconds()
-    assert rate.produce_rate == pytest.approx(60 / elapsed)
-    assert rate.consume_rate == pytest.approx(30 / elapsed)
-    assert rate.lag == 160 - 70
-    assert rate.lag_seconds == pytest.approx(90 / (30 / elapsed))
+    assert second.rates.interval_s == pytest.approx(elapsed)
+    assert second.rates.produce[(topic, 0)].rate == pytest.approx(60 / elapsed)
+    assert second.rates.consume[(group, topic, 0)].rate == pytest.approx(30 / elapsed)
+    (row,) = lag.partition_lags(second)
+    assert row.lag == 160 - 70
+    store.db.dispose(sqlite_url)
 
 
 def test_group_and_topic_deleted_mid_snapshot_are_recorded(kafka_bootstrap: str) -> None:
@@ -460,7 +470,9 @@ def test_store_round_trip_replace_and_prune(demo_snapshot, db_url) -> None:
         assert count.scalar_one() == 1
         orphans = conn.execute(sa.text(f"select count(*) from committed_offsets where snapshot_id = {a}"))
         assert orphans.scalar_one() == 0
-    assert store.previous_snapshot_id(b, db_url) == first
+    with store.db.connect(db_url) as conn:  # what the planner pairs b with (planner_inputs)
+        previous = load_carried(conn, demo_snapshot.cluster_id, demo_snapshot.bootstrap_servers, before_id=b)
+    assert previous.snapshot_id == first
 
     old = replace(demo_snapshot, taken_at=demo_snapshot.taken_at - timedelta(days=30))
     old_id = store.write_snapshot(old, db_url)

@@ -207,6 +207,42 @@ def test_dag_files_are_thin() -> None:
     assert (too_long, handles_errors) == ({}, [])
 
 
+#: the longest a function may run (docs/architecture.md, "Layers"; the aim is 40 lines)
+LONGEST_FUNCTION = 60
+
+
+def _long_functions(roots: list[Path]) -> dict[str, int]:
+    """'path:line name' -> its lines, of every function or method under ``roots`` that runs past
+    :data:`LONGEST_FUNCTION` lines (signature, docstring and body)."""
+    found = {}
+    for root in roots:
+        for path in sorted(root.rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                    lines = node.end_lineno - node.lineno + 1
+                    if lines > LONGEST_FUNCTION:
+                        found[f"{path.relative_to(root.parent)}:{node.lineno} {node.name}"] = lines
+    return found
+
+
+def test_no_function_runs_past_sixty_lines() -> None:
+    """A longer function is a sequence of steps: name them (the migrations too: one function a table)."""
+    assert _long_functions([PACKAGE, REPO / "dags", REPO / "plugins", REPO / "scripts"]) == {}
+
+
+def test_a_function_past_sixty_lines_is_named(tmp_path: Path) -> None:
+    def function(name: str, lines: int, indent: str = "") -> str:
+        return f"{indent}def {name}():\n" + f"{indent}    x = 1\n" * (lines - 1)
+
+    code = tmp_path / "code"
+    code.mkdir()
+    text = (
+        function("fits", LONGEST_FUNCTION) + "\nclass C:\n" + function("long", LONGEST_FUNCTION + 1, "    ")
+    )
+    (code / "m.py").write_text(text)
+    assert _long_functions([code]) == {"code/m.py:63 long": LONGEST_FUNCTION + 1}
+
+
 CLIENT = REPO / "clients" / "python" / "rebalance_advisor_client"
 
 

@@ -153,6 +153,10 @@ def _dropped_of(at_latest: Mapping[str, AssignmentRecord], plan: Mapping[str, ob
     return tuple(sorted(m for m in at_latest if m not in plan))
 
 
+#: what :func:`plan_records` gives: (epoch, records, dropped members, changed)
+_Records = tuple[int, tuple[AssignmentRecord, ...], tuple[str, ...], bool]
+
+
 def publish_assignments(
     config: Mapping[str, Any],
     group_id: str,
@@ -174,11 +178,68 @@ def publish_assignments(
     the plan table knows). Raises AdvisorError when the broker cannot be reached or the
     transaction fails: then nothing was published and calling again completes it.
     """
-    from confluent_kafka import KafkaException, Producer
-
     plan = normalize_plan(assignments)
     plan_id = str(plan_id)
-    producer = Producer(
+    stamp = now or (lambda: datetime.now(UTC))
+
+    def records_from(state: assignment_topic.TopicState) -> _Records:
+        """The records of this publish (``plan_records``), given what the topic holds now."""
+        existing = state.group(group_id)
+        return plan_records(
+            group_id, plan_id, plan, existing, previous_members, stamp().isoformat(), after_epoch
+        )
+
+    state, (epoch, records, dropped, changed) = _in_transaction(
+        config, group_id, plan_id, topic, timeout, records_from
+    )
+    log.info(
+        "plan %s for group %s: epoch %d, %s", plan_id, group_id, epoch, "published" if changed else "no-op"
+    )
+    return PublishResult(topic, group_id, plan_id, epoch, records, dropped, changed, tuple(state.malformed))
+
+
+def _in_transaction(
+    config: Mapping[str, Any],
+    group_id: str,
+    plan_id: str,
+    topic: str,
+    timeout: float,
+    records_from: Callable[[assignment_topic.TopicState], _Records],
+) -> tuple[assignment_topic.TopicState, _Records]:
+    """Read the topic under the group's transactional id, then write the records ``records_from``
+    makes of it, if they change anything, in one transaction: (what was read, the records).
+    KafkaUnavailable when a step fails: nothing was published."""
+    from confluent_kafka import KafkaException
+
+    producer, step = transactional_producer(config, group_id, timeout), PublishStep()
+    try:
+        assignment_topic.ensure_topic(config, topic, timeout=timeout)
+        # Then: fences (and aborts) any earlier unfinished publish of this group, and waits for a
+        # committed one to settle, so the read below sees every committed record of the group.
+        producer.init_transactions(timeout)
+        state = assignment_topic.read_topic(config, topic, timeout=timeout)
+        step.needed = (Grant("WRITE", "Topic", topic),)
+        made = records_from(state)
+        if made[3]:
+            write_transaction(producer, topic, made[1], timeout, step)
+    except (KafkaException, assignment_topic.KafkaUnavailable) as error:
+        action = f"publishing plan {plan_id} for group {group_id} to {topic}"
+        raise publish_failed(producer, config, action, error, step) from error
+    finally:
+        with contextlib.suppress(KafkaException):  # a fatal producer error re-raises here: already handled
+            producer.flush(0)
+        # A raised error's traceback keeps this frame: without the producer, so that its connections
+        # and threads end here, not whenever the caller drops the error (tests keep them for long).
+        del producer
+    return state, made
+
+
+def transactional_producer(config: Mapping[str, Any], group_id: str, timeout: float) -> Any:
+    """A producer under the group's publisher transactional id (:func:`transactional_id`): static
+    and broker-applied publishes of one group fence each other."""
+    from confluent_kafka import Producer
+
+    return Producer(
         {
             **assignment_topic.connection_config(config),
             "transactional.id": transactional_id(group_id),
@@ -187,48 +248,46 @@ def publish_assignments(
         },
         logger=LIBRDKAFKA_LOG,
     )
-    began = False
-    #: what the step under way needs, named when the broker refuses it
-    # (WRITE implies DESCRIBE on a TransactionalId, READ and WRITE imply it on a topic)
-    needed = (Grant("WRITE", "TransactionalId", TRANSACTIONAL_ID_PREFIX, prefixed=True),)
+
+
+@dataclass
+class PublishStep:
+    """Where a publish is: the grants the step under way needs (named when the broker refuses it;
+    WRITE implies DESCRIBE on a TransactionalId, READ and WRITE imply it on a topic), and whether a
+    transaction is open."""
+
+    needed: tuple[Grant, ...] = (Grant("WRITE", "TransactionalId", TRANSACTIONAL_ID_PREFIX, prefixed=True),)
+    began: bool = False
+
+
+def write_transaction(
+    producer: Any, topic: str, records: Iterable[Any], timeout: float, step: PublishStep
+) -> None:
+    """``records`` (each with ``key`` and ``encode_value()``) to ``topic`` in one transaction."""
     try:
-        assignment_topic.ensure_topic(config, topic, timeout=timeout)
-        # Then: fences (and aborts) any earlier unfinished publish of this group, and waits for a
-        # committed one to settle, so the read below sees every committed record of the group.
-        producer.init_transactions(timeout)
-        state = assignment_topic.read_topic(config, topic, timeout=timeout)
-        needed = (Grant("WRITE", "Topic", topic),)
-        stamp = (now or (lambda: datetime.now(UTC)))().isoformat()
-        epoch, records, dropped, changed = plan_records(
-            group_id, plan_id, plan, state.group(group_id), previous_members, stamp, after_epoch
-        )
-        if changed:
-            producer.begin_transaction()
-            began = True
-            for record in records:
-                producer.produce(topic, record.encode_value(), record.key)
-            producer.commit_transaction(timeout)
-    except (KafkaException, assignment_topic.KafkaUnavailable) as error:
-        if began:
-            _abort_quietly(producer)
-        assignment_topic.refused(f"publishing plan {plan_id} for group {group_id} to {topic}", config, error,
-                                 *needed)  # fmt: skip
-        reason = error.args[0] if error.args else error
-        raise assignment_topic.KafkaUnavailable(
-            f"publishing plan {plan_id} for group {group_id} to {topic} on "
-            f"{config.get('bootstrap.servers', '?')} failed: {reason}. "
-            "Nothing was published; retry when the broker is reachable."
-        ) from error
+        producer.begin_transaction()
+        step.began = True
+        for record in records:
+            producer.produce(topic, record.encode_value(), record.key)
+        producer.commit_transaction(timeout)
     finally:
-        with contextlib.suppress(KafkaException):  # a fatal producer error re-raises here: already handled
-            producer.flush(0)
-        # A raised error's traceback keeps this frame: without the producer, so that its connections
-        # and threads end here, not whenever the caller drops the error (tests keep them for long).
-        del producer
-    log.info(
-        "plan %s for group %s: epoch %d, %s", plan_id, group_id, epoch, "published" if changed else "no-op"
+        del producer  # an error's traceback keeps this frame: not the producer (see _in_transaction)
+
+
+def publish_failed(
+    producer: Any, config: Mapping[str, Any], action: str, error: BaseException, step: PublishStep
+) -> Exception:
+    """The one-line error of a failed publish, an open transaction aborted first: KafkaAccessRefused
+    (raised) naming the grant the step needed when the broker refused it, else KafkaUnavailable."""
+    if step.began:
+        _abort_quietly(producer)
+    del producer  # refused() raises from this frame, which the traceback keeps: not the producer
+    assignment_topic.refused(action, config, error, *step.needed)
+    reason = error.args[0] if error.args else error
+    return assignment_topic.KafkaUnavailable(
+        f"{action} on {config.get('bootstrap.servers', '?')} failed: {reason}. "
+        "Nothing was published; retry when the broker is reachable."
     )
-    return PublishResult(topic, group_id, plan_id, epoch, records, dropped, changed, tuple(state.malformed))
 
 
 def _abort_quietly(producer: Any) -> None:

@@ -21,11 +21,17 @@ from typing import Any
 from rebalance_advisor_client.access import Grant
 
 from rebalance_advisor.adapters import LIBRDKAFKA_LOG, assignment_topic
-from rebalance_advisor.adapters.assignment_publisher import TRANSACTIONAL_ID_PREFIX, transactional_id
+from rebalance_advisor.adapters.assignment_publisher import (
+    PublishStep,
+    publish_failed,
+    transactional_producer,
+    write_transaction,
+)
 from rebalance_advisor.domain.broker_plan_record import (
     BROKER_PLAN_TOPIC,
     BrokerPlanRecord,
     MalformedBrokerPlan,
+    PlannedMember,
     decode_value,
     needs_refresh,
     next_epoch,
@@ -110,20 +116,6 @@ def read_plans(
     return state
 
 
-def _producer(config: Mapping[str, Any], group_id: str, timeout: float) -> Any:
-    from confluent_kafka import Producer
-
-    return Producer(
-        {
-            **assignment_topic.connection_config(config),
-            "transactional.id": transactional_id(group_id),
-            "transaction.timeout.ms": max(int(timeout * 1000) * 2, 10_000),
-            "message.timeout.ms": int(timeout * 1000),
-        },
-        logger=LIBRDKAFKA_LOG,
-    )
-
-
 def publish_broker_plan(
     config: Mapping[str, Any],
     group_id: str,
@@ -145,8 +137,8 @@ def publish_broker_plan(
     """
     from confluent_kafka import KafkaException
 
-    plan_id, producer = str(plan_id), _producer(config, group_id, timeout)
-    step = _Step()
+    plan_id, producer = str(plan_id), transactional_producer(config, group_id, timeout)
+    step = PublishStep()
     try:
         ids = topic_ids(config, {item[0] for items in assignments.values() for item in items}, timeout)
         members = planned_members(assignments, identities, ids)
@@ -154,15 +146,12 @@ def publish_broker_plan(
         producer.init_transactions(timeout)  # fences an unfinished publish of the group, then read
         state = read_plans(config, topic, timeout)
         step.needed = (Grant("WRITE", "Topic", topic),)
-        existing = state.plans.get(group_id)
-        epoch, changed = next_epoch(existing, plan_id, members, after_epoch)
-        stamp = int((now or (lambda: datetime.now(UTC)))().timestamp() * 1000)
-        record = BrokerPlanRecord(group_id, plan_id, epoch, stamp, members) if changed else existing
+        epoch, changed, record = _next_record(state, group_id, plan_id, members, after_epoch, now)
         if changed:
-            _write(producer, topic, record, timeout, step)
+            write_transaction(producer, topic, (record,), timeout, step)
     except (KafkaException, assignment_topic.KafkaUnavailable) as error:
         action = f"publishing plan {plan_id} for group {group_id} to {topic}"
-        raise _failed(producer, config, action, error, step) from error
+        raise publish_failed(producer, config, action, error, step) from error
     finally:
         with contextlib.suppress(KafkaException):
             producer.flush(0)
@@ -177,36 +166,20 @@ def publish_broker_plan(
     return BrokerPublishResult(topic, group_id, plan_id, epoch, record, changed, tuple(state.malformed))
 
 
-@dataclass
-class _Step:
-    """Where a publish is: the grants the step under way needs (named when refused), a transaction open."""
-
-    needed: tuple[Grant, ...] = (Grant("WRITE", "TransactionalId", TRANSACTIONAL_ID_PREFIX, prefixed=True),)
-    began: bool = False
-
-
-def _write(producer: Any, topic: str, record: BrokerPlanRecord, timeout: float, step: _Step) -> None:
-    producer.begin_transaction()
-    step.began = True
-    producer.produce(topic, record.encode_value(), record.key)
-    producer.commit_transaction(timeout)
-
-
-def _failed(
-    producer: Any, config: Mapping[str, Any], action: str, error: BaseException, step: _Step
-) -> Exception:
-    """The one-line error of a failed publish (an open transaction aborted first)."""
-    from confluent_kafka import KafkaException
-
-    if step.began:
-        with contextlib.suppress(KafkaException):
-            producer.abort_transaction(5)
-    assignment_topic.refused(action, config, error, *step.needed)
-    reason = error.args[0] if error.args else error
-    return assignment_topic.KafkaUnavailable(
-        f"{action} on {config.get('bootstrap.servers', '?')} failed: {reason}. "
-        "Nothing was published; retry when the broker is reachable."
-    )
+def _next_record(
+    state: BrokerPlans,
+    group_id: str,
+    plan_id: str,
+    members: tuple[PlannedMember, ...],
+    after_epoch: int,
+    now: Callable[[], datetime] | None,
+) -> tuple[int, bool, BrokerPlanRecord | None]:
+    """(epoch, changed, the group's record): a new record at the next epoch, or the one the topic
+    holds when it is this plan already (``next_epoch``)."""
+    existing = state.plans.get(group_id)
+    epoch, changed = next_epoch(existing, plan_id, members, after_epoch)
+    stamp = int((now or (lambda: datetime.now(UTC)))().timestamp() * 1000)
+    return epoch, changed, BrokerPlanRecord(group_id, plan_id, epoch, stamp, members) if changed else existing
 
 
 def refresh_broker_plans(
@@ -233,13 +206,13 @@ def refresh_broker_plans(
     ]
     for group_id in stale:
         record = replace(state.plans[group_id], published_at_ms=now_ms)
-        producer, step = _producer(config, group_id, timeout), _Step()
+        producer, step = transactional_producer(config, group_id, timeout), PublishStep()
         try:
             producer.init_transactions(timeout)
             step.needed = (Grant("WRITE", "Topic", topic),)
-            _write(producer, topic, record, timeout, step)
+            write_transaction(producer, topic, (record,), timeout, step)
         except KafkaException as error:
-            raise _failed(
+            raise publish_failed(
                 producer, config, f"refreshing group {group_id}'s plan on {topic}", error, step
             ) from error
         log.info("broker plan %s for group %s: refreshed (epoch %d)", record.plan_id, group_id, record.epoch)
@@ -255,7 +228,7 @@ def withdraw_broker_plan(
 
     if read_plans(config, topic, timeout).plans.get(group_id) is None:
         return False
-    producer = _producer(config, group_id, timeout)
+    producer = transactional_producer(config, group_id, timeout)
     try:
         producer.init_transactions(timeout)
         producer.begin_transaction()

@@ -33,11 +33,10 @@ def sample_keys(
     client_config: dict[str, str] | None = None,
 ) -> dict[tuple[str, int], KeySample]:
     """(topic, partition) -> sample of its latest ``per_partition`` record keys (empty partitions left out)."""
-    from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+    from confluent_kafka import Consumer
 
     if per_partition < 1:
         raise AdvisorError(f"key sample size must be >= 1, got {per_partition}")
-    wanted = sorted(set(partitions))
     config = {
         "bootstrap.servers": bootstrap_servers,
         "group.id": f"rebalance-advisor-key-sample-{uuid.uuid4()}",
@@ -46,43 +45,61 @@ def sample_keys(
         **(client_config or {}),
     }
     consumer = Consumer(config, logger=LIBRDKAFKA_LOG)
-    keys: dict[tuple[str, int], list[bytes | None]] = {}
     try:
-        ends: dict[tuple[str, int], int] = {}
-        starts = []
-        for topic, partition in wanted:
-            try:
-                low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=timeout)
-            except KafkaException as error:
-                raise AdvisorError(
-                    f"cannot read offsets of {topic}-{partition}: {error.args[0].str()}"
-                ) from None
-            if high > low:
-                ends[topic, partition] = high
-                keys[topic, partition] = []
-                starts.append(TopicPartition(topic, partition, max(low, high - per_partition)))
-        if not starts:
-            return {}
-        consumer.assign(starts)
-        open_parts = set(ends)
-        deadline = time.monotonic() + timeout
-        while open_parts:
-            if time.monotonic() > deadline:
-                missing = ", ".join(f"{t}-{p}" for t, p in sorted(open_parts)[:5])
-                raise AdvisorError(f"key sample timed out after {timeout:g} s reading {missing}")
-            for m in consumer.consume(1000, 1.0):
-                tp = (m.topic(), m.partition())
-                if m.error() is not None:
-                    if m.error().code() == KafkaError._PARTITION_EOF:
-                        open_parts.discard(tp)
-                    continue
-                if m.offset() < ends[tp]:
-                    keys[tp].append(m.key())
-                if m.offset() + 1 >= ends[tp]:
-                    open_parts.discard(tp)
+        ends = _sample_ranges(consumer, sorted(set(partitions)), per_partition, timeout)
+        keys = _read_keys(consumer, ends, timeout) if ends else {}
     finally:
         consumer.close()
     return {tp: KeySample.from_keys(k) for tp, k in keys.items() if k}
+
+
+def _sample_ranges(
+    consumer: Any, wanted: Sequence[tuple[str, int]], per_partition: int, timeout: float
+) -> dict[tuple[str, int], int]:
+    """Assign each non-empty partition from ``per_partition`` records before its end (or its log
+    start, if later); return (topic, partition) -> its end, where the sample stops."""
+    from confluent_kafka import KafkaException, TopicPartition
+
+    ends: dict[tuple[str, int], int] = {}
+    starts = []
+    for topic, partition in wanted:
+        try:
+            low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=timeout)
+        except KafkaException as error:
+            raise AdvisorError(f"cannot read offsets of {topic}-{partition}: {error.args[0].str()}") from None
+        if high > low:
+            ends[topic, partition] = high
+            starts.append(TopicPartition(topic, partition, max(low, high - per_partition)))
+    if starts:
+        consumer.assign(starts)
+    return ends
+
+
+def _read_keys(
+    consumer: Any, ends: Mapping[tuple[str, int], int], timeout: float
+) -> dict[tuple[str, int], list[bytes | None]]:
+    """The keys of the assigned records up to each partition's end (end of partition, or its last
+    offset, closes it); AdvisorError naming the partitions still open after ``timeout``."""
+    from confluent_kafka import KafkaError
+
+    keys: dict[tuple[str, int], list[bytes | None]] = {tp: [] for tp in ends}
+    open_parts = set(ends)
+    deadline = time.monotonic() + timeout
+    while open_parts:
+        if time.monotonic() > deadline:
+            missing = ", ".join(f"{t}-{p}" for t, p in sorted(open_parts)[:5])
+            raise AdvisorError(f"key sample timed out after {timeout:g} s reading {missing}")
+        for m in consumer.consume(1000, 1.0):
+            tp = (m.topic(), m.partition())
+            if m.error() is not None:
+                if m.error().code() == KafkaError._PARTITION_EOF:
+                    open_parts.discard(tp)
+                continue
+            if m.offset() < ends[tp]:
+                keys[tp].append(m.key())
+            if m.offset() + 1 >= ends[tp]:
+                open_parts.discard(tp)
+    return keys
 
 
 #: most partitions one advisor run samples (the heaviest by lag): bounds the run's Kafka reads

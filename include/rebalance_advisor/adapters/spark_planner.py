@@ -228,39 +228,25 @@ def _run_in_driver(
     kafka_config: Mapping[str, Any] | None,
 ) -> PlannerRun:
     """The driver path (module docstring): read, build and write in the driver, plan in Spark."""
-    from rebalance_advisor.domain.plan_identity import GroupSituation
-    from rebalance_advisor.store import db, static_members_table
-    from rebalance_advisor.store import plans as plan_store
-    from rebalance_advisor.store.planner_inputs import read_planner_inputs
-
     started = time.perf_counter()
     dry_run = bool(params["dry_run"])
-    # Unit of work 1 of 2: one read transaction (store/planner_inputs.py says why not one for all).
-    with db.connect(url) as conn:
-        inputs = read_planner_inputs(conn, snapshot, airflow_run_id)
-        key_sharers = static_members_table.key_sharing_members_by_group(conn) if kafka_config else {}
-    docs = planner_documents(inputs, thresholds, params["group_pattern"], params["reset"])
-    if kafka_config is not None:  # bounded key samples for key_range (domain/key_range_advice.py)
-        from rebalance_advisor.adapters.key_sampling import attach_key_samples
-
-        attach_key_samples(docs, thresholds, key_sharers, kafka_config)
+    snapshot_id, docs = _driver_documents(url, snapshot, thresholds, params, airflow_run_id, kafka_config)
     read_s = time.perf_counter() - started
     results = plan_documents(spark, docs, thresholds, now, plan_fn)
     plan_s = time.perf_counter() - started - read_s
     run_id = None
     plan_ids: dict[str, int] = {}
     if not dry_run:  # unit of work 2 of 2: one write transaction, re-checked under the plan-write lock
+        from rebalance_advisor.domain.plan_identity import GroupSituation
+        from rebalance_advisor.store import db
+        from rebalance_advisor.store import plans as plan_store
+
         with db.connect(url) as conn:
             run_id, plan_ids, results = plan_store.write_run(
-                conn,
-                snapshot_id=inputs.snapshot_id,
-                results=results,
-                params=params,
-                started_at=now,
-                airflow_run_id=airflow_run_id,
-                created_by=created_by,
+                conn, snapshot_id=snapshot_id, results=results, params=params, started_at=now,
+                airflow_run_id=airflow_run_id, created_by=created_by,
                 situations={d["group_id"]: GroupSituation.of_document(d) for d in docs},
-            )
+            )  # fmt: skip
     write_s = time.perf_counter() - started - read_s - plan_s
     outcomes = [OutcomeLine.of(r, plan_ids.get(r.group_id)) for r in results]
     timings = {
@@ -269,4 +255,29 @@ def _run_in_driver(
         "write_s": write_s,
         "total_s": time.perf_counter() - started,
     }
-    return PlannerRun(inputs.snapshot_id, run_id, outcomes, timings, dry_run)
+    return PlannerRun(snapshot_id, run_id, outcomes, timings, dry_run)
+
+
+def _driver_documents(
+    url: str | None,
+    snapshot: str | int | None,
+    thresholds: Thresholds,
+    params: dict[str, Any],
+    airflow_run_id: str | None,
+    kafka_config: Mapping[str, Any] | None,
+) -> tuple[int, list[dict[str, Any]]]:
+    """(snapshot id, every group's document) read in the driver, with bounded key samples for
+    key_range when ``kafka_config`` is given (domain/key_range_advice.py)."""
+    from rebalance_advisor.store import db, static_members_table
+    from rebalance_advisor.store.planner_inputs import read_planner_inputs
+
+    # Unit of work 1 of 2: one read transaction (store/planner_inputs.py says why not one for all).
+    with db.connect(url) as conn:
+        inputs = read_planner_inputs(conn, snapshot, airflow_run_id)
+        key_sharers = static_members_table.key_sharing_members_by_group(conn) if kafka_config else {}
+    docs = planner_documents(inputs, thresholds, params["group_pattern"], params["reset"])
+    if kafka_config is not None:
+        from rebalance_advisor.adapters.key_sampling import attach_key_samples
+
+        attach_key_samples(docs, thresholds, key_sharers, kafka_config)
+    return inputs.snapshot_id, docs

@@ -18,6 +18,9 @@ from typing import NoReturn
 from rebalance_advisor import __version__
 from rebalance_advisor.errors import AdvisorError
 
+#: the ``--db`` help of every command that reads or writes the advisor database
+DB_HELP = "SQLAlchemy URL (default: $REBALANCE_ADVISOR_DB_URL or the SQLite file)"
+
 #: Subcommand modules, in the order ``--help`` lists them.
 COMMAND_MODULES = [
     "rebalance_advisor.cli.dev",

@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-DB_HELP = "SQLAlchemy URL (default: $REBALANCE_ADVISOR_DB_URL or the SQLite file)"
+from rebalance_advisor.cli import DB_HELP
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

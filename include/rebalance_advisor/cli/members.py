@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-DB_HELP = "SQLAlchemy URL (default: $REBALANCE_ADVISOR_DB_URL or the SQLite file)"
+from rebalance_advisor.cli import DB_HELP
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -27,9 +27,14 @@ import argparse
 import json
 import sys
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rebalance_advisor.errors import AdvisorError
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from rebalance_advisor.domain.group_spec import GroupSpec
 
 STRATEGY_HELP = (
     "range, roundrobin, sticky, lag_aware, lag_aware_sticky, rate_aware, rate_aware_sticky, "
@@ -108,24 +113,14 @@ def build_plan(
     ``advice`` is what the advisor's decision rule (default parameters) says about the group, from
     the same function the planner runs (``group_planning.advise_group``).
     """
-    from dataclasses import asdict
-
-    from rebalance_advisor.domain.advice import finite
     from rebalance_advisor.domain.assignors import get_assignor
     from rebalance_advisor.domain.decisions import Thresholds
     from rebalance_advisor.domain.group_planning import advise_group, observe_document
     from rebalance_advisor.domain.group_spec import parse_group_spec
-    from rebalance_advisor.domain.load_model import load_inputs, summarize
     from rebalance_advisor.domain.metrics import compute_metrics
 
-    if strategy == "key_range":  # its inputs are in the JSON (domain/key_range_documents.py)
-        from rebalance_advisor.domain.key_range_documents import build_key_range_plan
-
-        if options:
-            raise AdvisorError(
-                "key_range takes no --option: put key_sharing, key_samples and capacity in the JSON"
-            )
-        return build_key_range_plan(data)
+    if strategy == "key_range":
+        return _key_range_plan(data, options)
     assignor = get_assignor(strategy)
     spec = parse_group_spec(data)  # the whole format, every key checked
     observation = observe_document(data)  # and the recent moves
@@ -135,25 +130,47 @@ def build_plan(
     for key in ("imbalance", "lag_cv", "gap"):
         metrics[key] = round(metrics[key], 6)
     thresholds = Thresholds()
-    inputs = load_inputs(spec)
-    before = summarize(spec, spec.owner, inputs, thresholds.horizon_s)
-    after = summarize(spec, owners, inputs, thresholds.horizon_s)
+    load = _load_document(spec, owners, thresholds.horizon_s)
     advice = advise_group(observation, thresholds, now or datetime.now(UTC))
     return {
         "group_id": spec.group_id,
         "strategy": assignor.name,
         "assignment": {member: [[t, p] for t, p in parts] for member, parts in assignment.items()},
         "metrics": metrics,
-        "load": finite(
-            {
-                "rates_known": inputs.rates_known,
-                "note": inputs.note,
-                "before": asdict(before[0]) | {"members": asdict(before[1])},
-                "after": asdict(after[0]) | {"members": asdict(after[1])},
-            }
-        ),
+        "load": load,
         "advice": {"outcome": advice.outcome, "reason": advice.reason, "best_strategy": advice.best_strategy},
     }
+
+
+def _key_range_plan(data: Any, options: dict[str, Any]) -> dict[str, Any]:
+    """key_range's plan: its inputs are all in the JSON (domain/key_range_documents.py)."""
+    from rebalance_advisor.domain.key_range_documents import build_key_range_plan
+
+    if options:
+        raise AdvisorError(
+            "key_range takes no --option: put key_sharing, key_samples and capacity in the JSON"
+        )
+    return build_key_range_plan(data)
+
+
+def _load_document(spec: GroupSpec, owners: np.ndarray, horizon_s: float) -> dict[str, Any]:
+    """The load model of the current assignment (``before``) and of the plan's owners (``after``)."""
+    from dataclasses import asdict
+
+    from rebalance_advisor.domain.advice import finite
+    from rebalance_advisor.domain.load_model import load_inputs, summarize
+
+    inputs = load_inputs(spec)
+    before = summarize(spec, spec.owner, inputs, horizon_s)
+    after = summarize(spec, owners, inputs, horizon_s)
+    return finite(
+        {
+            "rates_known": inputs.rates_known,
+            "note": inputs.note,
+            "before": asdict(before[0]) | {"members": asdict(before[1])},
+            "after": asdict(after[0]) | {"members": asdict(after[1])},
+        }
+    )
 
 
 def format_plan_table(plan: dict[str, Any]) -> str:

@@ -6,7 +6,7 @@ import argparse
 import getpass
 import sys
 
-DB_HELP = "SQLAlchemy URL (default: $REBALANCE_ADVISOR_DB_URL or the SQLite file)"
+from rebalance_advisor.cli import DB_HELP
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -41,21 +41,24 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             p.add_argument("--actor", default=None, help="who decides (default: the OS user)")
             add_options(p, ApprovalParams, ("note",))
         if action in ("approve", "publish", "withdraw"):
-            p.add_argument(
-                "--bootstrap-servers",
-                default=None,
-                help="HOST:PORT[,...] for publishing (default: $KAFKA_BOOTSTRAP_SERVERS, else the local broker)",
-            )
-            p.add_argument(
-                "--config", default=None, help="librdkafka .properties file (security settings etc.)"
-            )
-            p.add_argument(
-                "--topic", default=None, help="assignment topic (default _rebalance_advisor_assignments)"
-            )
-            p.add_argument("--timeout", type=float, default=30.0, help="seconds for Kafka (default 30)")
+            _add_kafka_arguments(p)
         if action == "approve":
             p.add_argument("--publish", action="store_true", help="publish right after approving")
         p.set_defaults(func=_run, action=action)
+
+
+def _add_kafka_arguments(parser: argparse.ArgumentParser) -> None:
+    """Where a publish goes: the cluster, its client settings, the topic, how long to wait."""
+    parser.add_argument(
+        "--bootstrap-servers",
+        default=None,
+        help="HOST:PORT[,...] for publishing (default: $KAFKA_BOOTSTRAP_SERVERS, else the local broker)",
+    )
+    parser.add_argument("--config", default=None, help="librdkafka .properties file (security settings etc.)")
+    parser.add_argument(
+        "--topic", default=None, help="assignment topic (default _rebalance_advisor_assignments)"
+    )
+    parser.add_argument("--timeout", type=float, default=30.0, help="seconds for Kafka (default 30)")
 
 
 def kafka_config_from_args(args: argparse.Namespace) -> dict:
@@ -94,8 +97,6 @@ def _show(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from rebalance_advisor_client.assignment_records import DEFAULT_TOPIC
-
     from rebalance_advisor.services import plan_lifecycle
     from rebalance_advisor.store import db
 
@@ -119,15 +120,20 @@ def _run(args: argparse.Namespace) -> int:
         print(f"plan {done.plan_id} of group {done.group_id} withdrawn: {done.from_status} -> {done.to_status}"
               " (the group gets uniform's assignment at its next re-assignment)")  # fmt: skip
         return 0
+    return _publish(args, config, actor)
+
+
+def _publish(args: argparse.Namespace, config: dict, actor: str) -> int:
+    """Publish the plan and say what it did: the epoch, its members, the broker's re-assignment, who
+    got an empty assignment, which plans it superseded."""
+    from rebalance_advisor_client.assignment_records import DEFAULT_TOPIC
+
+    from rebalance_advisor.services import plan_lifecycle
+
     result = plan_lifecycle.publish(
-        args.plan_id,
-        config,
-        actor,
-        args.db,
-        note=args.note,
-        topic=args.topic or DEFAULT_TOPIC,
+        args.plan_id, config, actor, args.db, note=args.note, topic=args.topic or DEFAULT_TOPIC,
         timeout=args.timeout,
-    )
+    )  # fmt: skip
     if not result.changed:
         print(f"plan {result.plan_id} is already published at epoch {result.epoch}: nothing changed"
               + (f"; broker: {result.reassignment}" if result.reassignment else ""))  # fmt: skip

@@ -5,6 +5,13 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+from typing import TYPE_CHECKING
+
+from rebalance_advisor.cli import DB_HELP
+
+if TYPE_CHECKING:
+    from rebalance_advisor.domain.snapshot_model import Snapshot
+    from rebalance_advisor.services.lag_report import Row
 
 
 def _retention_hours(name: str):
@@ -27,6 +34,13 @@ def _retention_hours(name: str):
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
+    """The ``snapshot``, ``lag`` and ``db`` commands."""
+    _register_snapshot(subparsers)
+    _register_lag(subparsers)
+    _register_db(subparsers)
+
+
+def _register_snapshot(subparsers: argparse._SubParsersAction) -> None:
     from rebalance_advisor.cli.options import add_options
     from rebalance_advisor.domain.parameters import SnapshotParams
 
@@ -37,18 +51,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="HOST:PORT[,...] (default: $KAFKA_BOOTSTRAP_SERVERS, else the local broker)",
     )
     snap.add_argument("--config", default=None, help="librdkafka .properties file (security settings etc.)")
-    snap.add_argument(
-        "--db", default=None, help="SQLAlchemy URL (default: $REBALANCE_ADVISOR_DB_URL or the SQLite file)"
-    )
+    snap.add_argument("--db", default=None, help=DB_HELP)
     add_options(snap, SnapshotParams)
     snap.set_defaults(func=_snapshot)
 
+
+def _register_lag(subparsers: argparse._SubParsersAction) -> None:
     lag = subparsers.add_parser(
         "lag", help="per-partition lag of a stored snapshot, in kafka-consumer-groups' columns"
     )
-    lag.add_argument(
-        "--db", default=None, help="SQLAlchemy URL (default: $REBALANCE_ADVISOR_DB_URL or the SQLite file)"
-    )
+    lag.add_argument("--db", default=None, help=DB_HELP)
     lag.add_argument(
         "--snapshot", default="latest", metavar="ID|latest", help="which snapshot (default latest)"
     )
@@ -62,6 +74,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     lag.add_argument("--reset-policy", default=None, metavar="SPEC",
                      help="auto.offset.reset per group for POLICY-LAG, e.g. 'orders-.*=earliest,latest'")  # fmt: skip
     lag.set_defaults(func=_lag)
+
+
+def _register_db(subparsers: argparse._SubParsersAction) -> None:
+    from rebalance_advisor.domain.parameters import SnapshotParams
 
     dbp = subparsers.add_parser("db", help="the advisor database: schema migrations and retention")
     dbsub = dbp.add_subparsers(dest="db_command", metavar="ACTION", required=True)
@@ -131,7 +147,6 @@ def _report(taken) -> None:
 def _lag(args: argparse.Namespace) -> int:
     from rebalance_advisor import store
     from rebalance_advisor.domain.lag import ResetPolicy
-    from rebalance_advisor.domain.snapshot_model import SHARE_GROUP_TYPE
     from rebalance_advisor.errors import AdvisorError
     from rebalance_advisor.services import lag_report
     from rebalance_advisor.store import db
@@ -153,24 +168,32 @@ def _lag(args: argparse.Namespace) -> int:
     if args.format == "json":
         sys.stdout.write("\n")
     if args.format in ("table", "tool"):
-        for note in lag_report.tool_notes(taken, grouped):
+        for note in _lag_notes(taken, grouped, args.format):
             print(f"\n{note}", file=sys.stderr)
-        shared = sorted(g.group_id for g in taken.groups if g.group_type == SHARE_GROUP_TYPE)
-        if shared:
-            print(
-                f"\nshare groups (KIP-932; the broker assigns them, not planned): {', '.join(shared)}. "
-                "Their CURRENT-OFFSET is the share-partition start offset and LAG the broker's own figure, "
-                "as kafka-share-groups --describe prints them",
-                file=sys.stderr,
-            )
-        if taken.isolation_level == "read_committed":
-            print(
-                f"\nsnapshot {snapshot_id} was taken read_committed: LAG is against the last stable offset",
-                file=sys.stderr,
-            )
-        if args.format == "table" and taken.rates is not None and taken.rates.note:
-            print(f"\nno rates in snapshot {snapshot_id}: {taken.rates.note}", file=sys.stderr)
     return 0
+
+
+def _lag_notes(taken: Snapshot, grouped: dict[str, list[Row]], format_name: str) -> list[str]:
+    """What the tool's layouts say on stderr beside the rows: the tool's own notes, then which LAG
+    share groups and read_committed snapshots show, and why a table has no rates."""
+    from rebalance_advisor.domain.snapshot_model import SHARE_GROUP_TYPE
+    from rebalance_advisor.services import lag_report
+
+    notes = lag_report.tool_notes(taken, grouped)
+    shared = sorted(g.group_id for g in taken.groups if g.group_type == SHARE_GROUP_TYPE)
+    if shared:
+        notes.append(
+            f"share groups (KIP-932; the broker assigns them, not planned): {', '.join(shared)}. "
+            "Their CURRENT-OFFSET is the share-partition start offset and LAG the broker's own figure, "
+            "as kafka-share-groups --describe prints them"
+        )
+    if taken.isolation_level == "read_committed":
+        notes.append(
+            f"snapshot {taken.snapshot_id} was taken read_committed: LAG is against the last stable offset"
+        )
+    if format_name == "table" and taken.rates is not None and taken.rates.note:
+        notes.append(f"no rates in snapshot {taken.snapshot_id}: {taken.rates.note}")
+    return notes
 
 
 def _db_upgrade(args: argparse.Namespace) -> int:

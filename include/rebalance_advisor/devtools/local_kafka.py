@@ -292,80 +292,13 @@ def start(
     second client listener, SASL_SSL, with the keystore of ``make_tls`` (``tls_bootstrap_servers``).
     ``extra_properties``: more broker settings (such as the broker plugin's own keys), added last.
     """
-    if tls and not secured:
-        raise LocalKafkaError("a TLS listener is only offered on a secured broker: pass secured= as well")
-    if tls and Path(state_dir).resolve() in Path(tls.keystore).resolve().parents:
-        raise LocalKafkaError(f"make the TLS files outside {state_dir}: start() empties that folder first")
-    state_dir = Path(state_dir or default_state_dir())
-    running = status(state_dir)
-    if running:
-        raise LocalKafkaError(
-            f"a broker is already running from {state_dir} (pid {running.pid}, "
-            f"{running.bootstrap_servers}); stop it first with `rebalance-advisor dev kafka stop`"
-        )
-    if port is not None and not _port_free(port):
-        raise LocalKafkaError(
-            f"port {port} on 127.0.0.1 is already taken; choose another with --port or omit it"
-        )
-    libs = fetch_jars()
+    state_dir = _startable(Path(state_dir or default_state_dir()), port, secured, tls)
+    fetch_jars()
     # the format step validates group.consumer.assignors by loading the classes: it needs the plugin too
     plugin = broker_plugin_jar()
-    port = port or free_port()
-    controller_port = free_port()
-    while controller_port == port:
-        controller_port = free_port()
-    tls_port = free_port() if tls else 0
-    while tls and tls_port in (port, controller_port):
-        tls_port = free_port()
-
-    if state_dir.exists():
-        shutil.rmtree(state_dir)
-    log_dir = state_dir / "data"
-    log_dir.mkdir(parents=True)
-    properties = state_dir / "server.properties"
-    text = (
-        (KAFKA_FILES / "server.properties.template")
-        .read_text()
-        .format(
-            port=port,
-            controller_port=controller_port,
-            log_dir=log_dir,
-            advised_assignor=ADVISED_ASSIGNOR_CLASS,
-            telemetry_receiver=TELEMETRY_RECEIVER_CLASS,
-        )
-    )
-    text = _secured_properties(text, secured, tls, tls_port) if secured else text
-    text += "".join(f"{key}={value}\n" for key, value in (extra_properties or {}).items())
-    properties.write_text(text)
-    properties.chmod(0o600)
-    scram = []
-    if secured:
-        scram = ["--add-scram", f"{SCRAM_MECHANISM}=[name={secured.name},password={secured.password}]"]
-    cluster_id = "-"
-    while cluster_id.startswith("-"):  # kafka-storage reads an id starting with '-' as an option
-        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
-    formatted = subprocess.run(
-        java_command(
-            "kafka.tools.StorageTool",
-            "format",
-            "--standalone",
-            "-t",
-            cluster_id,
-            "-c",
-            str(properties),
-            *scram,
-            extra_jars=(plugin,),
-        ),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    if formatted.returncode != 0:
-        output = formatted.stdout + formatted.stderr
-        if secured:
-            output = output.replace(secured.password, "***")
-        raise LocalKafkaError(f"formatting KRaft storage failed:\n{output}")
-
+    port, controller_port, tls_port = _ports(port, tls)
+    properties = _write_properties(state_dir, port, controller_port, tls_port, secured, tls, extra_properties)
+    cluster_id = _format_storage(properties, secured, plugin)
     process = _launch(state_dir, properties, heap, append_log=False)
     info = BrokerInfo(
         pid=process.pid,
@@ -376,8 +309,94 @@ def start(
         state_dir=str(state_dir),
         tls_bootstrap_servers=f"127.0.0.1:{tls_port}" if tls else None,
     )
-    del libs, plugin
     return _await_broker(process, info, timeout, secured.client_config() if secured else None)
+
+
+def _startable(
+    state_dir: Path, port: int | None, secured: ScramSuperUser | None, tls: BrokerTls | None
+) -> Path:
+    """``state_dir`` when a broker may start from it: refused (the reason and what to do) when TLS is
+    asked without logins, its files lie in the folder start() empties, a broker already runs from
+    the folder, or ``port`` is taken."""
+    if tls and not secured:
+        raise LocalKafkaError("a TLS listener is only offered on a secured broker: pass secured= as well")
+    if tls and state_dir.resolve() in Path(tls.keystore).resolve().parents:
+        raise LocalKafkaError(f"make the TLS files outside {state_dir}: start() empties that folder first")
+    running = status(state_dir)
+    if running:
+        raise LocalKafkaError(
+            f"a broker is already running from {state_dir} (pid {running.pid}, "
+            f"{running.bootstrap_servers}); stop it first with `rebalance-advisor dev kafka stop`"
+        )
+    if port is not None and not _port_free(port):
+        raise LocalKafkaError(
+            f"port {port} on 127.0.0.1 is already taken; choose another with --port or omit it"
+        )
+    return state_dir
+
+
+def _ports(port: int | None, tls: BrokerTls | None) -> tuple[int, int, int]:
+    """(client port, controller port, TLS port or 0): three different free ports, ``port`` if given."""
+    port = port or free_port()
+    controller_port = free_port()
+    while controller_port == port:
+        controller_port = free_port()
+    tls_port = free_port() if tls else 0
+    while tls and tls_port in (port, controller_port):
+        tls_port = free_port()
+    return port, controller_port, tls_port
+
+
+def _write_properties(
+    state_dir: Path, port: int, controller_port: int, tls_port: int, secured: ScramSuperUser | None,
+    tls: BrokerTls | None, extra_properties: dict[str, str] | None,
+) -> Path:  # fmt: skip
+    """An emptied ``state_dir`` with its data folder and ``server.properties`` (readable by the owner
+    only: a secured broker's holds the super user's password)."""
+    if state_dir.exists():
+        shutil.rmtree(state_dir)
+    log_dir = state_dir / "data"
+    log_dir.mkdir(parents=True)
+    properties = state_dir / "server.properties"
+    template = (KAFKA_FILES / "server.properties.template").read_text()
+    text = template.format(
+        port=port,
+        controller_port=controller_port,
+        log_dir=log_dir,
+        advised_assignor=ADVISED_ASSIGNOR_CLASS,
+        telemetry_receiver=TELEMETRY_RECEIVER_CLASS,
+    )
+    text = _secured_properties(text, secured, tls, tls_port) if secured else text
+    text += "".join(f"{key}={value}\n" for key, value in (extra_properties or {}).items())
+    properties.write_text(text)
+    properties.chmod(0o600)
+    return properties
+
+
+def _format_storage(properties: Path, secured: ScramSuperUser | None, plugin: Path) -> str:
+    """Format the KRaft storage (``kafka-storage format --standalone``) under a new cluster id, with
+    the super user's SCRAM credential when ``secured``; return the cluster id."""
+    scram = []
+    if secured:
+        scram = ["--add-scram", f"{SCRAM_MECHANISM}=[name={secured.name},password={secured.password}]"]
+    cluster_id = "-"
+    while cluster_id.startswith("-"):  # kafka-storage reads an id starting with '-' as an option
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    formatted = subprocess.run(
+        java_command(
+            "kafka.tools.StorageTool", "format", "--standalone", "-t", cluster_id, "-c", str(properties),
+            *scram, extra_jars=(plugin,),
+        ),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )  # fmt: skip
+    if formatted.returncode != 0:
+        output = formatted.stdout + formatted.stderr
+        if secured:
+            output = output.replace(secured.password, "***")
+        raise LocalKafkaError(f"formatting KRaft storage failed:\n{output}")
+    return cluster_id
 
 
 #: what the broker plugin's telemetry writer logs once it has set the client-metrics subscription

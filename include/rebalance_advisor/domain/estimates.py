@@ -67,7 +67,7 @@ class RateParameters:
     #: steadily rising rate is read τ x its slope low. 120 s: it still averages 2-3 snapshots taken
     #: every 45-60 s, and follows drift within one 5-minute planning interval. With 300 s
     #: bench/drain.py rate_aware was overloaded 29.3 % of the time in medium-50-cap2x (4.3 % at 120 s,
-    #: 7.2 % at 60 s; 5 seeds x 6 h, every scenario in the session-5 notes): the rates, and the
+    #: 7.2 % at 60 s; 5 seeds x 6 h, every bench/drain.py scenario run): the rates, and the
     #: capacities smoothed with the same τ, lagged the drift by more than the rule's margin.
     time_constant_s: float = 120.0
     #: intervals shorter than this give no rate: offsets are read over a pass of up to a second or

@@ -89,28 +89,38 @@ def lag_against(isolation_level: str) -> str:
 
 @dataclass(frozen=True)
 class PartitionLagRow:
-    """One (group, partition) of a snapshot with its lag under the group's reset policy."""
+    """One (group, partition) of a snapshot: its offsets, its lag under the group's reset policy and
+    what is odd about its committed offset. Built by :func:`lag_row` only; the web pages
+    (:func:`partition_lags`) and ``lag``'s report (``services/lag_report.py``) both read it."""
 
     group_id: str
     topic: str
     partition: int
     committed: int | None
     log_start: int | None
-    #: the offset the lag is against (:func:`lag_end_offset`: log end, or LSO under read_committed)
+    #: the offset the lag is against (:func:`committed_lag_end`: log end, or LSO under read_committed)
     log_end: int | None
     reset: str
+    #: never negative: what an assignor weighs (:func:`partition_lag`)
     lag: int
-    #: the committed offset fell out of retention (c < log-start): the consumer will reset
-    below_log_start: bool
+    #: the committed offset fell out of retention (c < log-start): the consumer will reset; None
+    #: when nothing is committed or the log start is unknown
+    below_log_start: bool | None
     #: who holds the partition now (member id), None when nobody does
     member_id: str | None = None
     #: the committed offset is past the end (unclean leader election, topic recreated under the
-    #: same name): lag is clamped to 0 but the consumer will reset or skip records
-    above_log_end: bool = False
+    #: same name): lag is clamped to 0 but the consumer will reset or skip records; None when
+    #: nothing is committed or the end is unknown
+    above_log_end: bool | None = None
+    #: the high watermark and the last stable offset as the snapshot read them
+    log_end_offset: int | None = None
+    last_stable_offset: int | None = None
 
     @property
-    def committed_known(self) -> bool:
-        return self.committed is not None
+    def offset_lag(self) -> int | None:
+        """End - committed as ``kafka-consumer-groups`` prints it (negative past the end); None when
+        nothing is committed or the end is unknown."""
+        return None if self.committed is None or self.log_end is None else self.log_end - self.committed
 
 
 def above_log_end(committed: int | None, end: int | None) -> bool:
@@ -121,6 +131,31 @@ def above_log_end(committed: int | None, end: int | None) -> bool:
 def below_log_start(committed: int | None, start: int | None) -> bool:
     """Committed offset that fell out of retention: the consumer will reset."""
     return committed is not None and start is not None and committed < start
+
+
+def lag_row(
+    group_id: str,
+    topic: str,
+    partition: int,
+    offsets: PartitionOffsets | None,
+    isolation_level: str,
+    committed: int | None,
+    reset: str,
+    member_id: str | None = None,
+) -> PartitionLagRow:
+    """The lag row of one (group, partition): the one place one is assembled. ``offsets`` None: the
+    snapshot holds no offsets for the partition (ends unknown, lag 0)."""
+    start = offsets.log_start_offset if offsets else None
+    end = committed_lag_end(offsets, isolation_level, committed) if offsets else None
+    return PartitionLagRow(
+        group_id, topic, partition, committed, start, end, reset,
+        lag=partition_lag(committed, start, end, reset),
+        below_log_start=None if committed is None or start is None else below_log_start(committed, start),
+        member_id=member_id,
+        above_log_end=None if committed is None or end is None else above_log_end(committed, end),
+        log_end_offset=offsets.log_end_offset if offsets else None,
+        last_stable_offset=offsets.last_stable_offset if offsets else None,
+    )  # fmt: skip
 
 
 def partition_lags(snapshot: Snapshot, policy: ResetPolicy | None = None) -> list[PartitionLagRow]:
@@ -139,38 +174,17 @@ def partition_lags(snapshot: Snapshot, policy: ResetPolicy | None = None) -> lis
                 owner[(g.group_id, t, p)] = m.member_id
     for c in snapshot.committed:
         topics_of.setdefault(c.group_id, set()).add(c.topic)
-    isolation = snapshot.isolation_level
     out: list[PartitionLagRow] = []
     for group_id in sorted(topics_of):
         reset = policy.for_group(group_id)
         for topic in sorted(topics_of[group_id]):
             for p in sorted(by_topic.get(topic, ()), key=lambda x: x.partition):
-                c = committed.get((group_id, topic, p.partition))
-                value = c.offset if c else None
-                end = lag_end_offset(p, isolation)
+                key = (group_id, topic, p.partition)
+                c = committed.get(key)
                 out.append(
-                    PartitionLagRow(
-                        group_id=group_id,
-                        topic=topic,
-                        partition=p.partition,
-                        committed=value,
-                        log_start=p.log_start_offset,
-                        log_end=end,
-                        reset=reset,
-                        lag=partition_lag(value, p.log_start_offset, end, reset),
-                        below_log_start=below_log_start(value, p.log_start_offset),
-                        member_id=owner.get((group_id, topic, p.partition)),
-                        above_log_end=above_log_end(value, end),
-                    )
+                    lag_row(*key, p, snapshot.isolation_level, c.offset if c else None, reset, owner.get(key))
                 )
     return out
-
-
-def group_lag(
-    snapshot: Snapshot, group_id: str, policy: ResetPolicy | None = None
-) -> dict[tuple[str, int], int]:
-    """(topic, partition) -> lag for one group: what an assignor takes as partition weights."""
-    return {(x.topic, x.partition): x.lag for x in partition_lags(snapshot, policy) if x.group_id == group_id}
 
 
 def record_time_lag(taken_ms: float, stamp_ms: float) -> TimeLag:
@@ -202,51 +216,4 @@ def time_lags(
             out[key] = TimeLag(lag / rate, "rate_estimate")
         else:
             out[key] = TimeLag(None, None)
-    return out
-
-
-@dataclass(frozen=True)
-class PartitionRate:
-    group_id: str
-    topic: str
-    partition: int
-    #: records/s appended (Δ log-end / Δt); None when the log went backwards (topic recreated)
-    produce_rate: float | None
-    #: records/s committed by the group (Δ committed / Δt); None without two committed offsets
-    consume_rate: float | None
-    lag: int
-    #: time to drain the current lag at the consume rate; 0 when caught up, None when not draining
-    lag_seconds: float | None
-
-
-def rates(previous: Snapshot, current: Snapshot, policy: ResetPolicy | None = None) -> list[PartitionRate]:
-    """Produce and consume rates per (group, topic, partition) between two in-memory snapshots, unsmoothed.
-
-    The stored, smoothed rates are ``estimates.step``'s (what the planner reads); this compares
-    any two snapshots in memory.
-    """
-    elapsed = (current.taken_at - previous.taken_at).total_seconds()
-    if elapsed <= 0:
-        raise AdvisorError(
-            f"snapshot {previous.snapshot_id} is not older than snapshot {current.snapshot_id}: no rates"
-        )
-    before_end = {(p.topic, p.partition): p.log_end_offset for p in previous.partitions}
-    before_committed = previous.committed_map()
-    out: list[PartitionRate] = []
-    for x in partition_lags(current, policy):
-        e0 = before_end.get((x.topic, x.partition))
-        produce = None
-        if e0 is not None and x.log_end is not None and x.log_end >= e0:
-            produce = (x.log_end - e0) / elapsed
-        c0 = before_committed.get((x.group_id, x.topic, x.partition))
-        consume = None
-        if c0 is not None and x.committed is not None and x.committed >= c0.offset:
-            consume = (x.committed - c0.offset) / elapsed
-        if x.lag == 0:
-            seconds: float | None = 0.0
-        elif consume:
-            seconds = x.lag / consume
-        else:
-            seconds = None
-        out.append(PartitionRate(x.group_id, x.topic, x.partition, produce, consume, x.lag, seconds))
     return out

@@ -33,16 +33,11 @@ from dataclasses import dataclass
 from rebalance_advisor_client.key_ranges import range_group
 
 from rebalance_advisor.domain.key_range_groups import fold_range_groups, range_lags
-from rebalance_advisor.domain.lag import (
-    ResetPolicy,
-    above_log_end,
-    below_log_start,
-    committed_lag_end,
-    lag_against,
-    partition_lag,
-)
+from rebalance_advisor.domain.lag import ResetPolicy, lag_against, lag_row
 from rebalance_advisor.domain.snapshot_model import (
     SHARE_GROUP_TYPE,
+    Group,
+    GroupMemberSnapshot,
     RateEstimate,
     Snapshot,
     SnapshotRates,
@@ -164,77 +159,91 @@ def rows(
 def _rows(
     snapshot: Snapshot, group: str | None = None, policy: ResetPolicy | None = None
 ) -> dict[str, list[Row]]:
+    """group id -> its rows (module docstring), from the folded snapshot."""
     policy = policy or ResetPolicy()
-    ends = snapshot.partition_map()
-    committed = snapshot.committed_map(group)
-    isolation = snapshot.isolation_level
-    against = lag_against(isolation)
-    rates = snapshot.rates or SnapshotRates()
-    no_rate, no_time_lag = RateEstimate(None, None), TimeLag(None, None)
-    # Each group's committed partitions, indexed once: scanning all of them per group is quadratic.
-    committed_of: dict[str, list[tuple[str, int]]] = {}
-    for group_id, topic, partition in committed:
-        committed_of.setdefault(group_id, []).append((topic, partition))
-    unstarted_of: dict[str, list[tuple[str, int]]] = {}
-    for group_id, topic, partition in snapshot.share_unstarted:
-        unstarted_of.setdefault(group_id, []).append((topic, partition))
+    rows_of = _GroupRows(snapshot, group)
     out: dict[str, list[Row]] = {}
     for g in sorted(snapshot.groups, key=lambda x: x.group_id):
         if group is not None and g.group_id != group:
             continue
         reset = policy.for_group(g.group_id)
+        out[g.group_id] = (
+            rows_of.share(g, reset) if g.group_type == SHARE_GROUP_TYPE else rows_of.consumer(g, reset)
+        )
+    return out
 
-        def row(topic: str, partition: int, member_id=None, host=None, client_id=None, _g=g, _r=reset) -> Row:
-            key = (_g.group_id, topic, partition)
-            c = committed.get(key)
-            offsets = ends.get((topic, partition))
-            value = c.offset if c else None
-            end = committed_lag_end(offsets, isolation, value) if offsets else None
-            start = offsets.log_start_offset if offsets else None
-            produce = rates.produce.get((topic, partition), no_rate)
-            consume = rates.consume.get(key, no_rate)
-            time_lag = rates.time_lag.get(key, no_time_lag)
-            policy_lag = partition_lag(value, start, end, _r)
-            if time_lag.method is None and value is None and policy_lag == 0 and end is not None:
-                time_lag = TimeLag(0.0, "caught_up")  # nothing committed, reset latest: starts at the end
-            return Row(
-                _g.group_id, topic, partition, value, offsets.log_end_offset if offsets else None,
-                None if value is None or end is None else end - value,
-                member_id, host, client_id, start, policy_lag, _r,
-                None if value is None or start is None else below_log_start(value, start),
-                None if value is None or end is None else above_log_end(value, end),
-                offsets.last_stable_offset if offsets else None, against,
-                time_lag.seconds, time_lag.method, produce.rate, consume.rate,
-                produce.unknown_reason, consume.unknown_reason,
-            )  # fmt: skip
 
-        group_rows: list[Row] = []
-        if g.group_type == SHARE_GROUP_TYPE:  # the broker's lag; "-" where not started
-            started = committed_of.get(g.group_id, [])
-            for topic, partition in sorted(started + unstarted_of.get(g.group_id, [])):
-                share_lag = snapshot.share_lags.get((g.group_id, topic, partition))
-                group_rows.append(
-                    dataclasses.replace(
-                        row(topic, partition), lag=share_lag, policy_lag=share_lag, reset=None,
-                        below_log_start=None, above_log_end=None, lag_against=SHARE_LAG_AGAINST,
-                        **({} if (topic, partition) in started else {"time_lag_s": None, "time_lag_by": None}),
-                    )
-                )  # fmt: skip
-            out[g.group_id] = group_rows
-            continue
+_NO_RATE, _NO_TIME_LAG = RateEstimate(None, None), TimeLag(None, None)
+
+
+class _GroupRows:
+    """The rows of one snapshot's groups: the lag rows (``lag.lag_row``) with the snapshot's rates
+    and time lags, in the tool's order."""
+
+    def __init__(self, snapshot: Snapshot, group: str | None) -> None:
+        self.snapshot = snapshot
+        self.ends = snapshot.partition_map()
+        self.committed = snapshot.committed_map(group)
+        self.against = lag_against(snapshot.isolation_level)
+        self.rates = snapshot.rates or SnapshotRates()
+        # Each group's committed partitions, indexed once: scanning all of them per group is quadratic.
+        self.committed_of: dict[str, list[tuple[str, int]]] = {}
+        for group_id, topic, partition in self.committed:
+            self.committed_of.setdefault(group_id, []).append((topic, partition))
+        self.unstarted_of: dict[str, list[tuple[str, int]]] = {}
+        for group_id, topic, partition in snapshot.share_unstarted:
+            self.unstarted_of.setdefault(group_id, []).append((topic, partition))
+
+    def consumer(self, g: Group, reset: str) -> list[Row]:
+        """Members holding partitions, the larger assignment first, each member's partitions by
+        (topic, partition); then the committed partitions no member holds."""
+        rows: list[Row] = []
         held: set[tuple[str, int]] = set()
-        members = sorted(g.members, key=lambda m: (-len(m.assignment), m.position))
-        for m in members:
-            if not m.assignment:
-                continue
+        for m in sorted(g.members, key=lambda m: (-len(m.assignment), m.position)):
             for topic, partition in sorted(m.assignment):
                 held.add((topic, partition))
-                group_rows.append(row(topic, partition, m.member_id, m.host, m.client_id))
-        for topic, partition in sorted(committed_of.get(g.group_id, ())):
+                rows.append(self.row(g.group_id, reset, topic, partition, m))
+        for topic, partition in sorted(self.committed_of.get(g.group_id, ())):
             if (topic, partition) not in held:
-                group_rows.append(row(topic, partition))
-        out[g.group_id] = group_rows
-    return out
+                rows.append(self.row(g.group_id, reset, topic, partition))
+        return rows
+
+    def share(self, g: Group, reset: str) -> list[Row]:
+        """A share group: the broker's lag, one row per partition; "-" where it has not started."""
+        rows = []
+        started = self.committed_of.get(g.group_id, [])
+        for topic, partition in sorted(started + self.unstarted_of.get(g.group_id, [])):
+            share_lag = self.snapshot.share_lags.get((g.group_id, topic, partition))
+            no_time_lag = {} if (topic, partition) in started else {"time_lag_s": None, "time_lag_by": None}
+            rows.append(
+                dataclasses.replace(
+                    self.row(g.group_id, reset, topic, partition), lag=share_lag,
+                    policy_lag=share_lag, reset=None, below_log_start=None, above_log_end=None,
+                    lag_against=SHARE_LAG_AGAINST, **no_time_lag,
+                )
+            )  # fmt: skip
+        return rows
+
+    def row(
+        self, group_id: str, reset: str, topic: str, partition: int, member: GroupMemberSnapshot | None = None
+    ) -> Row:
+        """The lag row of one partition with its rates and time lag, as the report shows it."""
+        key = (group_id, topic, partition)
+        c = self.committed.get(key)
+        x = lag_row(*key, self.ends.get((topic, partition)), self.snapshot.isolation_level,
+                    c.offset if c else None, reset)  # fmt: skip
+        produce = self.rates.produce.get((topic, partition), _NO_RATE)
+        consume = self.rates.consume.get(key, _NO_RATE)
+        time_lag = self.rates.time_lag.get(key, _NO_TIME_LAG)
+        if time_lag.method is None and x.committed is None and x.lag == 0 and x.log_end is not None:
+            time_lag = TimeLag(0.0, "caught_up")  # nothing committed, reset latest: starts at the end
+        return Row(
+            group_id, topic, partition, x.committed, x.log_end_offset, x.offset_lag,
+            member.member_id if member else None, member.host if member else None,
+            member.client_id if member else None, x.log_start, x.lag, reset, x.below_log_start,
+            x.above_log_end, x.last_stable_offset, self.against, time_lag.seconds, time_lag.method,
+            produce.rate, consume.rate, produce.unknown_reason, consume.unknown_reason,
+        )  # fmt: skip
 
 
 def format_lag_table(grouped: dict[str, list[Row]]) -> str:

@@ -82,8 +82,28 @@ def format_plans(plans: Sequence[PlanListing], fmt: str = "table") -> str:
             writer.writeheader()
             writer.writerows(plain)
         return out.getvalue()
-    if not plain:
-        return "(no plans)\n"
+    return _plan_table(plain) if plain else "(no plans)\n"
+
+
+#: the columns of ``plans --format table``
+PLAN_TABLE_HEADER = (
+    "plan",
+    "group",
+    "strategy",
+    "status",
+    "applied by",
+    "max member lag before -> after",
+    "moves",
+    "overloaded",
+    "catch-up",
+    "time lag s",
+    "created",
+    "by",
+)
+
+
+def _plan_table(plain: Sequence[dict[str, Any]]) -> str:
+    """The key columns of each plan (:data:`PLAN_TABLE_HEADER`), numbers aligned right."""
     rows = [
         [
             str(p["id"]),
@@ -102,18 +122,4 @@ def format_plans(plans: Sequence[PlanListing], fmt: str = "table") -> str:
         ]
         for p in plain
     ]
-    header = [
-        "plan",
-        "group",
-        "strategy",
-        "status",
-        "applied by",
-        "max member lag before -> after",
-        "moves",
-        "overloaded",
-        "catch-up",
-        "time lag s",
-        "created",
-        "by",
-    ]
-    return _table(header, rows, {0, 5, 6, 7, 8, 9}) + "\n"
+    return _table(PLAN_TABLE_HEADER, rows, {0, 5, 6, 7, 8, 9}) + "\n"

@@ -430,13 +430,7 @@ def auto_approve_and_publish(
     ones are no-ops. If Kafka is down every plan is tried, then KafkaUnavailable is raised (the
     Airflow task fails and its retry completes the publish).
     """
-    with db.connect(url) as conn:
-        if plan_ids is None:
-            plan_ids = plan_transitions.standing_plan_ids_of_airflow_run(conn, airflow_run_id)
-        plans = plan_transitions.plan_groups_and_statuses(conn, plan_ids)
-        applied = {g for _, g, _ in plans if is_applied(current_apply_mode(conn, g))}
-    todo = [(i, g, s) for i, g, s in plans if g in applied and s in STANDING_STATUSES]
-    advice_only = tuple(i for i, g, _ in plans if g not in applied)
+    todo, advice_only = _publishable(plan_ids, url, airflow_run_id)
     if not todo:
         log.info("no plan that reaches its consumers to publish (advice only: %s)", list(advice_only))
         return AutoPublished(advice_only=advice_only)
@@ -444,36 +438,59 @@ def auto_approve_and_publish(
         from rebalance_advisor.adapters.airflow_connections import DEFAULT_KAFKA_CONN_ID, kafka_client_config
 
         kafka_config = kafka_client_config(kafka_conn_id or DEFAULT_KAFKA_CONN_ID)
-    note = "auto-approved: publish mode static"
-    errors: list[assignment_topic.KafkaUnavailable] = []
-    published: list[Published] = []
-    failed: list[int] = []
-    for plan_id, _group, status in todo:
-        if status == "recommended":
-            approve(plan_id, AUTO_ACTOR, url, airflow_run_id=airflow_run_id, note=note)
-        try:
-            done = publish(
-                plan_id,
-                kafka_config,
-                AUTO_ACTOR,
-                url,
-                airflow_run_id=airflow_run_id,
-                topic=topic,
-                broker_topic=broker_topic,
-                timeout=timeout,
-            )
-        except assignment_topic.KafkaUnavailable as error:
-            log.error("plan %s not published (or not put in force): %s", plan_id, error)
-            failed.append(plan_id)
-            errors.append(error)
-            continue
-        published.append(done)
+    published, failed, errors = _publish_each(
+        todo, kafka_config, url, airflow_run_id, topic=topic, broker_topic=broker_topic, timeout=timeout
+    )
     if errors:
         raise assignment_topic.KafkaUnavailable(
             f"{len(errors)} of {len(todo)} plan(s) not published (they stay approved; a retry completes "
             f"them): {errors[0]}"
         )
     return AutoPublished(tuple(published), advice_only, tuple(failed))
+
+
+#: the note of an approval by :func:`auto_approve_and_publish`
+AUTO_NOTE = "auto-approved: publish mode static"
+
+
+def _publish_each(
+    todo: Sequence[tuple[int, str]],
+    kafka_config: Mapping[str, Any],
+    url: str | None,
+    airflow_run_id: str | None,
+    **publish_args: Any,
+) -> tuple[list[Published], list[int], list[assignment_topic.KafkaUnavailable]]:
+    """Approve (when recommended) and publish each plan: (published, the plans Kafka refused, its
+    errors). Every plan is tried even when Kafka is down, so a retry has only the refused ones left."""
+    errors: list[assignment_topic.KafkaUnavailable] = []
+    published: list[Published] = []
+    failed: list[int] = []
+    for plan_id, status in todo:
+        if status == "recommended":
+            approve(plan_id, AUTO_ACTOR, url, airflow_run_id=airflow_run_id, note=AUTO_NOTE)
+        try:
+            published.append(
+                publish(plan_id, kafka_config, AUTO_ACTOR, url, airflow_run_id=airflow_run_id, **publish_args)
+            )
+        except assignment_topic.KafkaUnavailable as error:
+            log.error("plan %s not published (or not put in force): %s", plan_id, error)
+            failed.append(plan_id)
+            errors.append(error)
+    return published, failed, errors
+
+
+def _publishable(
+    plan_ids: Sequence[int] | None, url: str | None, airflow_run_id: str | None
+) -> tuple[list[tuple[int, str]], tuple[int, ...]]:
+    """(the standing plans that reach their consumers, with their status; the plans that are advice
+    only), of ``plan_ids`` or else of the advisor run of ``airflow_run_id``."""
+    with db.connect(url) as conn:
+        if plan_ids is None:
+            plan_ids = plan_transitions.standing_plan_ids_of_airflow_run(conn, airflow_run_id)
+        plans = plan_transitions.plan_groups_and_statuses(conn, plan_ids)
+        applied = {g for _, g, _ in plans if is_applied(current_apply_mode(conn, g))}
+    todo = [(i, s) for i, g, s in plans if g in applied and s in STANDING_STATUSES]
+    return todo, tuple(i for i, g, _ in plans if g not in applied)
 
 
 def withdraw(

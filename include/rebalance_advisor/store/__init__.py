@@ -8,7 +8,6 @@ from rebalance_advisor.store.db import current_revision, engine_for, session, up
 from rebalance_advisor.store.snapshots import (
     latest_snapshot_id,
     load_snapshot,
-    previous_snapshot_id,
     prune,
     resolve_snapshot_id,
     stored_snapshot_after,
@@ -21,7 +20,6 @@ __all__ = [
     "engine_for",
     "latest_snapshot_id",
     "load_snapshot",
-    "previous_snapshot_id",
     "prune",
     "resolve_snapshot_id",
     "session",

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 import sqlalchemy as sa
-from sqlalchemy.engine import Connection
+from sqlalchemy.engine import Connection, RowMapping
 
 from rebalance_advisor.domain.estimates import (
     CapacityPolicy,
@@ -305,129 +306,173 @@ def write_snapshot(
     wait_for_sqlite_writer(url)
     with gc_paused(), db.connect(url) as conn:
         if run_id is not None:
-            previous = conn.execute(
-                sa.select(SnapshotRow.id).where(SnapshotRow.airflow_run_id == run_id)
-            ).scalars()
-            _delete_snapshots(conn, list(previous))
+            previous = conn.execute(sa.select(SnapshotRow.id).where(SnapshotRow.airflow_run_id == run_id))
+            _delete_snapshots(conn, list(previous.scalars()))
         manual = _manual_assign_plans(conn, snapshot)
-        carried = load_carried(conn, snapshot.cluster_id, snapshot.bootstrap_servers, manual)
-        assigned = {group_id: held for group_id, (_, held) in manual.items()}
-        observed = observe_snapshot(snapshot, carried, rate_parameters, capacities, assigned)
-        rates, _ = step(carried, observed, rate_parameters)
-        rates.time_lag = time_lags(snapshot, rates.produce)
-        snapshot_id = conn.execute(
-            sa.insert(SnapshotRow.__table__).returning(SnapshotRow.__table__.c.id),
-            {
-                "taken_at": snapshot.taken_at,
-                "cluster_id": snapshot.cluster_id,
-                "bootstrap_servers": snapshot.bootstrap_servers,
-                "duration_s": snapshot.duration_s,
-                "status": snapshot.status,
-                "isolation_level": snapshot.isolation_level,
-                "group_count": len(snapshot.groups),
-                "member_count": snapshot.member_count,
-                "partition_count": len(snapshot.partitions),
-                "committed_count": len(snapshot.committed),
-                "error_count": len(snapshot.errors),
-                "airflow_run_id": run_id,
-                "rates_note": rates.note,
-                "rate_interval_s": rates.interval_s,
-            },
-        ).scalar_one()
-        sid = {"snapshot_id": snapshot_id}
-        unknown_rate = RateEstimate(None, None)
-        produce = rates.produce
-        _insert_tuples(
-            conn,
-            PartitionOffsetRow,
-            ("snapshot_id", "topic", "partition", "log_start_offset", "log_end_offset",
-             "last_stable_offset", "leader", "produce_rate", "produce_rate_unknown"),
-            [(snapshot_id, p.topic, p.partition, p.log_start_offset, p.log_end_offset,
-              p.last_stable_offset, p.leader,
-              *produce.get((p.topic, p.partition), unknown_rate))
-             for p in snapshot.partitions],
-        )  # fmt: skip
-        _insert_tuples(
-            conn,
-            ConsumerGroupRow,
-            ("snapshot_id", "group_id", "state", "group_type", "assignor", "coordinator_id",
-             "coordinator_host", "member_count"),
-            [(snapshot_id, g.group_id, g.state, g.group_type, g.assignor, g.coordinator_id,
-              g.coordinator_host, g.member_count)
-             for g in snapshot.groups],
-        )  # fmt: skip
-        equal = MemberCapacity(None, "equal")
-        _insert(  # subscribed_topics is JSON and capacity_measured_at a datetime: Core converts them
-            conn,
-            GroupMemberRow,
-            [
-                {**sid, "group_id": g.group_id, "member_id": stored_key,
-                 "member_id_full": None if stored_key == m.member_id else m.member_id, "position": m.position,
-                 "group_instance_id": m.group_instance_id, "client_id": m.client_id, "host": m.host,
-                 "rack": m.rack, "subscribed_topics": list(m.subscribed_topics),
-                 **dict(zip(("capacity", "capacity_source", "capacity_measured_at", "capacity_note"),
-                            rates.capacity.get((g.group_id, m.member_id), equal), strict=True))}
-                for g in snapshot.groups
-                for m in g.members
-                for stored_key in (member_storage_key(m.member_id),)
-            ],
-        )  # fmt: skip
-        _insert_tuples(
-            conn,
-            MemberAssignmentRow,
-            ("snapshot_id", "group_id", "member_id", "topic", "partition"),
-            [
-                (snapshot_id, g.group_id, stored_key, t, p)
-                for g in snapshot.groups
-                for m in g.members
-                for stored_key in (member_storage_key(m.member_id),)
-                for t, p in m.assignment
-            ],
-        )
-        _insert(  # not group_members rows: the broker lists no members for these groups (models)
-            conn,
-            AssignedCapacityRow,
-            [
-                {**sid, "group_id": group_id, "member_id": member_id, "plan_id": plan_id,
-                 **dict(zip(("capacity", "capacity_source", "capacity_measured_at"),
-                            rates.capacity.get((group_id, member_id), equal)[:3], strict=True))}
-                for group_id, (plan_id, held) in manual.items()
-                for member_id in held
-            ],
-        )  # fmt: skip
-        consume, time_lag, stamps = rates.consume, rates.time_lag, snapshot.record_timestamps
-        share = snapshot.share_lags
-        no_time_lag = TimeLag(None, None)
-        _insert_tuples(
-            conn,
-            CommittedOffsetRow,
-            ("snapshot_id", "group_id", "topic", "partition", "committed_offset", "leader_epoch",
-             "metadata", "consume_rate", "consume_rate_unknown", "record_timestamp_ms", "time_lag_s",
-             "time_lag_method", "share_lag"),
-            # *c is (group_id, topic, partition, offset, leader_epoch, metadata) and c[:3] its key:
-            # at 300,000 offsets, attribute reads and a key built field by field cost seconds
-            [(snapshot_id, *c, *consume.get(key, unknown_rate), stamps.get(key),
-              *time_lag.get(key, no_time_lag), share.get(key) if share else None)
-             for c in snapshot.committed
-             for key in (c[:3],)],
-        )  # fmt: skip
-        _insert_tuples(
-            conn,
-            ShareUnstartedRow,
-            ("snapshot_id", "group_id", "topic", "partition"),
-            [(snapshot_id, *key) for key in snapshot.share_unstarted],
-        )
-        _insert_tuples(
-            conn,
-            SnapshotErrorRow,
-            ("snapshot_id", "stage", "group_id", "topic", "partition", "error_code", "reason"),
-            [(snapshot_id, e.stage, e.group_id, e.topic, e.partition, e.error_code, e.reason)
-             for e in snapshot.errors],
-        )  # fmt: skip
+        rates = _rates_of(conn, snapshot, manual, rate_parameters, capacities)
+        snapshot_id = _insert_head(conn, snapshot, run_id, rates)
+        _insert_partitions(conn, snapshot_id, snapshot, rates)
+        _insert_groups(conn, snapshot_id, snapshot, rates)
+        _insert_assigned_capacities(conn, snapshot_id, manual, rates)
+        _insert_committed(conn, snapshot_id, snapshot, rates)
+        _insert_errors(conn, snapshot_id, snapshot)
     snapshot.snapshot_id = snapshot_id
     snapshot.airflow_run_id = run_id
     snapshot.rates = rates
     return snapshot_id
+
+
+def _rates_of(
+    conn: Connection,
+    snapshot: Snapshot,
+    manual: ManualAssignPlans,
+    rate_parameters: RateParameters | None,
+    capacities: CapacityPolicy | None,
+) -> SnapshotRates:
+    """The snapshot's rates, capacities and time lags: one ``estimates.step`` from what the newest
+    stored snapshot of the same cluster carried, read on the writing transaction (docs/architecture.md,
+    "What the advisor knows between snapshots")."""
+    carried = load_carried(conn, snapshot.cluster_id, snapshot.bootstrap_servers, manual)
+    assigned = {group_id: held for group_id, (_, held) in manual.items()}
+    observed = observe_snapshot(snapshot, carried, rate_parameters, capacities, assigned)
+    rates, _ = step(carried, observed, rate_parameters)
+    rates.time_lag = time_lags(snapshot, rates.produce)
+    return rates
+
+
+def _insert_head(conn: Connection, snapshot: Snapshot, run_id: str | None, rates: SnapshotRates) -> int:
+    """The ``snapshots`` row (counts, the rate interval); its id keys every other row."""
+    return conn.execute(
+        sa.insert(SnapshotRow.__table__).returning(SnapshotRow.__table__.c.id),
+        {
+            "taken_at": snapshot.taken_at,
+            "cluster_id": snapshot.cluster_id,
+            "bootstrap_servers": snapshot.bootstrap_servers,
+            "duration_s": snapshot.duration_s,
+            "status": snapshot.status,
+            "isolation_level": snapshot.isolation_level,
+            "group_count": len(snapshot.groups),
+            "member_count": snapshot.member_count,
+            "partition_count": len(snapshot.partitions),
+            "committed_count": len(snapshot.committed),
+            "error_count": len(snapshot.errors),
+            "airflow_run_id": run_id,
+            "rates_note": rates.note,
+            "rate_interval_s": rates.interval_s,
+        },
+    ).scalar_one()
+
+
+#: what a row stores where the snapshot knows no rate, time lag or capacity
+_UNKNOWN_RATE = RateEstimate(None, None)
+_NO_TIME_LAG = TimeLag(None, None)
+_EQUAL = MemberCapacity(None, "equal")
+
+
+def _insert_partitions(conn: Connection, snapshot_id: int, snapshot: Snapshot, rates: SnapshotRates) -> None:
+    """``partition_offsets``: each partition's offsets with its produce rate."""
+    produce = rates.produce
+    _insert_tuples(
+        conn,
+        PartitionOffsetRow,
+        ("snapshot_id", "topic", "partition", "log_start_offset", "log_end_offset",
+         "last_stable_offset", "leader", "produce_rate", "produce_rate_unknown"),
+        [(snapshot_id, p.topic, p.partition, p.log_start_offset, p.log_end_offset,
+          p.last_stable_offset, p.leader,
+          *produce.get((p.topic, p.partition), _UNKNOWN_RATE))
+         for p in snapshot.partitions],
+    )  # fmt: skip
+
+
+def _insert_groups(conn: Connection, snapshot_id: int, snapshot: Snapshot, rates: SnapshotRates) -> None:
+    """``consumer_groups``, ``group_members`` (with their capacities) and ``member_assignments``."""
+    _insert_tuples(
+        conn,
+        ConsumerGroupRow,
+        ("snapshot_id", "group_id", "state", "group_type", "assignor", "coordinator_id",
+         "coordinator_host", "member_count"),
+        [(snapshot_id, g.group_id, g.state, g.group_type, g.assignor, g.coordinator_id,
+          g.coordinator_host, g.member_count)
+         for g in snapshot.groups],
+    )  # fmt: skip
+    _insert(  # subscribed_topics is JSON and capacity_measured_at a datetime: Core converts them
+        conn,
+        GroupMemberRow,
+        [
+            {"snapshot_id": snapshot_id, "group_id": g.group_id, "member_id": stored_key,
+             "member_id_full": None if stored_key == m.member_id else m.member_id, "position": m.position, "group_instance_id": m.group_instance_id, "client_id": m.client_id,
+             "host": m.host, "rack": m.rack, "subscribed_topics": list(m.subscribed_topics),
+             **dict(zip(("capacity", "capacity_source", "capacity_measured_at", "capacity_note"),
+                        rates.capacity.get((g.group_id, m.member_id), _EQUAL), strict=True))}
+            for g in snapshot.groups
+            for m in g.members
+            for stored_key in (member_storage_key(m.member_id),)  # store/id_limits.py
+        ],
+    )  # fmt: skip
+    _insert_tuples(
+        conn,
+        MemberAssignmentRow,
+        ("snapshot_id", "group_id", "member_id", "topic", "partition"),
+        [(snapshot_id, g.group_id, member_storage_key(m.member_id), t, p) for g in snapshot.groups
+         for m in g.members for t, p in m.assignment],
+    )  # fmt: skip
+
+
+def _insert_assigned_capacities(
+    conn: Connection, snapshot_id: int, manual: ManualAssignPlans, rates: SnapshotRates
+) -> None:
+    """``assigned_capacities``: the registered manual-assign members' capacities, with the plan they
+    were measured against. Not ``group_members`` rows: the broker lists no members for these groups
+    (store/models.py)."""
+    _insert(
+        conn,
+        AssignedCapacityRow,
+        [
+            {"snapshot_id": snapshot_id, "group_id": group_id, "member_id": member_id, "plan_id": plan_id,
+             **dict(zip(("capacity", "capacity_source", "capacity_measured_at"),
+                        rates.capacity.get((group_id, member_id), _EQUAL)[:3], strict=True))}
+            for group_id, (plan_id, held) in manual.items()
+            for member_id in held
+        ],
+    )  # fmt: skip
+
+
+def _insert_committed(conn: Connection, snapshot_id: int, snapshot: Snapshot, rates: SnapshotRates) -> None:
+    """``committed_offsets``: each committed offset with its consume rate, record timestamp, time lag
+    and share lag (the biggest table: 300,000 rows for a large fleet)."""
+    consume, time_lag, stamps = rates.consume, rates.time_lag, snapshot.record_timestamps
+    share = snapshot.share_lags
+    _insert_tuples(
+        conn,
+        CommittedOffsetRow,
+        ("snapshot_id", "group_id", "topic", "partition", "committed_offset", "leader_epoch",
+         "metadata", "consume_rate", "consume_rate_unknown", "record_timestamp_ms", "time_lag_s",
+         "time_lag_method", "share_lag"),
+        # *c is (group_id, topic, partition, offset, leader_epoch, metadata) and c[:3] its key:
+        # at 300,000 offsets, attribute reads and a key built field by field cost seconds
+        [(snapshot_id, *c, *consume.get(key, _UNKNOWN_RATE), stamps.get(key),
+          *time_lag.get(key, _NO_TIME_LAG), share.get(key) if share else None)
+         for c in snapshot.committed
+         for key in (c[:3],)],
+    )  # fmt: skip
+
+
+def _insert_errors(conn: Connection, snapshot_id: int, snapshot: Snapshot) -> None:
+    """``snapshot_errors``: what the pass could not read, and why; and ``share_unstarted_partitions``,
+    the share groups' partitions without a start offset yet."""
+    _insert_tuples(
+        conn,
+        ShareUnstartedRow,
+        ("snapshot_id", "group_id", "topic", "partition"),
+        [(snapshot_id, *key) for key in snapshot.share_unstarted],
+    )
+    _insert_tuples(
+        conn,
+        SnapshotErrorRow,
+        ("snapshot_id", "stage", "group_id", "topic", "partition", "error_code", "reason"),
+        [(snapshot_id, e.stage, e.group_id, e.topic, e.partition, e.error_code, e.reason)
+         for e in snapshot.errors],
+    )  # fmt: skip
 
 
 def stored_snapshot_after(after_id: int, bootstrap_servers: str, url: str | None = None) -> int | None:
@@ -449,11 +494,8 @@ def stored_snapshot_after(after_id: int, bootstrap_servers: str, url: str | None
 SQLITE_LOCK_WAIT_S = 30.0
 
 
-def wait_for_sqlite_writer(
-    url: str | None = None, bound_s: float = SQLITE_LOCK_WAIT_S, *, to_read: bool = False
-) -> None:
-    """On SQLite, wait until no other process holds the write lock (``to_read``: a lock that keeps
-    readers out too, EXCLUSIVE), in short interruptible steps.
+def wait_for_sqlite_writer(url: str | None = None, bound_s: float = SQLITE_LOCK_WAIT_S) -> None:
+    """On SQLite, wait until no other process holds the write lock, in short interruptible steps.
 
     Why: SQLite's own busy wait (the driver's ``timeout``) sleeps inside C, where Python sees no
     Ctrl-C until it gives up. Probing with ``BEGIN IMMEDIATE`` at a 50 ms busy timeout, with Python
@@ -472,9 +514,6 @@ def wait_for_sqlite_writer(
         nonlocal probes
         probe = sqlite3.connect(path, timeout=0.05, isolation_level=None)
         try:
-            if to_read:
-                probe.execute("SELECT count(*) FROM sqlite_master")
-                return True
             probe.execute("BEGIN IMMEDIATE")
             probe.execute("ROLLBACK")
             return True
@@ -503,19 +542,6 @@ def latest_snapshot_id(url: str | None = None) -> int | None:
     """The newest stored snapshot (highest id), or None when there is none."""
     with db.connect(url) as conn:
         return conn.execute(sa.select(sa.func.max(SnapshotRow.id))).scalar_one_or_none()
-
-
-def previous_snapshot_id(snapshot_id: int, url: str | None = None) -> int | None:
-    """The snapshot of the same cluster stored just before ``snapshot_id`` (its rates' pair), or None."""
-    s = SnapshotRow.__table__
-    with db.connect(url) as conn:
-        row = conn.execute(
-            sa.select(s.c.cluster_id, s.c.bootstrap_servers).where(s.c.id == snapshot_id)
-        ).first()
-        if row is None:
-            return None
-        head = _previous_head(conn, row[0], row[1], snapshot_id)
-    return None if head is None else head[0]
 
 
 @dataclass(frozen=True)
@@ -593,88 +619,23 @@ def snapshot_id_in(conn: Connection, ref: str | int | None) -> int:
 
 
 def load_snapshot(snapshot_id: int, url: str | None = None, groups: list[str] | None = None) -> Snapshot:
-    """One stored snapshot back as the in-memory :class:`Snapshot` (optionally only some groups)."""
+    """One stored snapshot back as the in-memory :class:`Snapshot` (optionally only some groups).
+
+    With ``groups``, only their rows, and only the partitions of the topics they subscribe to or
+    committed on."""
     with db.connect(url) as conn:
         row = conn.execute(sa.select(SnapshotRow).where(SnapshotRow.id == snapshot_id)).mappings().first()
         if row is None:
             raise AdvisorError(f"snapshot {snapshot_id} does not exist")
-
-        def rows(model: type, *order: str):
-            table = model.__table__
-            query = sa.select(table).where(table.c.snapshot_id == snapshot_id)
-            if groups is not None and "group_id" in table.c:
-                query = query.where(table.c.group_id.in_(groups))
-            return conn.execute(query.order_by(*(table.c[o] for o in order))).mappings().all()
-
-        assignments: dict[tuple[str, str], list[tuple[str, int]]] = {}
-        for a in rows(MemberAssignmentRow, "group_id", "member_id", "topic", "partition"):
-            assignments.setdefault((a["group_id"], a["member_id"]), []).append((a["topic"], a["partition"]))
+        rows = _table_reader(conn, snapshot_id, groups)
         rates = SnapshotRates(note=row["rates_note"], interval_s=row["rate_interval_s"])
-        members: dict[str, list[GroupMemberSnapshot]] = {}
-        for m in rows(GroupMemberRow, "group_id", "position"):
-            member_id = m["member_id_full"] or m["member_id"]  # the whole id of a keyed one (id_limits)
-            if m["capacity_source"] is not None:
-                measured_at = m["capacity_measured_at"]
-                rates.capacity[(m["group_id"], member_id)] = MemberCapacity(
-                    m["capacity"],
-                    m["capacity_source"],
-                    _aware(measured_at) if measured_at else None,
-                    m["capacity_note"],
-                )
-            members.setdefault(m["group_id"], []).append(
-                GroupMemberSnapshot(
-                    member_id=member_id,
-                    client_id=m["client_id"],
-                    host=m["host"],
-                    group_instance_id=m["group_instance_id"],
-                    rack=m["rack"],
-                    subscribed_topics=tuple(m["subscribed_topics"] or ()),
-                    assignment=tuple(assignments.get((m["group_id"], m["member_id"]), ())),
-                    position=m["position"],
-                )
-            )
-        for r in rows(AssignedCapacityRow, "group_id", "member_id"):
-            measured_at = r["capacity_measured_at"]
-            rates.capacity[(r["group_id"], r["member_id"])] = MemberCapacity(
-                r["capacity"], r["capacity_source"], _aware(measured_at) if measured_at else None
-            )
-        loaded_groups = [
-            Group(
-                group_id=g["group_id"],
-                state=g["state"],
-                group_type=g["group_type"],
-                assignor=g["assignor"],
-                coordinator_id=g["coordinator_id"],
-                coordinator_host=g["coordinator_host"],
-                members=tuple(members.get(g["group_id"], ())),
-            )
-            for g in rows(ConsumerGroupRow, "group_id")
-        ]
-        committed = []
-        stamps: dict[tuple[str, str, int], int] = {}
-        share_lags: dict[tuple[str, str, int], int | None] = {}
-        for c in rows(CommittedOffsetRow, "group_id", "topic", "partition"):
-            key = (c["group_id"], c["topic"], c["partition"])
-            committed.append(CommittedOffset(*key, c["committed_offset"], c["leader_epoch"], c["metadata"]))
-            rates.consume[key] = RateEstimate(c["consume_rate"], c["consume_rate_unknown"])
-            rates.time_lag[key] = TimeLag(c["time_lag_s"], c["time_lag_method"])
-            if c["record_timestamp_ms"] is not None:
-                stamps[key] = c["record_timestamp_ms"]
-            if c["share_lag"] is not None:
-                share_lags[key] = c["share_lag"]
+        loaded_groups = _load_groups(rows, rates)
+        committed, stamps, share_lags = _load_committed(rows, rates)
+        topics = None
         if groups is not None:
             topics = {t for g in loaded_groups for m in g.members for t in m.subscribed_topics}
             topics |= {c.topic for c in committed}
-        partitions = []
-        for p in rows(PartitionOffsetRow, "topic", "partition"):
-            if groups is None or p["topic"] in topics:
-                partitions.append(
-                    PartitionOffsets(p["topic"], p["partition"], p["log_start_offset"], p["log_end_offset"],
-                                     p["leader"], p["last_stable_offset"])
-                )  # fmt: skip
-                rates.produce[(p["topic"], p["partition"])] = RateEstimate(
-                    p["produce_rate"], p["produce_rate_unknown"]
-                )
+        partitions = _load_partitions(rows, rates, topics)
         errors = [
             SnapshotError(e["stage"], e["reason"], e["group_id"], e["topic"], e["partition"], e["error_code"])
             for e in rows(SnapshotErrorRow, "id")
@@ -700,6 +661,103 @@ def load_snapshot(snapshot_id: int, url: str | None = None, groups: list[str] | 
         share_lags=share_lags,
         share_unstarted=unstarted,
     )
+
+
+#: the rows of one snapshot table, ordered by the named columns (:func:`_table_reader`)
+_Rows = Callable[..., Sequence[RowMapping]]
+
+
+def _table_reader(conn: Connection, snapshot_id: int, groups: list[str] | None) -> _Rows:
+    """Reads one snapshot's rows of a table, only ``groups``' where the table has a group id."""
+
+    def rows(model: type, *order: str) -> Sequence[RowMapping]:
+        table = model.__table__
+        query = sa.select(table).where(table.c.snapshot_id == snapshot_id)
+        if groups is not None and "group_id" in table.c:
+            query = query.where(table.c.group_id.in_(groups))
+        return conn.execute(query.order_by(*(table.c[o] for o in order))).mappings().all()
+
+    return rows
+
+
+def _load_groups(rows: _Rows, rates: SnapshotRates) -> list[Group]:
+    """The groups by id, each with its members (:func:`_load_members`)."""
+    members = _load_members(rows, rates)
+    return [
+        Group(g["group_id"], g["state"], g["group_type"], g["assignor"], g["coordinator_id"],
+              g["coordinator_host"], tuple(members.get(g["group_id"], ())))
+        for g in rows(ConsumerGroupRow, "group_id")
+    ]  # fmt: skip
+
+
+def _load_members(rows: _Rows, rates: SnapshotRates) -> dict[str, list[GroupMemberSnapshot]]:
+    """group -> its members by position, each with its assignment; their capacities, and those of the
+    registered manual-assign members, go into ``rates``."""
+    assignments: dict[tuple[str, str], list[tuple[str, int]]] = {}
+    for a in rows(MemberAssignmentRow, "group_id", "member_id", "topic", "partition"):
+        assignments.setdefault((a["group_id"], a["member_id"]), []).append((a["topic"], a["partition"]))
+    members: dict[str, list[GroupMemberSnapshot]] = {}
+    for m in rows(GroupMemberRow, "group_id", "position"):
+        member_id = m["member_id_full"] or m["member_id"]  # the whole id of a keyed one (id_limits)
+        if m["capacity_source"] is not None:
+            measured_at = m["capacity_measured_at"]
+            rates.capacity[(m["group_id"], member_id)] = MemberCapacity(
+                m["capacity"], m["capacity_source"], _aware(measured_at) if measured_at else None,
+                m["capacity_note"],
+            )  # fmt: skip
+        members.setdefault(m["group_id"], []).append(
+            GroupMemberSnapshot(
+                member_id=member_id,
+                client_id=m["client_id"],
+                host=m["host"],
+                group_instance_id=m["group_instance_id"],
+                rack=m["rack"],
+                subscribed_topics=tuple(m["subscribed_topics"] or ()),
+                assignment=tuple(assignments.get((m["group_id"], m["member_id"]), ())),
+                position=m["position"],
+            )
+        )
+    for r in rows(AssignedCapacityRow, "group_id", "member_id"):
+        measured_at = r["capacity_measured_at"]
+        rates.capacity[(r["group_id"], r["member_id"])] = MemberCapacity(
+            r["capacity"], r["capacity_source"], _aware(measured_at) if measured_at else None
+        )
+    return members
+
+
+def _load_committed(
+    rows: _Rows, rates: SnapshotRates
+) -> tuple[list[CommittedOffset], dict[tuple[str, str, int], int], dict[tuple[str, str, int], int | None]]:
+    """The committed offsets, their record timestamps and share lags; consume rates and time lags go
+    into ``rates``."""
+    committed = []
+    stamps: dict[tuple[str, str, int], int] = {}
+    share_lags: dict[tuple[str, str, int], int | None] = {}
+    for c in rows(CommittedOffsetRow, "group_id", "topic", "partition"):
+        key = (c["group_id"], c["topic"], c["partition"])
+        committed.append(CommittedOffset(*key, c["committed_offset"], c["leader_epoch"], c["metadata"]))
+        rates.consume[key] = RateEstimate(c["consume_rate"], c["consume_rate_unknown"])
+        rates.time_lag[key] = TimeLag(c["time_lag_s"], c["time_lag_method"])
+        if c["record_timestamp_ms"] is not None:
+            stamps[key] = c["record_timestamp_ms"]
+        if c["share_lag"] is not None:
+            share_lags[key] = c["share_lag"]
+    return committed, stamps, share_lags
+
+
+def _load_partitions(rows: _Rows, rates: SnapshotRates, topics: set[str] | None) -> list[PartitionOffsets]:
+    """The partitions (of ``topics`` only, when given); produce rates go into ``rates``."""
+    partitions = []
+    for p in rows(PartitionOffsetRow, "topic", "partition"):
+        if topics is None or p["topic"] in topics:
+            partitions.append(
+                PartitionOffsets(p["topic"], p["partition"], p["log_start_offset"], p["log_end_offset"],
+                                 p["leader"], p["last_stable_offset"])
+            )  # fmt: skip
+            rates.produce[(p["topic"], p["partition"])] = RateEstimate(
+                p["produce_rate"], p["produce_rate_unknown"]
+            )
+    return partitions
 
 
 def prune(

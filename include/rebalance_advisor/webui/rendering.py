@@ -119,6 +119,23 @@ def _total_lag_curve(members: dict[str, Any], times: np.ndarray) -> tuple[tuple[
     return tuple(zip(times.tolist(), lag.sum(axis=0).tolist(), strict=True))
 
 
+def _lag_curves(
+    before: dict[str, Any],
+    after: dict[str, Any],
+    catch_up_s: tuple[float | None, float | None],
+    horizon_s: float,
+) -> tuple[svg.LagCurve, ...]:
+    """The group's predicted lag under the current assignment and under the plan, until both have
+    caught up (a quarter more), or over ``horizon_s`` when one never does."""
+    ends = [s for s in catch_up_s if s is not None]
+    span = max(ends) * 1.25 if len(ends) == 2 and max(ends) > 0 else horizon_s
+    times = np.linspace(0.0, span, 61)
+    return (
+        svg.LagCurve("current", "current assignment", _total_lag_curve(before, times)),
+        svg.LagCurve("plan", "under the plan", _total_lag_curve(after, times)),
+    )
+
+
 def group_load(
     strategy: str, time_lag_s: float | None, metrics: dict[str, Any] | None, horizon_s: float
 ) -> GroupLoadView | None:
@@ -149,13 +166,7 @@ def group_load(
     )
     curves: tuple[svg.LagCurve, ...] = ()
     if known and after and after.get("capacity") is not None:
-        ends = [s for s in (now_s, plan_s) if s is not None]
-        span = max(ends) * 1.25 if len(ends) == 2 and max(ends) > 0 else horizon_s
-        times = np.linspace(0.0, span, 61)
-        curves = (
-            svg.LagCurve("current", "current assignment", _total_lag_curve(before, times)),
-            svg.LagCurve("plan", "under the plan", _total_lag_curve(after, times)),
-        )
+        curves = _lag_curves(before, after, (now_s, plan_s), horizon_s)
     return GroupLoadView(
         produce_rate=float(sum(before["inflow"])),
         time_lag_s=time_lag_s,

@@ -199,6 +199,14 @@ def _legend(parent: ET.Element, right: float, y: float, items: Sequence[tuple[st
         x -= 14
 
 
+def _value_grid(svg: ET.Element, left: float, right: float, ticks: Sequence[tuple[float, str]]) -> None:
+    """A line chart's value axis: a grid line across the plot at each (y, label), the label left of
+    the plot."""
+    for y, label in ticks:
+        _el(svg, "line", {"class": "grid", "x1": left, "x2": right, "y1": y, "y2": y, "stroke": "#eee"})
+        _text(svg, left - 6, y + 4, label, anchor="end", css="axis")
+
+
 def _render(svg: ET.Element) -> Markup:
     return Markup(ET.tostring(svg, encoding="unicode", short_empty_elements=True))
 
@@ -241,21 +249,29 @@ def member_lag_bars(
         )
         _text(svg, x, height - 10, _fmt(value), anchor="middle", css="axis")
     for m, member in enumerate(members):
-        y0 = top + band * m + gap / 2
         row = _el(svg, "g", {"class": "member", "data-member": member})
-        _text(row, left - 8, y0 + bar_h * len(series) / 2 + 4, labels[m], size=LABEL_FONT,
-              anchor="end", css="member-label", tooltip=member)  # fmt: skip
-        for s, (name, values, colour) in enumerate(series):
-            value = int(values[m])
-            w = plot_w * value / peak
-            bar = _el(row, "rect", {
-                "class": f"bar bar-{name}", "data-member": member, "data-series": name, "data-lag": value,
-                "x": float(left), "y": y0 + s * bar_h, "width": w, "height": float(bar_h - 1), "fill": colour,
-            })  # fmt: skip
-            _el(bar, "title", {}, f"{member} {name}: {value:,} messages")
+        bars = [(name, int(values[m]), colour) for name, values, colour in series]
+        _member_bars(row, member, labels[m], bars, left, top + band * m + gap / 2, (plot_w, peak), bar_h)
     if not members:
         _text(svg, left + plot_w / 2, top + band / 2 + 4, "no members", anchor="middle", css="empty")
     return _render(svg)
+
+
+def _member_bars(
+    row: ET.Element, member: str, label: str, bars: Sequence[tuple[str, int, str]], left: float, y0: float,
+    scale: tuple[float, float], bar_h: int,
+) -> None:  # fmt: skip
+    """One member's row: its label, then one bar per (series, lag, colour); ``scale`` (plot width,
+    axis maximum) sets a bar's length."""
+    _text(row, left - 8, y0 + bar_h * len(bars) / 2 + 4, label, size=LABEL_FONT,
+          anchor="end", css="member-label", tooltip=member)  # fmt: skip
+    for s, (name, value, colour) in enumerate(bars):
+        bar = _el(row, "rect", {
+            "class": f"bar bar-{name}", "data-member": member, "data-series": name, "data-lag": value,
+            "x": float(left), "y": y0 + s * bar_h, "width": scale[0] * value / scale[1],
+            "height": float(bar_h - 1), "fill": colour,
+        })  # fmt: skip
+        _el(bar, "title", {}, f"{member} {name}: {value:,} messages")
 
 
 def _thinned(count: int, spacing: float, widest: float) -> set[int]:
@@ -287,15 +303,12 @@ def imbalance_line(
     step = plot_w / max(len(points) - 1, 1)
     svg = _svg("imbalance-line", width, height, "imbalance over the last snapshots")
     _text(svg, left, 14, "imbalance per snapshot", size=LABEL_FONT, css="chart-title")
-    for i in range(5):
-        value = low + (high - low) * i / 4
-        y = ypos(value)
-        _el(
-            svg,
-            "line",
-            {"class": "grid", "x1": left, "x2": width - right, "y1": y, "y2": y, "stroke": "#eee"},
-        )
-        _text(svg, left - 6, y + 4, f"{value:.2f}", anchor="end", css="axis")
+    _value_grid(
+        svg,
+        left,
+        width - right,
+        [(ypos(v), f"{v:.2f}") for v in (low + (high - low) * i / 4 for i in range(5))],
+    )
     ty = ypos(threshold)
     line = _el(svg, "line", {"class": "threshold", "x1": left, "x2": width - right, "y1": ty, "y2": ty,
                              "stroke": THRESHOLD_COLOUR, "stroke-dasharray": "6 4"})  # fmt: skip
@@ -341,14 +354,9 @@ def predicted_lag_lines(curves: Sequence[LagCurve], *, width: int = 720, height:
     def pos(t: float, v: float) -> tuple[float, float]:
         return left + plot_w * t / t_max, top + plot_h - plot_h * v / peak
 
-    for i in range(5):
-        y = top + plot_h - plot_h * i / 4
-        _el(
-            svg,
-            "line",
-            {"class": "grid", "x1": left, "x2": width - right, "y1": y, "y2": y, "stroke": "#eee"},
-        )
-        _text(svg, left - 6, y + 4, _fmt(peak * i / 4), anchor="end", css="axis")
+    _value_grid(
+        svg, left, width - right, [(top + plot_h - plot_h * i / 4, _fmt(peak * i / 4)) for i in range(5)]
+    )
     ticks = [t_step * k for k in range(int(round(t_max / t_step)) + 1)]
     spacing = plot_w * t_step / t_max
     shown = _thinned(len(ticks), spacing, max(text_width(_duration(t), AXIS_FONT) for t in ticks))

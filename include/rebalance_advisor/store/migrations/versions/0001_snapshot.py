@@ -18,6 +18,18 @@ depends_on = None
 
 
 def upgrade() -> None:
+    _snapshots()
+    _static_members()
+    _committed_offsets()
+    _consumer_groups()
+    _group_members()
+    _member_assignments()
+    _partition_offsets()
+    _snapshot_errors()
+
+
+def _snapshots() -> None:
+    """One row per pass over a cluster: when, which cluster, counts, status."""
     op.create_table(
         "snapshots",
         sa.Column("id", sa.Integer(), autoincrement=True, nullable=False),
@@ -40,6 +52,9 @@ def upgrade() -> None:
     with op.batch_alter_table("snapshots", schema=None) as batch_op:
         batch_op.create_index(batch_op.f("ix_snapshots_taken_at"), ["taken_at"], unique=False)
 
+
+def _static_members() -> None:
+    """The manual-assign registry: not per snapshot (Kafka cannot list these consumers)."""
     op.create_table(
         "static_members",
         sa.Column("group_id", sa.String(length=255), nullable=False),
@@ -48,6 +63,10 @@ def upgrade() -> None:
         sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
         sa.PrimaryKeyConstraint("group_id", "member_id", name=op.f("pk_static_members")),
     )
+
+
+def _committed_offsets() -> None:
+    """A group's committed offset per partition, per snapshot."""
     op.create_table(
         "committed_offsets",
         sa.Column("snapshot_id", sa.Integer(), nullable=False),
@@ -70,6 +89,9 @@ def upgrade() -> None:
     with op.batch_alter_table("committed_offsets", schema=None) as batch_op:
         batch_op.create_index("ix_committed_offsets_group_history", ["group_id", "snapshot_id"], unique=False)
 
+
+def _consumer_groups() -> None:
+    """Each group a snapshot saw: state, type, assignor, coordinator."""
     op.create_table(
         "consumer_groups",
         sa.Column("snapshot_id", sa.Integer(), nullable=False),
@@ -91,6 +113,9 @@ def upgrade() -> None:
     with op.batch_alter_table("consumer_groups", schema=None) as batch_op:
         batch_op.create_index("ix_consumer_groups_group_history", ["group_id", "snapshot_id"], unique=False)
 
+
+def _group_members() -> None:
+    """Each member of a group, per snapshot."""
     op.create_table(
         "group_members",
         sa.Column("snapshot_id", sa.Integer(), nullable=False),
@@ -110,6 +135,10 @@ def upgrade() -> None:
         ),
         sa.PrimaryKeyConstraint("snapshot_id", "group_id", "member_id", name=op.f("pk_group_members")),
     )
+
+
+def _member_assignments() -> None:
+    """The partitions each member held, per snapshot."""
     op.create_table(
         "member_assignments",
         sa.Column("snapshot_id", sa.Integer(), nullable=False),
@@ -132,6 +161,9 @@ def upgrade() -> None:
             "ix_member_assignments_partition", ["snapshot_id", "topic", "partition"], unique=False
         )
 
+
+def _partition_offsets() -> None:
+    """Log-start and log-end offsets per partition, per snapshot."""
     op.create_table(
         "partition_offsets",
         sa.Column("snapshot_id", sa.Integer(), nullable=False),
@@ -149,6 +181,10 @@ def upgrade() -> None:
         ),
         sa.PrimaryKeyConstraint("snapshot_id", "topic", "partition", name=op.f("pk_partition_offsets")),
     )
+
+
+def _snapshot_errors() -> None:
+    """What a pass could not read, and why."""
     op.create_table(
         "snapshot_errors",
         sa.Column("id", sa.Integer(), autoincrement=True, nullable=False),

@@ -37,6 +37,17 @@ WHERE o.outcome IN ('recommended', 'no_better_plan')
 
 
 def upgrade() -> None:
+    _advisor_runs()
+    _plans()
+    _plan_assignments()
+    _group_outcomes()
+    _plan_transitions()
+    op.execute(LATEST_PLAN_PER_GROUP)
+    op.execute(IMBALANCED_GROUPS)
+
+
+def _advisor_runs() -> None:
+    """One row per planner run: its snapshot, Airflow run and parameters."""
     op.create_table(
         "advisor_runs",
         sa.Column("id", sa.Integer(), autoincrement=True, nullable=False),
@@ -50,6 +61,10 @@ def upgrade() -> None:
         sa.UniqueConstraint("airflow_run_id", name="uq_advisor_runs_airflow_run_id"),
     )
     op.create_index("ix_advisor_runs_snapshot_id", "advisor_runs", ["snapshot_id"])
+
+
+def _plans() -> None:
+    """Each plan a run made: group, strategy, status, epoch, metrics before and after."""
     op.create_table(
         "plans",
         sa.Column("id", sa.Integer(), autoincrement=True, nullable=False),
@@ -80,6 +95,10 @@ def upgrade() -> None:
     op.create_index("ix_plans_run_id", "plans", ["run_id"])
     op.create_index("ix_plans_status", "plans", ["status"])
     op.create_index("ix_plans_group_created", "plans", ["group_id", "created_at"])
+
+
+def _plan_assignments() -> None:
+    """A plan's partitions (or key ranges) per member."""
     op.create_table(
         "plan_assignments",
         sa.Column("plan_id", sa.Integer(), nullable=False),
@@ -94,6 +113,10 @@ def upgrade() -> None:
         ),
         sa.PrimaryKeyConstraint("plan_id", "member_id", "topic", "partition", name="pk_plan_assignments"),
     )
+
+
+def _group_outcomes() -> None:
+    """One outcome per group per run, with the reason and its numbers."""
     op.create_table(
         "group_outcomes",
         sa.Column("run_id", sa.Integer(), nullable=False),
@@ -117,6 +140,10 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("run_id", "group_id", name="pk_group_outcomes"),
     )
     op.create_index("ix_group_outcomes_group_id", "group_outcomes", ["group_id"])
+
+
+def _plan_transitions() -> None:
+    """Every status change of a plan: who, when, from which Airflow run."""
     op.create_table(
         "plan_transitions",
         sa.Column("id", sa.Integer(), autoincrement=True, nullable=False),
@@ -133,8 +160,6 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("id", name="pk_plan_transitions"),
     )
     op.create_index("ix_plan_transitions_plan_id", "plan_transitions", ["plan_id"])
-    op.execute(LATEST_PLAN_PER_GROUP)
-    op.execute(IMBALANCED_GROUPS)
 
 
 def downgrade() -> None:
