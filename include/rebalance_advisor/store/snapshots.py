@@ -494,8 +494,11 @@ def stored_snapshot_after(after_id: int, bootstrap_servers: str, url: str | None
 SQLITE_LOCK_WAIT_S = 30.0
 
 
-def wait_for_sqlite_writer(url: str | None = None, bound_s: float = SQLITE_LOCK_WAIT_S) -> None:
-    """On SQLite, wait until no other process holds the write lock, in short interruptible steps.
+def wait_for_sqlite_writer(
+    url: str | None = None, bound_s: float = SQLITE_LOCK_WAIT_S, *, to_read: bool = False
+) -> None:
+    """On SQLite, wait until no other process holds the write lock (``to_read``: a lock that keeps
+    readers out too, EXCLUSIVE), in short interruptible steps.
 
     Why: SQLite's own busy wait (the driver's ``timeout``) sleeps inside C, where Python sees no
     Ctrl-C until it gives up. Probing with ``BEGIN IMMEDIATE`` at a 50 ms busy timeout, with Python
@@ -514,6 +517,9 @@ def wait_for_sqlite_writer(url: str | None = None, bound_s: float = SQLITE_LOCK_
         nonlocal probes
         probe = sqlite3.connect(path, timeout=0.05, isolation_level=None)
         try:
+            if to_read:
+                probe.execute("SELECT count(*) FROM sqlite_master")
+                return True
             probe.execute("BEGIN IMMEDIATE")
             probe.execute("ROLLBACK")
             return True
