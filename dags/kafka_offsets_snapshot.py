@@ -41,7 +41,7 @@ def kafka_offsets_snapshot() -> None:
         print(result["summary"])
         return result
 
-    upgrade_schema_task() >> take_snapshot()
+    upgrade_schema_task(SnapshotParams) >> take_snapshot()
 
 
 kafka_offsets_snapshot()

@@ -53,7 +53,7 @@ def kafka_plan_approval() -> None:
         )
 
     decided, described = apply_decision(), describe_plan()
-    upgrade_schema_task() >> route() >> [described, decided]
+    upgrade_schema_task(ApprovalParams) >> route() >> [described, decided]
     described >> ask >> decided
 
 

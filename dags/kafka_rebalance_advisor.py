@@ -50,7 +50,7 @@ def kafka_rebalance_advisor() -> None:
     def refresh_broker_plans(params=None) -> list[str]:
         return advisor_tasks.refresh_broker_plans(params)
 
-    snapshot_id = upgrade_schema_task() >> pick_snapshot()
+    snapshot_id = upgrade_schema_task(AdvisorParams) >> pick_snapshot()
     snapshot_id >> refresh_broker_plans()
     result = plan(snapshot_id)
     nothing_to_publish = EmptyOperator(task_id="no_group_flagged")

@@ -32,7 +32,7 @@ def kafka_static_members() -> None:
     def apply(params=None) -> dict:
         return publishing_tasks.members_action(params)
 
-    upgrade_schema_task() >> apply()
+    upgrade_schema_task(StaticMemberParams) >> apply()
 
 
 kafka_static_members()

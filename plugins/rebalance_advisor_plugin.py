@@ -7,9 +7,12 @@ without a plugin manager. No Flask/AppBuilder (that needs the FAB provider).
 from __future__ import annotations
 
 from airflow.plugins_manager import AirflowPlugin
+from rebalance_advisor.dag_tasks import form_validation
 from rebalance_advisor.webui import create_app
 
 URL_PREFIX = "/rebalance-advisor"
+#: the API server validates the trigger forms: their refusals in plain words (form_validation)
+form_validation.register()
 
 
 class RebalanceAdvisorPlugin(AirflowPlugin):

@@ -1,7 +1,8 @@
 """The real scheduler: ``rebalance-advisor dev airflow start``, runs through Airflow's own REST API, ``stop``.
 
 One Airflow (``airflow standalone``, LocalExecutor), a local broker and the demo workload, started
-by the CLI into a temporary ``REBALANCE_ADVISOR_HOME`` on free ports. The snapshot DAG runs on its
+by the CLI into a temporary ``REBALANCE_ADVISOR_HOME`` on free ports, with the live group (``--live``,
+what ``make airflow LIVE=1`` passes: its first snapshot must hold the live group's traffic). The snapshot DAG runs on its
 schedule (a cron timetable without catchup runs once on unpause); its Asset event must start the
 advisor by itself; the advisor is then triggered through ``/api/v2`` with a valid conf and with
 bad ones (HTTP 400, no run created); the plan table is read back. Then a stop while an advisor
@@ -123,6 +124,7 @@ class Stack:
             str(trigger_log),
             "--postgres-port",
             str(pg_port),
+            "--live",
             "--timeout",
             "900",
         ]  # fmt: skip  (the default 300 s is short at load average 30)
@@ -211,6 +213,7 @@ def test_the_stack_under_the_real_scheduler(stack: Stack) -> None:
     snap = _wait_for("a scheduled snapshot run", lambda: _finished(api, SNAPSHOT, "scheduled"), 600)
     assert snap["state"] == "success", snap
     timings["first_snapshot_done_s"] = round(time.monotonic() - began, 1)
+    _check_live_group(state.db_url)
     # no more */5 snapshots: on a loaded machine their Asset-triggered advisor runs (one at a
     # time) would queue ahead of the REST-triggered run below, each taking minutes
     api.json("PATCH", f"/dags/{SNAPSHOT}", json={"is_paused": True})
@@ -229,6 +232,11 @@ def test_the_stack_under_the_real_scheduler(stack: Stack) -> None:
         assert refused.status_code == 400, (bad, refused.status_code, refused.text)
         assert next(iter(bad)) in refused.json()["detail"]
         assert api.request("GET", f"/dags/{ADVISOR}/dagRuns/bad-conf-{number}").status_code == 404
+    # in plain words, one line (the plugin registered the forms' validator in the API server)
+    assert (
+        refused.json()["detail"]
+        == "Invalid input for param imbalance_threshold: must be at least 1 (you gave 0.5)"
+    )
     assert _manual_runs(api) == before
 
     valid = {"snapshot": str(_snapshot_of(state.db_url)), "strategies": ["range"]}
@@ -240,6 +248,30 @@ def test_the_stack_under_the_real_scheduler(stack: Stack) -> None:
     assert manual_run["conf"]["strategies"] == ["range"]
     api.close()
     _check_plan_table(state.db_url, auto["dag_run_id"], manual_run["dag_run_id"])
+
+
+def _check_live_group(db_url: str) -> None:
+    """The live group runs in the stack: its four consumers on the broker's ``advised`` assignor,
+    and time lags read from record timestamps on the partitions they are behind on."""
+    from rebalance_advisor.devtools import demo_workload
+    from rebalance_advisor.store.models import CommittedOffsetRow, ConsumerGroupRow
+
+    live = demo_workload.build_live_group()
+    engine = sa.create_engine(db_url)
+    with engine.connect() as conn:
+        group = conn.execute(
+            sa.select(ConsumerGroupRow).where(ConsumerGroupRow.group_id == live.group_id)
+            .order_by(ConsumerGroupRow.snapshot_id.desc()).limit(1)
+        ).one()  # fmt: skip
+        methods = conn.execute(
+            sa.select(CommittedOffsetRow.time_lag_method).where(
+                CommittedOffsetRow.group_id == live.group_id, CommittedOffsetRow.snapshot_id == group.snapshot_id
+            )
+        ).scalars().all()  # fmt: skip
+    engine.dispose()
+    assert (group.group_type, group.assignor) == ("consumer", "advised"), group
+    assert group.member_count == len(live.capacities), group
+    assert len(methods) == len(live.produce_rates) and "record_timestamp" in methods, methods
 
 
 def _check_env_file(stack: Stack, kafka_port: int) -> None:

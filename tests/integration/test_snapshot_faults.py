@@ -97,7 +97,9 @@ def test_non_positive_timeout_and_retention_are_refused(capsys, sqlite_url, argv
     # the prune flags' own check (hours, bounded by ten years), or the parameter model's (--timeout)
     assert (
         f"argument {argv[-2]}: must be a number of hours > 0 and <= 87600, not {argv[-1]!r}" in err
-        or f"argument {argv[-2]}: {argv[-1]!r}: Input should be" in err
+        or f"argument {argv[-2]}: {argv[-1]!r}: Input should be" in err  # nan, a week
+        or f"argument {argv[-2]}: {argv[-1]!r}: must be above 0 (you gave {argv[-1]})" in err  # 0, -1
+        or f"argument {argv[-2]}: {argv[-1]!r}: must be at most 3,600 (you gave nan)" in err
     ), err
     assert not Path(sqlite_url.removeprefix("sqlite:///")).exists()  # nothing touched
 

@@ -66,6 +66,10 @@ def probes(model: type[P.ParamModel], name: str) -> list[tuple[Any, bool]]:
         out += [("kip-.*", True), ("kip-(", False), ("(?!test-).*", False), ("(a)\\1", False)]
     if name == "reset_policy":  # a grammar the form's pattern states: [REGEX=]VALUE, comma-separated
         out += [("orders-.*=earliest, LATEST", True), ("orders-.*=sometimes", False), ("bogus", False)]
+    if name == "member_capacity":  # [MEMBER_REGEX@]GROUP_REGEX=RATE, comma-separated, RATE > 0
+        out += [("big-.*@orders-.*=2_000, orders-.*=.5,", True), ("a=b@c=1e3", True), ("orders-.*", False),
+                ("orders=0", False), ("orders=-5", False), ("@orders=5", False), (" @=5", False),
+                ("orders=five", False), ("orders=0.0e7", False)]  # fmt: skip
     return out
 
 

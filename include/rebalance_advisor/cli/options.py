@@ -15,7 +15,7 @@ from typing import Any, Literal, get_args, get_origin
 
 from pydantic import TypeAdapter, ValidationError
 
-from rebalance_advisor.domain.parameters import ParamModel
+from rebalance_advisor.domain.parameters import ParamModel, error_words
 
 #: words that mean "no value" for an optional number, e.g. ``--move-budget unlimited``
 NONE_WORDS = ("", "none", "unlimited")
@@ -48,7 +48,7 @@ def _checker(model: type[ParamModel], name: str, text_item: bool = False):
         try:
             return adapter.validate_python(value)
         except ValidationError as error:
-            problems = "; ".join(e["msg"] for e in error.errors())
+            problems = "; ".join(error_words(e) for e in error.errors())
             raise argparse.ArgumentTypeError(f"{text!r}: {problems}") from None
 
     check.__name__ = name  # argparse's "invalid <name> value" wording

@@ -1,8 +1,8 @@
 """The DAG trigger forms, generated from the parameter models (:mod:`rebalance_advisor.domain.parameters`).
 
-Imported by the DAG files at parse time: Airflow's ``Param`` and pydantic only.
+Imported by the DAG files at parse time: Airflow's ``Param``, jsonschema and pydantic only.
 
-Two choices made for Airflow's form (docs/architecture.md, "Parameters"):
+Choices made for Airflow's form (docs/architecture.md, "Parameters"):
 - Number bounds go under ``allOf`` instead of top-level ``minimum``/``maximum``. The form's number
   input clamps to a top-level bound when the field loses focus, so ``-1`` typed into a field with
   minimum 1 silently became ``1``; under ``allOf`` the value is kept and Airflow's validation
@@ -12,28 +12,24 @@ Two choices made for Airflow's form (docs/architecture.md, "Parameters"):
   value is null is red ("This field is required") as soon as the form opens. So a toggle admits
   null (a toggle always has a value; the model reads null as its default), and a required text
   field opens empty (``""``) rather than null: refused at submit if still empty, not at open.
+  A required field of another type (the approval's ``plan_id``) admits null in its type too, and
+  refuses it with ``not: {type: null}``, which the form does not read: it opens clean and is
+  refused at submit ("is required").
 - Bounds are stated in the field's description in plain words with whole numbers written out
   ("at least 0, at most 1,000,000"), never ``1e+06``.
+- Every field's schema names the project's validator (``$schema``,
+  :mod:`rebalance_advisor.dag_tasks.form_validation`): a refused value comes back in one line, in
+  the same words, not as jsonschema's dump.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from airflow.sdk import Param
-
-from rebalance_advisor.domain.parameters import ParamModel
+from rebalance_advisor.dag_tasks import form_validation
+from rebalance_advisor.domain.parameters import BOUND_WORDS, ParamModel, readable_number
 
 BOUND_KEYWORDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
-BOUND_WORDS = {"minimum": "at least", "exclusiveMinimum": "above", "maximum": "at most",
-               "exclusiveMaximum": "below"}  # fmt: skip
-
-
-def readable_number(value: float) -> str:
-    """1000000 -> "1,000,000"; 0.5 -> "0.5": what a person reads, never exponent notation."""
-    if float(value).is_integer():
-        return f"{int(value):,}"
-    return f"{value:,.6f}".rstrip("0")
 
 
 def bounds_text(bounds: dict[str, float]) -> str:
@@ -71,23 +67,33 @@ def form_schema(model: type[ParamModel], name: str) -> dict[str, Any]:
         schema["type"] = ["boolean", "null"]  # a toggle is never "required" (module docstring)
     if section:
         schema["section"] = section
+    schema["$schema"] = form_validation.FORM_SCHEMA_URI
     return schema
 
 
-def dag_params(model: type[ParamModel]) -> dict[str, Param]:
+def param_spec(model: type[ParamModel], name: str) -> tuple[Any, str | None, dict[str, Any]]:
+    """(the value the form opens with, the description, the schema) of one field: what its ``Param``
+    gets (Airflow-free, so the unit tests read it without loading Airflow)."""
+    field = model.model_fields[name]
+    schema = form_schema(model, name)
+    description = schema.pop("description", None)
+    if field.is_required() and schema.get("type") == "string":
+        return "", description, schema  # opens empty, not red
+    if field.is_required():  # admits null (opens clean), refused at submit: module docstring
+        said = f"required: {description}"  # the form shows no asterisk for a type that admits null
+        return None, said, {**schema, "type": ["null", schema["type"]], "not": {"type": "null"}}
+    default = field.default
+    return (list(default) if isinstance(default, tuple) else default), description, schema
+
+
+def dag_params(model: type[ParamModel]) -> dict[str, Any]:
     """Every field the DAG form shows, as ``Param`` with the model's default, type and bounds."""
-    params: dict[str, Param] = {}
-    for name, field in model.model_fields.items():
-        if not model.surface_of(name).get("dag", True):
-            continue
-        schema = form_schema(model, name)
-        description = schema.pop("description", None)
-        if field.is_required() and schema.get("type") == "string":
-            params[name] = Param("", description=description, **schema)  # opens empty, not red
-        elif field.is_required():
-            params[name] = Param(description=description, **schema)
-        else:
-            default = model.model_fields[name].default
-            params[name] = Param(list(default) if isinstance(default, tuple) else default,
-                                 description=description, **schema)  # fmt: skip
+    from airflow.sdk import Param
+
+    form_validation.register()  # this process validates the forms in plain words too
+    params: dict[str, Any] = {}
+    for name in model.model_fields:
+        if model.surface_of(name).get("dag", True):
+            value, description, schema = param_spec(model, name)
+            params[name] = Param(value, description=description, **schema)
     return params

@@ -15,6 +15,8 @@ This module is imported when the dag-processor parses a DAG file: stdlib and pyd
 
 from __future__ import annotations
 
+import contextlib
+import math
 import re
 from typing import Annotated, Any, Literal, get_args
 
@@ -53,12 +55,55 @@ class ParameterError(AdvisorError, ValueError):
     """Parameters outside their declared type or bounds (a user error: retrying cannot fix it)."""
 
 
+#: how a number bound reads, by its JSON-schema keyword (the forms and the CLI say it alike)
+BOUND_WORDS = {"minimum": "at least", "exclusiveMinimum": "above", "maximum": "at most",
+               "exclusiveMaximum": "below"}  # fmt: skip
+#: pydantic's error type of each bound, with the context key holding the bound
+_PYDANTIC_BOUNDS = {"greater_than_equal": ("minimum", "ge"), "greater_than": ("exclusiveMinimum", "gt"),
+                    "less_than_equal": ("maximum", "le"), "less_than": ("exclusiveMaximum", "lt")}  # fmt: skip
+
+
+def readable_number(value: float) -> str:
+    """1000000 -> "1,000,000"; 0.5 -> "0.5": what a person reads, never exponent notation."""
+    if float(value).is_integer():
+        return f"{int(value):,}"
+    return f"{value:,.6f}".rstrip("0").rstrip(".")
+
+
+def readable_value(value: Any, limit: int = 60) -> str:
+    """A value a person gave, as they would read it back: numbers with digits written out, text
+    quoted and cut at ``limit`` characters."""
+    if isinstance(value, bool) or value is None:
+        return {True: "on", False: "off", None: "nothing"}[value]
+    if isinstance(value, int | float):
+        return readable_number(value) if math.isfinite(value) else str(value)  # nan, inf
+    text = value if isinstance(value, str) else repr(value)
+    return repr(text if len(text) <= limit else text[: limit - 1] + "…")
+
+
+def bound_refusal(keyword: str, bound: float, given: Any) -> str:
+    """ "must be at most 1,000,000 (you gave 2,000,000)": a number outside a bound, in words (``given``
+    may be the text it was read from, as the CLI's)."""
+    if isinstance(given, str):
+        with contextlib.suppress(ValueError):
+            given = float(given)
+    return f"must be {BOUND_WORDS[keyword]} {readable_number(bound)} (you gave {readable_value(given)})"
+
+
+def error_words(item: Any) -> str:
+    """What one pydantic error says, a number outside a bound in the forms' words."""
+    if item.get("type") in _PYDANTIC_BOUNDS:
+        keyword, key = _PYDANTIC_BOUNDS[item["type"]]
+        return bound_refusal(keyword, (item.get("ctx") or {})[key], item.get("input"))
+    return str(item.get("msg"))
+
+
 def describe_errors(error: ValidationError) -> str:
-    """One line naming each bad field and what is wrong with it."""
+    """One line naming each bad field and what is wrong with it (bounds in the forms' words)."""
     parts = []
     for item in error.errors():
         where = ".".join(str(p) for p in item.get("loc", ())) or "parameters"
-        parts.append(f"{where}: {item.get('msg')}")
+        parts.append(f"{where}: {error_words(item)}")
     return "invalid parameters: " + "; ".join(parts)
 
 
@@ -116,7 +161,17 @@ EMPTY_FILTER = "empty: no filter"
 #: atomic groups, back-references). JSON Schema cannot call RE2; the model's validator
 #: (:func:`compiled_regex`) still checks everything else when the run parses its params.
 RE2_FORM_PATTERN = r"^(?![\s\S]*(?:\(\?<?[=!]|\(\?>|\(\?P=|\\[1-9]))[\s\S]*$"
-REGEX_FORM = {"format": "regex", "pattern": RE2_FORM_PATTERN}
+#: what the form says when a value breaks a keyword (``errorMessage``, by keyword, as ajv-errors
+#: spells it; dag_tasks/form_validation.py reads it): words for patterns, which a person cannot read
+REGEX_FORM = {
+    "format": "regex",
+    "pattern": RE2_FORM_PATTERN,
+    "errorMessage": {
+        "pattern": "uses look-around, an atomic group or a back-reference, which RE2 (linear time) "
+        "never runs: write the regex without them",
+        "format": "is not a regular expression (check brackets, parentheses and escapes)",
+    },
+}
 
 
 def _case_free(word: str) -> str:
@@ -131,6 +186,31 @@ def reset_form_pattern() -> str:
     value = "(?:" + "|".join(_case_free(v) for v in RESET_VALUES) + ")"
     item = rf"(?:[^,]*=)?\s*{value}\s*"
     return rf"^\s*(?:{item})?(?:,\s*(?:{item})?)*$"
+
+
+def reset_form() -> dict[str, Any]:
+    """The form keywords of ``reset_policy``: its grammar, an example, and the grammar in words."""
+    from rebalance_advisor.domain.lag import RESET_VALUES
+
+    example = "orders-.*=earliest,latest"
+    said = (f"write comma-separated [GROUP_REGEX=]VALUE items, each VALUE one of {', '.join(RESET_VALUES)}, "
+            f"e.g. '{example}'")  # fmt: skip
+    return {"pattern": reset_form_pattern(), "examples": [example], "errorMessage": {"pattern": said}}
+
+
+def capacity_form() -> dict[str, Any]:
+    """The form keywords of ``member_capacity``: the grammar ``estimates.CapacityPolicy.parse`` reads
+    (comma-separated ``[MEMBER_REGEX@]GROUP_REGEX=RATE``, the rate after the last ``=``, a number above
+    0; the regexes themselves are compiled by the run) as a pattern, examples, and the grammar in words."""
+    digits = r"[0-9](?:_?[0-9])*"  # float() takes 1_000
+    rate = rf"\s*\+?(?=[0-9_.]*[1-9])(?:{digits}(?:\.(?:{digits})?)?|\.{digits})(?:[eE][+-]?{digits})?\s*"
+    member_at_group = r"[^,@]*[^\s,@][^,@]*@[^,]*[^\s,][^,]*"
+    item = rf"(?:{member_at_group}|[^,@]*[^\s,@][^,@]*)={rate}"
+    examples = ["orders-.*=500,audit=50", "big-.*@orders-.*=2000,orders-.*=500"]
+    said = ("write comma-separated GROUP_REGEX=RATE or MEMBER_REGEX@GROUP_REGEX=RATE items, each RATE "
+            f"(records/s) a number above 0, e.g. '{examples[1]}'")  # fmt: skip
+    pattern = rf"^\s*(?:{item})?\s*(?:,\s*(?:{item})?\s*)*$"
+    return {"pattern": pattern, "examples": examples, "errorMessage": {"pattern": said}}
 
 
 def compiled_regex(value: str | None) -> str | None:
@@ -292,6 +372,7 @@ class AdvisorParams(Thresholds):
 
     snapshot: str = surface(
         "latest", pattern=r"^(latest|[0-9]+)$", cli="--snapshot",
+        form={"errorMessage": {"pattern": "write 'latest' or a snapshot id (digits only)"}},
         description="snapshot id, or 'latest' (the triggering snapshot when scheduled)",
     )  # fmt: skip
     group_regex: str | None = surface(
@@ -304,7 +385,7 @@ class AdvisorParams(Thresholds):
     dry_run: bool = surface(False, cli="--dry-run", description="plan and log, write nothing")
     reset_policy: str | None = surface(
         None, max_length=2000, cli="--reset-policy",
-        form={"pattern": reset_form_pattern(), "examples": ["orders-.*=earliest,latest"]},
+        form=reset_form(),
         description="auto.offset.reset per group, e.g. 'orders-.*=earliest,latest' "
         "(values: latest, earliest, none, by_duration)",
     )  # fmt: skip
@@ -374,8 +455,7 @@ class SnapshotParams(ParamModel):
         description="do not read share groups (they are read through Kafka's Java AdminClient, which needs Java)",
     )  # fmt: skip
     member_capacity: str | None = surface(
-        None, max_length=1000, cli="--member-capacity",
-        form={"examples": ["orders-.*=500,audit=50", "big-.*@orders-.*=2000,orders-.*=500"]},
+        None, max_length=1000, cli="--member-capacity", form=capacity_form(),
         description="records/s a member can process: GROUP_REGEX=N for the members of a group with no measured "
         "member; MEMBER_REGEX@GROUP_REGEX=N for one member (static instance id, else member id) while it is not "
         "measured, e.g. 'big-.*@orders-.*=2000,orders-.*=500'",
@@ -450,9 +530,16 @@ def _storable_id(value: str) -> str:
 
 #: a group or member id the store can keep (characters bound for the forms, bytes checked too)
 Identifier = Annotated[
-    str, Field(min_length=1, max_length=STORED_ID_BYTES, pattern=ID_PATTERN), AfterValidator(_storable_id)
-]
-TopicName = Annotated[str, Field(pattern=TOPIC_PATTERN)]
+    str,
+    Field(min_length=1, max_length=STORED_ID_BYTES, pattern=ID_PATTERN,
+          json_schema_extra={"errorMessage": {"pattern": "must not start or end with a space"}}),
+    AfterValidator(_storable_id),
+]  # fmt: skip
+TopicName = Annotated[
+    str,
+    Field(pattern=TOPIC_PATTERN, json_schema_extra={"errorMessage": {
+        "pattern": "a topic name has 1 to 249 letters, digits, '.', '_' or '-'"}}),
+]  # fmt: skip
 
 
 class StaticMemberParams(ParamModel):
