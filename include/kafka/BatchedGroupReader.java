@@ -48,6 +48,7 @@ public class BatchedGroupReader {
     private static final int GROUPS_PER_CALL = 2000;
 
     public static void main(String[] args) throws Exception {
+        exitWithParent();
         ObjectMapper json = new ObjectMapper();
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
         Properties config = new Properties();
@@ -190,5 +191,30 @@ public class BatchedGroupReader {
         String code = e instanceof TimeoutException ? Errors.REQUEST_TIMED_OUT.name() : Errors.forException(cause).name();
         out.writeStringField(codeField, code);
         out.writeStringField(messageField, String.valueOf(cause.getMessage()));
+    }
+
+    // The caller's process id is -Drebalance.advisor.parent (adapters/kafka_jars.py). The JVM runs in
+    // a session of its own, so Ctrl-C at the terminal does not reach it, and a caller ended by a
+    // signal it does not handle (SIGTERM, SIGKILL) cannot stop it: it halts itself as soon as that
+    // process is no longer its parent.
+    // The same watch is in ShareGroupSnapshot.java and BatchedGroupReader.java (single-file programs).
+    private static void exitWithParent() {
+        String expected = System.getProperty("rebalance.advisor.parent");
+        if (expected == null) {
+            return;
+        }
+        long parent = Long.parseLong(expected);
+        Thread watch = new Thread(() -> {
+            while (ProcessHandle.current().parent().map(ProcessHandle::pid).orElse(-1L) == parent) {
+                try {
+                    Thread.sleep(200);
+                } catch (InterruptedException e) {
+                    return;
+                }
+            }
+            Runtime.getRuntime().halt(3);
+        }, "parent-watch");
+        watch.setDaemon(true);
+        watch.start();
     }
 }

@@ -4,7 +4,8 @@
 // this file with Java's single-file source launcher against the cached Kafka jars. The client
 // configuration (bootstrap servers, security settings, credentials) arrives as Java properties on
 // stdin, never on the command line. A failure of one group is reported in that group's "error"; a
-// failure of the whole listing exits 2 with one line on stderr.
+// failure of the whole listing exits 2 with one line on stderr. "nul_group_ids": the ids of groups of
+// any type that hold a NUL character (see groupIdsWithNul).
 import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
@@ -27,6 +28,7 @@ import org.apache.kafka.common.TopicPartition;
 
 public class ShareGroupSnapshot {
     public static void main(String[] args) throws Exception {
+        exitWithParent();
         Properties config = new Properties();
         config.load(new InputStreamReader(System.in, StandardCharsets.UTF_8));
         long timeoutMs = Long.parseLong(config.getProperty("default.api.timeout.ms", "30000"));
@@ -45,6 +47,7 @@ public class ShareGroupSnapshot {
                 System.exit(2);
             }
             ids.sort(null);
+            out.put("nul_group_ids", groupIdsWithNul(admin, timeoutMs));
             Map<String, KafkaFuture<ShareGroupDescription>> described =
                     admin.describeShareGroups(ids).describedGroups();
             Map<String, ListShareGroupOffsetsSpec> specs = new LinkedHashMap<>();
@@ -100,11 +103,53 @@ public class ShareGroupSnapshot {
         new ObjectMapper().writeValue(System.out, out);
     }
 
+    // Every group id holding a NUL character (legal in Java): librdkafka, the snapshot's other Kafka
+    // client, cuts ids at the NUL, so only this listing sees them whole. Unread, it is empty.
+    private static List<String> groupIdsWithNul(Admin admin, long timeoutMs) throws InterruptedException {
+        List<String> found = new ArrayList<>();
+        try {
+            for (GroupListing listing : admin.listGroups().all().get(timeoutMs, TimeUnit.MILLISECONDS)) {
+                if (listing.groupId().indexOf('\0') >= 0) {
+                    found.add(listing.groupId());
+                }
+            }
+        } catch (ExecutionException | java.util.concurrent.TimeoutException e) {
+            return List.of();
+        }
+        found.sort(null);
+        return found;
+    }
+
     private static String rootCause(Throwable error) {
         Throwable cause = error;
         while (cause.getCause() != null) {
             cause = cause.getCause();
         }
         return cause.getClass().getSimpleName() + ": " + cause.getMessage();
+    }
+
+    // The caller's process id is -Drebalance.advisor.parent (adapters/kafka_jars.py). The JVM runs in
+    // a session of its own, so Ctrl-C at the terminal does not reach it, and a caller ended by a
+    // signal it does not handle (SIGTERM, SIGKILL) cannot stop it: it halts itself as soon as that
+    // process is no longer its parent.
+    // The same watch is in ShareGroupSnapshot.java and BatchedGroupReader.java (single-file programs).
+    private static void exitWithParent() {
+        String expected = System.getProperty("rebalance.advisor.parent");
+        if (expected == null) {
+            return;
+        }
+        long parent = Long.parseLong(expected);
+        Thread watch = new Thread(() -> {
+            while (ProcessHandle.current().parent().map(ProcessHandle::pid).orElse(-1L) == parent) {
+                try {
+                    Thread.sleep(200);
+                } catch (InterruptedException e) {
+                    return;
+                }
+            }
+            Runtime.getRuntime().halt(3);
+        }, "parent-watch");
+        watch.setDaemon(true);
+        watch.start();
     }
 }

@@ -7,13 +7,17 @@ from __future__ import annotations
 
 import random
 import string
+import time
 import uuid
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from rebalance_advisor import store
 from rebalance_advisor.cli import main
 from rebalance_advisor.devtools import local_kafka
 
+from tests._planner import make_snapshot
 from tests.support.kafka_offsets import commit as _commit
 from tests.support.kafka_offsets import new_topic as _topic
 
@@ -104,3 +108,106 @@ def test_registered_member_ids_up_to_the_limit(db_url, capsys) -> None:
         assert code != 0
         assert "Traceback" not in err
         assert str(LIMIT) in err.strip().splitlines()[-1].replace(",", "")  # argparse: usage, then the error
+
+
+@pytest.mark.kafka
+def test_member_ids_over_the_limit_keep_their_group(kafka_bootstrap, sqlite_url, capsys) -> None:
+    """A classic member id is client.id + "-" + a 36-character uuid, so a client.id of LIMIT - 36
+    bytes gives a member id one byte over the limit, which used to cost the whole group. Members of
+    LIMIT + 1 and of 8,037 bytes are stored with their whole ids, `lag` matches Kafka's tool, and a
+    second snapshot reads the first one's members back. (PostgreSQL, where the key limit bites: the
+    fuzz test below stores member ids up to 32,767 bytes there.)"""
+    from confluent_kafka import Consumer, TopicPartition
+
+    tag = uuid.uuid4().hex[:6]
+    topic = _topic(kafka_bootstrap, 2, records=10)
+    group = f"longmember-{tag}"
+    consumers = [
+        Consumer({"bootstrap.servers": kafka_bootstrap, "group.id": group, "client.id": client_id,
+                  "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+        for client_id in (_random_id(f"c{tag}-", LIMIT - 36), _random_id(f"d{tag}-", 8000))
+    ]  # fmt: skip
+    try:
+        for consumer in consumers:
+            consumer.subscribe([topic])
+        deadline = time.monotonic() + 90
+        while not all(len(c.assignment()) == 1 for c in consumers) and time.monotonic() < deadline:
+            for consumer in consumers:
+                consumer.poll(0.2)
+        assert all(len(c.assignment()) == 1 for c in consumers), "the two members never settled"
+        consumers[0].commit(offsets=[TopicPartition(topic, p, 3 + p) for p in (0, 1)], asynchronous=False)
+        for _ in range(2):  # the second snapshot reads the first one's members back (carried state)
+            code = main(["snapshot", "--bootstrap-servers", kafka_bootstrap, "--db", sqlite_url, "--timeout", "20",
+                         "--groups", group, "--no-share-groups"])  # fmt: skip
+            out, err = capsys.readouterr()
+            assert code == 0 and "(complete)" in out, err
+        reference = local_kafka.parse_describe_output(
+            local_kafka.run_consumer_groups(kafka_bootstrap, "--describe", "--group", group)
+        )
+    finally:
+        for consumer in consumers:
+            consumer.close()
+
+    snapshot = store.load_snapshot(store.latest_snapshot_id(sqlite_url), sqlite_url)
+    members = snapshot.group(group).members
+    sizes = sorted(len(m.member_id.encode()) for m in members)
+    assert sizes == [LIMIT + 1, 8037], sizes
+    assert sorted(m.assignment for m in members) == [((topic, 0),), ((topic, 1),)]
+    assert main(["lag", "--db", sqlite_url, "--group", group, "--format", "tool"]) == 0
+    ours = local_kafka.parse_describe_output(capsys.readouterr().out)
+    key = ("TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID", "CLIENT-ID")
+    assert sorted(tuple(r[k] for k in key) for r in ours) == sorted(
+        tuple(r[k] for k in key) for r in reference
+    )
+    assert {r["CURRENT-OFFSET"] for r in ours} == {"3", "4"}
+
+
+@st.composite
+def _sized_id(draw, nul: bool) -> str:
+    """An id of a byte size at, around or far past the limit (or anywhere up to 3,000), of 1-, 2- and
+    4-byte characters, sometimes with a NUL inside."""
+    size = draw(st.sampled_from([1, LIMIT - 1, LIMIT, LIMIT + 1, LIMIT + 37, 32767]) | st.integers(1, 3000))
+    alphabet = draw(st.sampled_from(["ab", "a\u00e9", "a\U0001f600", "\u00e9\U0001f600"]))
+    rng = random.Random(draw(st.integers(0, 2**32)))
+    chars: list[str] = []
+    used = 0
+    while used < size - 4:
+        chars.append(rng.choice(alphabet))
+        used += len(chars[-1].encode())
+    chars.append("a" * (size - used))
+    if nul and draw(st.integers(0, 5)) == 0:
+        chars.insert(draw(st.integers(0, len(chars))), "\x00")
+    return "".join(chars)
+
+
+def _storable(value: str | None) -> bool:
+    return value is None or (len(value.encode()) <= LIMIT and "\x00" not in value)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(group=_sized_id(nul=True), members=st.lists(st.tuples(_sized_id(nul=True), st.none() | _sized_id(nul=False)),
+                                                   min_size=1, max_size=3, unique_by=lambda m: m[0]))  # fmt: skip
+@pytest.mark.postgres
+def test_ids_near_every_limit_store_whole_or_are_refused(url, group, members) -> None:
+    """Any group and member ids near the limits: the group is stored with every id whole (a member
+    id of any length included) or refused by name (a group or instance id over the limit, a NUL in
+    any id); nothing else happens on either database."""
+    snapshot = make_snapshot(
+        {group: {"topics": {"fuzz": [(10, 4)] * len(members)},
+                 "members": [(m, instance, [("fuzz", p)], None) for p, (m, instance) in enumerate(members)]}}
+    )  # fmt: skip
+    snapshot_id = store.write_snapshot(snapshot, url)
+    taken = store.load_snapshot(snapshot_id, url)
+    # member ids of any length store; group and instance ids only up to the limit; no id holds a NUL
+    storable = _storable(group) and all("\x00" not in m and _storable(i) for m, i in members)
+    if storable:
+        [stored] = taken.groups
+        assert stored.group_id == group
+        assert [(m.member_id, m.group_instance_id, m.assignment) for m in stored.members] == [
+            (m, i, (("fuzz", p),)) for p, (m, i) in enumerate(members)
+        ]
+        assert [c.offset for c in taken.committed] == [4] * len(members)
+    else:
+        assert taken.groups == [] and taken.committed == []
+        [error] = taken.errors
+        assert "not stored: its " in error.reason and ("bytes" in error.reason or "NUL" in error.reason)

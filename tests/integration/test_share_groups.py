@@ -7,7 +7,7 @@ import json
 import subprocess
 import time
 import uuid
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from rebalance_advisor.adapters import kafka_jars
@@ -160,3 +160,52 @@ def test_share_groups_can_be_left_out(kafka_bootstrap, sqlite_url, capsys) -> No
         assert f"group {group!r} is not in snapshot" in capsys.readouterr().err
     finally:
         consumer.close()
+
+
+@pytest.mark.postgres
+def test_share_partitions_not_started_store_and_show_as_dashes(url, capsys) -> None:
+    """A share group's partition without share-partition state is stored (SQLite and PostgreSQL)
+    and `lag` gives it the tool's row: no start offset, no lag."""
+    from rebalance_advisor import store
+
+    from tests.support.share_documents import share_snapshot
+
+    snapshot_id = store.write_snapshot(share_snapshot(), url)
+    assert store.load_snapshot(snapshot_id, url).share_unstarted == [("s", "t", 1)]
+    assert main(["lag", "--db", url, "--group", "s", "--format", "json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [(r["PARTITION"], r["CURRENT-OFFSET"], r["LAG"]) for r in rows] == [(0, 5, 3), (1, None, None)]
+    store.prune(timedelta(0), url, keep_latest=0)  # the new table's rows go with their snapshot
+    with store.engine_for(url).connect() as conn:
+        assert conn.exec_driver_sql("SELECT count(*) FROM share_unstarted_partitions").scalar() == 0
+
+
+@pytest.mark.kafka
+def test_share_partitions_not_started_match_the_share_tools_dash_rows(
+    kafka_bootstrap, sqlite_url, capsys
+) -> None:
+    """A share group on an empty topic (default reset: latest) has its partitions but no start
+    offset yet: kafka-share-groups prints '-' rows for them, and so does `lag` (they were left out)."""
+    from confluent_kafka import ShareConsumer
+
+    topic = _topic(kafka_bootstrap, 2)
+    group = f"share-{uuid.uuid4().hex[:8]}"
+    consumer = ShareConsumer({"bootstrap.servers": kafka_bootstrap, "group.id": group})
+    try:
+        consumer.subscribe([topic])
+        deadline = time.monotonic() + 60
+        expected: dict = {}
+        while len(expected) < 2 and time.monotonic() < deadline:
+            consumer.poll(1.0)
+            expected = _share_tool(kafka_bootstrap, group)
+    finally:
+        consumer.close()
+    assert expected == {(topic, 0): ("-", "-"), (topic, 1): ("-", "-")}, expected
+    code = main(["snapshot", "--bootstrap-servers", kafka_bootstrap, "--db", sqlite_url, "--groups", group])
+    assert code == 0, capsys.readouterr().err
+    capsys.readouterr()
+    assert main(["lag", "--db", sqlite_url, "--group", group, "--format", "json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    dash = {None: "-"}
+    ours = {(r["TOPIC"], r["PARTITION"]): (dash.get(r["CURRENT-OFFSET"]), dash.get(r["LAG"])) for r in rows}
+    assert ours == expected

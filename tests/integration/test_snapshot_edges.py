@@ -122,3 +122,34 @@ def test_read_committed_tool_rows_are_consistent_and_never_negative(
         (table,) = local_kafka.parse_describe_output(_lag(capsys, sqlite_url, group, "table")[0])
         assert "above-log-end" not in table["FLAGS"], table
     store.db.dispose(sqlite_url)
+
+
+@pytest.mark.kafka
+def test_group_ids_holding_nul_are_refused_by_their_whole_id(kafka_bootstrap, sqlite_url, capsys) -> None:
+    """Java takes a NUL inside a group id; librdkafka lists the id cut at the NUL, so the cut id
+    was described as a group 'deleted during the snapshot' (or, when a group has the cut id, as
+    that group twice). Each such group is refused by its whole id, the group with the cut id is
+    stored once. (The refusal row on PostgreSQL: tests/integration/test_id_limits.py's fuzz test.)"""
+    from tests.support.kafka_java import run_reference
+
+    topic = _topic(kafka_bootstrap, 1, records=5)
+    tag = uuid.uuid4().hex[:8]
+    alone, shadow, real = f"a-{tag}\x00b", f"c-{tag}\x00d", f"c-{tag}"
+    lines = [kafka_bootstrap, topic, *(f"{g.replace(chr(0), chr(92) + '0')} 0 2" for g in (alone, shadow))]
+    assert run_reference("CommitOffsetsJava", "\n".join(lines) + "\n").strip() == "committed"
+    _commit(kafka_bootstrap, real, topic, {0: 4})
+    code = main(
+        ["snapshot", "--bootstrap-servers", kafka_bootstrap, "--db", sqlite_url, "--groups", f"[ac]-{tag}.*"]
+    )
+    out, err = capsys.readouterr()
+    assert code == 0 and "(partial)" in out, err
+    assert "deleted during the snapshot" not in err, err
+    for group in (alone, shadow):
+        assert f"group {group!r} not stored: its group id holds a NUL character" in err, err
+    taken = store.load_snapshot(store.latest_snapshot_id(sqlite_url), sqlite_url)
+    assert [g.group_id for g in taken.groups] == [real]
+    assert [(c.group_id, c.offset) for c in taken.committed] == [(real, 4)]
+    assert sorted(e.reason.split(":")[0] for e in taken.errors) == sorted(
+        f"group {group!r} not stored" for group in (alone, shadow)
+    )
+    store.db.dispose(sqlite_url)

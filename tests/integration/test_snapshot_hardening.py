@@ -321,21 +321,23 @@ def test_ctrl_c_just_after_the_commit_reports_what_was_stored(
 
 
 @pytest.mark.kafka
+@pytest.mark.parametrize("lock", ["IMMEDIATE", "EXCLUSIVE"])
 def test_ctrl_c_while_another_process_holds_the_sqlite_write_lock(
-    kafka_bootstrap, tmp_path, demo_groups
+    kafka_bootstrap, tmp_path, demo_groups, lock
 ) -> None:
-    """Another process holds the write lock; the snapshot command waits, and a Ctrl-C after 2 s ends
-    it within a second (SQLite's own busy wait would hold it for its whole 30 s timeout)."""
+    """Another process holds the write lock (EXCLUSIVE: reads wait too); the snapshot command waits,
+    and a Ctrl-C after 2 s ends it within a second (SQLite's own busy wait would hold it for its
+    whole 30 s timeout)."""
     path = tmp_path / "advisor.db"
     url = f"sqlite:///{path}"
     assert main(["db", "upgrade", "--db", url]) == 0
     holder = sqlite3.connect(path, isolation_level=None)
-    holder.execute("BEGIN IMMEDIATE")
+    holder.execute(f"BEGIN {lock}")
     try:
         command = [sys.executable, "-m", "rebalance_advisor.cli", "snapshot", "--bootstrap-servers",
                    kafka_bootstrap, "--db", url, "--groups", "kip-example"]  # fmt: skip
         process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        first = process.stderr.readline()  # after start-up and the Kafka pass: waiting for the lock
+        first = process.stderr.readline()  # waiting for the lock (before the Kafka pass, or after it)
         assert first.startswith("waiting up to 30 s for another process to finish writing"), first
         time.sleep(2.0)
         assert process.poll() is None

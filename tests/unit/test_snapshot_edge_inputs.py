@@ -16,6 +16,8 @@ from rebalance_advisor.domain.snapshot_model import Group, PartitionOffsets
 from rebalance_advisor.errors import AdvisorError
 from rebalance_advisor.services import lag_report
 
+from tests.support.share_documents import share_snapshot
+
 
 def test_a_latin1_properties_file_reads_as_java_reads_it(tmp_path: Path) -> None:
     path = tmp_path / "client.properties"
@@ -132,3 +134,17 @@ def test_read_committed_rows_keep_lag_equal_to_end_minus_current() -> None:
     )
     values = row.tool_values()
     assert int(values[4]) - int(values[3]) == int(values[5]) == 6
+
+
+def test_share_partitions_not_started_get_the_tools_dash_rows() -> None:
+    """kafka-share-groups --describe prints a row for every partition the broker lists for the group,
+    START-OFFSET and LAG '-' where it has no offset information (its printOffsets)."""
+    from rebalance_advisor.devtools.local_kafka import parse_describe_output
+
+    rows = parse_describe_output(lag_report.format_tool(lag_report.rows(share_snapshot())))
+    assert [(r["PARTITION"], r["CURRENT-OFFSET"], r["LAG"]) for r in rows] == [
+        ("0", "5", "3"),
+        ("1", "-", "-"),
+    ]
+    [unstarted] = [r for r in lag_report.rows(share_snapshot())["s"] if r.partition == 1]
+    assert (unstarted.time_lag_by, unstarted.policy_lag) == (None, None)  # nothing claimed as caught up

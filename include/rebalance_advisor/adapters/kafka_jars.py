@@ -175,11 +175,17 @@ def run_plugin_maven(
         ) from error
 
 
+#: the system property naming the process a compiled tool outlives by no more than 0.2 s
+PARENT_PROPERTY = "rebalance.advisor.parent"
+
+
 def compiled_tool_command(main_class: str, cache_prefix: str, jvm_options: tuple[str, ...]) -> list[str]:
     """The java command line of ``include/kafka/<main_class>.java`` on the cached jars, compiled once per
     source and Kafka version into the cache (Java's single-file source launcher when no javac).
 
     Shipped code only reads the jar cache: a missing cache or Java is a :class:`KafkaJarsError`.
+    The program is told this process's id (:data:`PARENT_PROPERTY`) and stops when its parent goes,
+    however this process ended (the callers start it in a session of its own).
     """
     libs = jar_dir()
     if not (libs / COMPLETE_MARKER).exists():
@@ -191,7 +197,7 @@ def compiled_tool_command(main_class: str, cache_prefix: str, jvm_options: tuple
     classpath = f"{libs}/*"
     if not (classes / f"{main_class}.class").exists():
         _compile(Path(java).with_name("javac"), classpath, source_file, classes)
-    jvm = [java, *jvm_options, log4j_option()]
+    jvm = [java, *jvm_options, log4j_option(), f"-D{PARENT_PROPERTY}={os.getpid()}"]
     if (classes / f"{main_class}.class").exists():
         return [*jvm, "-cp", f"{classes}{os.pathsep}{classpath}", main_class]
     return [*jvm, "-cp", classpath, str(source_file)]

@@ -37,6 +37,7 @@ from rebalance_advisor.adapters.client_telemetry import read_telemetry
 from rebalance_advisor.adapters.kafka_acls import is_authorization_error, missing_acl
 from rebalance_advisor.adapters.record_timestamps import read_record_timestamps
 from rebalance_advisor.adapters.share_groups import ShareGroupReader, ShareGroupsRead
+from rebalance_advisor.domain.parameters import id_with_nul
 from rebalance_advisor.domain.safe_regex import SafeRegex, compile_safe_regex
 from rebalance_advisor.domain.snapshot_model import (
     CommittedOffset,
@@ -48,6 +49,7 @@ from rebalance_advisor.domain.snapshot_model import (
 )
 from rebalance_advisor.errors import AdvisorError, InfrastructureUnavailable
 from rebalance_advisor.gcpause import gc_paused
+from rebalance_advisor.store.id_limits import refused
 
 log = logging.getLogger(__name__)
 
@@ -67,6 +69,9 @@ BATCHED_MIN_GROUPS = 2000
 LIST_OFFSETS_CHUNK = 200
 #: Use one future per ListOffsets call (see ``_list_offsets``); False forces the public method.
 RAW_LIST_OFFSETS = True
+
+#: A listed group described as dead: deleted between the listing and the describe.
+DELETED_MEANWHILE = "group was deleted during the snapshot"
 
 #: Error codes that mean the cluster (not one group) is unreachable: the pass is aborted.
 _FATAL_CODE_NAMES = (
@@ -316,7 +321,8 @@ class _Collector:
             # A broker that did not answer ListGroups leaves the picture incomplete: not consistent.
             raise self.abort("listing groups", "; ".join(str(e) for e in listing.errors))
         on_listed(len(listing.valid))
-        kept = sorted(g.group_id for g in listing.valid if self.options.groups.accepts(g.group_id))
+        # a set: two ids that differ only after a NUL are listed as one (librdkafka cuts them there)
+        kept = sorted({g.group_id for g in listing.valid if self.options.groups.accepts(g.group_id)})
         if not kept and self.options.groups.active:
             raise NoGroupMatched(self.options.groups, len(listing.valid))
         return kept
@@ -718,9 +724,11 @@ class _SnapshotPass:
     def build(self) -> Snapshot:
         try:
             return self._build()
-        finally:
-            if self.reader is not None:  # a pass that aborted before reading leaves no JVM behind
+        finally:  # a pass that aborted, or was interrupted, leaves no JVM behind
+            if self.reader is not None:
                 self.reader.close()
+            if self.share_reader is not None:
+                self.share_reader.close()
 
     def _build(self) -> Snapshot:
         group_ids = self.list_groups()
@@ -747,10 +755,11 @@ class _SnapshotPass:
             groups=groups + share.groups,
             committed=committed + share.committed,
             partitions=partitions,
-            errors=self.c.errors + share.errors,
+            errors=self.refuse_nul_ids(self.c.errors, share) + share.errors,
             isolation_level=self.isolation,
             record_timestamps=record_timestamps,
             share_lags=share.lags,
+            share_unstarted=share.unstarted,
             telemetry=[s for s in heard if self.options.groups.accepts(s.group)],
         )
 
@@ -831,9 +840,7 @@ class _SnapshotPass:
                 self.c.record("describe", error, group_id=group_id)
                 continue
             if group.state == "dead":
-                self.c.errors.append(
-                    SnapshotError("describe", "group was deleted during the snapshot", group_id)
-                )
+                self.c.errors.append(SnapshotError("describe", DELETED_MEANWHILE, group_id))
                 continue
             groups.append(group)
         return groups
@@ -958,6 +965,17 @@ class _SnapshotPass:
             self.conf, committed, partitions, self.isolation, self.options.timeout_s
         )
 
+    def refuse_nul_ids(self, errors: list[SnapshotError], share: ShareGroupsRead) -> list[SnapshotError]:
+        """``errors`` with each group whose id holds NUL (legal in Java) refused by its whole id.
+
+        librdkafka lists such a group cut at the NUL, and the cut id, naming no group, describes as
+        deleted meanwhile: that error goes. The whole ids come from the share-group reader's Java
+        listing (none without it: ``--no-share-groups``). Refused, not stored: store/id_limits.py."""
+        wanted = [g for g in share.nul_group_ids if self.options.groups.accepts(g)]
+        cut = {g.split("\x00", 1)[0] for g in wanted}
+        kept = [e for e in errors if not (e.reason == DELETED_MEANWHILE and e.group_id in cut)]
+        return kept + [refused(g, id_with_nul("group id", g) or "") for g in wanted]
+
     def share_groups(self) -> ShareGroupsRead:
         """The share groups the filter keeps; the filter matching no group of either kind fails here."""
         share = (
@@ -1042,10 +1060,18 @@ def _admin_clients(conf: dict[str, Any], connections: int, connection_errors: Co
 
 def _start_telemetry_read(conf: dict[str, Any], options: SnapshotOptions) -> concurrent.futures.Future | None:
     """The telemetry topic read in a thread of its own while the pass runs (it only adds a source:
-    a missing topic or an error gives no samples, never a failed snapshot)."""
+    a missing topic or an error gives no samples, never a failed snapshot). A daemon thread: an
+    interrupted command exits at once instead of waiting out the read (a pool's worker is joined
+    at exit: 10 s against a broker that does not answer)."""
     if options.telemetry_topic is None:
         return None
-    pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="telemetry-read")
-    future = pool.submit(read_telemetry, conf, options.telemetry_topic, min(options.timeout_s, 10.0))
-    pool.shutdown(wait=False)
+    future: concurrent.futures.Future = concurrent.futures.Future()
+
+    def run() -> None:
+        try:
+            future.set_result(read_telemetry(conf, options.telemetry_topic, min(options.timeout_s, 10.0)))
+        except BaseException as error:  # re-raised by future.result() in the caller's thread
+            future.set_exception(error)
+
+    threading.Thread(target=run, name="telemetry-read", daemon=True).start()
     return future

@@ -8,8 +8,9 @@ jars, in the background while the rest of the pass runs, and reads one JSON docu
 
 Lag is the broker's own figure (DescribeShareGroupOffsets carries it since Kafka 4.2), the one the
 tool prints; the start offset (the share-partition start offset) is stored as the group's
-committed offset. A partition the group has not started on has no offsets, as in the tool's ``-``,
-and is left out. The client configuration reaches the JVM on stdin, never on its command line.
+committed offset. A partition the group has not started on has no offsets, as in the tool's ``-``
+rows: it is kept apart (``unstarted``). The client configuration reaches the JVM on stdin, never on
+its command line.
 """
 
 from __future__ import annotations
@@ -55,6 +56,10 @@ class ShareGroupsRead:
     #: (group, topic, partition) -> the broker's lag, as ``kafka-share-groups --describe`` prints it
     lags: dict[tuple[str, str, int], int | None] = field(default_factory=dict)
     errors: list[SnapshotError] = field(default_factory=list)
+    #: (group, topic, partition) of the groups' topics not started on (no offsets: the tool's ``-``)
+    unstarted: list[tuple[str, str, int]] = field(default_factory=list)
+    #: ids of groups of any type that hold a NUL character, whole (librdkafka lists them cut at it)
+    nul_group_ids: list[str] = field(default_factory=list)
 
 
 def java_config(client_config: dict[str, Any], timeout_s: float) -> dict[str, str]:
@@ -113,12 +118,16 @@ def _command() -> list[str]:
 
 
 class ShareGroupReader:
-    """Reads share groups in a background thread; :meth:`result` waits for them."""
+    """Reads share groups in a background thread; :meth:`result` waits for them, :meth:`close`
+    stops the JVM (a pass that aborts or is interrupted leaves none running)."""
 
     def __init__(self, client_config: dict[str, Any], timeout_s: float) -> None:
         self._timeout_s = timeout_s
         self._raw: dict[str, Any] | None = None
         self._failure: str | None = None
+        self._process: subprocess.Popen | None = None
+        self._closed = False
+        self._lock = threading.Lock()
         try:
             self._input = _properties(java_config(client_config, timeout_s))
         except ShareGroupsUnavailable as error:
@@ -129,78 +138,113 @@ class ShareGroupReader:
         self._thread.start()
 
     def _run(self) -> None:
+        bound = self._timeout_s * 2 + 60
         try:
             command = _command()
-            done = subprocess.run(
-                command, input=self._input, capture_output=True, text=True,
-                timeout=self._timeout_s * 2 + 60, start_new_session=True,
-            )  # fmt: skip
+            with self._lock:
+                if self._closed:
+                    return
+                # Its own session: Ctrl-C reaches this process only, which then stops the JVM
+                # (close); the JVM also stops by itself when this process goes (kafka_jars).
+                self._process = subprocess.Popen(
+                    command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                    text=True, encoding="utf-8", start_new_session=True,
+                )  # fmt: skip
+            out, err = self._process.communicate(self._input, timeout=bound)
         except ShareGroupsUnavailable as error:
             self._failure = str(error)
             return
         except subprocess.TimeoutExpired:
-            self._failure = f"the share-group reader did not answer within {self._timeout_s * 2 + 60:.0f} s"
+            self._failure = f"the share-group reader did not answer within {bound:.0f} s"
+            self.close()
             return
         except OSError as error:
             self._failure = f"the share-group reader could not start: {error.strerror or error}"
             return
-        if done.returncode != 0:
-            lines = [line for line in done.stderr.splitlines() if line.strip()]
-            reason = lines[-1] if lines else f"exit {done.returncode}"
+        self._read_output(self._process.returncode, out, err)
+
+    def _read_output(self, returncode: int, out: str, err: str) -> None:
+        if returncode != 0:
+            lines = [line for line in err.splitlines() if line.strip()]
+            reason = lines[-1] if lines else f"exit {returncode}"
             if "UnsupportedVersionException" in reason:
                 self._raw = {"groups": []}  # a broker without share groups has none to read
                 return
             self._failure = f"listing share groups failed: {reason}"
             return
         try:
-            self._raw = json.loads(done.stdout)
+            self._raw = json.loads(out)
         except ValueError:
             self._failure = "the share-group reader printed no JSON document"
+
+    def close(self) -> None:
+        """Stop the JVM if it still runs (the reader's thread then ends at once)."""
+        with self._lock:
+            self._closed = True
+            process = self._process
+        if process is not None and process.poll() is None:
+            process.kill()
+            process.wait(10)
 
     def result(self, keep_group: Callable[[str], bool], keep_topic: Callable[[str], bool]) -> ShareGroupsRead:
         """The share groups ``keep_group`` accepts, on topics ``keep_topic`` accepts."""
         if self._thread is not None:
             self._thread.join()
-        read = ShareGroupsRead()
         if self._failure is not None:
-            read.errors.append(SnapshotError(STAGE, f"share groups not read: {self._failure}"))
-            return read
-        for raw in (self._raw or {}).get("groups", []):
-            group_id = raw["group_id"]
-            if not keep_group(group_id):
-                continue
-            if raw.get("error"):
-                read.errors.append(SnapshotError(STAGE, raw["error"], group_id))
-                continue
-            members = []
-            for position, m in enumerate(raw.get("members", [])):
-                assignment = tuple(sorted((t, int(p)) for t, p in m.get("assignment", []) if keep_topic(t)))
-                members.append(
-                    GroupMemberSnapshot(
-                        member_id=m["member_id"],
-                        client_id=m.get("client_id") or "",
-                        host=m.get("host") or "",
-                        rack=m.get("rack"),
-                        subscribed_topics=tuple(sorted({t for t, _ in assignment})),
-                        assignment=assignment,
-                        position=position,
-                    )
-                )
-            read.groups.append(
-                Group(
-                    group_id=group_id,
-                    state=str(raw.get("state") or "unknown").lower(),
-                    group_type=SHARE_GROUP_TYPE,
-                    assignor=None,
-                    coordinator_id=raw.get("coordinator_id"),
-                    coordinator_host=raw.get("coordinator_host"),
-                    members=tuple(members),
-                )
+            return ShareGroupsRead(errors=[SnapshotError(STAGE, f"share groups not read: {self._failure}")])
+        return read_document(self._raw or {}, keep_group, keep_topic)
+
+
+def read_document(
+    document: dict[str, Any], keep_group: Callable[[str], bool], keep_topic: Callable[[str], bool]
+) -> ShareGroupsRead:
+    """The reader's JSON document (include/kafka/ShareGroupSnapshot.java) as :class:`ShareGroupsRead`."""
+    read = ShareGroupsRead(nul_group_ids=list(document.get("nul_group_ids", [])))
+    for raw in document.get("groups", []):
+        group_id = raw["group_id"]
+        if not keep_group(group_id) or group_id in read.nul_group_ids:  # refused by the pass
+            continue
+        if raw.get("error"):
+            read.errors.append(SnapshotError(STAGE, raw["error"], group_id))
+            continue
+        read.groups.append(
+            Group(
+                group_id=group_id,
+                state=str(raw.get("state") or "unknown").lower(),
+                group_type=SHARE_GROUP_TYPE,
+                assignor=None,
+                coordinator_id=raw.get("coordinator_id"),
+                coordinator_host=raw.get("coordinator_host"),
+                members=_members(raw.get("members", []), keep_topic),
             )
-            for o in sorted(raw.get("offsets", []), key=lambda o: (o["topic"], o["partition"])):
-                if o.get("start_offset") is None or not keep_topic(o["topic"]):
-                    continue
-                key = (group_id, o["topic"], int(o["partition"]))
-                read.committed.append(CommittedOffset(*key, int(o["start_offset"]), o.get("leader_epoch")))
-                read.lags[key] = o.get("lag")
-        return read
+        )
+        for o in sorted(raw.get("offsets", []), key=lambda o: (o["topic"], o["partition"])):
+            if not keep_topic(o["topic"]):
+                continue
+            key = (group_id, o["topic"], int(o["partition"]))
+            if o.get("start_offset") is None:  # not started on: the tool's "-" row
+                read.unstarted.append(key)
+                continue
+            read.committed.append(CommittedOffset(*key, int(o["start_offset"]), o.get("leader_epoch")))
+            read.lags[key] = o.get("lag")
+    return read
+
+
+def _members(
+    raw_members: list[dict[str, Any]], keep_topic: Callable[[str], bool]
+) -> tuple[GroupMemberSnapshot, ...]:
+    members = []
+    for position, m in enumerate(raw_members):
+        assignment = tuple(sorted((t, int(p)) for t, p in m.get("assignment", []) if keep_topic(t)))
+        members.append(
+            GroupMemberSnapshot(
+                member_id=m["member_id"],
+                client_id=m.get("client_id") or "",
+                host=m.get("host") or "",
+                rack=m.get("rack"),
+                subscribed_topics=tuple(sorted({t for t, _ in assignment})),
+                assignment=assignment,
+                position=position,
+            )
+        )
+    return tuple(members)

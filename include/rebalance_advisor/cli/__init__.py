@@ -8,8 +8,10 @@ Heavy imports happen inside the command functions so ``--help`` stays fast.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
+import signal
 import sys
 from typing import NoReturn
 
@@ -61,6 +63,23 @@ def main(argv: list[str] | None = None) -> int:
         return 130
 
 
+def console_main() -> int:
+    """The ``rebalance-advisor`` program (and ``python -m rebalance_advisor.cli``): :func:`main`, then
+    a Ctrl-C while the interpreter shuts down (joining client threads, closing Kafka clients) ends
+    the process at once with 130 instead of a KeyboardInterrupt traceback; the output is complete
+    by then. Not in :func:`main`, which tests call in-process."""
+    code = main()
+    with contextlib.suppress(OSError):  # a reader gone meanwhile: nothing more can be written
+        sys.stdout.flush()
+        sys.stderr.flush()
+    signal.signal(signal.SIGINT, _exit_interrupted)
+    return code
+
+
+def _exit_interrupted(_signum: int, _frame: object) -> None:
+    os._exit(130)
+
+
 def _run(argv: list[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -84,4 +103,4 @@ def _run(argv: list[str] | None) -> int:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    sys.exit(console_main())

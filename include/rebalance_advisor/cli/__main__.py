@@ -2,6 +2,6 @@
 
 import sys
 
-from rebalance_advisor.cli import main
+from rebalance_advisor.cli import console_main
 
-sys.exit(main())
+sys.exit(console_main())

@@ -110,14 +110,18 @@ def _snapshot(args: argparse.Namespace) -> int:
     config["bootstrap.servers"] = bootstrap = kafka_snapshot.clean_bootstrap(
         args.bootstrap_servers or config.get("bootstrap.servers") or resolve_bootstrap(None)
     )
-    store.upgrade(args.db)  # a write: fail on a bad DB before touching Kafka; a no-op when current
-    before = store.latest_snapshot_id(args.db) or 0
+    before = None
     try:
+        # Another process's EXCLUSIVE lock keeps out the reads below: waited out in interruptible
+        # steps, not in SQLite's busy wait, where Ctrl-C goes unseen until its timeout.
+        store.wait_for_sqlite_writer(args.db, to_read=True)
+        store.upgrade(args.db)  # a write: fail on a bad DB before touching Kafka; a no-op when current
+        before = store.latest_snapshot_id(args.db) or 0
         taken = take_and_store_snapshot(params, config, args.db, prune=False).snapshot
         _report(taken)
     except KeyboardInterrupt:
         # Ctrl-C may land just after the commit: say what is stored, not just "interrupted".
-        stored = store.stored_snapshot_after(before, bootstrap, args.db)
+        stored = None if before is None else store.stored_snapshot_after(before, bootstrap, args.db)
         if stored is None:
             print(
                 "rebalance-advisor: interrupted before the snapshot was stored: nothing was stored",

@@ -512,6 +512,16 @@ def oversized_id(what: str, value: str) -> str | None:
     )
 
 
+def id_with_nul(what: str, value: str) -> str | None:
+    """Why ``value``, holding a NUL character (legal in Java), cannot be stored; None without one."""
+    if "\x00" not in value:
+        return None
+    return (
+        f"its {what} holds a NUL character (U+0000), which PostgreSQL text cannot hold and librdkafka "
+        "cuts ids at: use one without it"
+    )
+
+
 def _storable_id(value: str) -> str:
     if reason := oversized_id("id", value):
         raise ValueError(reason.replace("its id has", "the id has"))

@@ -203,6 +203,9 @@ class Snapshot:
     #: (share group, topic, partition) -> lag as the broker reports it (``kafka-share-groups
     #: --describe``): records not yet delivered and acknowledged, None where the broker gives none
     share_lags: dict[tuple[str, str, int], int | None] = field(default_factory=dict)
+    #: (share group, topic, partition) of the group's topics the group has not started on (no
+    #: share-partition state yet): ``kafka-share-groups --describe`` prints them with ``-`` offsets
+    share_unstarted: list[tuple[str, str, int]] = field(default_factory=list)
     #: the newest client telemetry of the listed members (the broker plugin's topic; empty without it)
     telemetry: list[TelemetrySample] = field(default_factory=list)
 

@@ -9,10 +9,10 @@ read_committed consumer can reach; LAG-AGAINST says which): json/csv keep LOG-EN
 watermark beside LAST-STABLE-OFFSET, the tool/table rows show the offset LAG is against, so that
 LAG = LOG-END-OFFSET - CURRENT-OFFSET holds as in the tool's rows.
 
-Share groups (KIP-932) get one row per partition they have started on, as ``kafka-share-groups
+Share groups (KIP-932) get one row per partition of their topics, as ``kafka-share-groups
 --describe`` prints them: CURRENT-OFFSET is the share-partition start offset, LAG the broker's own
-figure (LAG-AGAINST ``share_broker_lag``), no consumer columns (every member may fetch from every
-partition).
+figure (LAG-AGAINST ``share_broker_lag``), both ``-`` on a partition the group has not started on,
+no consumer columns (every member may fetch from every partition).
 
 ``tool`` format: exactly the tool's nine columns. ``table`` adds the time lag (seconds, and
 TIME-LAG-BY: record_timestamp, rate_estimate, caught_up or future_timestamp), the produce and consume
@@ -190,6 +190,9 @@ class _GroupRows:
         self.committed_of: dict[str, list[tuple[str, int]]] = {}
         for group_id, topic, partition in self.committed:
             self.committed_of.setdefault(group_id, []).append((topic, partition))
+        self.unstarted_of: dict[str, list[tuple[str, int]]] = {}
+        for group_id, topic, partition in snapshot.share_unstarted:
+            self.unstarted_of.setdefault(group_id, []).append((topic, partition))
 
     def consumer(self, g: Group, reset: str) -> list[Row]:
         """Members holding partitions, the larger assignment first, each member's partitions by
@@ -206,15 +209,17 @@ class _GroupRows:
         return rows
 
     def share(self, g: Group, reset: str) -> list[Row]:
-        """A share group: the broker's lag, one row per partition it has started on."""
+        """A share group: the broker's lag, one row per partition; "-" where it has not started."""
         rows = []
-        for topic, partition in sorted(self.committed_of.get(g.group_id, ())):
+        started = self.committed_of.get(g.group_id, [])
+        for topic, partition in sorted(started + self.unstarted_of.get(g.group_id, [])):
             share_lag = self.snapshot.share_lags.get((g.group_id, topic, partition))
+            no_time_lag = {} if (topic, partition) in started else {"time_lag_s": None, "time_lag_by": None}
             rows.append(
                 dataclasses.replace(
                     self.row(g.group_id, reset, topic, partition), lag=share_lag,
                     policy_lag=share_lag, reset=None, below_log_start=None, above_log_end=None,
-                    lag_against=SHARE_LAG_AGAINST,
+                    lag_against=SHARE_LAG_AGAINST, **no_time_lag,
                 )
             )  # fmt: skip
         return rows

@@ -11,6 +11,7 @@ from rebalance_advisor.store.snapshots import (
     prune,
     resolve_snapshot_id,
     stored_snapshot_after,
+    wait_for_sqlite_writer,
     write_snapshot,
 )
 
@@ -24,5 +25,6 @@ __all__ = [
     "session",
     "stored_snapshot_after",
     "upgrade",
+    "wait_for_sqlite_writer",
     "write_snapshot",
 ]

@@ -4,7 +4,8 @@ Keys are natural ones (snapshot id + group/topic/partition) so SQL users can joi
 ids. Child rows are deleted explicitly by ``store`` (portable: SQLite does not enforce cascades
 unless asked per connection). The Alembic revision ``0001_snapshot`` creates these tables,
 ``0004_snapshot_rates`` adds the rate, time-lag and capacity columns, ``0005_long_ids`` makes ids
-and names TEXT (as long as Kafka takes them; topics stay 249, Kafka's limit).
+and names TEXT (as long as Kafka takes them; topics stay 249, Kafka's limit), ``0015_long_member_ids``
+keeps member ids over the key limit whole beside their key.
 """
 
 from __future__ import annotations
@@ -94,7 +95,10 @@ class GroupMemberRow(Base):
 
     snapshot_id: Mapped[int] = mapped_column(_snapshot_fk(), primary_key=True)
     group_id: Mapped[str] = mapped_column(sa.Text, primary_key=True)
+    #: the member id, or its key when it is over the store's limit (store/id_limits.py)
     member_id: Mapped[str] = mapped_column(sa.Text, primary_key=True)
+    #: the whole member id when ``member_id`` holds its key, else NULL (migration 0015_long_member_ids)
+    member_id_full: Mapped[str | None] = mapped_column(sa.Text)
     position: Mapped[int] = mapped_column(sa.Integer)  # the coordinator's order
     group_instance_id: Mapped[str | None] = mapped_column(sa.Text)
     client_id: Mapped[str] = mapped_column(sa.Text)
@@ -165,6 +169,19 @@ class CommittedOffsetRow(Base):
     share_lag: Mapped[int | None] = mapped_column(sa.BigInteger)
 
 
+class ShareUnstartedRow(Base):
+    """A partition of a share group's topics the group has not started on: the broker holds no
+    start offset and no lag for it yet, and ``kafka-share-groups --describe`` prints it with ``-``
+    (migration 0016_share_unstarted)."""
+
+    __tablename__ = "share_unstarted_partitions"
+
+    snapshot_id: Mapped[int] = mapped_column(_snapshot_fk(), primary_key=True)
+    group_id: Mapped[str] = mapped_column(sa.Text, primary_key=True)
+    topic: Mapped[str] = mapped_column(sa.String(249), primary_key=True)
+    partition: Mapped[int] = mapped_column(sa.Integer, primary_key=True)
+
+
 class SnapshotErrorRow(Base):
     __tablename__ = "snapshot_errors"
 
@@ -197,6 +214,7 @@ SNAPSHOT_CHILDREN = (
     MemberAssignmentRow,
     GroupMemberRow,
     CommittedOffsetRow,
+    ShareUnstartedRow,
     ConsumerGroupRow,
     PartitionOffsetRow,
     SnapshotErrorRow,

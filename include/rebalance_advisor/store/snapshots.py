@@ -39,7 +39,7 @@ from rebalance_advisor.errors import AdvisorError
 from rebalance_advisor.gcpause import gc_paused
 from rebalance_advisor.polling import poll_until
 from rebalance_advisor.store import db
-from rebalance_advisor.store.id_limits import drop_unstorable_groups
+from rebalance_advisor.store.id_limits import drop_unstorable_groups, member_storage_key
 from rebalance_advisor.store.models import (
     SNAPSHOT_CHILDREN,
     AssignedCapacityRow,
@@ -48,6 +48,7 @@ from rebalance_advisor.store.models import (
     GroupMemberRow,
     MemberAssignmentRow,
     PartitionOffsetRow,
+    ShareUnstartedRow,
     SnapshotErrorRow,
     SnapshotRow,
     StaticMemberRow,
@@ -221,11 +222,12 @@ def _carried_members(
     m, a = GroupMemberRow.__table__, MemberAssignmentRow.__table__
     keys: dict[tuple[str, str], str] = {}
     capacities: dict[tuple[str, str], CarriedCapacity] = {}
-    for group_id, member_id, instance_id, capacity, source, measured_at in conn.execute(
-        sa.select(m.c.group_id, m.c.member_id, m.c.group_instance_id, m.c.capacity, m.c.capacity_source,
-                  m.c.capacity_measured_at).where(m.c.snapshot_id == snapshot_id)
+    for group_id, member_id, full_id, instance_id, capacity, source, measured_at in conn.execute(
+        sa.select(m.c.group_id, m.c.member_id, m.c.member_id_full, m.c.group_instance_id, m.c.capacity,
+                  m.c.capacity_source, m.c.capacity_measured_at).where(m.c.snapshot_id == snapshot_id)
     ):  # fmt: skip
-        key = keys[(group_id, member_id)] = member_key(member_id, instance_id)
+        # the whole id, as the next snapshot's members carry it (store/id_limits.py)
+        key = keys[(group_id, member_id)] = member_key(full_id or member_id, instance_id)
         if source in MEASURED_CAPACITY_SOURCES and capacity is not None and measured_at is not None:
             capacities[(group_id, key)] = CarriedCapacity(capacity, _aware(measured_at), source)
     owners = {
@@ -397,21 +399,22 @@ def _insert_groups(conn: Connection, snapshot_id: int, snapshot: Snapshot, rates
         conn,
         GroupMemberRow,
         [
-            {"snapshot_id": snapshot_id, "group_id": g.group_id, "member_id": m.member_id,
-             "position": m.position, "group_instance_id": m.group_instance_id, "client_id": m.client_id,
+            {"snapshot_id": snapshot_id, "group_id": g.group_id, "member_id": stored_key,
+             "member_id_full": None if stored_key == m.member_id else m.member_id, "position": m.position, "group_instance_id": m.group_instance_id, "client_id": m.client_id,
              "host": m.host, "rack": m.rack, "subscribed_topics": list(m.subscribed_topics),
              **dict(zip(("capacity", "capacity_source", "capacity_measured_at", "capacity_note"),
                         rates.capacity.get((g.group_id, m.member_id), _EQUAL), strict=True))}
             for g in snapshot.groups
             for m in g.members
+            for stored_key in (member_storage_key(m.member_id),)  # store/id_limits.py
         ],
     )  # fmt: skip
     _insert_tuples(
         conn,
         MemberAssignmentRow,
         ("snapshot_id", "group_id", "member_id", "topic", "partition"),
-        [(snapshot_id, g.group_id, m.member_id, t, p) for g in snapshot.groups for m in g.members
-         for t, p in m.assignment],
+        [(snapshot_id, g.group_id, member_storage_key(m.member_id), t, p) for g in snapshot.groups
+         for m in g.members for t, p in m.assignment],
     )  # fmt: skip
 
 
@@ -455,7 +458,14 @@ def _insert_committed(conn: Connection, snapshot_id: int, snapshot: Snapshot, ra
 
 
 def _insert_errors(conn: Connection, snapshot_id: int, snapshot: Snapshot) -> None:
-    """``snapshot_errors``: what the pass could not read, and why."""
+    """``snapshot_errors``: what the pass could not read, and why; and ``share_unstarted_partitions``,
+    the share groups' partitions without a start offset yet."""
+    _insert_tuples(
+        conn,
+        ShareUnstartedRow,
+        ("snapshot_id", "group_id", "topic", "partition"),
+        [(snapshot_id, *key) for key in snapshot.share_unstarted],
+    )
     _insert_tuples(
         conn,
         SnapshotErrorRow,
@@ -484,8 +494,11 @@ def stored_snapshot_after(after_id: int, bootstrap_servers: str, url: str | None
 SQLITE_LOCK_WAIT_S = 30.0
 
 
-def wait_for_sqlite_writer(url: str | None = None, bound_s: float = SQLITE_LOCK_WAIT_S) -> None:
-    """On SQLite, wait until no other process holds the write lock, in short interruptible steps.
+def wait_for_sqlite_writer(
+    url: str | None = None, bound_s: float = SQLITE_LOCK_WAIT_S, *, to_read: bool = False
+) -> None:
+    """On SQLite, wait until no other process holds the write lock (``to_read``: a lock that keeps
+    readers out too, EXCLUSIVE), in short interruptible steps.
 
     Why: SQLite's own busy wait (the driver's ``timeout``) sleeps inside C, where Python sees no
     Ctrl-C until it gives up. Probing with ``BEGIN IMMEDIATE`` at a 50 ms busy timeout, with Python
@@ -504,6 +517,9 @@ def wait_for_sqlite_writer(url: str | None = None, bound_s: float = SQLITE_LOCK_
         nonlocal probes
         probe = sqlite3.connect(path, timeout=0.05, isolation_level=None)
         try:
+            if to_read:
+                probe.execute("SELECT count(*) FROM sqlite_master")
+                return True
             probe.execute("BEGIN IMMEDIATE")
             probe.execute("ROLLBACK")
             return True
@@ -630,6 +646,10 @@ def load_snapshot(snapshot_id: int, url: str | None = None, groups: list[str] | 
             SnapshotError(e["stage"], e["reason"], e["group_id"], e["topic"], e["partition"], e["error_code"])
             for e in rows(SnapshotErrorRow, "id")
         ]
+        unstarted = [
+            (u["group_id"], u["topic"], u["partition"])
+            for u in rows(ShareUnstartedRow, "group_id", "topic", "partition")
+        ]
     return Snapshot(
         taken_at=_aware(row["taken_at"]),
         bootstrap_servers=row["bootstrap_servers"],
@@ -645,6 +665,7 @@ def load_snapshot(snapshot_id: int, url: str | None = None, groups: list[str] | 
         record_timestamps=stamps,
         rates=rates,
         share_lags=share_lags,
+        share_unstarted=unstarted,
     )
 
 
@@ -683,15 +704,16 @@ def _load_members(rows: _Rows, rates: SnapshotRates) -> dict[str, list[GroupMemb
         assignments.setdefault((a["group_id"], a["member_id"]), []).append((a["topic"], a["partition"]))
     members: dict[str, list[GroupMemberSnapshot]] = {}
     for m in rows(GroupMemberRow, "group_id", "position"):
+        member_id = m["member_id_full"] or m["member_id"]  # the whole id of a keyed one (id_limits)
         if m["capacity_source"] is not None:
             measured_at = m["capacity_measured_at"]
-            rates.capacity[(m["group_id"], m["member_id"])] = MemberCapacity(
+            rates.capacity[(m["group_id"], member_id)] = MemberCapacity(
                 m["capacity"], m["capacity_source"], _aware(measured_at) if measured_at else None,
                 m["capacity_note"],
             )  # fmt: skip
         members.setdefault(m["group_id"], []).append(
             GroupMemberSnapshot(
-                member_id=m["member_id"],
+                member_id=member_id,
                 client_id=m["client_id"],
                 host=m["host"],
                 group_instance_id=m["group_instance_id"],
