@@ -28,7 +28,10 @@ them one after the other (``uptime`` is recorded every 30 s either way).
   protocol (KIP-848) with ``group.remote.assignor=advised``, the broker plugin's assignor (``uniform``
   until a plan exists); the same advisor loop as B, whose auto-approve publishes the group's plan
   record and has the broker re-assign the group (docs/operations/broker-applied-plans.md). Also
-  reported: plans published and how long each took to be in force.
+  reported: plans published and how long each took to be in force. Its consumers report nothing:
+  capacities come from KIP-714 client telemetry (source ``telemetry``; the started broker's
+  client-metrics subscription is awaited before any consumer starts) or from saturation; each
+  member's capacity and source per advisor step are logged and summed up (``learnt_capacities``).
 - Run J: run C with Java consumers (bench/java/ClosedLoopConsumer.java: Kafka's Java client, the
   same processing schedule and reports).
 
