@@ -526,6 +526,8 @@ def wait_for_sqlite_writer(
         except sqlite3.OperationalError as error:
             if "locked" not in str(error) and "busy" not in str(error):
                 raise db.unavailable(engine.url, error) from error
+        except sqlite3.DatabaseError:
+            return True  # not a lock (e.g. not a SQLite file): the command's own open says what is wrong
         finally:
             probe.close()
         probes += 1
