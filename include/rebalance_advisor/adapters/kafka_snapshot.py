@@ -423,8 +423,9 @@ class _Collector:
         found_all: list[dict] = [{} for _ in specs]
         if not wanted:
             return found_all
-        todo: list[list[tuple[str, int]]] = [list(wanted) for _ in specs]
         deadline = time.monotonic() + self.timeout
+        wanted = self._with_leaders(wanted, deadline)
+        todo: list[list[tuple[str, int]]] = [list(wanted) for _ in specs]
         pause = 0.1
         while True:
             retry = self._list_offsets_once(todo, specs, found_all)
@@ -445,6 +446,48 @@ class _Collector:
             for (topic, partition), error in failed:
                 self.record("log_offsets", error, topic=topic, partition=partition)
         return found_all
+
+    def _with_leaders(self, wanted: list[tuple[str, int]], deadline: float) -> list[tuple[str, int]]:
+        """``wanted`` once the metadata names a leader for each (a growing pause until ``deadline``);
+        partitions still without one then are recorded, not asked. Why: librdkafka's ListOffsets,
+        asked for partitions whose leader is being elected (a topic just created), was seen to spin
+        inside the call on the caller's thread for good (1,200 partitions, librdkafka 2.16.1)."""
+        from confluent_kafka import KafkaError
+
+        pause = 0.1
+        while True:
+            leaderless = self._leaderless(wanted)
+            left = deadline - time.monotonic()
+            if not leaderless or left <= 0:
+                break
+            log.info(
+                "%d partitions have no leader yet (a leader election?): asking again in %.1f s",
+                len(leaderless), min(pause, left),
+            )  # fmt: skip
+            time.sleep(min(pause, left))
+            pause = min(pause * 2, 1.0)
+        for topic, partition in leaderless:
+            error = _kafka_exception(KafkaError(KafkaError.LEADER_NOT_AVAILABLE, "no leader elected in time"))
+            self.record("log_offsets", error, topic=topic, partition=partition)
+        missing = set(leaderless)
+        return [tp for tp in wanted if tp not in missing]
+
+    def _leaderless(self, wanted: list[tuple[str, int]]) -> list[tuple[str, int]]:
+        """Partitions of ``wanted`` the cluster's metadata gives no leader (a deleted topic's are
+        left to ListOffsets, which says so); none when the metadata cannot be read."""
+        try:
+            topics = self.admin.list_topics(timeout=min(self.timeout, 5.0)).topics
+        except Exception:  # noqa: BLE001 - no metadata now: ListOffsets answers for itself
+            return []
+        out = []
+        for topic, partition in wanted:
+            meta = topics.get(topic)
+            if meta is None:
+                continue
+            found = meta.partitions.get(partition)
+            if found is None or found.leader < 0:
+                out.append((topic, partition))
+        return out
 
     def _still_wanted(
         self, retry: list[list[tuple[tuple[str, int], BaseException]]]
