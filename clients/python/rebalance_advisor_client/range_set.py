@@ -146,13 +146,19 @@ class RangeSet:
                 transaction = self._fence_for_range(key)
                 if transaction is None:
                     continue  # tried again at the next check
+            member = None
             try:
                 member = RangeMember(
                     self._bootstrap, self.group_id, topic, partition, lo, hi, config=self._config,
                     transaction=transaction,
                 )  # fmt: skip
+                # the range's group exists (listed, so fenced and waited for by a merge) and
+                # carries our OWNED mark before any record is processed, not at its first commit
+                member.commit(member.position, self._mark(OWNED))
             except KafkaException as error:
                 log.warning("%s: cannot start key range %s-%d [%d, %d) yet: %s", self.member_id, *key, error)
+                if member is not None:
+                    member.close()
                 if transaction is not None:
                     transaction.close()
                 continue
