@@ -4,7 +4,7 @@
 //
 // Consumer protocol (KIP-848) with group.remote.assignor=advised, auto-commit every second. Each
 // record costs 1/CAPACITY s of simulated processing, slept off outside poll() record by record; an
-// overrun sleep is paid back up to 0.05 s (the Python consumer's schedule and devtools/CostConsumer's,
+// overrun sleep is paid back up to 0.05 s, a record taking at least half its cost (the Python consumer's schedule and devtools/CostConsumer's,
 // which client telemetry is calibrated for: docs/benchmarks/telemetry-accuracy.md). Every 5 s it appends one JSON line to
 // REPORT_FILE, the Python consumer's format: {"t", "member", "owned", "processed", "lat"}. Stops on
 // SIGTERM (a shutdown hook wakes the consumer and waits for its close).
@@ -61,7 +61,7 @@ public class ClosedLoopConsumer {
                     owed += perRecord;
                     if (owed > 0.0) {
                         Thread.sleep((long) (owed * 1000), (int) ((owed * 1e9) % 1_000_000));
-                        owed = Math.max(owed - (now() - start), -0.05);
+                        owed = Math.max(owed - (now() - start), -Math.min(0.05, perRecord / 2));
                     }
                 }
                 if (now() >= nextReport) {

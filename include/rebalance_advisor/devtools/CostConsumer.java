@@ -30,7 +30,8 @@ public class CostConsumer {
     static final double SLICE_S = 0.0;
     static final double CREDIT_S = 0.05;
 
-    /** Simulated processing: owed per record, slept off in slices; an overrun is paid back. */
+    /** Simulated processing: owed per record, slept off; an overrun is paid back, but a record
+     *  always takes at least half its cost (devtools/cost_consumers.py: Java's idle ratio). */
     static final class Owed {
         final double cost;
         double owed;
@@ -44,7 +45,7 @@ public class CostConsumer {
             if (owed > SLICE_S) {
                 long start = System.nanoTime();
                 Thread.sleep((long) (owed * 1000), (int) ((owed * 1e9) % 1_000_000));
-                owed = Math.max(owed - (System.nanoTime() - start) / 1e9, -CREDIT_S);
+                owed = Math.max(owed - (System.nanoTime() - start) / 1e9, -Math.min(CREDIT_S, cost / 2));
             }
         }
     }

@@ -27,7 +27,10 @@ from rebalance_advisor.adapters.kafka_jars import fetch_jars, java_executable
 
 JAVA_SOURCE = Path(__file__).resolve().with_name("CostConsumer.java")
 #: processing is slept off per record (a consumer that works record by record, as librdkafka's
-#: per-call idle ratio assumes); an overrun sleep is paid back by the next records, up to CREDIT_S
+#: per-call idle ratio assumes); an overrun sleep is paid back by the next records, up to CREDIT_S,
+#: but a record always takes at least half its cost: a consumer that handles records in no time
+#: starts polls in the same millisecond, and Java's idle ratio then reads NaN for up to a minute
+#: (docs/benchmarks/telemetry-accuracy.md#nan)
 SLICE_S = 0.0
 CREDIT_S = 0.05
 
@@ -61,7 +64,7 @@ class Owed:
         if self.owed > SLICE_S:  # with SLICE_S 0: every record, unless an overrun is being paid back
             start = time.monotonic()
             time.sleep(self.owed)
-            self.owed = max(self.owed - (time.monotonic() - start), -CREDIT_S)
+            self.owed = max(self.owed - (time.monotonic() - start), -min(CREDIT_S, self.cost_s / 2))
 
 
 def _consumer(spec: CostConsumerSpec):
