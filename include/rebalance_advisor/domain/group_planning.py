@@ -69,6 +69,7 @@ from rebalance_advisor.domain.load_model import (
     load_inputs,
     member_totals,
     summarize,
+    usable_capacity,
     with_interval_evidence,
 )
 from rebalance_advisor.domain.metrics import GroupMetrics, compute_metrics, lower_bound_max_lag
@@ -256,7 +257,7 @@ def advise_group(observation: GroupObservation, thresholds: Thresholds, now: dat
         owners, ranged = _strategy_owners(current, observation, thresholds)
     except AdvisorError as error:
         return GroupAdvice(observation.group_id, "error", f"invalid group spec: {error}", int(spec.lag.sum()))
-    measured = _Candidates(current, ranged, observation.recent_moves, thresholds, now)
+    measured = _Candidates(current, ranged, observation, thresholds, now)
     for name, o in owners.items():
         measured.add(name, o)
     rescues = _rescues(current, measured, observation.estimated_capacity, thresholds)
@@ -356,18 +357,21 @@ def _strategy_owners(
 class _Candidates:
     """Every plan measured the same way, a strategy's or a rescue's: its metrics, load and moves.
     Strategies often agree (range, sticky and the current owners); the numbers depend on the owners
-    alone, so equal owners are measured once. A ranged key_range plan is measured in its range view."""
+    alone, so equal owners are measured once. A ranged key_range plan is measured in its range view.
+    A plan is judged on the capacities of :func:`untested_capacities`: no estimate relied on for a
+    partition no measured member can hold."""
 
     def __init__(
         self,
         current: _Current,
         ranged: RangedCandidate | None,
-        recent_moves: tuple[RecentMove, ...],
+        observation: GroupObservation,
         thresholds: Thresholds,
         now: datetime,
     ) -> None:
         self.current, self.ranged = current, ranged
-        self.recent_moves, self.thresholds, self.now = recent_moves, thresholds, now
+        self.recent_moves, self.thresholds, self.now = observation.recent_moves, thresholds, now
+        self.estimated = observation.estimated_capacity
         self.owners: dict[str, np.ndarray] = {}
         self.metrics: dict[str, GroupMetrics] = {}
         self.plans: list[CandidatePlan] = []
@@ -400,6 +404,8 @@ class _Candidates:
             s, so = self.ranged.view, self.ranged.view_owners
             inputs, bound = load_inputs(s), lower_bound_max_lag(s)
         t = self.thresholds
+        if s is self.current.spec:
+            inputs = untested_capacities(s, so, inputs, self.estimated, t.capacity_margin_in_force)
         handovers = int(np.count_nonzero((so >= 0) & (so != s.owner)))
         m = dataclasses.replace(_rounded(compute_metrics(s, so, bound)), moves=handovers)
         load, _ = summarize(s, so, inputs, t.horizon_s, t.handover_cost_s, t.capacity_margin_in_force)
@@ -497,6 +503,40 @@ def optimistic_estimates(
     raised = np.where(est, np.maximum(caps, need), caps)
     raised.setflags(write=False)
     return dataclasses.replace(inputs, capacity=raised)
+
+
+def untested_capacities(
+    spec: GroupSpec, owners: np.ndarray, inputs: LoadInputs, estimated: frozenset[str], margin: float
+) -> LoadInputs:
+    """The capacities a plan is judged on: an estimated member that the plan hands a partition no
+    measured member can hold (its rate at or above every measured subscriber's usable capacity) is
+    credited with no more than the fastest of them, so the plan does not count on it holding it.
+
+    Such a partition overloads whoever holds it unless an estimate is right, and an estimate (the
+    group median, or 1.2 x what the member consumes) says nothing about that: full repacks
+    "relieved" a partition stepped above every member's capacity by placing it on an estimated
+    member, which saturated, was measured, and the next repack moved it on (bench/drain.py
+    large-50x500-steps, docs/benchmarks/drain.md). Testing an estimate is the capacity probe's one
+    handover (domain/rescues.py). A partition that stays with its owner is judged as before, and
+    nothing changes while no subscriber of its topic is measured.
+    """
+    caps = inputs.capacity
+    if caps is None or not estimated or not spec.num_partitions:
+        return inputs
+    est = np.fromiter((m in estimated for m in spec.member_ids), bool, spec.num_members)
+    received = (owners >= 0) & (owners != spec.owner)
+    received[received] = est[owners[received]]
+    if est.all() or not received.any():
+        return inputs
+    subscribed = spec.class_topics[spec.member_class] & ~est[:, None]  # [M, T]: measured subscribers
+    fastest = np.max(np.where(subscribed, caps[:, None], -np.inf), axis=0)[spec.topic_index]  # [P]
+    unholdable = received & np.isfinite(fastest) & (inputs.rate >= usable_capacity(fastest, margin))
+    if not unholdable.any():
+        return inputs
+    capped = caps.copy()
+    np.minimum.at(capped, owners[unholdable], fastest[unholdable])
+    capped.setflags(write=False)
+    return dataclasses.replace(inputs, capacity=capped)
 
 
 def hold_back(
