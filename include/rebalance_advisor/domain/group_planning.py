@@ -508,12 +508,9 @@ def optimistic_estimates(
 def untested_capacities(
     spec: GroupSpec, owners: np.ndarray, inputs: LoadInputs, estimated: frozenset[str], margin: float
 ) -> LoadInputs:
-    """The capacities a plan is judged on: an estimated member that the plan hands partitions is
-    judged on its estimate, not on what :func:`optimistic_estimates` raised it to (the raise says it
-    may drain what it holds, nothing about more: plans piled 1,900/s on a member of 864/s raised to
-    2,795/s by its backlog); and one handed a partition no measured member can hold (its rate at or
-    above every measured subscriber's usable capacity) is credited with no more than the fastest of
-    them, so the plan does not count on it holding it.
+    """The capacities a plan is judged on: an estimated member that the plan hands a partition no
+    measured member can hold (its rate at or above every measured subscriber's usable capacity) is
+    credited with no more than the fastest of them, so the plan does not count on it holding it.
 
     Such a partition overloads whoever holds it unless an estimate is right, and an estimate (the
     group median, or 1.2 x what the member consumes) says nothing about that: full repacks
@@ -534,11 +531,9 @@ def untested_capacities(
     subscribed = spec.class_topics[spec.member_class] & ~est[:, None]  # [M, T]: measured subscribers
     fastest = np.max(np.where(subscribed, caps[:, None], -np.inf), axis=0)[spec.topic_index]  # [P]
     unholdable = received & np.isfinite(fastest) & (inputs.rate >= usable_capacity(fastest, margin))
+    if not unholdable.any():
+        return inputs
     capped = caps.copy()
-    receivers = np.unique(owners[received])
-    base = load_inputs(spec).capacity  # the estimates, before optimistic_estimates raised them
-    if base is not None:
-        capped[receivers] = np.minimum(capped[receivers], base[receivers])
     np.minimum.at(capped, owners[unholdable], fastest[unholdable])
     capped.setflags(write=False)
     return dataclasses.replace(inputs, capacity=capped)
