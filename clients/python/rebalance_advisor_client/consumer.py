@@ -29,7 +29,7 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
@@ -386,17 +386,13 @@ class AssignedConsumer:
     def _read_marks(self, tps: list[TopicPartitionKey], consumer: Any = None) -> Marks:
         """Committed offsets and marks of ``tps``. ``consumer`` given: on a claim thread, whose
         outcome tells the caller's thread whether the coordinator answered (see _apply_claim)."""
-        try:
-            result = (consumer or self._consumer).committed(
-                [TopicPartition(t, p) for t, p in tps], timeout=self.request_timeout
-            )
-        except KafkaException as error:
-            self._refused(error)
-            if consumer is None:
-                self._coordinator_unanswered(error)
-            raise ClientError(f"reading committed offsets of group {self.group_id}: {error}") from error
-        except RuntimeError as error:  # a claim thread's consumer was replaced and closed meanwhile
-            raise ClientError(f"reading committed offsets of group {self.group_id}: {error}") from error
+        partitions = [TopicPartition(t, p) for t, p in tps]
+        result = self._group_request(
+            consumer,
+            lambda reader: reader.committed(partitions, timeout=self.request_timeout),
+            f"reading committed offsets of group {self.group_id}",
+            check_refusal=True,
+        )
         if consumer is None:
             self._unanswered_since = None
         marks: Marks = {}
@@ -407,6 +403,22 @@ class AssignedConsumer:
             offset = item.offset if item.offset >= 0 else None
             marks[(item.topic, item.partition)] = (offset, decode_mark(item.metadata))
         return marks
+
+    def _group_request(
+        self, consumer: Any, call: Callable[[Any], Any], what: str, check_refusal: bool = False
+    ) -> Any:
+        """``call`` on ``consumer`` (the polled one when None); its errors become a ClientError saying
+        ``what`` failed. The polled consumer's timeouts count toward replacing it."""
+        try:
+            return call(consumer or self._consumer)
+        except KafkaException as error:
+            if check_refusal:
+                self._refused(error)
+            if consumer is None:
+                self._coordinator_unanswered(error)
+            raise ClientError(f"{what}: {error}") from error
+        except RuntimeError as error:  # a claim thread's consumer was replaced and closed meanwhile
+            raise ClientError(f"{what}: {error}") from error
 
     def _refused(self, error: KafkaException | KafkaError, topic: str | None = None) -> None:
         """Raise AccessRefused naming the grant when the broker's ACLs refused this member's consumer

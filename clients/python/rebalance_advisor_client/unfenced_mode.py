@@ -11,7 +11,7 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any
 
-from confluent_kafka import KafkaException, TopicPartition
+from confluent_kafka import TopicPartition
 
 from rebalance_advisor_client.assignment_records import TopicPartitionKey
 from rebalance_advisor_client.claim_runner import ClaimInput, ClaimOutcome
@@ -136,15 +136,12 @@ class UnfencedMode:
         """Commit ``offsets`` with their marks (on the polled consumer unless ``consumer`` is given)."""
         owner = self._owner
         batch = [TopicPartition(t, p, off, metadata=metadata[(t, p)]) for (t, p), off in offsets.items()]
-        try:
-            result = (consumer or owner._consumer).commit(offsets=batch, asynchronous=False) or []
-        except KafkaException as error:
-            if consumer is None:
-                owner._coordinator_unanswered(error)
-            raise ClientError(f"commit for group {owner.group_id} failed: {error}") from error
-        except RuntimeError as error:  # a claim thread's consumer was replaced and closed meanwhile
-            raise ClientError(f"commit for group {owner.group_id} failed: {error}") from error
-        for item in result:
+        result = owner._group_request(
+            consumer,
+            lambda writer: writer.commit(offsets=batch, asynchronous=False),
+            f"commit for group {owner.group_id} failed",
+        )
+        for item in result or []:
             if item.error:
                 raise ClientError(f"commit of {item.topic}-{item.partition} failed: {item.error}")
 
