@@ -353,8 +353,35 @@ def test_ctrl_c_while_another_process_holds_the_sqlite_write_lock(
     assert "Traceback" not in err
 
 
+def test_ctrl_c_of_a_read_while_another_process_holds_an_exclusive_lock(tmp_path) -> None:
+    """``lag`` (any command that reads the store) waits for an EXCLUSIVE lock where Ctrl-C works:
+    SQLite's busy wait would hold it for the driver's whole 30 s timeout."""
+    path = tmp_path / "advisor.db"
+    url = f"sqlite:///{path}"
+    store.upgrade(url)
+    store.db.dispose(url)
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        command = [sys.executable, "-m", "rebalance_advisor.cli", "lag", "--db", url]
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        first = process.stderr.readline()
+        assert first.startswith("waiting up to 30 s for another process to finish writing"), first
+        time.sleep(1.0)
+        assert process.poll() is None
+        sent = time.monotonic()
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=40)
+        waited = time.monotonic() - sent
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert process.returncode == 130 and waited < 2.0, (waited, err)
+    assert "Traceback" not in err and out == "", err
+
+
 def test_sqlite_lock_wait_is_bounded(tmp_path, monkeypatch) -> None:
-    from rebalance_advisor.store import snapshots
+    from rebalance_advisor.store import db
 
     path = tmp_path / "advisor.db"
     url = f"sqlite:///{path}"
@@ -364,12 +391,12 @@ def test_sqlite_lock_wait_is_bounded(tmp_path, monkeypatch) -> None:
     try:
         started = time.monotonic()
         with pytest.raises(store.db.DatabaseUnavailable, match="locked by another writer for 1 s"):
-            snapshots.wait_for_sqlite_writer(url, bound_s=1.0)
+            db.wait_for_sqlite_writer(url, bound_s=1.0)
         assert time.monotonic() - started < 2.0
     finally:
         holder.execute("ROLLBACK")
         holder.close()
-    snapshots.wait_for_sqlite_writer(url, bound_s=1.0)  # free now: returns at once
+    db.wait_for_sqlite_writer(url, bound_s=1.0)  # free now: returns at once
     store.db.dispose(url)
 
 

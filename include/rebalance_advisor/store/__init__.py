@@ -4,14 +4,13 @@
 ``load_snapshot`` gives it back for planning; ``prune`` applies retention.
 """
 
-from rebalance_advisor.store.db import current_revision, engine_for, session, upgrade
+from rebalance_advisor.store.db import current_revision, engine_for, session, upgrade, wait_for_sqlite_writer
 from rebalance_advisor.store.snapshots import (
     latest_snapshot_id,
     load_snapshot,
     prune,
     resolve_snapshot_id,
     stored_snapshot_after,
-    wait_for_sqlite_writer,
     write_snapshot,
 )
 

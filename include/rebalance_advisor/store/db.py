@@ -7,6 +7,7 @@ connectivity failures are the :class:`DatabaseUnavailable` kind (worth a retry, 
 from __future__ import annotations
 
 import functools
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -16,6 +17,7 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.orm import Session
 
 from rebalance_advisor.errors import AdvisorError, InfrastructureUnavailable
+from rebalance_advisor.polling import poll_until
 from rebalance_advisor.settings import database_url
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
@@ -173,7 +175,64 @@ def require_schema(url: str | None = None) -> None:
             f"database file {missing} does not exist: take a snapshot first (`rebalance-advisor snapshot`) "
             "or check --db / $REBALANCE_ADVISOR_DB_URL"
         )
+    wait_for_sqlite_writer(url, to_read=True)  # an EXCLUSIVE lock: waited out where Ctrl-C works
     if current_revision(url) is None:
         raise AdvisorError(
             f"database {_safe(url or database_url())} has no advisor tables: run `rebalance-advisor db upgrade`"
+        )
+
+
+#: Seconds a command waits for another SQLite writer before giving up.
+SQLITE_LOCK_WAIT_S = 30.0
+
+
+def wait_for_sqlite_writer(
+    url: str | None = None, bound_s: float = SQLITE_LOCK_WAIT_S, *, to_read: bool = False
+) -> None:
+    """On SQLite, wait until no other process holds the write lock (``to_read``: a lock that keeps
+    readers out too, EXCLUSIVE), in short interruptible steps.
+
+    Why: SQLite's own busy wait (the driver's ``timeout``) sleeps inside C, where Python sees no
+    Ctrl-C until it gives up. Probing with ``BEGIN IMMEDIATE`` at a 50 ms busy timeout, with Python
+    sleeps between, keeps Ctrl-C working and the wait bounded; the write follows at once (another
+    writer could still slip in between, and then the driver's own wait applies).
+    """
+    import sqlite3
+
+    engine = engine_for(url)
+    if engine.dialect.name != "sqlite":
+        return
+    path = engine.url.database
+    probes = 0
+
+    def free() -> bool:
+        nonlocal probes
+        probe = sqlite3.connect(path, timeout=0.05, isolation_level=None)
+        try:
+            if to_read:
+                probe.execute("SELECT count(*) FROM sqlite_master")
+                return True
+            probe.execute("BEGIN IMMEDIATE")
+            probe.execute("ROLLBACK")
+            return True
+        except sqlite3.OperationalError as error:
+            if "locked" not in str(error) and "busy" not in str(error):
+                raise unavailable(engine.url, error) from error
+        except sqlite3.DatabaseError:
+            return True  # not a lock (e.g. not a SQLite file): the command's own open says what is wrong
+        finally:
+            probe.close()
+        probes += 1
+        if probes == 1:
+            print(  # the command would otherwise look hung
+                f"waiting up to {bound_s:.0f} s for another process to finish writing {path} (Ctrl-C to stop)",
+                file=sys.stderr,
+                flush=True,
+            )
+        return False
+
+    if not poll_until(free, timeout=bound_s, interval=0.1):
+        raise DatabaseUnavailable(
+            f"database {_safe(str(engine.url))} is locked by another writer for {bound_s:.0f} s: "
+            "nothing was stored; try again when the other process is done"
         )

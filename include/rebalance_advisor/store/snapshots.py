@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -37,7 +36,6 @@ from rebalance_advisor.domain.snapshot_model import (
 from rebalance_advisor.domain.timestamps import assume_utc as _aware
 from rebalance_advisor.errors import AdvisorError
 from rebalance_advisor.gcpause import gc_paused
-from rebalance_advisor.polling import poll_until
 from rebalance_advisor.store import db
 from rebalance_advisor.store.id_limits import drop_unstorable_groups, member_storage_key
 from rebalance_advisor.store.models import (
@@ -303,7 +301,7 @@ def write_snapshot(
     run_id = airflow_run_id or snapshot.airflow_run_id
     drop_unstorable_groups(snapshot)
     db.require_schema(url)
-    wait_for_sqlite_writer(url)
+    db.wait_for_sqlite_writer(url)
     with gc_paused(), db.connect(url) as conn:
         if run_id is not None:
             previous = conn.execute(sa.select(SnapshotRow.id).where(SnapshotRow.airflow_run_id == run_id))
@@ -488,62 +486,6 @@ def stored_snapshot_after(after_id: int, bootstrap_servers: str, url: str | None
                 s.c.id > after_id, s.c.bootstrap_servers == bootstrap_servers
             )
         ).scalar_one_or_none()
-
-
-#: Seconds ``write_snapshot`` waits for another SQLite writer before giving up.
-SQLITE_LOCK_WAIT_S = 30.0
-
-
-def wait_for_sqlite_writer(
-    url: str | None = None, bound_s: float = SQLITE_LOCK_WAIT_S, *, to_read: bool = False
-) -> None:
-    """On SQLite, wait until no other process holds the write lock (``to_read``: a lock that keeps
-    readers out too, EXCLUSIVE), in short interruptible steps.
-
-    Why: SQLite's own busy wait (the driver's ``timeout``) sleeps inside C, where Python sees no
-    Ctrl-C until it gives up. Probing with ``BEGIN IMMEDIATE`` at a 50 ms busy timeout, with Python
-    sleeps between, keeps Ctrl-C working and the wait bounded; the write follows at once (another
-    writer could still slip in between, and then the driver's own wait applies).
-    """
-    import sqlite3
-
-    engine = db.engine_for(url)
-    if engine.dialect.name != "sqlite":
-        return
-    path = engine.url.database
-    probes = 0
-
-    def free() -> bool:
-        nonlocal probes
-        probe = sqlite3.connect(path, timeout=0.05, isolation_level=None)
-        try:
-            if to_read:
-                probe.execute("SELECT count(*) FROM sqlite_master")
-                return True
-            probe.execute("BEGIN IMMEDIATE")
-            probe.execute("ROLLBACK")
-            return True
-        except sqlite3.OperationalError as error:
-            if "locked" not in str(error) and "busy" not in str(error):
-                raise db.unavailable(engine.url, error) from error
-        except sqlite3.DatabaseError:
-            return True  # not a lock (e.g. not a SQLite file): the command's own open says what is wrong
-        finally:
-            probe.close()
-        probes += 1
-        if probes == 1:
-            print(  # the command would otherwise look hung
-                f"waiting up to {bound_s:.0f} s for another process to finish writing {path} (Ctrl-C to stop)",
-                file=sys.stderr,
-                flush=True,
-            )
-        return False
-
-    if not poll_until(free, timeout=bound_s, interval=0.1):
-        raise db.DatabaseUnavailable(
-            f"database {db._safe(str(engine.url))} is locked by another writer for {bound_s:.0f} s: "
-            "nothing was stored; try again when the other process is done"
-        )
 
 
 def latest_snapshot_id(url: str | None = None) -> int | None:
