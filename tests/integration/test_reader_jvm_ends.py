@@ -24,8 +24,8 @@ from pathlib import Path
 
 import pytest
 
-#: the reader's main class, as its command line names it (adapters/share_groups.py)
-READER = b"ShareGroupSnapshot"
+#: the reader's mode, as its command line names it (adapters/share_groups.py)
+READER = b"share-groups"
 
 
 @contextlib.contextmanager

@@ -4,9 +4,10 @@ Java AdminClient.
 librdkafka (confluent-kafka 2.16.1) sends one DescribeGroups and one OffsetFetch request per group
 (its ListConsumerGroupOffsets takes exactly one group per call), so a snapshot's cost grows with the
 fleet. Kafka's Java AdminClient puts every group of a coordinator into one request (KIP-709 for
-OffsetFetch). This adapter runs ``include/kafka/BatchedGroupReader.java`` (compiled once into the jar
-cache, as the share-group reader is) and reads one JSON line per group back, mapped to the values
-the per-group route gives; docs/concepts/snapshots.md ("Fleet scale") has the measurements.
+OffsetFetch). This adapter runs ``include/kafka/GroupReaders.java`` in mode ``batched-groups``
+(compiled once into the jar cache; the share-group reader is the same program's other mode) and
+reads one JSON line per group back, mapped to the values the per-group route gives;
+docs/concepts/snapshots.md ("Fleet scale") has the measurements.
 
 The JVM starts when the pass knows it has many groups (:func:`start`) and connects while the
 cluster metadata is read. The client configuration reaches the JVM on stdin, never on its command
@@ -27,7 +28,8 @@ from rebalance_advisor.adapters import kafka_jars
 from rebalance_advisor.adapters.share_groups import ShareGroupsUnavailable, java_config
 from rebalance_advisor.domain.snapshot_model import Group, GroupMemberSnapshot
 
-MAIN_CLASS = "BatchedGroupReader"
+#: the reader of include/kafka/GroupReaders.java this adapter runs
+MODE = "batched-groups"
 #: C1 only and the serial collector: the JVM lives for one pass, start-up dominates at small sizes.
 #: The heap holds the answers for the whole fleet (65,000 groups, 300,000 offsets: bench/snapshot.py).
 JVM_OPTIONS = ("-Xmx768m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xshare:auto")
@@ -160,7 +162,7 @@ def start(client_config: dict[str, Any], timeout_s: float) -> BatchedGroupReader
     """Start the reader's JVM and hand it the client configuration (it connects meanwhile)."""
     try:
         config = java_config(client_config, timeout_s)
-        command = kafka_jars.compiled_tool_command(MAIN_CLASS, "batched-group-reader", JVM_OPTIONS)
+        command = kafka_jars.group_reader_command(MODE, JVM_OPTIONS)
     except (ShareGroupsUnavailable, kafka_jars.KafkaJarsError) as error:
         raise ReaderUnavailable(str(error)) from None
     try:

@@ -175,13 +175,18 @@ def run_plugin_maven(
         ) from error
 
 
-#: the system property naming the process a compiled tool outlives by no more than 0.2 s
+#: the system property naming the process a group reader outlives by no more than 0.2 s
 PARENT_PROPERTY = "rebalance.advisor.parent"
 
 
-def compiled_tool_command(main_class: str, cache_prefix: str, jvm_options: tuple[str, ...]) -> list[str]:
-    """The java command line of ``include/kafka/<main_class>.java`` on the cached jars, compiled once per
-    source and Kafka version into the cache (Java's single-file source launcher when no javac).
+#: include/kafka/<READERS_CLASS>.java: the Java readers, one single-file program (one mode each)
+READERS_CLASS = "GroupReaders"
+
+
+def group_reader_command(mode: str, jvm_options: tuple[str, ...]) -> list[str]:
+    """The java command line of ``include/kafka/GroupReaders.java`` in reader ``mode`` on the cached jars,
+    compiled once per source and Kafka version into the cache (Java's single-file source launcher when
+    no javac, which takes one file: hence one program for every reader).
 
     Shipped code only reads the jar cache: a missing cache or Java is a :class:`KafkaJarsError`.
     The program is told this process's id (:data:`PARENT_PROPERTY`) and stops when its parent goes,
@@ -191,16 +196,16 @@ def compiled_tool_command(main_class: str, cache_prefix: str, jvm_options: tuple
     if not (libs / COMPLETE_MARKER).exists():
         raise KafkaJarsError("the Kafka jars are not cached; run `rebalance-advisor dev kafka fetch`")
     java = java_executable()
-    source_file = KAFKA_FILES / f"{main_class}.java"
+    source_file = KAFKA_FILES / f"{READERS_CLASS}.java"
     digest = hashlib.sha256(source_file.read_bytes() + kafka_version().encode()).hexdigest()[:16]
-    classes = libs.parent / f"{cache_prefix}-{digest}"
+    classes = libs.parent / f"group-readers-{digest}"
     classpath = f"{libs}/*"
-    if not (classes / f"{main_class}.class").exists():
+    if not (classes / f"{READERS_CLASS}.class").exists():
         _compile(Path(java).with_name("javac"), classpath, source_file, classes)
     jvm = [java, *jvm_options, log4j_option(), f"-D{PARENT_PROPERTY}={os.getpid()}"]
-    if (classes / f"{main_class}.class").exists():
-        return [*jvm, "-cp", f"{classes}{os.pathsep}{classpath}", main_class]
-    return [*jvm, "-cp", classpath, str(source_file)]
+    if (classes / f"{READERS_CLASS}.class").exists():
+        return [*jvm, "-cp", f"{classes}{os.pathsep}{classpath}", READERS_CLASS, mode]
+    return [*jvm, "-cp", classpath, str(source_file), mode]
 
 
 def _compile(javac: Path, classpath: str, source_file: Path, classes: Path) -> None:

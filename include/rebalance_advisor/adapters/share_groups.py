@@ -3,8 +3,9 @@
 confluent-kafka 2.16 has a share consumer but no admin API for share groups: its ListGroups leaves
 them out, and it has neither DescribeShareGroups nor DescribeShareGroupOffsets. Kafka's
 ``kafka-share-groups`` tool reads them with the Java AdminClient, so this adapter does the same: it
-runs ``include/kafka/ShareGroupSnapshot.java`` (compiled once into the cache) on the cached Kafka
-jars, in the background while the rest of the pass runs, and reads one JSON document back.
+runs ``include/kafka/GroupReaders.java`` (mode ``share-groups``, compiled once into the cache) on
+the cached Kafka jars, in the background while the rest of the pass runs, and reads one JSON document
+back.
 
 Lag is the broker's own figure (DescribeShareGroupOffsets carries it since Kafka 4.2), the one the
 tool prints; the start offset (the share-partition start offset) is stored as the group's
@@ -32,7 +33,8 @@ from rebalance_advisor.domain.snapshot_model import (
 )
 
 STAGE = "share_groups"
-MAIN_CLASS = "ShareGroupSnapshot"
+#: the reader of include/kafka/GroupReaders.java this adapter runs
+MODE = "share-groups"
 #: SASL mechanisms whose credentials map to a JAAS line of Kafka's own login modules
 _JAAS_MODULES = {
     "PLAIN": "org.apache.kafka.common.security.plain.PlainLoginModule",
@@ -112,7 +114,7 @@ def _command() -> list[str]:
     """The java command line; compiles the reader once per source and Kafka version into the cache."""
     jvm = ("-Xmx128m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC")
     try:
-        return kafka_jars.compiled_tool_command(MAIN_CLASS, "share-group-reader", jvm)
+        return kafka_jars.group_reader_command(MODE, jvm)
     except kafka_jars.KafkaJarsError as error:
         raise ShareGroupsUnavailable(f"{error} (or snapshot with --no-share-groups)") from None
 
@@ -198,7 +200,7 @@ class ShareGroupReader:
 def read_document(
     document: dict[str, Any], keep_group: Callable[[str], bool], keep_topic: Callable[[str], bool]
 ) -> ShareGroupsRead:
-    """The reader's JSON document (include/kafka/ShareGroupSnapshot.java) as :class:`ShareGroupsRead`."""
+    """The reader's JSON document (include/kafka/GroupReaders.java, share-groups) as :class:`ShareGroupsRead`."""
     read = ShareGroupsRead(nul_group_ids=list(document.get("nul_group_ids", [])))
     for raw in document.get("groups", []):
         group_id = raw["group_id"]
