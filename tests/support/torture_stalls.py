@@ -27,10 +27,12 @@ if TYPE_CHECKING:
 #: helper log lines kept for the owners' runs even when they name no partition
 _RUN_LINES = re.compile(
     r"since the last call|epoch \d+ -> \d+|self-pause|dying in a transaction|worker failed|"
-    r"transactions not ready|replacing|offset readers|not fencing|is stuck|failed|closed$"
+    r"transactions not ready|replacing|offset readers|is stuck|commit of \S+ failed|closed$"
 )
 #: how far before the gap's last record the timeline starts, seconds
 _LEAD_S = 1.0
+#: at most this long before the stall's live stretch (a gap may begin long before, in a restart)
+_BEFORE_S = 15.0
 #: at most this many helper log lines per stall (the rest are counted)
 _MAX_LINES = 60
 
@@ -47,7 +49,8 @@ def _owner(events: Events, partition: int, at: float) -> tuple[int, str | None]:
 
 def explain(stall: Stall, topic: str, events: Events, logs: dict[str, str]) -> list[str]:
     """The stall's timeline: one line per event, times relative to the stall's live start."""
-    p, lo, hi = stall.partition, stall.last - _LEAD_S, stall.next + 0.1
+    p, hi = stall.partition, stall.next + 0.1
+    lo = max(stall.last, stall.start - _BEFORE_S) - _LEAD_S
     found: list[tuple[float, str]] = []
     epoch, owner = _owner(events, p, stall.last)
     owners = {owner} if owner else set()
@@ -95,7 +98,8 @@ def _log_lines(
             if not found or not lo <= float(found.group(1)) <= hi:
                 continue
             message = found.group(3)
-            if names.search(message) or (member in owners and _RUN_LINES.search(message)):
+            own = member in owners and not message.startswith("producer:") and _RUN_LINES.search(message)
+            if names.search(message) or own:
                 kept.append((float(found.group(1)), f"[{run}] {message[:240]}"))
     if cap and len(kept) > _MAX_LINES:
         kept.sort(key=lambda item: item[0])
