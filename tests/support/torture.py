@@ -709,7 +709,7 @@ class Run:
             "transaction_timeout_s": cfg.transaction_timeout or 60.0,
             "broker_restarts": len(self.events.broker_restarts),
             **handovers,
-            **self.liveness(lines, runs, rightful),
+            **self.liveness(lines, runs, rightful, {p for p, _ in missing}),
             "worker_exit_codes": codes,
             "examples": {
                 "regressions": regressions[:5],
@@ -735,8 +735,11 @@ class Run:
             runs.append(live.parse_run(worker.out.name, worker.member, worker.log(), self.topic, end))
         return runs
 
-    def liveness(self, lines: list[h.Processed], runs: list[live.RunLog], rightful: list) -> dict:
-        """Stalls (unprocessed with a live owner), fences of rightful owners, fences at old epochs."""
+    def liveness(
+        self, lines: list[h.Processed], runs: list[live.RunLog], rightful: list, unfinished: set[int]
+    ) -> dict:
+        """Stalls (unprocessed with a live owner; ``unfinished`` partitions until now), fences of
+        rightful owners, fences at old epochs."""
         down = live.member_downtime(runs, self.events.pauses, self.events.kills, time.time())
         every, per_partition = live.broker_downtime(self.events.broker_restarts, self.events.coordinators)
         liveness = live.Liveness(self.events.publishes, down, every, per_partition)
@@ -744,7 +747,8 @@ class Run:
         for line in lines:
             processed[line.partition].append(line.at)
         since = self.events.publishes[0][0] + self.config.warmup if self.events.publishes else 0.0
-        measured = live.stalls(processed, liveness, since, self.config.takeover_timeout + 5.0)
+        budget = self.config.takeover_timeout + 5.0
+        measured = live.stalls(processed, liveness, since, budget, dict.fromkeys(unfinished, time.time()))
         return {
             **measured,
             "stall_windows": self.explain_stalls(measured.pop("stall_windows")),

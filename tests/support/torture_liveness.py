@@ -220,9 +220,17 @@ def member_downtime(
 
 
 def stalls(
-    processed: dict[int, list[float]], liveness: Liveness, since: float, budget: float
+    processed: dict[int, list[float]],
+    liveness: Liveness,
+    since: float,
+    budget: float,
+    unfinished: dict[int, float] | None = None,
 ) -> dict[str, object]:
     """The longest time each partition went unprocessed with a live owner, between two records.
+
+    ``unfinished``: partitions whose records were not all processed by the end of the run, and
+    when that end was: the gap from their last record to it counts too (a partition that never
+    resumed has no record after its gap).
 
     Only gaps of more than a second are sampled (every ``_STEP`` s): the owner must have been live
     at each sample for the time to count, and the count restarts when it was not.
@@ -230,6 +238,8 @@ def stalls(
     worst: list[Stall] = []
     for p, times in processed.items():
         times = sorted(t for t in times if t >= since)
+        if unfinished and p in unfinished:
+            times.append(unfinished[p])
         for a, b in zip(times, times[1:], strict=False):
             if b - a > 1.0:
                 longest, start = _longest_live(p, a, b, liveness)

@@ -181,7 +181,9 @@ def main(argv: list[str]) -> int:
     down = live.member_downtime(runs, [tuple(x) for x in events.pauses], kills, 1e12)
     every, per_partition = live.broker_downtime(events.broker_restarts, events.coordinators)
     liveness = live.Liveness([tuple(x) for x in events.publishes], down, every, per_partition)
-    result = live.stalls(processed, liveness, events.publishes[0][0] + 10.0, 8.0)
+    end = max(max(times) for times in processed.values())  # records were produced until the end
+    unfinished = {p: end for p, times in processed.items() if end - max(times) > 8.0}
+    result = live.stalls(processed, liveness, events.publishes[0][0] + 10.0, 8.0, unfinished)
     windows = result.pop("stall_windows")
     print(json.dumps(result, indent=1))
     for stall in windows:

@@ -121,3 +121,11 @@ def test_a_transactional_id_maps_to_its_coordinator_as_in_kafka() -> None:
     assert transaction_partition("hello", 1 << 30) == 99162322
     assert transaction_partition("abc", 50) == 96354 % 50
     assert transaction_partition("polygenelubricants", 50) == 0  # hashCode is Integer.MIN_VALUE
+
+
+def test_a_partition_that_never_resumes_stalls_until_the_end_of_the_run() -> None:
+    liveness = live.Liveness([(0.0, 1, {"m": [0]})], {}, broker_down=[])
+    processed = {0: [i / 10 for i in range(101)]}  # 0.0 .. 10.0, then nothing: no record ends the gap
+    assert live.stalls(processed, liveness, since=0.0, budget=5.0)["stall_max_s"] == 0.0
+    found = live.stalls(processed, liveness, since=0.0, budget=5.0, unfinished={0: 40.0})
+    assert 29.9 <= found["stall_max_s"] <= 30.0 and found["stalls_over_budget"] == 1
