@@ -13,6 +13,10 @@ member holding the partition under a newer epoch than the fencing claim), docs/p
 
 Starts a broker of its own (the nemesis restarts it), runs tests.support.torture per
 configuration, prints a table and writes JSON to bench/results/torture.json (with `uptime` load).
+Each stall over budget is printed with the causes its timeline shows; --keep keeps the work
+directory, whose <configuration>/stalls.txt has each stall's timeline (plans, pauses, kills,
+broker restarts and when its coordinators answered, the claims' steps from the workers' logs);
+`python -m tests.support.torture_stalls <work>/<configuration>` explains a kept run again.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import argparse
 import json
 import os
 import platform
+import shutil
 import signal
 import subprocess
 import sys
@@ -85,6 +90,11 @@ def main() -> int:
         help="seconds after the first plan whose handovers stay out of the pause percentiles",
     )
     parser.add_argument(
+        "--keep",
+        action="store_true",
+        help="keep the work directory (workers' logs, events.json, stalls.txt, the broker's data)",
+    )
+    parser.add_argument(
         "--calm",
         action="store_true",
         help="plans only: no pauses, kills or broker restarts (handover pause alone)",
@@ -125,6 +135,8 @@ def main() -> int:
             print(json.dumps(result), flush=True)
     finally:
         broker.stop()
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
     print()
     print("  ".join(f"{label:>10}" for _, label in COLUMNS))
     for result in results:
@@ -137,8 +149,10 @@ def main() -> int:
         )
         for text in result["slow_normal_handovers"]:  # each to look up in the work dir's logs
             print(f"   normal handover over 1 s: {text}")
-        for text in result["stall_examples"]:
-            print(f"   stall: {text}")
+        for text in result["stall_windows"]:  # over budget, with what the timeline shows
+            print(f"   stall over budget: {text}")
+        if args.keep:
+            print(f"   each stall's timeline: {work / result['configuration'] / 'stalls.txt'}")
         for text in result["examples"]["fences_of_rightful_owners"]:
             print(f"   fence of a rightful owner: {text}")
     results_file = RESULTS.with_name("torture_calm.json") if args.calm else RESULTS
@@ -149,7 +163,7 @@ def main() -> int:
         json.dumps(
             {
                 "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
-                "work_dir": str(work),
+                "work_dir": str(work) if args.keep else None,
                 "results": results,
             },
             indent=2,

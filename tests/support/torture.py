@@ -28,14 +28,16 @@ from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from rebalance_advisor.adapters.assignment_publisher import publish_assignments
 from rebalance_advisor.devtools import local_kafka
+from rebalance_advisor_client import fencing
 from rebalance_advisor_client.handover_rules import OWNED, RELEASED, OwnerMark, decode_mark
 
 from tests.support import handover as h
 from tests.support import torture_liveness as live
+from tests.support import torture_stalls as stalls
 
 # -- a broker of our own, restartable -------------------------------------------------------------
 
@@ -219,6 +221,69 @@ def read_outputs(bootstrap: str, topic: str, partitions: int) -> Counter:
     return seen
 
 
+# -- the broker's own recovery after a restart -------------------------------------------------------
+
+
+def _java_hash(text: str) -> int:
+    """Java's ``String.hashCode`` (ASCII ids): Kafka maps a transactional.id to a partition by it."""
+    h = 0
+    for char in text:
+        h = (31 * h + ord(char)) & 0xFFFFFFFF
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
+def transaction_partition(transactional_id: str, partitions: int) -> int:
+    """The ``__transaction_state`` partition whose coordinator serves ``transactional_id``
+    (Kafka's TransactionStateManager.partitionFor: abs(hashCode) % partitions, abs(MIN) = 0)."""
+    h = _java_hash(transactional_id)
+    return (0 if h == -(1 << 31) else abs(h)) % partitions
+
+
+def transaction_coordinators_answer(
+    bootstrap: str, state_dir: Path, group: str, topic: str, partitions: int, bound_s: float = 90
+) -> dict[int, float]:
+    """Per partition of ``topic``: when the coordinator of its claims' transactional.id answered.
+
+    One probe producer per coordinator involved (a transactional.id of its own that maps to the
+    same ``__transaction_state`` partition, so no worker is fenced), ``init_transactions`` until
+    it succeeds: a fresh producer, so the time is the broker's, not a client's reconnect backoff.
+    """
+    count = 50  # Kafka's default transaction.state.log.num.partitions
+    for line in (state_dir / "server.properties").read_text().splitlines():
+        if line.startswith("transaction.state.log.num.partitions="):
+            count = int(line.split("=", 1)[1])
+    wanted = {
+        p: transaction_partition(fencing.transactional_id(group, topic, p), count) for p in range(partitions)
+    }
+    probes: dict[int, str] = {}
+    n = 0
+    while len(probes) < len(set(wanted.values())):
+        probe = f"torture-probe.{group}.{n}"
+        probes.setdefault(transaction_partition(probe, count), probe)
+        n += 1
+    answered: dict[int, float] = {}
+
+    def probe_one(state_partition: int) -> None:
+        deadline = time.monotonic() + bound_s
+        while time.monotonic() < deadline:
+            producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": probes[state_partition]})
+            try:
+                producer.init_transactions(5)
+                answered[state_partition] = time.time()
+                return
+            except KafkaException:
+                time.sleep(0.2)
+            finally:
+                producer.flush(0)
+
+    threads = [threading.Thread(target=probe_one, args=(q,), daemon=True) for q in set(wanted.values())]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(bound_s + 10)
+    return {p: answered.get(q, time.time()) for p, q in wanted.items()}
+
+
 # -- the run ------------------------------------------------------------------------------------------
 
 
@@ -266,7 +331,12 @@ class Events:
     pauses: list[tuple[float, float, str, str]] = field(default_factory=list)  # start, end, member, kind
     kills: list[tuple[float, str, str]] = field(default_factory=list)  # time, member, killed run
     kills_in_transaction: list[tuple[float, str, str]] = field(default_factory=list)  # among kills
-    broker_restarts: list[tuple[float, float]] = field(default_factory=list)
+    broker_restarts: list[tuple[float, float]] = field(
+        default_factory=list
+    )  # start, group coordinator answered
+    #: str(partition) -> (restart start, when the transaction coordinator of its claims'
+    #: transactional.id answered again): the broker's own recovery, measured (transaction_probe)
+    coordinators: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
 
 
 class Run:
@@ -408,13 +478,26 @@ class Run:
             self.events.kills_in_transaction.append(self.events.kills[-1])
 
     def restart_broker(self) -> None:
-        """Restart the broker; the restart ends when the group's coordinator answers again.
+        """Restart the broker; the restart ends when the group's coordinator answers again, and
+        for each partition (fenced) when the transaction coordinator of its claims answers too
+        (both measured from the moment the broker answers metadata again).
 
         The broker answers metadata seconds before its coordinators have loaded their state:
         handovers in between are slowed by the restart, not by the helper.
         """
         started = time.time()
         self.broker.restart(down_for=self.random.uniform(0.5, 3.0))
+        answered: dict[int, float] = {}
+        probes = threading.Thread(
+            target=lambda: answered.update(
+                transaction_coordinators_answer(
+                    self.bootstrap, self.broker.state_dir, self.group, self.topic, self.config.partitions
+                )
+            ),
+            daemon=True,
+        )
+        if self.config.fenced:
+            probes.start()
         consumer = Consumer(  # read_uncommitted: answered whether or not a transaction is open
             {
                 "bootstrap.servers": self.bootstrap,
@@ -433,6 +516,10 @@ class Run:
         finally:
             consumer.close()
         self.events.broker_restarts.append((started, time.time()))
+        if self.config.fenced:
+            probes.join(100)
+            for p, at in answered.items():
+                self.events.coordinators.setdefault(str(p), []).append((started, at))
 
     def _timelines(self) -> dict[str, list[tuple[float, int]]]:
         """Per instance: (time, epoch) of every epoch it applied, from its log."""
@@ -622,7 +709,7 @@ class Run:
             "transaction_timeout_s": cfg.transaction_timeout or 60.0,
             "broker_restarts": len(self.events.broker_restarts),
             **handovers,
-            **self.liveness(lines, runs, rightful),
+            **self.liveness(lines, runs, rightful, {p for p, _ in missing}),
             "worker_exit_codes": codes,
             "examples": {
                 "regressions": regressions[:5],
@@ -648,21 +735,39 @@ class Run:
             runs.append(live.parse_run(worker.out.name, worker.member, worker.log(), self.topic, end))
         return runs
 
-    def liveness(self, lines: list[h.Processed], runs: list[live.RunLog], rightful: list) -> dict:
-        """Stalls (unprocessed with a live owner), fences of rightful owners, fences at old epochs."""
+    def liveness(
+        self, lines: list[h.Processed], runs: list[live.RunLog], rightful: list, unfinished: set[int]
+    ) -> dict:
+        """Stalls (unprocessed with a live owner; ``unfinished`` partitions until now), fences of
+        rightful owners, fences at old epochs."""
         down = live.member_downtime(runs, self.events.pauses, self.events.kills, time.time())
-        restarts = [(s, e + 2.0) for s, e in self.events.broker_restarts]  # coordinators settle
-        liveness = live.Liveness(self.events.publishes, down, restarts)
+        every, per_partition = live.broker_downtime(self.events.broker_restarts, self.events.coordinators)
+        liveness = live.Liveness(self.events.publishes, down, every, per_partition)
         processed: dict[int, list[float]] = defaultdict(list)
         for line in lines:
             processed[line.partition].append(line.at)
         since = self.events.publishes[0][0] + self.config.warmup if self.events.publishes else 0.0
+        budget = self.config.takeover_timeout + 5.0
+        measured = live.stalls(processed, liveness, since, budget, dict.fromkeys(unfinished, time.time()))
         return {
-            **live.stalls(processed, liveness, since, self.config.takeover_timeout + 5.0),
+            **measured,
+            "stall_windows": self.explain_stalls(measured.pop("stall_windows")),
             "fences_of_rightful_owners": len(rightful),
             "fences_at_an_older_epoch": live.moved_on_fences(runs, self.events.publishes),
             "fences": sum(len(run.fences) for run in runs),
         }
+
+    def explain_stalls(self, windows: list[live.Stall]) -> list[str]:
+        """Each stall over budget: its timeline into stalls.txt, a line with its causes for the result."""
+        logs = {worker.out.name: worker.log() for worker in self.all_workers()}
+        explained, summary = [], []
+        for stall in windows:
+            lines = stalls.explain(stall, self.topic, self.events, logs)
+            tags = stalls.causes(stall, self.topic, self.events, logs)
+            explained.append([lines[0], f"  causes: {', '.join(tags) or 'none recognised'}", *lines[1:]])
+            summary.append(f"{lines[0]}: {', '.join(tags) or 'none recognised'}")
+        stalls.write(self.work_dir / "stalls.txt", explained)
+        return summary
 
     def _log_events(
         self,

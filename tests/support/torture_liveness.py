@@ -16,11 +16,23 @@ from __future__ import annotations
 import bisect
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 _STAMP = r"^(\d+\.\d+) \w+ (\S+): "
 #: sampling step of the stall measure, seconds
 _STEP = 0.05
+
+
+@dataclass(frozen=True)
+class Stall:
+    """``partition`` went unprocessed from ``last`` to ``next`` (two of its records); ``length``
+    seconds of that, from ``start`` on, with a live owner (explained by torture_stalls.py)."""
+
+    partition: int
+    last: float
+    next: float
+    start: float
+    length: float
 
 
 @dataclass(frozen=True)
@@ -166,6 +178,8 @@ class Liveness:
     publishes: list[tuple[float, int, dict]]
     down: dict[str, list[tuple[float, float]]]  # member -> intervals it could not work
     broker_down: list[tuple[float, float]]
+    #: partition -> intervals its claim's transaction coordinator had not answered yet (restarts)
+    partition_down: dict[int, list[tuple[float, float]]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self._times = [t for t, _, _ in self.publishes]
@@ -180,6 +194,8 @@ class Liveness:
     def live(self, partition: int, at: float) -> bool:
         member = self.owner(partition, at)
         if member is None or any(s <= at <= e for s, e in self.broker_down):
+            return False
+        if any(s <= at <= e for s, e in self.partition_down.get(partition, [])):
             return False
         return not any(s <= at <= e for s, e in self.down.get(member, []))
 
@@ -204,35 +220,75 @@ def member_downtime(
 
 
 def stalls(
-    processed: dict[int, list[float]], liveness: Liveness, since: float, budget: float
+    processed: dict[int, list[float]],
+    liveness: Liveness,
+    since: float,
+    budget: float,
+    unfinished: dict[int, float] | None = None,
 ) -> dict[str, object]:
     """The longest time each partition went unprocessed with a live owner, between two records.
+
+    ``unfinished``: partitions whose records were not all processed by the end of the run, and
+    when that end was: the gap from their last record to it counts too (a partition that never
+    resumed has no record after its gap).
 
     Only gaps of more than a second are sampled (every ``_STEP`` s): the owner must have been live
     at each sample for the time to count, and the count restarts when it was not.
     """
-    worst: list[tuple[float, int, float]] = []
+    worst: list[Stall] = []
     for p, times in processed.items():
         times = sorted(t for t in times if t >= since)
+        if unfinished and p in unfinished:
+            times.append(unfinished[p])
         for a, b in zip(times, times[1:], strict=False):
             if b - a > 1.0:
-                longest = _longest_live(p, a, b, liveness)
+                longest, start = _longest_live(p, a, b, liveness)
                 if longest > 1.0:
-                    worst.append((longest, p, a))
-    worst.sort(reverse=True)
+                    worst.append(Stall(p, a, b, start, longest))
+    worst.sort(key=lambda s: s.length, reverse=True)
     return {
-        "stall_max_s": round(worst[0][0], 2) if worst else 0.0,
-        "stalls_over_budget": sum(1 for s, _, _ in worst if s > budget),
+        "stall_max_s": round(worst[0].length, 2) if worst else 0.0,
+        "stalls_over_budget": sum(1 for s in worst if s.length > budget),
         "stall_budget_s": budget,
-        "stall_examples": [f"partition {p}: {s:.1f} s unprocessed from {a:.3f}" for s, p, a in worst[:5]],
+        "stall_examples": [
+            f"partition {s.partition}: {s.length:.1f} s unprocessed from {s.start:.3f} (last record "
+            f"{s.last:.3f})"
+            for s in worst[:5]
+        ],
+        "stall_windows": [s for s in worst if s.length > budget],  # to explain (torture_stalls.py)
     }
 
 
-def _longest_live(p: int, a: float, b: float, liveness: Liveness) -> float:
+def _longest_live(p: int, a: float, b: float, liveness: Liveness) -> tuple[float, float]:
+    """The longest stretch of ``(a, b)`` during which ``p``'s owner was live: (length, start)."""
     longest = current = 0.0
+    start = best_start = a
     t = a + _STEP
     while t < b:
-        current = current + _STEP if liveness.live(p, t) else 0.0
-        longest = max(longest, current)
+        if liveness.live(p, t):
+            if current == 0.0:
+                start = t - _STEP
+            current += _STEP
+        else:
+            current = 0.0
+        if current > longest:
+            longest, best_start = current, start
         t += _STEP
-    return longest
+    return longest, best_start
+
+
+def broker_downtime(
+    restarts: list, coordinators: dict | None = None
+) -> tuple[list[tuple[float, float]], dict[int, list[tuple[float, float]]]]:
+    """When the broker counts as restarting: (for every partition, per partition), both measured.
+
+    For every partition: from the restart to the group coordinator's first answer. Per partition
+    (fenced): until the transaction coordinator its claims' ``transactional.id`` maps to answered
+    a fresh producer (torture.transaction_coordinators_answer). No guessed grace: a client that
+    is slower than a fresh one to recover counts as stalled.
+    """
+    every = [(float(s), float(e)) for s, e in restarts]
+    per_partition = {
+        int(p): [(float(s), float(e)) for s, e in answers] for p, answers in (coordinators or {}).items()
+    }
+    return every, per_partition

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tests.support import torture_liveness as live
+from tests.support import torture_stalls as stalls
 
 TOPIC = "t-in"
 
@@ -66,3 +69,63 @@ def test_a_fence_logged_late_but_handled_first_by_the_broker_is_not_counted() ->
     )  # fmt: skip
     found = live.rightful_fences([owner, logged_late, really_later])
     assert [(f.run, h.run, h.producer) for f, h in found] == [("c.0.processed", "a.0.processed", (7, 12))]
+
+
+def test_a_partition_waits_for_its_own_transaction_coordinator_after_a_restart() -> None:
+    """The broker counts as restarting, per partition, until the coordinator its claims need answered."""
+    plan = {"m": [0, 1]}
+    every, per_partition = live.broker_downtime([(10.0, 12.0)], {"0": [(10.0, 19.0)], "1": [(10.0, 12.5)]})
+    liveness = live.Liveness([(0.0, 1, plan)], {}, every, per_partition)
+    processed = {p: [i / 10 for i in range(101)] + [30.0] for p in (0, 1)}  # nothing from 10 to 30
+    windows = live.stalls(processed, liveness, since=0.0, budget=5.0)["stall_windows"]
+    lengths = {w.partition: round(w.length, 1) for w in windows}
+    assert lengths == {0: pytest.approx(11.0, abs=0.11), 1: pytest.approx(17.5, abs=0.11)}  # 19..30, 12.5..30
+    assert {w.partition: round(w.start, 1) for w in windows} == {0: 19.0, 1: 12.5}
+
+
+def test_a_stall_is_explained_by_its_owners_stuck_commit_and_the_takeover() -> None:
+    from tests.support.torture import Events
+
+    events = Events(
+        publishes=[(0.0, 1, {"a": [0], "b": []}), (20.0, 2, {"a": [], "b": [0]})],
+        pauses=[(5.0, 6.0, "a", "random"), (7.0, 8.0, "c", "random")],
+        broker_restarts=[(3.0, 4.5)],
+    )
+    logs = {
+        "a.0.processed": "\n".join([
+            "6.100000 WARNING a: commit of t-in-3 is stuck (send_offsets_to_transaction did not return within 10 s)",
+            "6.200000 INFO a: fence of t-in-1 by a claim at epoch 1: producer [1, 1] (0.010 s)",
+        ]),
+        "b.0.processed": "\n".join([
+            "20.100000 INFO b: epoch 1 -> 2 (plan plan-2): keep 0, re-check 0, gain 1, lose 0",
+            "23.200000 WARNING b: taking over t-in-0 from a (epoch 1): no release within 3.0 s",
+            "23.400000 INFO b: claimed t-in-0 at epoch 2 (read 0.1 s)",
+        ]),
+    }  # fmt: skip
+    stall = live.Stall(partition=0, last=2.0, next=23.5, start=6.0, length=17.5)
+    timeline = "\n".join(stalls.explain(stall, TOPIC, events, logs))
+    assert "plan epoch 1 gives it to a" in timeline and "plan epoch 2 gives it to b" in timeline
+    assert "a stopped (random) for 1.0 s" in timeline and "c stopped" not in timeline  # c never owned it
+    assert "broker restart; group coordinator answered again at 4.50" in timeline
+    assert "commit of t-in-3 is stuck" in timeline  # the owner's run, though another partition
+    assert "fence of t-in-1" not in timeline  # neither this partition nor the run's own state
+    assert timeline.index("taking over t-in-0") < timeline.index("first record after the gap")
+    tags = stalls.causes(stall, TOPIC, events, logs)
+    assert tags == ["owner commit stuck", "takeover", "2 owners", "after broker restart"]
+
+
+def test_a_transactional_id_maps_to_its_coordinator_as_in_kafka() -> None:
+    """Java's String.hashCode values (its documentation's formula; known constants)."""
+    from tests.support.torture import transaction_partition
+
+    assert transaction_partition("hello", 1 << 30) == 99162322
+    assert transaction_partition("abc", 50) == 96354 % 50
+    assert transaction_partition("polygenelubricants", 50) == 0  # hashCode is Integer.MIN_VALUE
+
+
+def test_a_partition_that_never_resumes_stalls_until_the_end_of_the_run() -> None:
+    liveness = live.Liveness([(0.0, 1, {"m": [0]})], {}, broker_down=[])
+    processed = {0: [i / 10 for i in range(101)]}  # 0.0 .. 10.0, then nothing: no record ends the gap
+    assert live.stalls(processed, liveness, since=0.0, budget=5.0)["stall_max_s"] == 0.0
+    found = live.stalls(processed, liveness, since=0.0, budget=5.0, unfinished={0: 40.0})
+    assert 29.9 <= found["stall_max_s"] <= 30.0 and found["stalls_over_budget"] == 1
