@@ -33,16 +33,3 @@ def test_a_fence_whose_claim_moved_on_stops_retrying() -> None:
     assert moved_on.is_set()
     assert took < 30.0 / 2, took  # one attempt after the claim moved on, not the whole timeout
     assert FENCE_ATTEMPT_S < 30.0 / 4
-
-
-def test_a_producer_whose_call_timed_out_is_given_up() -> None:
-    """After a broker restart a producer's next transactional call hung past its timeout where a new
-    producer fenced in 0.5 s (docs/protocol/liveness.md, "After a broker restart"): a librdkafka
-    timeout makes the helper claim again with a new producer, not abort and reuse this one."""
-    from confluent_kafka import KafkaError
-    from rebalance_advisor_client.fencing import classify
-
-    timed_out = KafkaError(KafkaError._TIMED_OUT, "Failed to add offsets to transaction: Local: Timed out")
-    assert classify(KafkaException(timed_out)) == "stuck"
-    assert classify(KafkaException(KafkaError(KafkaError._TRANSPORT, "broker down"))) == "retry"
-    assert classify(KafkaException(KafkaError(KafkaError.PRODUCER_FENCED, "fenced"))) == "fenced"

@@ -73,25 +73,17 @@ def transactional_id_prefix(group: str) -> str:
 
 
 def classify(error: BaseException) -> str:
-    """``fenced`` (drop the partition), ``stuck`` (give the producer up, claim again), ``abort``
-    (abort, rewind, redo), ``retry``, or ``other``.
-
-    A call that timed out in librdkafka (``_TIMED_OUT``) counts as ``stuck``: after a broker
-    restart, the producer's next transactional call was seen to hang past its own timeout (10 s
-    and more, the member's caller's thread with it; librdkafka issue 5456: a coordinator request
-    waits for its connection with no deadline), where a new producer fenced in 0.5 s
-    (docs/protocol/liveness.md, "After a broker restart").
-    """
+    """``fenced`` (drop the partition), ``abort`` (abort, rewind, redo), ``retry``, or ``other``."""
     kafka_error = error.args[0] if isinstance(error, KafkaException) and error.args else None
     if not isinstance(kafka_error, KafkaError):
         return "other"
     if kafka_error.code() in _FENCED_CODES or kafka_error.fatal():
         return "fenced"
-    if kafka_error.code() == KafkaError._TIMED_OUT:  # "did not return within" (_bounded) included
+    if "did not return within" in kafka_error.str():
         return "stuck"
     if kafka_error.txn_requires_abort():
         return "abort"
-    if kafka_error.retriable() or kafka_error.code() == KafkaError._TRANSPORT:
+    if kafka_error.retriable() or kafka_error.code() in (KafkaError._TIMED_OUT, KafkaError._TRANSPORT):
         return "retry"
     return "other"
 
