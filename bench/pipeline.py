@@ -219,6 +219,7 @@ def measure(spark, url: str, path: str) -> tuple[dict, list]:
     from rebalance_advisor.domain.timestamps import assume_utc
     from rebalance_advisor.store import db
     from rebalance_advisor.store.models import SnapshotRow
+    from rebalance_advisor.store.plans import run_outcomes
 
     store.upgrade(url)  # a fleet stored by an older schema
     with db.connect(url) as conn:
@@ -231,7 +232,7 @@ def measure(spark, url: str, path: str) -> tuple[dict, list]:
         )
     cpu1 = tree_cpu_s()
     row = {
-        "groups": len(run.outcomes),
+        "groups": run.group_count,
         "flagged": len(run.flagged),
         "timings": run.timings,
         "driver_cpu_s": cpu1[0] - cpu0[0],
@@ -241,7 +242,10 @@ def measure(spark, url: str, path: str) -> tuple[dict, list]:
         "uptime_before": before,
         "uptime_after": uptime(),
     }
-    return row, [dataclasses.replace(o, plan_id=None) for o in run.outcomes]
+    # a run of more than spark_pipeline.KEPT_OUTCOME_LINES groups hands back no lines: the store has them
+    lines = run.outcomes if run.outcomes is not None else run_outcomes(run.run_id, url)
+    # what both paths decide alike (a line read back has its run id and not its plan's status)
+    return row, [dataclasses.replace(o, plan_id=None, plan_status=None, run_id=None) for o in lines]
 
 
 def main(argv: list[str] | None = None) -> int:
