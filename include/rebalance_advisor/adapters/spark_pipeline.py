@@ -324,7 +324,7 @@ def _finalize(
                 outcomes = OutcomeTally.of(plan_store.staged_outcomes(conn, run_key))
                 plan_store.drop_staged(conn, run_key)
             else:
-                outcomes = OutcomeTally()
+                outcomes = OutcomeTally(KEPT_OUTCOME_LINES)
                 run_id = plan_store.write_staged_run(
                     conn, run_key=run_key, snapshot_id=snapshot_id, params=params, started_at=started_at,
                     airflow_run_id=airflow_run_id, created_by=created_by, on_outcome=outcomes.add,
