@@ -9,7 +9,9 @@ pure functions as the driver path, plans each with
 :func:`~rebalance_advisor.domain.group_planning.plan_group`, and writes the results to the
 ``planner_staging`` table in its own transaction. Spark hands back one count per scope. The driver
 then makes the run visible in one transaction (store/plans.write_staged_run), which pages through
-the staged rows; a failed job leaves only staged rows, which nothing reads and the driver deletes.
+the staged recommended plans and copies every other staged outcome row with one statement; a failed
+job leaves only staged rows, which nothing reads and the driver deletes. The run hands back an
+:class:`OutcomeTally`, not a line per group beyond :data:`KEPT_OUTCOME_LINES`.
 
 Why read in the executors rather than export the snapshot to Parquet first: every group table's
 primary key starts with (snapshot_id, group_id), so a scope is an index range scan on SQLite and

@@ -372,6 +372,8 @@ class _Candidates:
         self.metrics: dict[str, GroupMetrics] = {}
         self.plans: list[CandidatePlan] = []
         self._seen: dict[bytes, tuple[GroupMetrics, CandidatePlan]] = {}
+        if current.view is current.spec:
+            self._seen[_owners_key(current.spec.owner)] = _as_candidate(current)
 
     def is_ranged(self, name: str) -> bool:
         return name == "key_range" and self.ranged is not None and bool(self.ranged.plan.ranges)
@@ -379,7 +381,7 @@ class _Candidates:
     def add(self, name: str, owners: np.ndarray) -> CandidatePlan:
         """Measure strategy ``name``'s ``owners``; the candidate is also kept in :attr:`plans`."""
         self.owners[name] = owners
-        key: bytes | None = owners.astype(np.int64, copy=False).tobytes()
+        key: bytes | None = _owners_key(owners)
         if self.is_ranged(name):
             key = None  # measured in its range view: never shared with whole-partition plans
         if key is not None and key in self._seen:
@@ -401,12 +403,31 @@ class _Candidates:
             inputs, bound = load_inputs(s), lower_bound_max_lag(s)
         t = self.thresholds
         handovers = int(np.count_nonzero((so >= 0) & (so != s.owner)))
-        m = dataclasses.replace(_rounded(compute_metrics(s, so, bound)), moves=handovers)
+        m = _rounded(compute_metrics(s, so, bound, moved=handovers))
         load, _ = summarize(s, so, inputs, t.horizon_s, t.handover_cost_s, t.capacity_margin_in_force)
         back = moves_back(s, so, self.recent_moves, self.now, t.hysteresis_window_s)
         return m, CandidatePlan(
             name, m.max_member_lag, handovers, m.imbalance, load, back, empty_members(s, so)
         )
+
+
+def _owners_key(owners: np.ndarray) -> bytes:
+    """Equal owners, equal key (whatever their integer type): equal owners are measured once."""
+    return owners.astype(np.int64, copy=False).tobytes()
+
+
+def _as_candidate(current: _Current) -> tuple[GroupMetrics, CandidatePlan]:
+    """The current owners measured as a candidate (``_Candidates._measure`` of them), from the numbers
+    :func:`_current` already has: a plan that keeps every owner moves nothing, so its handover pause
+    adds nothing, it hands nothing back and leaves the same members empty; its metrics are the
+    current ones (``moves`` 0 either way) and its load the current state's. Strategies often keep
+    the current owners (range of a range-assigned group, sticky of a balanced one): measuring them
+    again was a third of a small group's measuring (bench/pipeline.py)."""
+    m = current.metrics
+    plan = CandidatePlan(
+        "", m.max_member_lag, 0, m.imbalance, current.state.load, 0, current.state.empty_members
+    )
+    return m, plan
 
 
 def _rescues(

@@ -212,11 +212,19 @@ def lower_bound_max_lag(spec: GroupSpec, balanced: bool = True) -> int:
     return math.ceil(bound)
 
 
+def _general_bound(spec: GroupSpec) -> int:
+    return lower_bound_max_lag(spec, balanced=False)
+
+
 def compute_metrics(
-    spec: GroupSpec, assignment: Assignment | np.ndarray, lower_bound: int | None = None
+    spec: GroupSpec,
+    assignment: Assignment | np.ndarray,
+    lower_bound: int | None = None,
+    moved: int | None = None,
 ) -> GroupMetrics:
     """All metrics of one assignment; pass ``lower_bound`` (the count-balanced bound) to reuse it
-    across plans of one spec."""
+    across plans of one spec, and ``moved`` to count the moves the caller's way (a plan counts its
+    handovers, unowned partitions that get an owner included)."""
     owners = as_owners(spec, assignment)
     lags = member_sums(owners, spec.lag, spec.num_members)
     counts = np.bincount(owners[owners >= 0], minlength=spec.num_members)
@@ -224,8 +232,9 @@ def compute_metrics(
     max_lag = int(lags.max())
     mean = total / spec.num_members
     bound = lower_bound_max_lag(spec) if lower_bound is None else lower_bound
-    if len(counts) and int(counts.min()) < balanced_floor(spec):  # not count-balanced: the general bound
-        bound = min(bound, lower_bound_max_lag(spec, balanced=False))
+    if len(counts) and int(counts.min()) < spec.derived("balanced_floor", balanced_floor):
+        # not count-balanced: the general bound (of the spec alone, so computed once per spec)
+        bound = min(bound, spec.derived("general_bound", _general_bound))
     topic_spread = topic_count_spread(spec, owners)
     ids = spec.member_ids
     return GroupMetrics(
@@ -236,7 +245,7 @@ def compute_metrics(
         lag_cv=float(lags.std() / mean) if total else 0.0,
         partition_count_spread=int(counts.max() - counts.min()),
         topic_partition_count_spread=dict(zip(spec.topics, topic_spread.tolist(), strict=True)),
-        moves=moves(spec, owners),
+        moves=moves(spec, owners) if moved is None else moved,
         lower_bound_max_lag=bound,
         gap=max_lag / bound - 1.0 if bound else 0.0,
     )
