@@ -371,9 +371,7 @@ class _Candidates:
         self.owners: dict[str, np.ndarray] = {}
         self.metrics: dict[str, GroupMetrics] = {}
         self.plans: list[CandidatePlan] = []
-        self._seen: dict[bytes, tuple[GroupMetrics, CandidatePlan]] = {}
-        if current.view is current.spec:
-            self._seen[_owners_key(current.spec.owner)] = _as_candidate(current)
+        self._seen: dict[bytes, tuple[GroupMetrics, CandidatePlan]] = _measured_already(current)
 
     def is_ranged(self, name: str) -> bool:
         return name == "key_range" and self.ranged is not None and bool(self.ranged.plan.ranges)
@@ -416,18 +414,19 @@ def _owners_key(owners: np.ndarray) -> bytes:
     return owners.astype(np.int64, copy=False).tobytes()
 
 
-def _as_candidate(current: _Current) -> tuple[GroupMetrics, CandidatePlan]:
+def _measured_already(current: _Current) -> dict[bytes, tuple[GroupMetrics, CandidatePlan]]:
     """The current owners measured as a candidate (``_Candidates._measure`` of them), from the numbers
-    :func:`_current` already has: a plan that keeps every owner moves nothing, so its handover pause
-    adds nothing, it hands nothing back and leaves the same members empty; its metrics are the
-    current ones (``moves`` 0 either way) and its load the current state's. Strategies often keep
-    the current owners (range of a range-assigned group, sticky of a balanced one): measuring them
-    again was a third of a small group's measuring (bench/pipeline.py)."""
-    m = current.metrics
-    plan = CandidatePlan(
-        "", m.max_member_lag, 0, m.imbalance, current.state.load, 0, current.state.empty_members
-    )
-    return m, plan
+    :func:`_current` already has (none while key ranges are in force: it measured their view): a
+    plan that keeps every owner moves nothing, so its handover pause adds nothing, it hands nothing
+    back and leaves the same members empty; its metrics are the current ones (``moves`` 0 either
+    way) and its load the current state's. Strategies often keep the current owners (range of a
+    range-assigned group, sticky of a balanced one): measuring them again was a third of a small
+    group's measuring (bench/pipeline.py)."""
+    if current.view is not current.spec:
+        return {}
+    m, state = current.metrics, current.state
+    plan = CandidatePlan("", m.max_member_lag, 0, m.imbalance, state.load, 0, state.empty_members)
+    return {_owners_key(current.spec.owner): (m, plan)}
 
 
 def _rescues(
