@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from datetime import datetime
 from functools import cache
 from typing import Any
@@ -250,7 +250,7 @@ class OutcomeLine:
         )
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return _fields_of(self)  # its fields are plain values: asdict's deep copy would only cost
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> OutcomeLine:

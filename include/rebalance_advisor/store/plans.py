@@ -353,8 +353,10 @@ def write_staged_run(
     ``INSERT ... SELECT`` (docs/architecture.md, "One planner run")."""
     run = _begin_run(conn, snapshot_id, params, started_at, airflow_run_id, created_by)
     written: dict[str, OutcomeLine] = {}
-    for results, situations, numbers in staged_pages(conn, run_key):
-        plan_ids, stored = _write_results(conn, run, results, situations, numbers)
+    for page in staged_pages(conn, run_key):
+        plan_ids, stored = _write_results(
+            conn, run, page.results, page.situations, page.numbers, page.records
+        )
         written.update((r.group_id, OutcomeLine.of(r, plan_ids.get(r.group_id))) for r in stored)
     _insert_staged_outcomes(conn, run.run_id, run_key)
     for line in staged_outcomes(conn, run_key, written):
@@ -397,17 +399,24 @@ def staged_pages(conn: Connection, run_key: str, page: int = STAGED_PAGE) -> Ite
             return
         last = rows[-1][0]
         results = [GroupAdvice.from_json(result) for _, result, _, _ in rows]
-        situations = {g: found for g, _, record, _ in rows if (found := GroupSituation.from_record(record))}
+        records = {g: record for g, _, record, _ in rows if record}
         numbers = {
             r.group_id: (r, row[3]) for r, row in zip(results, rows, strict=True) if row[3] is not None
         }
-        yield results, situations, numbers
+        situations = {g: GroupSituation.from_record(record) for g, record in records.items()}
+        yield StagedPage(results, situations, numbers, records)
 
 
-#: one page of staged results: the advice, {group: situation}, {group: (advice, plan numbers)}
-StagedPage = tuple[
-    list[GroupAdvice], dict[str, GroupSituation], dict[str, tuple[GroupAdvice, dict[str, Any]]]
-]
+@dataclass(frozen=True)
+class StagedPage:
+    """One page of staged recommended plans: the advice, {group: situation}, {group: (advice, plan
+    numbers)}, and {group: situation record} as staged (what the plan row stores: its
+    ``to_record()``, not made again)."""
+
+    results: list[GroupAdvice]
+    situations: dict[str, GroupSituation]
+    numbers: dict[str, tuple[GroupAdvice, dict[str, Any]]]
+    records: dict[str, dict[str, Any]]
 
 
 def _insert_staged_outcomes(conn: Connection, run_id: int, run_key: str) -> None:
@@ -513,10 +522,13 @@ def _write_results(
     results: Sequence[GroupAdvice],
     situations: Mapping[str, GroupSituation],
     staged_numbers: Mapping[str, tuple[GroupAdvice, dict[str, Any]]] | None = None,
+    situation_records: Mapping[str, dict[str, Any]] | None = None,
 ) -> tuple[dict[str, int], list[GroupAdvice]]:
     """Plans, confirmations, supersessions and outcomes of ``results`` (groups no other call of the
     same run touches); {group: plan id} and the advice as stored."""
-    run = dataclasses.replace(run, situations=situations, staged_numbers=staged_numbers or {})
+    run = dataclasses.replace(
+        run, situations=situations, staged_numbers=staged_numbers or {}, records=situation_records or {}
+    )
     results = _apply_rejections(conn, results, situations)
     results = _apply_concurrent_cooldown(conn, run.run_id, results, run.started_at, run.cooldown_minutes)
     kept = _same_assignment_plans(conn, results)
@@ -550,8 +562,13 @@ class _RunWrite:
     cooldown_minutes: float
     #: group -> (the staged advice, its plan numbers computed by the executor that planned it)
     staged_numbers: Mapping[str, tuple[GroupAdvice, dict[str, Any]]] = dataclasses.field(default_factory=dict)
+    #: group -> its situation's record as staged (the executor's ``to_record()``)
+    records: Mapping[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
 
     def situation(self, group_id: str) -> dict[str, Any] | None:
+        staged = self.records.get(group_id)
+        if staged is not None:
+            return staged
         found = self.situations.get(group_id)
         return None if found is None else found.to_record()
 
