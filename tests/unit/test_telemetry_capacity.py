@@ -102,6 +102,21 @@ def test_correction_is_piecewise_linear_through_the_points(monkeypatch: pytest.M
     assert sample(0.5, software="apache-kafka-java").family == "java"
 
 
+def test_librdkafka_per_cycle_idle_ratio_is_inverted_through_its_queueing_model() -> None:
+    """Half busy, one record per poll, Poisson arrivals: half the cycles find a record waiting (idle
+    0), the others idle W / (W + c) with W ~ Exp(l), l c = 0.5, mean 1 - 0.5 e^0.5 E1(0.5) =
+    1 - 0.5 x 1.6487213 x 0.5597736 = 0.5385449 (E1 from tables); reported idle 0.2692725."""
+    assert telemetry.exponential_integral(0.5) == pytest.approx(0.5597736, abs=1e-7)
+    assert telemetry.librdkafka_reported_busy(0.5) == pytest.approx(1 - 0.2692725, abs=1e-6)
+    assert correct_busy("librdkafka", 1 - 0.2692725) == pytest.approx(0.5, abs=0.002)
+    # a consumer that only waits reads idle, one that never waits reads busy
+    assert correct_busy("librdkafka", 0.0) == 0.0 and correct_busy("librdkafka", 1.0) == 1.0
+    # at 20 % busy librdkafka reads 43.9 % (E1(0.2) = 1.2226505): the capacity is not halved
+    assert correct_busy("librdkafka", 1 - 0.8 * (1 - 0.2 * 1.2214028 * 1.2226505)) == pytest.approx(
+        0.2, abs=0.002
+    )
+
+
 def test_java_idle_ratio_is_read_on_its_range_of_half() -> None:
     """Java's sensor reads 0.5 for a consumer that only waits and 0 for one that never does
     (KAFKA-17503): idle 0.25 is busy 1 - 2 x 0.25 = 0.5, so 100 records/s could be 200/s."""

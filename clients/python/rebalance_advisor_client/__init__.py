@@ -4,7 +4,9 @@ Install it on its own (``pip install ./clients/python``; it needs confluent-kafk
 
 The Kafka-free modules (``assignment_records``, ``key_hash``, ``key_ranges``, ``handover_rules``,
 ``capacity_report``) are what the advisor's pure domain imports, in every Spark executor; so this
-package loads confluent-kafka only when a name below that needs it is first used (PEP 562).
+package loads confluent-kafka only when a name below that needs it is first used (PEP 562). The
+consumer's state machine is Kafka-free too (``partition_states``, ``claim_runner``, ``claim_modes``:
+docs/protocol/states.md).
 """
 
 from __future__ import annotations

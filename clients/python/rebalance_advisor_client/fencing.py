@@ -305,7 +305,12 @@ _REAPER = _Reaper()
 
 
 def probe_transactions(
-    settings: dict[str, Any], group: str, member: str, timeout: float, patience: float
+    settings: dict[str, Any],
+    group: str,
+    member: str,
+    timeout: float,
+    patience: float,
+    make: Callable[..., PartitionTransaction] = PartitionTransaction,
 ) -> None:
     """Fenced mode's start check: can this client initialise a transaction under the group's prefix?
 
@@ -314,7 +319,7 @@ def probe_transactions(
     """
     txn_id = f"{transactional_id_prefix(group)}_probe.{member}"  # one per member: no contention
     deadline = time.monotonic() + patience
-    transaction = PartitionTransaction(settings, txn_id, timeout)
+    transaction = make(settings, txn_id, timeout)
     try:
         while True:
             try:

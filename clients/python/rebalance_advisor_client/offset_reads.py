@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
@@ -42,14 +42,21 @@ class OffsetReaders:
     coordinator again, which on a loaded machine timed out as well, for minutes.
     """
 
-    def __init__(self, config: Mapping[str, Any], stable: bool, name: str, keep: int = 4) -> None:
+    def __init__(
+        self,
+        config: Mapping[str, Any],
+        stable: bool,
+        name: str,
+        keep: int = 4,
+        make_consumer: Callable[[dict[str, Any]], Any] = Consumer,
+    ) -> None:
         self._config = {
             **config,
             "enable.auto.commit": False,
             "enable.auto.offset.store": False,
             "isolation.level": "read_committed" if stable else "read_uncommitted",
         }
-        self._name, self._keep = name, keep
+        self._name, self._keep, self._make_consumer = name, keep, make_consumer
         self._idle: list[Consumer] = []
         self._lock = threading.Lock()
         self._closed = False
@@ -116,7 +123,7 @@ class OffsetReaders:
                 raise RuntimeError(f"{self._name}: offset readers closed")
             if self._idle:
                 return self._idle.pop()
-        return Consumer(self._config)
+        return self._make_consumer(self._config)
 
     def _give_back(self, consumer: Consumer) -> None:
         with self._lock:

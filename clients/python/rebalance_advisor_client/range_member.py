@@ -79,19 +79,8 @@ def committed_with_metadata(
             "isolation.level": "read_committed",  # waits for offsets inside open transactions
         }
     )
-    deadline = time.monotonic() + timeout
     try:
-        while True:
-            try:
-                (tp,) = consumer.committed([TopicPartition(topic, partition)], timeout=timeout)
-                code = tp.error.code() if tp.error is not None else None
-                if code not in _RETRIABLE or time.monotonic() > deadline:
-                    break
-            except KafkaException as error:  # a coordinator still loading or moving: ask again
-                if error.args[0].code() not in _RETRIABLE or time.monotonic() > deadline:
-                    raise
-            # also UNSTABLE_OFFSET_COMMIT: the aborting or committing transaction settles shortly
-            time.sleep(0.2)
+        tp = _committed_retrying(consumer, TopicPartition(topic, partition), timeout)
     finally:
         consumer.close()
     if tp.error is not None:  # never read as "nothing committed": a new owner would redo it all
@@ -99,6 +88,22 @@ def committed_with_metadata(
     if tp.offset < 0:
         return None, None
     return tp.offset, tp.metadata
+
+
+def _committed_retrying(consumer: Consumer, partition: TopicPartition, timeout: float) -> TopicPartition:
+    """``committed()`` asked again while the coordinator loads or moves, or a transaction settles."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            (tp,) = consumer.committed([partition], timeout=timeout)
+            code = tp.error.code() if tp.error is not None else None
+            if code not in _RETRIABLE or time.monotonic() > deadline:
+                return tp
+        except KafkaException as error:  # a coordinator still loading or moving: ask again
+            if error.args[0].code() not in _RETRIABLE or time.monotonic() > deadline:
+                raise
+        # also UNSTABLE_OFFSET_COMMIT: the aborting or committing transaction settles shortly
+        time.sleep(0.2)
 
 
 def range_group_ids(
