@@ -158,7 +158,9 @@ def tree_cpu_s() -> tuple[float, float]:
 
 
 class PeakRss:
-    """Samples the resident memory of the driver (this Python process) and of Spark's JVM every 50 ms."""
+    """Samples the resident memory of the driver (this Python process) every 50 ms and of Spark's JVM
+    every second (finding it walks every child process: every 50 ms that cost the driver a few
+    seconds of CPU per minute of a run, charged to the driver CPU column)."""
 
     def __init__(self) -> None:
         import threading
@@ -179,8 +181,12 @@ class PeakRss:
         import psutil
 
         me = psutil.Process()
+        ticks = 0
         while not self._stop.wait(0.05):
             self.driver = max(self.driver, me.memory_info().rss)
+            ticks += 1
+            if ticks % 20:
+                continue
             for child in me.children(recursive=True):
                 try:
                     if child.name() == "java":
@@ -219,6 +225,7 @@ def measure(spark, url: str, path: str) -> tuple[dict, list]:
     from rebalance_advisor.domain.timestamps import assume_utc
     from rebalance_advisor.store import db
     from rebalance_advisor.store.models import SnapshotRow
+    from rebalance_advisor.store.plans import run_outcomes
 
     store.upgrade(url)  # a fleet stored by an older schema
     with db.connect(url) as conn:
@@ -231,7 +238,7 @@ def measure(spark, url: str, path: str) -> tuple[dict, list]:
         )
     cpu1 = tree_cpu_s()
     row = {
-        "groups": len(run.outcomes),
+        "groups": run.group_count,
         "flagged": len(run.flagged),
         "timings": run.timings,
         "driver_cpu_s": cpu1[0] - cpu0[0],
@@ -241,7 +248,10 @@ def measure(spark, url: str, path: str) -> tuple[dict, list]:
         "uptime_before": before,
         "uptime_after": uptime(),
     }
-    return row, [dataclasses.replace(o, plan_id=None) for o in run.outcomes]
+    # a run of more than spark_pipeline.KEPT_OUTCOME_LINES groups hands back no lines: the store has them
+    lines = run.outcomes if run.outcomes is not None else run_outcomes(run.run_id, url)
+    # what both paths decide alike (a line read back has its run id and not its plan's status)
+    return row, [dataclasses.replace(o, plan_id=None, plan_status=None, run_id=None) for o in lines]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -303,7 +313,7 @@ def main(argv: list[str] | None = None) -> int:
     meta = {"machine": platform.platform(), "cpus": os.cpu_count(), "master": args.master,
             "path": args.path, "at": datetime.now(UTC).isoformat()}  # fmt: skip
     out.write_text(json.dumps({"meta": meta, "results": rows}, indent=2) + "\n")
-    print(f"wrote {out.relative_to(ROOT)}")
+    print(f"wrote {out}")
     return 0
 
 

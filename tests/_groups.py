@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import random
 from collections.abc import Callable
+from datetime import datetime, timedelta
 from typing import Any
 
 import numpy as np
@@ -192,3 +193,54 @@ def assignment_digest(assign_fn: Callable[[GroupSpec], dict], groups: int = 200,
         digest.update(repr(list(assignment.items())).encode())  # repr shows tuple vs list, int vs np.int
         digest.update(b"|")
     return digest.hexdigest()
+
+
+def seeded_document(rng: random.Random, now: datetime) -> dict[str, Any]:
+    """A planner document from a seeded stream: :func:`seeded_group` with what production adds, drawn
+    independently (rates known for none, some or all partitions; capacities for none, some or all
+    members with their sources; the last interval's evidence; recent moves; the rate interval), and
+    the trivial shapes too (one member, no lag, no rates). For checks that a speed-up of
+    ``plan_group`` changes no advice: the same documents planned both ways."""
+    doc = seeded_group(rng, same_share=0.7)
+    shape = rng.random()
+    if shape < 0.25:  # one member, as most small groups of a fleet
+        doc["members"] = doc["members"][:1]
+    if shape < 0.1 or shape > 0.9:  # nothing behind
+        for p in doc["partitions"]:
+            p["lag"] = 0 if rng.random() < 0.8 else rng.randint(0, 5)
+    rates = rng.choice(("none", "some", "all", "all"))
+    for p in doc["partitions"]:
+        if rates == "all" or (rates == "some" and rng.random() < 0.6):
+            p["produce_rate"] = rng.choice([0.0, rng.uniform(0.0, 50.0), rng.uniform(0.0, 2_000.0)])
+    capacities = rng.choice(("none", "some", "all", "all"))
+    sources = {}
+    for m in doc["members"]:
+        if capacities == "all" or (capacities == "some" and rng.random() < 0.5):
+            m["capacity"] = rng.uniform(5.0, 3_000.0)
+            sources[m["member_id"]] = rng.choice(
+                ["measured", "measured", "group_median", "own_rate", "reported"]
+            )
+    keys = [(p["topic"], p["partition"]) for p in doc["partitions"]]
+    ids = [m["member_id"] for m in doc["members"]]
+    at = (now - timedelta(seconds=rng.uniform(0, 3_000))).isoformat()
+    extra: dict[str, Any] = {
+        "weight": "lag",
+        "note": None,
+        "standing": None,
+        "capacity_sources": sources,
+        "rate_interval_s": rng.choice([None, 10.0, 60.0, 300.0]),
+        "recent_moves": [
+            {"topic": t, "partition": p, "from": rng.choice(ids), "to": rng.choice(ids), "at": at}
+            for t, p in rng.sample(keys, min(len(keys), rng.choice([0, 0, 1, 3])))
+        ],
+    }
+    if rng.random() < 0.5:
+        extra["interval"] = {
+            "seconds": rng.choice([10.0, 60.0, 300.0]),
+            "rates": [[t, p, rng.uniform(0.0, 2_000.0)] for t, p in keys if rng.random() < 0.7],
+            "lags_before": [[t, p, rng.randint(0, 10**5)] for t, p in keys if rng.random() < 0.8],
+            "held_throughout": [m for m in ids if rng.random() < 0.6],
+        }
+    doc.update(extra)
+    doc["group_id"] = f"g{rng.randrange(10**9):09d}"
+    return doc

@@ -9,7 +9,9 @@ pure functions as the driver path, plans each with
 :func:`~rebalance_advisor.domain.group_planning.plan_group`, and writes the results to the
 ``planner_staging`` table in its own transaction. Spark hands back one count per scope. The driver
 then makes the run visible in one transaction (store/plans.write_staged_run), which pages through
-the staged rows; a failed job leaves only staged rows, which nothing reads and the driver deletes.
+the staged recommended plans and copies every other staged outcome row with one statement; a failed
+job leaves only staged rows, which nothing reads and the driver deletes. The run hands back an
+:class:`OutcomeTally`, not a line per group beyond :data:`KEPT_OUTCOME_LINES`.
 
 Why read in the executors rather than export the snapshot to Parquet first: every group table's
 primary key starts with (snapshot_id, group_id), so a scope is an index range scan on SQLite and
@@ -23,15 +25,15 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 
 from rebalance_advisor.domain.advice import GroupAdvice, OutcomeLine
-from rebalance_advisor.domain.decisions import Thresholds
+from rebalance_advisor.domain.decisions import FLAGGED_OUTCOMES, Thresholds
 from rebalance_advisor.domain.group_planning import DOCUMENT_KEYS
 from rebalance_advisor.domain.spec_documents import build_docs_from_tables
 from rebalance_advisor.errors import AdvisorError, InfrastructureUnavailable
@@ -132,7 +134,8 @@ def plan_scope(job: ScopeJob, index: int, scope: GroupScope, plan_fn: PlanFn) ->
         rows = []
         for doc in docs:  # the shipped keys only, through JSON, exactly as the driver path plans them
             advice = plan_fn(json.loads(shipped_document(doc)), thresholds, now)
-            rows.append(plan_store.staged_row(advice, GroupSituation.of_document(doc)))
+            situation = GroupSituation.of_document(doc) if plan_store.needs_finalize(advice) else None
+            rows.append(plan_store.staged_row(advice, situation))
         with db.connect(job.url) as conn:
             plan_store.stage_results(conn, job.run_key, index, rows)
     return len(rows)
@@ -190,13 +193,50 @@ def stage_scopes(spark: SparkSession, scopes: list[GroupScope], job: ScopeJob, p
     return int(counts["groups"].sum())
 
 
+#: outcome lines a run hands back with its result, at most (one finalize page): beyond it the run
+#: reports its counts, flagged groups and plan ids, and the lines stay in the store
+#: (store/plans.run_outcomes), so the driver's memory does not grow with the fleet (bench/pipeline.py)
+KEPT_OUTCOME_LINES = 1_000
+
+
+@dataclass
+class OutcomeTally:
+    """What a run reports of its outcome lines: how many, the flagged groups, the recommended plans,
+    and the lines themselves while there are at most ``keep`` (None: every line)."""
+
+    keep: int | None = KEPT_OUTCOME_LINES
+    group_count: int = 0
+    flagged: list[str] = field(default_factory=list)
+    recommended_plan_ids: list[int] = field(default_factory=list)
+    lines: list[OutcomeLine] | None = field(default_factory=list)
+
+    def add(self, line: OutcomeLine) -> None:
+        self.group_count += 1
+        if line.outcome in FLAGGED_OUTCOMES:
+            self.flagged.append(line.group_id)
+        if line.outcome == "recommended" and line.plan_id:
+            self.recommended_plan_ids.append(line.plan_id)
+        if self.lines is not None:
+            if self.keep is None or len(self.lines) < self.keep:
+                self.lines.append(line)
+            else:
+                self.lines = None  # too many to hand back: the store has them
+
+    @classmethod
+    def of(cls, lines: Iterable[OutcomeLine], keep: int | None = None) -> OutcomeTally:
+        tally = cls(keep)
+        for line in lines:
+            tally.add(line)
+        return tally
+
+
 @dataclass(frozen=True)
 class PipelineRun:
     """What :func:`run_pipeline` did (spark_planner.PlannerRun is built from it)."""
 
     snapshot_id: int
     run_id: int | None
-    outcomes: list[OutcomeLine]
+    outcomes: OutcomeTally
     timings: dict[str, float]
 
 
@@ -272,9 +312,10 @@ def _finalize(
     airflow_run_id: str | None,
     created_by: str,
     dry_run: bool,
-) -> tuple[int | None, list[OutcomeLine]]:
+) -> tuple[int | None, OutcomeTally]:
     """The one transaction that makes the run visible (a dry run only reads its outcomes and drops
-    them). A count that disagrees with the executors' raises inside it: nothing lands."""
+    them: it keeps every line, nothing else holds them). A count that disagrees with the executors'
+    raises inside it: nothing lands."""
     from rebalance_advisor.store import db
     from rebalance_advisor.store import plans as plan_store
 
@@ -282,20 +323,17 @@ def _finalize(
         with db.connect(url) as conn:
             if dry_run:
                 run_id = None
-                outcomes = [
-                    OutcomeLine.of(r, None)
-                    for page, _, _ in plan_store.staged_pages(conn, run_key)
-                    for r in page
-                ]
+                outcomes = OutcomeTally.of(plan_store.staged_outcomes(conn, run_key))
                 plan_store.drop_staged(conn, run_key)
             else:
-                run_id, outcomes = plan_store.write_staged_run(
+                outcomes = OutcomeTally(KEPT_OUTCOME_LINES)
+                run_id = plan_store.write_staged_run(
                     conn, run_key=run_key, snapshot_id=snapshot_id, params=params, started_at=started_at,
-                    airflow_run_id=airflow_run_id, created_by=created_by,
+                    airflow_run_id=airflow_run_id, created_by=created_by, on_outcome=outcomes.add,
                 )  # fmt: skip
-            if len(outcomes) != staged:
+            if outcomes.group_count != staged:
                 raise PlannerFailed(
-                    f"executors staged {staged} groups, {len(outcomes)} found; nothing written"
+                    f"executors staged {staged} groups, {outcomes.group_count} found; nothing written"
                 )
     except BaseException:
         _drop_quietly(url, run_key)

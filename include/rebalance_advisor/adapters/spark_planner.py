@@ -30,13 +30,14 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from rebalance_advisor.adapters.spark_pipeline import (  # noqa: F401 - PlannerFailed: callers catch it here
+    OutcomeTally,
     PlannerFailed,
     planner_documents,
     shipped_document,
     spark_cause,
 )
 from rebalance_advisor.domain.advice import GroupAdvice, OutcomeLine
-from rebalance_advisor.domain.decisions import FLAGGED_OUTCOMES, Thresholds
+from rebalance_advisor.domain.decisions import Thresholds
 from rebalance_advisor.domain.group_planning import plan_group
 from rebalance_advisor.errors import AdvisorError
 from rebalance_advisor.gcpause import gc_paused
@@ -53,28 +54,35 @@ PlanFn = Callable[[dict[str, Any], Thresholds, datetime], GroupAdvice]
 
 @dataclass
 class PlannerRun:
-    """What a run did: the ids, one compact outcome row per group, and where the time went."""
+    """What a run did: the ids, how many groups it planned, the flagged ones and the recommended
+    plans, where the time went, and one compact outcome row per group unless there were more than
+    ``spark_pipeline.KEPT_OUTCOME_LINES`` (``outcomes`` None: read them with
+    ``store.plans.run_outcomes(run_id)``; a dry run keeps them all)."""
 
     snapshot_id: int
     run_id: int | None  # None for a dry run (nothing written)
-    outcomes: list[OutcomeLine]
+    outcomes: list[OutcomeLine] | None
     timings: dict[str, float] = field(default_factory=dict)
     dry_run: bool = False
+    group_count: int = 0
+    flagged: list[str] = field(default_factory=list)
+    recommended_plan_ids: list[int] = field(default_factory=list)
 
-    @property
-    def flagged(self) -> list[str]:
-        return [o.group_id for o in self.outcomes if o.outcome in FLAGGED_OUTCOMES]
-
-    @property
-    def recommended_plan_ids(self) -> list[int]:
-        return [o.plan_id for o in self.outcomes if o.outcome == "recommended" and o.plan_id]
+    @classmethod
+    def of(
+        cls,
+        snapshot_id: int,
+        run_id: int | None,
+        tally: OutcomeTally,
+        timings: dict[str, float],
+        dry_run: bool,
+    ) -> PlannerRun:
+        return cls(snapshot_id, run_id, tally.lines, timings, dry_run, tally.group_count, tally.flagged,
+                   tally.recommended_plan_ids)  # fmt: skip
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able (the DAG passes it on through XCom)."""
-        data = asdict(self)
-        data["flagged"] = self.flagged
-        data["recommended_plan_ids"] = self.recommended_plan_ids
-        return data
+        return asdict(self)
 
 
 def _group_planner(thresholds: dict[str, Any], now_iso: str, plan_fn: PlanFn):
@@ -191,14 +199,14 @@ def run_planner(
             spark, url or database_url(), snapshot, thresholds, params=params, airflow_run_id=airflow_run_id,
             created_by=created_by, dry_run=dry_run, now=started_at, plan_fn=plan_fn,
         )  # fmt: skip
-        run = PlannerRun(done.snapshot_id, done.run_id, done.outcomes, done.timings, dry_run)
+        run = PlannerRun.of(done.snapshot_id, done.run_id, done.outcomes, done.timings, dry_run)
     else:
         with gc_paused():
             run = _run_in_driver(
                 spark, url, snapshot, thresholds, params, airflow_run_id=airflow_run_id, created_by=created_by,
                 now=started_at, plan_fn=plan_fn, kafka_config=kafka_config if sharing else None,
             )  # fmt: skip
-    log.info("planned snapshot %s: %d groups, %d flagged, run %s (%.2f s)", run.snapshot_id, len(run.outcomes),
+    log.info("planned snapshot %s: %d groups, %d flagged, run %s (%.2f s)", run.snapshot_id, run.group_count,
              len(run.flagged), run.run_id, run.timings["total_s"])  # fmt: skip
     return run
 
@@ -255,7 +263,7 @@ def _run_in_driver(
         "write_s": write_s,
         "total_s": time.perf_counter() - started,
     }
-    return PlannerRun(snapshot_id, run_id, outcomes, timings, dry_run)
+    return PlannerRun.of(snapshot_id, run_id, OutcomeTally.of(outcomes), timings, dry_run)
 
 
 def _driver_documents(

@@ -81,11 +81,15 @@ def _advise(args: argparse.Namespace) -> int:
     warning = filter_warning(params, run)
     if warning:
         print(f"rebalance-advisor: warning: {warning}", file=sys.stderr)
+    if run.outcomes is None:  # a large run hands back no lines: the store has them
+        from rebalance_advisor.store.plans import run_outcomes
+
+        run.outcomes = run_outcomes(run.run_id, args.db)
     if args.format == "json":
         print(json.dumps(run.to_dict()))
         return 0
     where = "dry run, nothing written" if run.dry_run else f"advisor run {run.run_id}"
-    print(f"snapshot {run.snapshot_id}: {len(run.outcomes)} groups, {len(run.flagged)} flagged ({where})")
+    print(f"snapshot {run.snapshot_id}: {run.group_count} groups, {len(run.flagged)} flagged ({where})")
     print(format_outcomes(run.outcomes))
     if run.outcomes:
         print()

@@ -98,9 +98,8 @@ def plan_snapshot(
         kafka_config=kafka_config,
     )
     result = run.to_dict()
-    if not run.dry_run and len(run.outcomes) > XCOM_OUTCOME_LIMIT:
+    if not run.dry_run and run.group_count > XCOM_OUTCOME_LIMIT:
         result["outcomes"] = None
-    result["group_count"] = len(run.outcomes)
     result["warning"] = filter_warning(p, run)
     if result["warning"]:
         log.warning("%s", result["warning"])

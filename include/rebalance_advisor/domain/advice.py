@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import datetime
 from functools import cache
 from typing import Any
@@ -162,15 +162,15 @@ class GroupAdvice:
                     "max_lag": c.max_lag,
                     "moves": c.moves,
                     "imbalance": c.imbalance,
-                    "load": finite(asdict(c.load)),
+                    "load": finite(_fields_of(c.load)),
                     "moves_back": c.moves_back,
                 }
                 for c in self.candidates
             ],
             "equivalent_strategies": list(self.plan.equivalent_strategies),
-            "load_before": finite(asdict(self.current_load)) if self.current_load else None,
-            "members_before": finite(asdict(self.current_members)) if self.current_members else None,
-            "members_after": finite(asdict(self.plan.members)) if self.plan.members else None,
+            "load_before": finite(_fields_of(self.current_load)) if self.current_load else None,
+            "members_before": finite(_fields_of(self.current_members)) if self.current_members else None,
+            "members_after": finite(_fields_of(self.plan.members)) if self.plan.members else None,
         }
 
     # ---- JSON (the Spark boundary) -------------------------------------------------------
@@ -182,6 +182,19 @@ class GroupAdvice:
     @classmethod
     def from_json(cls, text: str | bytes) -> GroupAdvice:
         return _adapter().validate_python(json.loads(text))
+
+
+def _fields_of(value: Any) -> dict[str, Any]:
+    """A flat dataclass (LoadSummary, MemberLoad) as a dict of its fields, in field order: what
+    ``dataclasses.asdict`` gives for one whose values are numbers and tuples of numbers, once
+    :func:`finite` has made the tuples lists, without asdict's recursive deep copy (a tenth of
+    planning a small group, bench/pipeline.py)."""
+    return {name: getattr(value, name) for name in _field_names(type(value))}
+
+
+@cache
+def _field_names(cls: type) -> tuple[str, ...]:
+    return tuple(f.name for f in fields(cls))
 
 
 def finite(value: Any) -> Any:
@@ -237,7 +250,7 @@ class OutcomeLine:
         )
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return _fields_of(self)  # its fields are plain values: asdict's deep copy would only cost
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> OutcomeLine:

@@ -14,11 +14,11 @@ Partition *index* ``k`` (0 .. P-1) is the position in those sorted arrays; assig
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -28,6 +28,8 @@ from rebalance_advisor.gcpause import gc_paused
 
 #: member id -> its partitions as (topic, partition), sorted; every member present.
 Assignment = dict[str, list[tuple[str, int]]]
+
+_T = TypeVar("_T")
 
 #: generation assumed for a member that reports none (Kafka's DEFAULT_GENERATION).
 NO_GENERATION = -1
@@ -169,6 +171,14 @@ class GroupSpec:
         )
 
     # ---- derived views (cached; the spec itself never changes) --------------------------
+
+    def derived(self, name: str, compute: Callable[[GroupSpec], _T]) -> _T:
+        """``compute(self)``, computed once per spec under ``name``: for values of the spec alone
+        that another module defines (metrics' bounds), asked for again by every candidate plan."""
+        cache = self.__dict__.setdefault("_derived", {})  # frozen: the instance dict, not setattr
+        if name not in cache:
+            cache[name] = compute(self)
+        return cache[name]
 
     @property
     def num_members(self) -> int:

@@ -98,6 +98,7 @@ def moves(spec: GroupSpec, assignment: Assignment | np.ndarray) -> int:
 #: from a sort of the held pairs. The table is a few NumPy calls on a group of the usual size, where
 #: the sort's dozen calls were most of the cost; both give the same spreads (tests/unit/test_metrics_paths.py).
 DENSE_SPREAD_CELLS = 65_536
+_INT64_MAX = int(np.iinfo(np.int64).max)  # built once: np.iinfo per call was a tenth of the count spread
 
 
 def topic_count_spread(spec: GroupSpec, owners: np.ndarray) -> np.ndarray:
@@ -121,7 +122,7 @@ def _dense_topic_count_spread(spec: GroupSpec, owners: np.ndarray) -> np.ndarray
         minlength=len(spec.topics) * num_members,
     ).reshape(len(spec.topics), num_members)
     highest = cells.max(axis=1, initial=0)
-    lowest = np.where(cells > 0, cells, highest[:, None]).min(axis=1, initial=np.iinfo(np.int64).max)
+    lowest = np.where(cells > 0, cells, highest[:, None]).min(axis=1, initial=_INT64_MAX)
     holders = np.count_nonzero(cells, axis=1)
     lowest = np.where(holders < spec.topic_subscriber_count, 0, lowest)
     return np.where(holders > 0, highest - lowest, 0).astype(np.int64, copy=False)
@@ -212,11 +213,19 @@ def lower_bound_max_lag(spec: GroupSpec, balanced: bool = True) -> int:
     return math.ceil(bound)
 
 
+def _general_bound(spec: GroupSpec) -> int:
+    return lower_bound_max_lag(spec, balanced=False)
+
+
 def compute_metrics(
-    spec: GroupSpec, assignment: Assignment | np.ndarray, lower_bound: int | None = None
+    spec: GroupSpec,
+    assignment: Assignment | np.ndarray,
+    lower_bound: int | None = None,
+    moved: int | None = None,
 ) -> GroupMetrics:
     """All metrics of one assignment; pass ``lower_bound`` (the count-balanced bound) to reuse it
-    across plans of one spec."""
+    across plans of one spec, and ``moved`` to count the moves the caller's way (a plan counts its
+    handovers, unowned partitions that get an owner included)."""
     owners = as_owners(spec, assignment)
     lags = member_sums(owners, spec.lag, spec.num_members)
     counts = np.bincount(owners[owners >= 0], minlength=spec.num_members)
@@ -224,8 +233,9 @@ def compute_metrics(
     max_lag = int(lags.max())
     mean = total / spec.num_members
     bound = lower_bound_max_lag(spec) if lower_bound is None else lower_bound
-    if len(counts) and int(counts.min()) < balanced_floor(spec):  # not count-balanced: the general bound
-        bound = min(bound, lower_bound_max_lag(spec, balanced=False))
+    if len(counts) and int(counts.min()) < spec.derived("balanced_floor", balanced_floor):
+        # not count-balanced: the general bound (of the spec alone, so computed once per spec)
+        bound = min(bound, spec.derived("general_bound", _general_bound))
     topic_spread = topic_count_spread(spec, owners)
     ids = spec.member_ids
     return GroupMetrics(
@@ -236,7 +246,7 @@ def compute_metrics(
         lag_cv=float(lags.std() / mean) if total else 0.0,
         partition_count_spread=int(counts.max() - counts.min()),
         topic_partition_count_spread=dict(zip(spec.topics, topic_spread.tolist(), strict=True)),
-        moves=moves(spec, owners),
+        moves=moves(spec, owners) if moved is None else moved,
         lower_bound_max_lag=bound,
         gap=max_lag / bound - 1.0 if bound else 0.0,
     )

@@ -48,7 +48,7 @@ def advise(
 def filter_warning(params: AdvisorParams, run: PlannerRun) -> str | None:
     """The warning for a group filter that matched no group of the snapshot (a run that planned
     nothing must say so, not report a silent success); None otherwise."""
-    if not params.group_regex or run.outcomes:
+    if not params.group_regex or run.group_count:
         return None
     return (
         f"the group filter {params.group_regex!r} matches no group of snapshot {run.snapshot_id}: nothing "

@@ -139,7 +139,21 @@ class PlannerStaging(Base):
     run_key: Mapped[str] = mapped_column(String(36), primary_key=True)
     group_id: Mapped[str] = mapped_column(Text, primary_key=True)
     scope: Mapped[int] = mapped_column(Integer)
-    result: Mapped[str] = mapped_column(Text)  # GroupAdvice.to_json()
+    #: GroupAdvice.to_json(), situation and plan numbers: only for a recommended plan (migration 0017),
+    #: the one kind of result the finalize re-checks and writes row by row
+    result: Mapped[str | None] = mapped_column(Text)
     situation: Mapped[Any | None] = mapped_column(JSON)  # GroupSituation.to_record()
-    plan_numbers: Mapped[Any | None] = mapped_column(JSON)  # store.plans.plan_numbers, when a plan is stored
+    plan_numbers: Mapped[Any | None] = mapped_column(JSON)  # store.plans.plan_numbers
     staged_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), index=True)
+    # the group's outcome row as planned (OutcomeLine): the finalize copies the rows of groups without
+    # a recommended plan into group_outcomes with one INSERT ... SELECT (migration 0017)
+    outcome: Mapped[str | None] = mapped_column(String(20))
+    reason: Mapped[str | None] = mapped_column(Text)
+    total_lag: Mapped[int | None] = mapped_column(BigInteger)
+    max_lag_before: Mapped[int | None] = mapped_column(BigInteger)
+    max_lag_after: Mapped[int | None] = mapped_column(BigInteger)
+    imbalance_before: Mapped[float | None] = mapped_column(Float)
+    imbalance_after: Mapped[float | None] = mapped_column(Float)
+    moves: Mapped[int | None] = mapped_column(Integer)
+    best_strategy: Mapped[str | None] = mapped_column(String(40))
+    plan_status: Mapped[str | None] = mapped_column(String(20))

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -340,33 +340,59 @@ def write_staged_run(
     started_at: datetime,
     airflow_run_id: str | None,
     created_by: str,
-) -> tuple[int, list[OutcomeLine]]:
+    on_outcome: Callable[[OutcomeLine], None],
+) -> int:
     """:func:`write_run` on the results executors staged under ``run_key`` (caller owns the
-    transaction): page by page in group order (:data:`STAGED_PAGE` groups in memory at a time, the
-    same rows and plan ids as one :func:`write_run` of them all), then the staged rows are deleted.
-    Returns the run id and one outcome line per group."""
+    transaction), then the staged rows are deleted. Returns the run id; ``on_outcome`` gets one
+    outcome line per group, in group order (the driver need not hold them all).
+
+    Only a recommended plan meets rules this write re-checks (rejections, the concurrent cool-down,
+    the identity rule) and rows beside its outcome: those groups are parsed page by page in group
+    order (:data:`STAGED_PAGE` at a time, the same rows and plan ids as one :func:`write_run` of
+    them all). Every other group's outcome row is final as staged and lands with one
+    ``INSERT ... SELECT`` (docs/architecture.md, "One planner run")."""
     run = _begin_run(conn, snapshot_id, params, started_at, airflow_run_id, created_by)
-    outcomes: list[OutcomeLine] = []
-    for results, situations, numbers in staged_pages(conn, run_key):
-        plan_ids, stored = _write_results(conn, run, results, situations, numbers)
-        outcomes.extend(OutcomeLine.of(r, plan_ids.get(r.group_id)) for r in stored)
+    written: dict[str, OutcomeLine] = {}
+    for page in staged_pages(conn, run_key):
+        plan_ids, stored = _write_results(
+            conn, run, page.results, page.situations, page.numbers, page.records
+        )
+        written.update((r.group_id, OutcomeLine.of(r, plan_ids.get(r.group_id))) for r in stored)
+    _insert_staged_outcomes(conn, run.run_id, run_key)
+    for line in staged_outcomes(conn, run_key, written):
+        on_outcome(line)
     drop_staged(conn, run_key)
-    return run.run_id, outcomes
+    return run.run_id
 
 
-#: staged groups the finalizing driver holds at a time (bench/pipeline.py measures its memory)
-STAGED_PAGE = 1_000
+#: staged recommended plans the finalizing driver holds at a time (bench/pipeline.py measures its
+#: memory): a page of 1,000 plans held 1.4x what a page of 1,000 mixed groups did before the other
+#: outcomes were staged as rows
+STAGED_PAGE = 500
+
+#: the outcome columns an executor stages per group: ``group_outcomes``' own, and the plan's status
+STAGED_OUTCOME_COLUMNS = (
+    "outcome",
+    "reason",
+    "total_lag",
+    "max_lag_before",
+    "max_lag_after",
+    "imbalance_before",
+    "imbalance_after",
+    "moves",
+    "best_strategy",
+)
 
 
 def staged_pages(conn: Connection, run_key: str, page: int = STAGED_PAGE) -> Iterator[StagedPage]:
-    """The results staged under ``run_key``, ``page`` groups at a time in byte-wise group order
-    (keyset paging: each page one indexed query, no cursor held open across the writes), with their
-    situations and the plan numbers the executors computed."""
+    """The recommended plans staged under ``run_key``, ``page`` groups at a time in byte-wise group
+    order (keyset paging: each page one indexed query, no cursor held open across the writes), with
+    their situations and the plan numbers the executors computed."""
     st = PlannerStaging.__table__
     last: str | None = None
     while True:
         query = sa.select(st.c.group_id, st.c.result, st.c.situation, st.c.plan_numbers).where(
-            st.c.run_key == run_key
+            st.c.run_key == run_key, st.c.result.is_not(None)
         )
         if last is not None:
             query = query.where(st.c.group_id > last)
@@ -375,39 +401,92 @@ def staged_pages(conn: Connection, run_key: str, page: int = STAGED_PAGE) -> Ite
             return
         last = rows[-1][0]
         results = [GroupAdvice.from_json(result) for _, result, _, _ in rows]
-        situations = {g: found for g, _, record, _ in rows if (found := GroupSituation.from_record(record))}
+        records = {g: record for g, _, record, _ in rows if record}
         numbers = {
             r.group_id: (r, row[3]) for r, row in zip(results, rows, strict=True) if row[3] is not None
         }
-        yield results, situations, numbers
+        situations = {g: GroupSituation.from_record(record) for g, record in records.items()}
+        yield StagedPage(results, situations, numbers, records)
 
 
-#: one page of staged results: the advice, {group: situation}, {group: (advice, plan numbers)}
-StagedPage = tuple[
-    list[GroupAdvice], dict[str, GroupSituation], dict[str, tuple[GroupAdvice, dict[str, Any]]]
-]
+@dataclass(frozen=True)
+class StagedPage:
+    """One page of staged recommended plans: the advice, {group: situation}, {group: (advice, plan
+    numbers)}, and {group: situation record} as staged (what the plan row stores: its
+    ``to_record()``, not made again)."""
+
+    results: list[GroupAdvice]
+    situations: dict[str, GroupSituation]
+    numbers: dict[str, tuple[GroupAdvice, dict[str, Any]]]
+    records: dict[str, dict[str, Any]]
 
 
-def staged_row(advice: GroupAdvice, situation: GroupSituation | None) -> tuple[str, str, Any, Any]:
-    """What an executor stages for one planned group: (group, advice JSON, situation record, plan
-    numbers when the advice has a plan to store)."""
-    stored = advice.plan is not None and advice.plan.status != "skipped"
-    numbers = plan_numbers(advice) if stored else None
-    return advice.group_id, advice.to_json(), None if situation is None else situation.to_record(), numbers
+def _insert_staged_outcomes(conn: Connection, run_id: int, run_key: str) -> None:
+    """The outcome rows of the groups staged without a recommended plan, as staged, in one statement."""
+    st = PlannerStaging.__table__
+    columns = ("group_id", *STAGED_OUTCOME_COLUMNS)
+    rows = sa.select(sa.literal(run_id, sa.Integer), *(st.c[c] for c in columns)).where(
+        st.c.run_key == run_key, st.c.result.is_(None)
+    )
+    conn.execute(GroupOutcome.__table__.insert().from_select(["run_id", *columns], rows))
 
 
-def stage_results(
-    conn: Connection, run_key: str, scope: int, rows: Sequence[tuple[str, str, Any, Any]]
-) -> None:
+def staged_outcomes(
+    conn: Connection, run_key: str, written: Mapping[str, OutcomeLine] | None = None
+) -> Iterator[OutcomeLine]:
+    """One line per group staged under ``run_key``, in byte-wise group order: the line ``written``
+    holds for a group (a recommended plan as this run stored it), else the staged outcome."""
+    st = PlannerStaging.__table__
+    query = (
+        sa.select(st.c.group_id, *(st.c[c] for c in STAGED_OUTCOME_COLUMNS), st.c.plan_status)
+        .where(st.c.run_key == run_key)
+        .order_by(st.c.group_id)
+    )
+    written = written or {}
+    for row in conn.execute(query.execution_options(yield_per=5_000)):
+        line = written.get(row[0])
+        yield line if line is not None else OutcomeLine(**row._mapping)
+
+
+def needs_finalize(advice: GroupAdvice) -> bool:
+    """Whether the finalize must parse and re-check the advice: it recommends a plan. Every other
+    outcome row is final as the executor planned it (held-back candidates keep only that row)."""
+    return advice.plan is not None and advice.plan.status == "recommended"
+
+
+@dataclass(frozen=True)
+class StagedGroup:
+    """What an executor stages for one planned group: its outcome line, and for a recommended plan
+    the advice JSON, the situation record and the plan numbers (:func:`plan_numbers`)."""
+
+    line: OutcomeLine
+    result: str | None = None
+    situation: dict[str, Any] | None = None
+    numbers: dict[str, Any] | None = None
+
+
+def staged_row(advice: GroupAdvice, situation: GroupSituation | None) -> StagedGroup:
+    """:class:`StagedGroup` of one planned group (``situation``: what it was planned against, read
+    only for a recommended plan)."""
+    line = OutcomeLine.of(advice)
+    if not needs_finalize(advice):
+        return StagedGroup(line)
+    return StagedGroup(
+        line, advice.to_json(), None if situation is None else situation.to_record(), plan_numbers(advice)
+    )
+
+
+def stage_results(conn: Connection, run_key: str, scope: int, rows: Sequence[StagedGroup]) -> None:
     """Stage one scope's :func:`staged_row` rows; a retried scope replaces its earlier attempt's rows
     (caller owns the transaction)."""
     st = PlannerStaging.__table__
     conn.execute(sa.delete(st).where(st.c.run_key == run_key, st.c.scope == scope))
     now = datetime.now(UTC)
     staged = [
-        {"run_key": run_key, "group_id": g, "scope": scope, "result": r, "situation": s, "plan_numbers": n,
-         "staged_at": now}
-        for g, r, s, n in rows
+        {"run_key": run_key, "group_id": r.line.group_id, "scope": scope, "result": r.result,
+         "situation": r.situation, "plan_numbers": r.numbers, "staged_at": now,
+         "plan_status": r.line.plan_status, **{c: getattr(r.line, c) for c in STAGED_OUTCOME_COLUMNS}}
+        for r in rows
     ]  # fmt: skip
     _insert_rows(conn, PlannerStaging, staged)
 
@@ -445,10 +524,13 @@ def _write_results(
     results: Sequence[GroupAdvice],
     situations: Mapping[str, GroupSituation],
     staged_numbers: Mapping[str, tuple[GroupAdvice, dict[str, Any]]] | None = None,
+    situation_records: Mapping[str, dict[str, Any]] | None = None,
 ) -> tuple[dict[str, int], list[GroupAdvice]]:
     """Plans, confirmations, supersessions and outcomes of ``results`` (groups no other call of the
     same run touches); {group: plan id} and the advice as stored."""
-    run = dataclasses.replace(run, situations=situations, staged_numbers=staged_numbers or {})
+    run = dataclasses.replace(
+        run, situations=situations, staged_numbers=staged_numbers or {}, records=situation_records or {}
+    )
     results = _apply_rejections(conn, results, situations)
     results = _apply_concurrent_cooldown(conn, run.run_id, results, run.started_at, run.cooldown_minutes)
     kept = _same_assignment_plans(conn, results)
@@ -482,8 +564,13 @@ class _RunWrite:
     cooldown_minutes: float
     #: group -> (the staged advice, its plan numbers computed by the executor that planned it)
     staged_numbers: Mapping[str, tuple[GroupAdvice, dict[str, Any]]] = dataclasses.field(default_factory=dict)
+    #: group -> its situation's record as staged (the executor's ``to_record()``)
+    records: Mapping[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
 
     def situation(self, group_id: str) -> dict[str, Any] | None:
+        staged = self.records.get(group_id)
+        if staged is not None:
+            return staged
         found = self.situations.get(group_id)
         return None if found is None else found.to_record()
 

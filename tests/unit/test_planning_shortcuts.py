@@ -1,0 +1,60 @@
+"""The planner's shortcuts change no advice: a fixed corpus of varied documents planned both ways.
+
+``plan_group`` does not measure the current owners again when a strategy keeps them (their numbers
+are the current ones), does not call the strategies of a one-member group whose owners are certain
+(``sole_member_owners``), and computes a spec's lag bounds once. The corpus (tests/_groups.
+seeded_document: one member or many, no lag, rates and capacities known for none, some or all, the
+last interval's evidence, recent moves, three rule settings) is planned with the shortcut and
+without them (``_measured_already`` giving nothing, so every candidate is measured;
+``sole_member_owners`` knowing nothing, so every strategy is called): the advice JSON
+and the stored plan numbers are the same for every document, and the shortcut was taken.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from datetime import UTC, datetime
+
+from rebalance_advisor.domain import group_planning
+from rebalance_advisor.domain.decisions import Thresholds
+from rebalance_advisor.store.plans import plan_numbers
+
+from tests._groups import seeded_document
+
+NOW = datetime(2026, 11, 27, 12, 0, tzinfo=UTC)
+RULES = (Thresholds(), Thresholds(move_budget=3), Thresholds(min_improvement=0.3, lag_floor=0))
+
+
+def _planned(docs: list[dict]) -> list[tuple[str, str]]:
+    """Each document's advice JSON and its plan numbers (what the store writes)."""
+    out = []
+    for i, doc in enumerate(docs):
+        advice = group_planning.plan_group(json.loads(json.dumps(doc)), RULES[i % len(RULES)], NOW)
+        numbers = plan_numbers(advice) if advice.plan is not None else None
+        out.append((advice.to_json(), json.dumps(numbers, sort_keys=True)))
+    return out
+
+
+def _noted(seen: list, value):
+    seen.append(value)
+    return value
+
+
+def test_shortcuts_give_the_advice_of_the_full_path(monkeypatch):
+    rng = random.Random(20261127)
+    docs = [seeded_document(rng, NOW) for _ in range(400)]
+    seeded, sole = group_planning._measured_already, group_planning.sole_member_owners
+    measured, known = [], []
+    monkeypatch.setattr(group_planning, "_measured_already", lambda c: measured.append(1) or seeded(c))
+    monkeypatch.setattr(group_planning, "sole_member_owners", lambda *a: _noted(known, sole(*a)))
+    fast = _planned(docs)
+    monkeypatch.setattr(group_planning, "_measured_already", lambda c: {})
+    monkeypatch.setattr(group_planning, "sole_member_owners", lambda *a: None)
+    full = _planned(docs)
+    assert len(measured) > 200  # flagged groups, where the candidates are measured
+    assert sum(o is not None for o in known) > 100  # one-member groups' strategies not called
+    outcomes = {json.loads(advice)["outcome"] for advice, _ in full}
+    assert {"recommended", "idle", "no_better_plan"} <= outcomes, outcomes
+    for i, (a, b) in enumerate(zip(fast, full, strict=True)):
+        assert a == b, (i, docs[i]["group_id"])
