@@ -320,35 +320,42 @@ def test_ctrl_c_just_after_the_commit_reports_what_was_stored(
     store.db.dispose(sqlite_url)
 
 
+def _interrupted_while_locked(path: Path, lock: str, command: list[str]) -> tuple[int, float, str, str]:
+    """Run the CLI ``command`` while another connection holds ``lock`` on ``path``; once it says it
+    is waiting for the lock, and a second later, Ctrl-C it: (its exit code, seconds from the signal
+    to its exit, stdout, stderr)."""
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute(f"BEGIN {lock}")
+    try:
+        full = [sys.executable, "-m", "rebalance_advisor.cli", *command]
+        process = subprocess.Popen(full, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        first = process.stderr.readline()  # waiting for the lock (before the Kafka pass, or after it)
+        assert first.startswith("waiting up to 30 s for another process to finish writing"), first
+        time.sleep(1.0)
+        assert process.poll() is None
+        sent = time.monotonic()
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=40)
+        return process.returncode, time.monotonic() - sent, out, err
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+
+
 @pytest.mark.kafka
 @pytest.mark.parametrize("lock", ["IMMEDIATE", "EXCLUSIVE"])
 def test_ctrl_c_while_another_process_holds_the_sqlite_write_lock(
     kafka_bootstrap, tmp_path, demo_groups, lock
 ) -> None:
     """Another process holds the write lock (EXCLUSIVE: reads wait too); the snapshot command waits,
-    and a Ctrl-C after 2 s ends it within a second (SQLite's own busy wait would hold it for its
-    whole 30 s timeout)."""
+    and a Ctrl-C ends it within 2 s (SQLite's own busy wait would hold it for its whole 30 s
+    timeout)."""
     path = tmp_path / "advisor.db"
     url = f"sqlite:///{path}"
     assert main(["db", "upgrade", "--db", url]) == 0
-    holder = sqlite3.connect(path, isolation_level=None)
-    holder.execute(f"BEGIN {lock}")
-    try:
-        command = [sys.executable, "-m", "rebalance_advisor.cli", "snapshot", "--bootstrap-servers",
-                   kafka_bootstrap, "--db", url, "--groups", "kip-example"]  # fmt: skip
-        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        first = process.stderr.readline()  # waiting for the lock (before the Kafka pass, or after it)
-        assert first.startswith("waiting up to 30 s for another process to finish writing"), first
-        time.sleep(2.0)
-        assert process.poll() is None
-        sent = time.monotonic()
-        process.send_signal(signal.SIGINT)
-        out, err = process.communicate(timeout=20)
-        waited = time.monotonic() - sent
-    finally:
-        holder.execute("ROLLBACK")
-        holder.close()
-    assert process.returncode == 130 and waited < 2.0, (waited, err)
+    command = ["snapshot", "--bootstrap-servers", kafka_bootstrap, "--db", url, "--groups", "kip-example"]
+    code, waited, out, err = _interrupted_while_locked(path, lock, command)
+    assert code == 130 and waited < 2.0, (waited, err)
     assert "interrupted before the snapshot was stored: nothing was stored" in err and out == ""
     assert "Traceback" not in err
 
@@ -360,23 +367,8 @@ def test_ctrl_c_of_a_read_while_another_process_holds_an_exclusive_lock(tmp_path
     url = f"sqlite:///{path}"
     store.upgrade(url)
     store.db.dispose(url)
-    holder = sqlite3.connect(path, isolation_level=None)
-    holder.execute("BEGIN EXCLUSIVE")
-    try:
-        command = [sys.executable, "-m", "rebalance_advisor.cli", "lag", "--db", url]
-        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        first = process.stderr.readline()
-        assert first.startswith("waiting up to 30 s for another process to finish writing"), first
-        time.sleep(1.0)
-        assert process.poll() is None
-        sent = time.monotonic()
-        process.send_signal(signal.SIGINT)
-        out, err = process.communicate(timeout=40)
-        waited = time.monotonic() - sent
-    finally:
-        holder.execute("ROLLBACK")
-        holder.close()
-    assert process.returncode == 130 and waited < 2.0, (waited, err)
+    code, waited, out, err = _interrupted_while_locked(path, "EXCLUSIVE", ["lag", "--db", url])
+    assert code == 130 and waited < 2.0, (waited, err)
     assert "Traceback" not in err and out == "", err
 
 
