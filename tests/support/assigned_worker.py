@@ -75,8 +75,8 @@ def _aim_pauses(probability: float, first: int = 0, at: str | None = None) -> No
     fence = fencing.PartitionTransaction.fence
     commit = fencing.PartitionTransaction.commit
 
-    def read_then_pause(self, tps, *args):
-        result = read_marks(self, tps, *args)
+    def read_then_pause(self, tps, *args, **kwargs):
+        result = read_marks(self, tps, *args, **kwargs)
         maybe_stop("after reading marks")
         return result
 
