@@ -85,13 +85,24 @@ def correct_busy(family: str, reported_busy: float) -> float:
 
     Piecewise linear through the calibration points measured for the family, clamped to [0, 1].
     """
-    points = CALIBRATION.get(family, ((0.0, 0.0), (1.0, 1.0)))
-    if reported_busy <= points[0][0]:
+    return correct_busy_through(CALIBRATION.get(family, ((0.0, 0.0), (1.0, 1.0))), reported_busy)
+
+
+def correct_busy_through(points: tuple[tuple[float, float], ...], reading: float) -> float:
+    """Piecewise linear through ``points`` (ascending x), clamped to [0, 1]."""
+    if reading <= points[0][0]:
         return max(points[0][1], 0.0)
     for (x0, y0), (x1, y1) in zip(points, points[1:], strict=False):
-        if reported_busy <= x1:
-            return min(max(y0 + (y1 - y0) * (reported_busy - x0) / (x1 - x0), 0.0), 1.0)
+        if reading <= x1:
+            return min(max(y0 + (y1 - y0) * (reading - x0) / (x1 - x0), 0.0), 1.0)
     return min(points[-1][1], 1.0)
+
+
+def reported_busy(family: str, true_busy: float) -> float:
+    """The busy share a client of ``family`` reports for ``true_busy``: :func:`correct_busy` run
+    backwards through the same points (what the simulator pushes, read back exactly)."""
+    points = CALIBRATION.get(family, ((0.0, 0.0), (1.0, 1.0)))
+    return correct_busy_through(tuple((y, x) for x, y in points), true_busy)
 
 
 def exponential_integral(x: float) -> float:
