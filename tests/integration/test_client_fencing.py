@@ -151,11 +151,11 @@ def test_a_stuck_claim_holds_up_no_other_partition(
     let_go, stuck = threading.Event(), threading.Event()
     real_read = consumer_module.AssignedConsumer._read_marks
 
-    def read_marks(self, tps, *args):
+    def read_marks(self, tps, *args, **kwargs):
         if (data_topic, 1) in tps and not let_go.is_set():  # a claim's read of partition 1
             stuck.set()
             assert let_go.wait(60), "the test never let the claim go"
-        return real_read(self, tps, *args)
+        return real_read(self, tps, *args, **kwargs)
 
     monkeypatch.setattr(consumer_module.AssignedConsumer, "_read_marks", read_marks)
     publish_assignments(config, group, "p1", {"m": [(data_topic, 0), (data_topic, 1)]}, topic=assignments)
