@@ -383,17 +383,13 @@ class AssignedConsumer:
             return True
         return mark is None or mark.state == RELEASED or mark.written_by(self.member_id, self.instance)
 
-    def _read_marks(
-        self, tps: list[TopicPartitionKey], consumer: Any = None, timeout: float | None = None
-    ) -> Marks:
-        """Committed offsets and marks of ``tps`` (within ``timeout``, default the request timeout).
-        ``consumer`` given: on a claim thread, whose outcome tells the caller's thread whether the
-        coordinator answered (see _apply_claim)."""
+    def _read_marks(self, tps: list[TopicPartitionKey], consumer: Any = None) -> Marks:
+        """Committed offsets and marks of ``tps``. ``consumer`` given: on a claim thread, whose
+        outcome tells the caller's thread whether the coordinator answered (see _apply_claim)."""
         partitions = [TopicPartition(t, p) for t, p in tps]
-        wait = self.request_timeout if timeout is None else timeout
         result = self._group_request(
             consumer,
-            lambda reader: reader.committed(partitions, timeout=wait),
+            lambda reader: reader.committed(partitions, timeout=self.request_timeout),
             f"reading committed offsets of group {self.group_id}",
             check_refusal=True,
         )

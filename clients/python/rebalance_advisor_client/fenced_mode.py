@@ -17,7 +17,7 @@ from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from rebalance_advisor_client.assignment_records import TopicPartitionKey
 from rebalance_advisor_client.claim_runner import ClaimInput, ClaimOutcome
-from rebalance_advisor_client.errors import AccessRefused, ClientError
+from rebalance_advisor_client.errors import ClientError
 from rebalance_advisor_client.fencing import classify, probe_transactions, transactional_id
 from rebalance_advisor_client.handover_rules import OWNED, RELEASED, Claim, OwnerMark, claim_decision
 from rebalance_advisor_client.partition_states import PartitionRecord
@@ -32,10 +32,6 @@ _NOT_TRIED = object()  # _transaction_failed: no abort was tried yet
 #: process was paused in between); wider than mark_read_bound, which guards unfenced writes, because
 #: a fenced claim's later reads are exact and a loaded machine often takes 0.5 s between two steps
 _FENCE_READ_BOUND_S = 2.0
-#: how long a claim's stable read after its fence may take before the last committed offset is read
-#: instead: answered in 2 ms when nothing hangs (docs/protocol/liveness.md, "A hanging transaction
-#: after the fence"); a hanging transaction held it for minutes
-_STABLE_READ_S = 2.0
 
 
 class FencedMode:
@@ -351,7 +347,7 @@ class FencedMode:
         try:
             if owner._claims.cancelled.is_set():
                 raise ClientError("closing")
-            committed, mark = self._settled_marks(tp)  # after fencing: final
+            committed, mark = owner._read_marks([tp], owner._settled)[tp]  # after fencing: final
         except ClientError as error:
             log.warning("%s: claim failed, will retry: %s", owner.member_id, error)
             txn.close()
@@ -376,28 +372,6 @@ class FencedMode:
             outcome.again = True
             return None
         return start, first
-
-    def _settled_marks(self, tp: TopicPartitionKey) -> tuple[int | None, OwnerMark | None]:
-        """The committed offset and mark after our fence: a stable read, and when that is not
-        answered within ``_STABLE_READ_S``, the last committed offset (``read_uncommitted``).
-
-        After the fence every earlier transaction of the partition's ``transactional.id`` has
-        ended, so offsets a stable read still waits for are a newer fencer's (our claim
-        transaction is then refused) or a hanging transaction's, which no one will ever commit;
-        our claim transaction replaces it (docs/protocol/liveness.md, "A hanging transaction
-        after the fence"). Before, such a partition was claimed in vain for minutes.
-        """
-        owner = self._owner
-        try:
-            return owner._read_marks([tp], owner._settled, timeout=_STABLE_READ_S)[tp]
-        except AccessRefused:
-            raise
-        except ClientError as error:
-            log.warning(
-                "%s: stable read of %s-%d after our fence failed (%s): reading the last committed offset",
-                owner.member_id, *tp, error,
-            )  # fmt: skip
-        return owner._read_marks([tp], owner._hints)[tp]
 
     def _settled_takes(self, claim: ClaimInput, mark: OwnerMark | None) -> bool:
         """Does the settled mark let the claim go on? An owner of an older epoch that claimed between
