@@ -33,9 +33,7 @@ def test_transactions_denied_names_the_acl_on_the_groups_prefix() -> None:
     [
         (KafkaError.PRODUCER_FENCED, "fenced"),
         (KafkaError.INVALID_PRODUCER_EPOCH, "fenced"),
-        # a producer whose call timed out is given up: its request may still be queued and land
-        # late (docs/protocol/liveness.md, "After a broker restart")
-        (KafkaError._TIMED_OUT, "stuck"),
+        (KafkaError._TIMED_OUT, "retry"),
         (KafkaError._TRANSPORT, "retry"),
     ],
 )

@@ -73,27 +73,17 @@ def transactional_id_prefix(group: str) -> str:
 
 
 def classify(error: BaseException) -> str:
-    """``fenced`` (drop the partition), ``stuck`` (give the producer up, claim again), ``abort``
-    (abort, rewind, redo), ``retry``, or ``other``.
-
-    A call that timed out in librdkafka (``_TIMED_OUT``) counts as ``stuck``: its request may
-    still be queued (a coordinator request waits for its connection with no deadline, librdkafka
-    issue 5456) and was seen to hold the producer's next call for 10 s after a broker restart;
-    worse, sent late under the same producer epoch it is accepted after an abort at that epoch
-    (librdkafka speaks transaction version 1). The next claim's fence bumps the epoch, which
-    makes the broker refuse every late request of this producer (docs/protocol/liveness.md,
-    "After a broker restart").
-    """
+    """``fenced`` (drop the partition), ``abort`` (abort, rewind, redo), ``retry``, or ``other``."""
     kafka_error = error.args[0] if isinstance(error, KafkaException) and error.args else None
     if not isinstance(kafka_error, KafkaError):
         return "other"
     if kafka_error.code() in _FENCED_CODES or kafka_error.fatal():
         return "fenced"
-    if kafka_error.code() == KafkaError._TIMED_OUT:  # "did not return within" (_bounded) included
+    if "did not return within" in kafka_error.str():
         return "stuck"
     if kafka_error.txn_requires_abort():
         return "abort"
-    if kafka_error.retriable() or kafka_error.code() == KafkaError._TRANSPORT:
+    if kafka_error.retriable() or kafka_error.code() in (KafkaError._TIMED_OUT, KafkaError._TRANSPORT):
         return "retry"
     return "other"
 
