@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -67,12 +68,18 @@ from rebalance_advisor.domain.load_model import (
     LoadInputs,
     MemberLoad,
     load_inputs,
+    load_summary,
     member_totals,
     summarize,
     usable_capacity,
     with_interval_evidence,
 )
-from rebalance_advisor.domain.metrics import GroupMetrics, compute_metrics, lower_bound_max_lag
+from rebalance_advisor.domain.metrics import (
+    GroupMetrics,
+    compute_metrics,
+    lower_bound_max_lag,
+    max_lag_and_imbalance,
+)
 from rebalance_advisor.domain.rescues import RESCUES, Rescuer
 from rebalance_advisor.domain.rescues import catch_up_floor as catch_up_floor  # re-exported
 from rebalance_advisor.domain.snapshot_model import estimated_capacity_members, own_rate_capacity_members
@@ -401,9 +408,10 @@ class _Candidates:
         self.recent_moves, self.thresholds, self.now = observation.recent_moves, thresholds, now
         self.estimated = observation.estimated_capacity
         self.owners: dict[str, np.ndarray] = {}
-        self.metrics: dict[str, GroupMetrics] = {}
+        #: each plan's full metrics, computed when asked for (only the chosen plan's are stored)
+        self.metrics: dict[str, Callable[[], GroupMetrics]] = {}
         self.plans: list[CandidatePlan] = []
-        self._seen: dict[bytes, tuple[GroupMetrics, CandidatePlan]] = _measured_already(current)
+        self._seen: dict[bytes, tuple[Callable[[], GroupMetrics], CandidatePlan]] = _measured_already(current)
 
     def is_ranged(self, name: str) -> bool:
         return name == "key_range" and self.ranged is not None and bool(self.ranged.plan.ranges)
@@ -425,7 +433,7 @@ class _Candidates:
         self.plans.append(plan)
         return plan
 
-    def _measure(self, name: str, owners: np.ndarray) -> tuple[GroupMetrics, CandidatePlan]:
+    def _measure(self, name: str, owners: np.ndarray) -> tuple[Callable[[], GroupMetrics], CandidatePlan]:
         s, so, inputs, bound = self.current.spec, owners, self.current.inputs, self.current.bound
         if self.is_ranged(name):
             assert self.ranged is not None
@@ -435,12 +443,27 @@ class _Candidates:
         if s is self.current.spec:
             inputs = untested_capacities(s, so, inputs, self.estimated, t.capacity_margin_in_force)
         handovers = int(np.count_nonzero((so >= 0) & (so != s.owner)))
-        m = _rounded(compute_metrics(s, so, bound, moved=handovers))
-        load, _ = summarize(s, so, inputs, t.horizon_s, t.handover_cost_s, t.capacity_margin_in_force)
+        max_lag, imbalance, metrics = candidate_numbers(s, so, bound, handovers)
+        load = load_summary(s, so, inputs, t.horizon_s, t.handover_cost_s, t.capacity_margin_in_force)
         back = moves_back(s, so, self.recent_moves, self.now, t.hysteresis_window_s)
-        return m, CandidatePlan(
-            name, m.max_member_lag, handovers, m.imbalance, load, back, empty_members(s, so)
-        )
+        return metrics, CandidatePlan(name, max_lag, handovers, imbalance, load, back, empty_members(s, so))
+
+
+def candidate_numbers(
+    spec: GroupSpec, owners: np.ndarray, bound: int, handovers: int
+) -> tuple[int, float, Callable[[], GroupMetrics]]:
+    """A candidate's max member lag and imbalance (as :func:`_rounded` stores them), and its full
+    metrics when asked for: the rules compare only those two, and only the chosen plan's metrics are
+    stored, so the rest (count spreads, lag cv, gap) is computed once per group, not per candidate
+    (tests/unit/test_planning_shortcuts.py plans a corpus both ways)."""
+    max_lag, imbalance = max_lag_and_imbalance(spec, owners)
+    full = functools.partial(_candidate_metrics, spec, owners, bound, handovers)
+    return max_lag, round(float(imbalance), 6), functools.cache(full)
+
+
+def _candidate_metrics(spec: GroupSpec, owners: np.ndarray, bound: int, handovers: int) -> GroupMetrics:
+    """Every metric of a candidate plan, rounded as stored."""
+    return _rounded(compute_metrics(spec, owners, bound, moved=handovers))
 
 
 def _owners_key(owners: np.ndarray) -> bytes:
@@ -448,7 +471,7 @@ def _owners_key(owners: np.ndarray) -> bytes:
     return owners.astype(np.int64, copy=False).tobytes()
 
 
-def _measured_already(current: _Current) -> dict[bytes, tuple[GroupMetrics, CandidatePlan]]:
+def _measured_already(current: _Current) -> dict[bytes, tuple[Callable[[], GroupMetrics], CandidatePlan]]:
     """The current owners measured as a candidate (``_Candidates._measure`` of them), from the numbers
     :func:`_current` already has (none while key ranges are in force: it measured their view): a
     plan that keeps every owner moves nothing, so its handover pause adds nothing, it hands nothing
@@ -460,7 +483,7 @@ def _measured_already(current: _Current) -> dict[bytes, tuple[GroupMetrics, Cand
         return {}
     m, state = current.metrics, current.state
     plan = CandidatePlan("", m.max_member_lag, 0, m.imbalance, state.load, 0, state.empty_members)
-    return {_owners_key(current.spec.owner): (m, plan)}
+    return {_owners_key(current.spec.owner): (lambda: m, plan)}
 
 
 def _rescues(
@@ -498,7 +521,7 @@ def _chosen_plan(
         strategy=name,
         status=decision.plan_status,
         weight=weight,
-        metrics=measured.metrics[name],
+        metrics=measured.metrics[name](),
         equivalent_strategies=tuple(
             sorted(
                 other for other, o in measured.owners.items() if other != name and np.array_equal(o, owners)
