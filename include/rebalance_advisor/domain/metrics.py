@@ -185,7 +185,9 @@ def lower_bound_max_lag(spec: GroupSpec, balanced: bool = True) -> int:
     if spec.identical_subscriptions:
         floor_count = balanced_floor(spec) if balanced else 0
         bound = _pigeonhole(asc_all[::-1], num_members, floor_count, smallest_prefix)
-        for t in np.flatnonzero(spec.class_topics[0]).tolist():
+        topics = np.flatnonzero(spec.class_topics[0]).tolist()
+        # one topic: its partitions are the group's, so its bound is the one just computed
+        for t in topics if len(topics) > 1 else ():
             topic_desc = np.sort(lags[starts[t] : starts[t + 1]])[::-1]
             bound = max(bound, _pigeonhole(topic_desc, num_members, floor_count, smallest_prefix))
         return math.ceil(bound)
