@@ -151,22 +151,25 @@ def write_history(groups: int, url: str) -> int:
     return store.write_snapshot(synthetic_snapshot(groups, taken_at=taken_at), url)
 
 
-def tree_cpu_s() -> tuple[float, float]:
+def tree_cpu_s() -> tuple[float, float, float]:
     """CPU seconds (user + system) of (this driver process, its descendants: Spark's JVM, whose
-    task threads are the executors under ``local[N]``, and its Python workers). On a shared machine
-    wall time includes waiting for a core; this is the work done."""
+    task threads are the executors under ``local[N]``, and its Python workers; of those, the
+    JVM's). On a shared machine wall time includes waiting for a core; this is the work done."""
     import psutil
 
     me = psutil.Process()
     own = me.cpu_times()
-    rest = 0.0
+    rest = jvm = 0.0
     for proc in me.children(recursive=True):
         try:
             t = proc.cpu_times()
+            name = proc.name()
         except psutil.NoSuchProcess:
             continue
-        rest += t.user + t.system + t.children_user + t.children_system
-    return own.user + own.system, rest + own.children_user + own.children_system
+        used = t.user + t.system + t.children_user + t.children_system
+        rest += used
+        jvm += used if name == "java" else 0.0
+    return own.user + own.system, rest + own.children_user + own.children_system, jvm
 
 
 class PeakRss:
@@ -276,6 +279,7 @@ def measure(spark, url: str, path: str) -> tuple[dict, list]:
         "timings": run.timings,
         "driver_cpu_s": cpu1[0] - cpu0[0],
         "executor_cpu_s": cpu1[1] - cpu0[1],
+        "jvm_cpu_s": cpu1[2] - cpu0[2],
         "driver_peak_rss_mb": rss.driver / 2**20,
         "jvm_peak_rss_mb": rss.jvm / 2**20,
         "uptime_before": before,
