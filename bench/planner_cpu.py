@@ -4,10 +4,12 @@
 is mostly waiting for a core, and Spark's JVM and Python workers blur what the per-group work costs.
 This runs what one executor does for its scopes (adapters/spark_pipeline.plan_scope: read the
 scope's rows, build the documents, plan each group, make its staged row, stage them), on a copy of
-the same stored fleet, and reports the process CPU (user + system, what a loaded machine changes
-least) of each step, per group; ``--profile`` adds cProfile's top functions of the planning step,
-``--dump`` writes every group's advice JSON, plan numbers and situation (one line per group, in
-group order) to compare two builds seed for seed.
+the same stored fleet, and reports the process CPU (user + system) of each step, per group;
+``--profile`` adds cProfile's top functions of the planning step, ``--dump`` writes what each group
+stages (outcome line, advice JSON, situation, plan numbers; one line per group, in group order) to
+compare two builds seed for seed. CPU seconds still grow with the machine's load (on two shared
+cores, 20 s for the 10k fleet at load 4.5, 35 s at load 12-20): compare two builds run at the same
+time (docs/benchmarks/sizing.md).
 
     .venv/bin/python bench/planner_cpu.py --size 10000                 # every scope of the 10k fleet
     .venv/bin/python bench/planner_cpu.py --size 10000 --scopes 2 --profile
@@ -25,7 +27,6 @@ import json
 import os
 import pstats
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -146,13 +147,18 @@ def main(argv: list[str] | None = None) -> int:
         from rebalance_advisor import store
 
         store.upgrade(url)
-        before = pipeline.uptime()
+        before = load_average()
         with open(args.dump, "w") if args.dump else _nothing() as dump:
             steps, outcomes = run_scopes(url, args.scopes, profiler, dump)
-        after = pipeline.uptime()
+        after = load_average()
     groups = sum(outcomes.values())
     report(args, steps, outcomes, groups, before, after, profiler)
     return 0
+
+
+def load_average() -> str:
+    """The 1, 5 and 15 minute load averages (``uptime``'s), read without a child process."""
+    return ", ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 class _nothing:
@@ -166,7 +172,9 @@ class _nothing:
 def report(args, steps: Steps, outcomes: dict, groups: int, before: str, after: str, profiler) -> None:
     """Print the table (and the profile), write the JSON."""
     total = sum(steps.cpu.values())
-    print(f"planner scope work in one process, fleet of {args.size} groups: {groups} groups planned")
+    print(
+        f"planner scope work in one process, {args.fleet or f'the {args.size}-group fleet'}: {groups} groups planned"
+    )
     print(f"{'step':>12} {'CPU s':>8} {'ms/group':>9} {'share':>6}")
     for step, cpu in [*steps.cpu.items(), ("total", total)]:
         print(f"{step:>12} {cpu:>8.2f} {1000 * cpu / max(groups, 1):>9.3f} {cpu / max(total, 1e-9):>6.1%}")
@@ -187,9 +195,8 @@ def report(args, steps: Steps, outcomes: dict, groups: int, before: str, after: 
         print(top)
     out = ROOT / "bench" / "results" / args.out
     out.parent.mkdir(parents=True, exist_ok=True)
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT)
-    doc = {"size": args.size, "groups": groups, "cpu_s": steps.cpu, "total_cpu_s": total, "outcomes": outcomes,
-           "uptime_before": before, "uptime_after": after, "commit": commit.stdout.strip()}  # fmt: skip
+    doc = {"fleet": args.fleet or args.size, "groups": groups, "cpu_s": steps.cpu, "total_cpu_s": total, "outcomes": outcomes,
+           "load_before": before, "load_after": after}  # fmt: skip
     out.write_text(json.dumps(doc, indent=2) + "\n")
     print(f"wrote {out}")
 
