@@ -1,29 +1,23 @@
-"""Planner benchmark: synthetic snapshots of 100 / 1,000 / 10,000 groups, planned end to end.
+"""Planner benchmark: synthetic fleets of 10,000 / 30,000 / 100,000 groups, planned end to end.
 
-Each group: 10 members, about 100 partitions (one of 100 shared topics of 100 partitions, as
-many groups read the same topics), Zipf-skewed lag, owners as Kafka's range assignor left them.
-Two snapshots 10 s apart are written, so the second carries what the planner plans on in
-production: Zipf produce rates per partition (Δ log end), consume rates (Δ committed: each member
-works its partitions at an even share of a capacity equal to its group's mean member inflow, so
-range's hot members are overloaded) and member capacities measured from them (backlog on every
-partition at both ends). The snapshots are written to the database first (not timed), then the
-planner runs on the second under Spark
-``local[2]`` with its read / plan / write breakdown, and the same per-group work (spec build,
-every default strategy, metrics, decisions) runs in one plain Python process for comparison.
+A fleet (``SIZE_CLASSES``): most groups small (85 % with 1-6 partitions, 13 % with 10-30, 2 % with
+100-400), two groups per topic, about ten partitions per group; Zipf-skewed lag, owners as Kafka's
+range assignor left them. Two snapshots exactly ``INTERVAL_S`` apart are stored, so the second
+carries what the planner plans on in production: Zipf produce rates per partition (Δ log end),
+consume rates (Δ committed: each member works its partitions at an even share of a capacity equal
+to its group's mean member inflow, so range's hot members are overloaded) and member capacities
+measured from them (backlog on every partition at both ends). Fleets are stored once per size under
+``$REBALANCE_ADVISOR_HOME/bench-fleets`` (not timed); each run plans a fresh copy of the newer
+snapshot under Spark (``local[2]`` by default) as of 30 s after it.
 
-    .venv/bin/python bench/pipeline.py [--sizes 100,1000,10000] [--db URL] [--quick]
+    .venv/bin/python bench/pipeline.py                              # 10k, 30k, 100k, the pipeline
+    .venv/bin/python bench/pipeline.py --sizes 10000 --path both    # the pipeline and the driver path
 
-The issue-13 target case, 10,000 groups (1,000,000 partitions) under Spark ``local[2]``, alone
-and without the plain-Python comparison (which would add minutes and its load to the machine):
-
-    .venv/bin/python bench/pipeline.py --sizes 10000 --no-python
-
-It stores the two synthetic snapshots first (about a minute, not timed), warms Spark up on 20
-groups, then times the planner run; the row's ``total`` is the number the target is about.
-
-Prints a table (``load``: the 1-minute load average right after that size's planner run, as other
-work shares the machine; ``cpu``: CPU seconds the planner run used in this process tree, the
-driver, Spark's JVM and its Python workers, which on 2 free cores bounds the wall time from below at cpu / 2) and writes ``bench/results/pipeline.json``. Target: 10,000 groups < 60 s.
+Prints a table per size: read / plan / write / total wall seconds, the driver's and the executors'
+CPU seconds (Spark's JVM and its Python workers; ``jvm_cpu_s`` in the JSON), the driver's and the
+JVM's peak RSS, the flagged groups (checked against the stored outcome rows) and the load after;
+writes ``bench/results/pipeline.json`` (``--out``). Targets and results: docs/benchmarks/sizing.md.
+bench/planner_cpu.py splits an executor's CPU by step on the same stored fleets.
 """
 
 from __future__ import annotations
