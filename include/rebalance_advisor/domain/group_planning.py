@@ -88,7 +88,7 @@ def strategy_options(
     """Options a strategy gets from the run's thresholds (budget and horizon where they apply);
     ``settle``: rate_aware_sticky stops balancing at the fill level (no capacity is an own-rate guess);
     ``returns``: the (partition, member) pairs that would be moves back (:func:`return_pairs`), which
-    rate_aware_sticky makes only when no other move helps."""
+    rate_aware and rate_aware_sticky avoid (docs/concepts/decision-rules.md, "Hysteresis in the strategies")."""
     if strategy == "lag_aware_sticky":
         return {"move_budget": thresholds.move_budget}
     if strategy == "rate_aware":
