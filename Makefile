@@ -51,15 +51,19 @@ format: $(STAMP)
 # Test lanes by cost. tests/unit: pure and in-process (no broker, no PostgreSQL, no Spark, no child
 # processes but the layers test's one interpreter), so pytest-xdist runs it on XDIST workers, a whole
 # file per worker (module fixtures such as the Airflow DagBag are set up once per file). The rest
-# (tests/integration, tests/e2e: session broker, PostgreSQL, Spark, Airflow) shares session fixtures
-# and ports, so it runs in one process, as before.
+# (tests/integration, tests/e2e: broker, PostgreSQL, Spark, Airflow) runs on INTEGRATION_XDIST
+# workers, a whole file each: every worker starts its own session broker, PostgreSQL and Spark
+# cluster on free ports, and the tests wait on the system, not on the CPU, so two workers on two
+# cores finish in about two thirds of one worker's time (docs/operations/testing.md, "Test lanes").
 XDIST ?= auto
+INTEGRATION_XDIST ?= 2
 UNIT_LANE = $(BIN)/pytest -n $(XDIST) --dist loadfile tests/unit
+INTEGRATION_LANE = $(BIN)/pytest -n $(INTEGRATION_XDIST) --dist loadfile --ignore=tests/unit
 
 # The whole gate (what CI runs): lint, the unit lane in parallel, then everything else.
 test: setup lint docs-check
 	$(UNIT_LANE) $(PYTEST_ARGS)
-	$(BIN)/pytest --ignore=tests/unit $(PYTEST_ARGS)
+	$(INTEGRATION_LANE) $(PYTEST_ARGS)
 
 # The inner loop: the unit lane alone (property tests with the repeatable profile's few examples;
 # HYPOTHESIS_PROFILE=explore make test-fast draws many fresh ones).

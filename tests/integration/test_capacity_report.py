@@ -30,6 +30,7 @@ pytestmark = pytest.mark.kafka
 
 HANDLING_S = 0.004  # the application's work per record: about 250 records/s at most
 BACKLOG = 2500
+AFTER_BACKLOG = 1200
 
 
 class _Member(threading.Thread):
@@ -69,6 +70,13 @@ class _Member(threading.Thread):
             self.consumer.close()
 
 
+def _saturated_rate(handled: list[float]) -> float:
+    """Records per second over a backlog's handling times, from its 200th record to its last
+    (warm-up left out)."""
+    assert len(handled) > 400, len(handled)
+    return (len(handled) - 200) / (handled[-1] - handled[199])
+
+
 def test_the_helper_reports_its_capacity_while_caught_up_and_the_snapshot_stores_it(
     kafka_bootstrap, sqlite_url
 ) -> None:
@@ -101,12 +109,11 @@ def test_the_helper_reports_its_capacity_while_caught_up_and_the_snapshot_stores
         while len(member.handled) < BACKLOG and time.monotonic() < deadline and member.error is None:
             time.sleep(0.2)
         assert len(member.handled) >= BACKLOG, (len(member.handled), member.error)
-        # The truth: its rate over the backlog, from its 200th record to its last (warm-up left out).
-        handled = member.handled[:BACKLOG]
-        truth = (BACKLOG - 200) / (handled[-1] - handled[199])
+        # The truth: its rate over the backlog.
+        truth_before = _saturated_rate(member.handled[:BACKLOG])
 
         # A quarter of that for 15 s: it keeps up, so its consume rate says nothing about its capacity.
-        rate = truth / 4
+        rate = truth_before / 4
         started = time.monotonic()
         for k in range(int(rate * 15)):
             producer.produce(topic, b"y", partition=mine[k % len(mine)])
@@ -118,6 +125,16 @@ def test_the_helper_reports_its_capacity_while_caught_up_and_the_snapshot_stores
         first_id = stored_snapshot(kafka_bootstrap, group, url)
         time.sleep(6.0)  # past the shortest rate interval (5 s)
         second_id = stored_snapshot(kafka_bootstrap, group, url)
+        # The truth again, after the reports: a shared machine's load moves the handler's speed
+        # between the phases, and the report is held to what the member could do around it.
+        done = len(member.handled)
+        for i in range(AFTER_BACKLOG):
+            producer.produce(topic, b"z", partition=mine[i % len(mine)])
+        assert producer.flush(30) == 0
+        deadline = time.monotonic() + 60
+        while len(member.handled) < done + AFTER_BACKLOG and time.monotonic() < deadline:
+            time.sleep(0.2)
+        truth_after = _saturated_rate(member.handled[done : done + AFTER_BACKLOG])
     finally:
         member.stop.set()
         member.join(30)
@@ -132,7 +149,8 @@ def test_the_helper_reports_its_capacity_while_caught_up_and_the_snapshot_stores
     for snapshot_id in (first_id, second_id):
         got = store.load_snapshot(snapshot_id, url).rates.capacity[(group, "m1")]
         assert got.source == "reported", (snapshot_id, got)
-        assert got.capacity == pytest.approx(truth, rel=0.10), (snapshot_id, got, truth)
+        low, high = sorted((truth_before, truth_after))
+        assert 0.9 * low <= got.capacity <= 1.1 * high, (snapshot_id, got, truth_before, truth_after)
     # m2 runs nothing: it gets the group median, i.e. m1's reported capacity
     second = store.load_snapshot(second_id, url).rates.capacity
     assert second[(group, "m2")].source == "group_median"

@@ -286,8 +286,8 @@ def test_reports_leave_the_rest_of_a_simulation_unchanged():
 
 def test_simulated_telemetry_gives_capacities_within_its_gates():
     # range: 50/s per member. slow (60/s) is busy 5/6 and fast (120/s) 5/12: each pushes that busy
-    # share as Java's idle ratio, (1 - busy) / 2, which the telemetry source reads back: 50 / (5/6) = 60
-    # and 50 / (5/12) = 120. A member of 300/s is busy 1/6 < 20 %: no capacity from its telemetry.
+    # share as Java's idle ratio, which the telemetry source reads back: 50 / (5/6) = 60 and
+    # 50 / (5/12) = 120. A member of 300/s is busy 1/6 < 20 %: no capacity from its telemetry.
     heard = _Recorder()
     simulate(_scenario(telemetry=True), heard)
     assert len(heard.seen) >= 5 and heard.seen[0].capacity_source == ("equal", "equal")

@@ -4,6 +4,7 @@ Expected values are worked out by hand from the numbers in each test."""
 from __future__ import annotations
 
 import json
+import random
 
 import pytest
 from rebalance_advisor.adapters.client_telemetry import TelemetryRead, apply_record, decode_sample
@@ -117,17 +118,51 @@ def test_librdkafka_per_cycle_idle_ratio_is_inverted_through_its_queueing_model(
     )
 
 
-def test_java_idle_ratio_is_read_on_its_range_of_half() -> None:
-    """Java's sensor reads 0.5 for a consumer that only waits and 0 for one that never does
-    (KAFKA-17503): idle 0.25 is busy 1 - 2 x 0.25 = 0.5, so 100 records/s could be 200/s."""
+def simulated_java_sensor(true_busy: float, polls: int, seed: int) -> float:
+    """Java's poll-idle sensor, simulated poll by poll (independent of the model under test): records
+    arrive at random, each poll returns every record waiting (or waits for the next one), each record
+    costs 1 s, and the sensor averages wait / (wait + time since the previous poll's start)."""
+    rng = random.Random(seed)
+    now, next_arrival, waiting, previous_start, total = 0.0, rng.expovariate(true_busy), 0, None, 0.0
+    for _ in range(polls):
+        start = now
+        while next_arrival <= now:
+            waiting, next_arrival = waiting + 1, next_arrival + rng.expovariate(true_busy)
+        wait = 0.0
+        if not waiting:
+            wait, waiting = next_arrival - now, 1
+            next_arrival += rng.expovariate(true_busy)
+        if previous_start is not None:
+            total += wait / (wait + start - previous_start)
+        previous_start, now, waiting = start, start + wait + waiting, 0
+    return 1.0 - total / (polls - 1)
+
+
+@pytest.mark.parametrize("true_busy", [0.2, 0.5, 0.9])
+def test_java_sensor_model_matches_a_simulated_sensor_and_inverts(true_busy: float) -> None:
+    simulated = simulated_java_sensor(true_busy, polls=60_000, seed=7)
+    assert telemetry.java_reported_busy(true_busy) == pytest.approx(simulated, abs=0.006)
+    assert correct_busy("java", simulated) == pytest.approx(true_busy, rel=0.04)
+
+
+def test_java_reading_at_a_fifth_busy_is_not_read_as_a_tenth() -> None:
+    """A consumer that only waits reads idle 0.5 (busy 0); at 20 % busy Java reads idle 0.389
+    (simulated above), which busy = 1 - 2 x idle took for 22 % busy. 40 records/s at 20 % busy is a
+    200/s consumer; idle 0.45 is about 9 % busy, too idle to say."""
     java = "apache-kafka-java"
-    verdict = telemetry_capacity(sample(0.25, software=java), 100.0, 0, NOW)
-    assert verdict.busy == pytest.approx(0.5)
-    assert verdict.capacity == pytest.approx(200.0)
-    # idle 0.39: busy 0.22, 44/s -> 200/s; idle 0.45: busy 0.10 < 0.20, too idle to say
-    assert telemetry_capacity(sample(0.39, software=java), 44.0, 0, NOW).capacity == pytest.approx(200.0)
+    assert telemetry_capacity(sample(0.5, software=java), 20.0, 0, NOW).busy == 0.0
+    assert telemetry_capacity(sample(0.389, software=java), 40.0, 0, NOW).capacity == pytest.approx(
+        200.0, rel=0.03
+    )
     assert telemetry_capacity(sample(0.45, software=java), 20.0, 0, NOW).capacity is None
-    assert telemetry_capacity(sample(0.6, software=java), 20.0, 0, NOW).busy == 0.0
+
+
+def test_scaled_exponential_integral_against_tables() -> None:
+    """e^x E1(x) from tabulated E1: E1(1) = 0.21938393, E1(2) = 0.04890051, E1(5) = 0.001148296."""
+    assert telemetry.scaled_exponential_integral(1.0) == pytest.approx(2.7182818 * 0.21938393, rel=1e-6)
+    assert telemetry.scaled_exponential_integral(2.0) == pytest.approx(7.3890561 * 0.04890051, rel=1e-6)
+    assert telemetry.scaled_exponential_integral(5.0) == pytest.approx(148.41316 * 0.001148296, rel=1e-5)
+    assert telemetry.scaled_exponential_integral(1.0001) == pytest.approx(2.7185537 * 0.21934, rel=1e-4)
 
 
 def test_gate_parameters_are_one_place() -> None:

@@ -68,7 +68,7 @@ from rebalance_advisor.domain.snapshot_model import (
     estimated_capacity_members,
     own_rate_capacity_members,
 )
-from rebalance_advisor.domain.telemetry import TelemetrySample
+from rebalance_advisor.domain.telemetry import TelemetrySample, reported_busy
 from rebalance_advisor.errors import AdvisorError
 
 #: planners the simulator knows besides the plain assignors (see :func:`make_planner`); a name here
@@ -965,7 +965,8 @@ class _Run:
     def _telemetry(self, t: float, idx: np.ndarray, committed: np.ndarray) -> dict:
         """Each present member's newest telemetry (``Scenario.telemetry``): the busy share it had over
         the interval (records processed / what its capacity could), x (1 + e), pushed as Java's idle
-        ratio (idle = (1 - busy) / 2, which the telemetry source reads back as that busy share)."""
+        ratio through the calibration's own points (``telemetry.reported_busy``), so the telemetry
+        source reads back that busy share exactly: the error is ``telemetry_busy_error`` alone."""
         if not self.sc.telemetry or self.carried is None:
             return {}
         elapsed = t - (self.carried.taken_at - EPOCH).total_seconds()
@@ -980,7 +981,7 @@ class _Run:
             busy = min(max(done[m] / (self.lay.capacity[m] * elapsed), 0.0) * (1.0 + error), 1.0)
             member = self.lay.member_ids[m]
             found[(GROUP, member)] = TelemetrySample(
-                GROUP, member, member, member, "apache-kafka-java", "sim", (1.0 - busy) / 2, at,
+                GROUP, member, member, member, "apache-kafka-java", "sim", 1.0 - reported_busy("java", busy), at,
                 None, 0.0, 0.0, False, self.sc.replan_interval_s, at,
             )  # fmt: skip
         return found

@@ -11,6 +11,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
+
 #: the capacity source's name (``snapshot_model.CAPACITY_SOURCES``)
 SOURCE = "telemetry"
 
@@ -83,13 +85,24 @@ def correct_busy(family: str, reported_busy: float) -> float:
 
     Piecewise linear through the calibration points measured for the family, clamped to [0, 1].
     """
-    points = CALIBRATION.get(family, ((0.0, 0.0), (1.0, 1.0)))
-    if reported_busy <= points[0][0]:
+    return correct_busy_through(CALIBRATION.get(family, ((0.0, 0.0), (1.0, 1.0))), reported_busy)
+
+
+def correct_busy_through(points: tuple[tuple[float, float], ...], reading: float) -> float:
+    """Piecewise linear through ``points`` (ascending x), clamped to [0, 1]."""
+    if reading <= points[0][0]:
         return max(points[0][1], 0.0)
     for (x0, y0), (x1, y1) in zip(points, points[1:], strict=False):
-        if reported_busy <= x1:
-            return min(max(y0 + (y1 - y0) * (reported_busy - x0) / (x1 - x0), 0.0), 1.0)
+        if reading <= x1:
+            return min(max(y0 + (y1 - y0) * (reading - x0) / (x1 - x0), 0.0), 1.0)
     return min(points[-1][1], 1.0)
+
+
+def reported_busy(family: str, true_busy: float) -> float:
+    """The busy share a client of ``family`` reports for ``true_busy``: :func:`correct_busy` run
+    backwards through the same points (what the simulator pushes, read back exactly)."""
+    points = CALIBRATION.get(family, ((0.0, 0.0), (1.0, 1.0)))
+    return correct_busy_through(tuple((y, x) for x, y in points), true_busy)
 
 
 def exponential_integral(x: float) -> float:
@@ -99,6 +112,31 @@ def exponential_integral(x: float) -> float:
         term *= -x / k
         total += term / k
     return -0.5772156649015329 - math.log(x) - total
+
+
+def scaled_exponential_integral(x: float) -> float:
+    """e^x E1(x) for x > 0: the series up to 1, E1's continued fraction above (no overflow)."""
+    if x <= 1.0:
+        return math.exp(x) * exponential_integral(x)
+    # e^x E1(x) = 1 / (x + 1 - 1 / (x + 3 - 4 / (x + 5 - ...))), evaluated by the modified Lentz method
+    denominator = x + 1.0
+    lentz_c, lentz_d = 1e300, 1.0 / denominator
+    value = lentz_d
+    for i in range(1, 200):
+        numerator = -float(i * i)
+        denominator += 2.0
+        lentz_d = 1.0 / (numerator * lentz_d + denominator)
+        lentz_c = denominator + numerator / lentz_c
+        step = lentz_c * lentz_d
+        value *= step
+        if abs(step - 1.0) < 1e-15:
+            break
+    return value
+
+
+def _wait_share(x: float) -> float:
+    """Mean of W / (W + b c) with W ~ Exp(l) and x = l b c: 1 - x e^x E1(x)."""
+    return 1.0 - x * scaled_exponential_integral(x)
 
 
 def librdkafka_reported_busy(true_busy: float) -> float:
@@ -119,20 +157,65 @@ def librdkafka_reported_busy(true_busy: float) -> float:
     return 1.0 - (1.0 - r) * (1.0 - r * math.exp(r) * exponential_integral(r))
 
 
+def java_reported_busy(true_busy: float) -> float:
+    """The busy share (1 - idle) Java's sensor reports for a consumer busy ``true_busy`` of the time
+    that handles every record a poll returns at a fixed cost c, records arriving at random.
+
+    Java's fetcher buffers what arrived while the consumer worked, so the poll after a batch of b
+    records returns at once with the N ~ Poisson(r b) that came meanwhile or, when none came, waits
+    W ~ Exp(l) for one. The sensor records per poll wait / (wait + time since the previous poll's
+    *start*) (KAFKA-17503) and averages per poll: a poll after a wait idles W / (W + W' + c), mean
+    (1 - r + r^2 e^r E1(r)) / 2; one after a batch of b idles W / (W + b c). The shares of polls
+    in each state come from the chain over batch sizes (:func:`_batch_chain`).
+    """
+    if true_busy <= 0.0:
+        return 0.5
+    if true_busy >= 1.0:
+        return 1.0
+    r = true_busy
+    shares, batches, none_came = _batch_chain(r)
+    after_wait = 0.5 * (1.0 - r + r * r * scaled_exponential_integral(r))
+    # a poll after a batch that left nothing to wait for (e^-rb below 1e-15) adds nothing
+    pairs = zip(batches[1:], none_came[1:], strict=True)
+    idle_after = np.array([after_wait, *(_wait_share(r * b) if p > 1e-15 else 0.0 for b, p in pairs)])
+    return 1.0 - float(np.sum(shares * none_came * idle_after))
+
+
+def _batch_chain(r: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Stationary shares of polls per state, each state's batch size, and the chance no record came.
+
+    State 0: the poll waited and returned one record; state b >= 1: it found b records waiting.
+    Batches past 5 / (1 - r) + 10 are folded into the last state (their share is negligible).
+    """
+    size = int(5.0 / (1.0 - r)) + 10
+    batches = np.concatenate(([1.0], np.arange(1.0, size + 1.0)))
+    counts = np.arange(size + 1.0)
+    log_factorials = np.array([math.lgamma(n + 1.0) for n in counts])
+    means = r * batches[:, None]
+    arrivals = np.exp(-means + counts[None, :] * np.log(means) - log_factorials[None, :])
+    arrivals[:, -1] += 1.0 - arrivals.sum(axis=1)
+    # column n of ``arrivals`` is the next state (n = 0: none came, it waits: state 0)
+    balance = arrivals.T - np.eye(size + 1)
+    balance[-1, :] = 1.0
+    target = np.zeros(size + 1)
+    target[-1] = 1.0
+    shares = np.linalg.solve(balance, target)
+    return shares, batches, arrivals[:, 0]
+
+
 #: (reported busy, true busy) points per client family (docs/benchmarks/telemetry-accuracy.md has
 #: the runs of bench/telemetry_accuracy.py that check them); no point is fitted to a load:
 #: - java (4.3.1): each poll records poll time / (poll time + time since the previous poll's *start*),
-#:   which already holds the previous poll (KAFKA-17503): a consumer that only waits reads idle 0.5,
-#:   one that never waits reads 0. The sensor's range [0, 0.5] idle is mapped onto [1, 0] busy
-#:   (busy = 1 - 2 x idle). Measured at load 5 and 10 (20/50/90 % busy): busy within 0.03 of the
-#:   truth up to 50 %, low by 0.04-0.16 at 90 % (its capacity high by 4-21 %).
+#:   which already holds the previous poll (KAFKA-17503): :func:`java_reported_busy`, inverted
+#:   through its values at every 2 % of true busy. On the readings taken at load 4.5-13 it gives
+#:   capacities within -5 to +5 % at 20/50/90 % busy, where busy = 1 - 2 x idle gave -13 to +8 %.
 #: - librdkafka (2.16.0): idle per poll cycle, averaged per cycle: :func:`librdkafka_reported_busy`,
 #:   inverted through its values at every 2 % of true busy. At load 5 it gives capacities within
 #:   -7 to 0 % at 20/50/90 % busy; on a machine at load 20 it reads busier (-27 to -46 %: capacity
 #:   under-estimated, the safe side). The table fitted at load 37-56 before it over-estimated
 #:   capacities by 20-30 % on a quiet machine.
 CALIBRATION: dict[str, tuple[tuple[float, float], ...]] = {
-    "java": ((0.5, 0.0), (1.0, 1.0)),
+    "java": tuple((java_reported_busy(step / 50), step / 50) for step in range(51)),
     "librdkafka": tuple((librdkafka_reported_busy(step / 50), step / 50) for step in range(51)),
 }
 

@@ -168,14 +168,18 @@ def _missing_sqlite_file(url: str) -> Path | None:
     return None if parsed.database == ":memory:" or path.exists() else path
 
 
-def require_schema(url: str | None = None) -> None:
-    """Fail clearly when the database has not been upgraded yet; a read never creates a SQLite file."""
+def require_schema(url: str | None = None, *, to_write: bool = False) -> None:
+    """Fail clearly when the database has not been upgraded yet; a read never creates a SQLite file.
+
+    Waits out another process's SQLite lock first: one that keeps readers out, or (``to_write``,
+    for a command about to write) any write lock, so the write follows at once.
+    """
     if missing := _missing_sqlite_file(url or database_url()):
         raise AdvisorError(
             f"database file {missing} does not exist: take a snapshot first (`rebalance-advisor snapshot`) "
             "or check --db / $REBALANCE_ADVISOR_DB_URL"
         )
-    wait_for_sqlite_writer(url, to_read=True)  # an EXCLUSIVE lock: waited out where Ctrl-C works
+    wait_for_sqlite_writer(url, to_read=not to_write)  # waited out where Ctrl-C works
     if current_revision(url) is None:
         raise AdvisorError(
             f"database {_safe(url or database_url())} has no advisor tables: run `rebalance-advisor db upgrade`"

@@ -300,8 +300,7 @@ def write_snapshot(
     """
     run_id = airflow_run_id or snapshot.airflow_run_id
     drop_unstorable_groups(snapshot)
-    db.require_schema(url)
-    db.wait_for_sqlite_writer(url)
+    db.require_schema(url, to_write=True)
     with gc_paused(), db.connect(url) as conn:
         if run_id is not None:
             previous = conn.execute(sa.select(SnapshotRow.id).where(SnapshotRow.airflow_run_id == run_id))
