@@ -89,29 +89,36 @@ from rebalance_advisor.errors import AdvisorError
 NO_MEMBERS = "no members and no registered static members"
 
 
-def strategy_options(strategy: str, thresholds: Thresholds, settle: bool = False) -> dict[str, Any]:
+def strategy_options(
+    strategy: str, thresholds: Thresholds, settle: bool = False, returns: np.ndarray | None = None
+) -> dict[str, Any]:
     """Options a strategy gets from the run's thresholds (budget and horizon where they apply);
-    ``settle``: rate_aware_sticky stops balancing at the fill level (no capacity is an own-rate guess)."""
+    ``settle``: rate_aware_sticky stops balancing at the fill level (no capacity is an own-rate guess);
+    ``returns``: the (partition, member) pairs that would be moves back (:func:`return_pairs`), which
+    rate_aware and rate_aware_sticky avoid (docs/concepts/decision-rules.md, "Hysteresis in the strategies")."""
     if strategy == "lag_aware_sticky":
         return {"move_budget": thresholds.move_budget}
     if strategy == "rate_aware":
-        return {"horizon_s": thresholds.horizon_s}
+        return {"horizon_s": thresholds.horizon_s, "returns": returns}
     if strategy == "rate_aware_sticky":
         return {
             "move_budget": thresholds.move_budget,
             "horizon_s": thresholds.horizon_s,
             "margin": thresholds.capacity_margin_in_force,
             "settle": settle,
+            "returns": returns,
         }
     return {}
 
 
-def candidate_owners(spec: GroupSpec, thresholds: Thresholds, settle: bool = False) -> dict[str, np.ndarray]:
+def candidate_owners(
+    spec: GroupSpec, thresholds: Thresholds, settle: bool = False, returns: np.ndarray | None = None
+) -> dict[str, np.ndarray]:
     """Every requested strategy's owners array for the spec (the exact assignor calls, but where
     :func:`sole_member_owners` knows the answer)."""
     owners = {}
     for name in thresholds.strategies:
-        options = strategy_options(name, thresholds, settle)
+        options = strategy_options(name, thresholds, settle, returns)
         known = sole_member_owners(spec, name, options)
         owners[name] = known if known is not None else get_assignor(name).owners(spec, **options)
     return owners
@@ -235,12 +242,24 @@ def moves_back(
 ) -> int:
     """Partitions ``owners`` hands back to a member they left within ``window_s`` before ``now``;
     not one that has no valid owner now (its owner left the group): hysteresis never holds an orphan."""
-    if not recent or window_s <= 0:
+    pairs = return_pairs(spec, recent, now, window_s)
+    if not len(pairs):
         return 0
+    back = owners[pairs[:, 0]] == pairs[:, 1]
+    return len(np.unique(pairs[back, 0]))
+
+
+def return_pairs(
+    spec: GroupSpec, recent: tuple[RecentMove, ...], now: datetime, window_s: float
+) -> np.ndarray:
+    """(partition, member) index pairs [n, 2]: a partition and a member it left within ``window_s``
+    before ``now`` and that does not hold it now; giving it back would be a move back. None for a
+    partition with no valid owner now (its owner left): it must go somewhere, and is never held."""
+    if not recent or window_s <= 0:
+        return np.zeros((0, 2), dtype=np.int64)
     index = {m: i for i, m in enumerate(spec.member_ids)}
     topic_pos = {t: i for i, t in enumerate(spec.topics)}
-    count = 0
-    seen: set[int] = set()
+    found: set[tuple[int, int]] = set()
     for move in recent:
         age = (as_utc(now) - as_utc(move.at)).total_seconds()
         left = index.get(move.from_member)
@@ -248,13 +267,9 @@ def moves_back(
             continue
         lo, hi = spec.topic_start[topic_pos[move.topic]], spec.topic_start[topic_pos[move.topic] + 1]
         k = lo + int(np.searchsorted(spec.partition[lo:hi], move.partition))
-        if k >= hi or spec.partition[k] != move.partition or k in seen:
-            continue
-        # a partition whose owner left (no valid owner now) is never held: it must go somewhere
-        if owners[k] == left and spec.owner[k] != left and spec.owner_valid[k]:
-            seen.add(k)
-            count += 1
-    return count
+        if k < hi and spec.partition[k] == move.partition and spec.owner[k] != left and spec.owner_valid[k]:
+            found.add((k, left))
+    return np.array(sorted(found), dtype=np.int64).reshape(-1, 2)
 
 
 def group_state(spec: GroupSpec, inputs: LoadInputs, thresholds: Thresholds) -> tuple[GroupState, Any]:
@@ -289,7 +304,7 @@ def advise_group(observation: GroupObservation, thresholds: Thresholds, now: dat
     thresholds = thresholds.for_rate_interval(observation.rate_interval_s)  # the auto margin, resolved
     try:
         current = _current(observation, thresholds)
-        owners, ranged = _strategy_owners(current, observation, thresholds)
+        owners, ranged = _strategy_owners(current, observation, thresholds, now)
     except AdvisorError as error:
         return GroupAdvice(observation.group_id, "error", f"invalid group spec: {error}", int(spec.lag.sum()))
     measured = _Candidates(current, ranged, observation, thresholds, now)
@@ -374,13 +389,14 @@ def evidence_spec(spec: GroupSpec, inputs: LoadInputs) -> GroupSpec:
 
 
 def _strategy_owners(
-    current: _Current, observation: GroupObservation, thresholds: Thresholds
+    current: _Current, observation: GroupObservation, thresholds: Thresholds, now: datetime
 ) -> tuple[dict[str, np.ndarray], RangedCandidate | None]:
     """Every requested strategy's owners, for a flagged group (idle and balanced groups need none:
     skipping them is most of a quiet cluster's work); key_range with the run's key samples."""
     if not is_flagged(current.state, thresholds):
         return {}, None
-    owners = candidate_owners(current.planning, thresholds, settle=not observation.own_rate_capacity)
+    returns = return_pairs(current.spec, observation.recent_moves, now, thresholds.hysteresis_window_s)
+    owners = candidate_owners(current.planning, thresholds, not observation.own_rate_capacity, returns)
     sharing = observation.key_sharing
     if "key_range" not in owners or sharing is None:
         return owners, None
