@@ -1,29 +1,23 @@
-"""Planner benchmark: synthetic snapshots of 100 / 1,000 / 10,000 groups, planned end to end.
+"""Planner benchmark: synthetic fleets of 10,000 / 30,000 / 100,000 groups, planned end to end.
 
-Each group: 10 members, about 100 partitions (one of 100 shared topics of 100 partitions, as
-many groups read the same topics), Zipf-skewed lag, owners as Kafka's range assignor left them.
-Two snapshots 10 s apart are written, so the second carries what the planner plans on in
-production: Zipf produce rates per partition (Δ log end), consume rates (Δ committed: each member
-works its partitions at an even share of a capacity equal to its group's mean member inflow, so
-range's hot members are overloaded) and member capacities measured from them (backlog on every
-partition at both ends). The snapshots are written to the database first (not timed), then the
-planner runs on the second under Spark
-``local[2]`` with its read / plan / write breakdown, and the same per-group work (spec build,
-every default strategy, metrics, decisions) runs in one plain Python process for comparison.
+A fleet (``SIZE_CLASSES``): most groups small (85 % with 1-6 partitions, 13 % with 10-30, 2 % with
+100-400), two groups per topic, about ten partitions per group; Zipf-skewed lag, owners as Kafka's
+range assignor left them. Two snapshots exactly ``INTERVAL_S`` apart are stored, so the second
+carries what the planner plans on in production: Zipf produce rates per partition (Δ log end),
+consume rates (Δ committed: each member works its partitions at an even share of a capacity equal
+to its group's mean member inflow, so range's hot members are overloaded) and member capacities
+measured from them (backlog on every partition at both ends). Fleets are stored once per size under
+``$REBALANCE_ADVISOR_HOME/bench-fleets`` (not timed); each run plans a fresh copy of the newer
+snapshot under Spark (``local[2]`` by default) as of 30 s after it.
 
-    .venv/bin/python bench/pipeline.py [--sizes 100,1000,10000] [--db URL] [--quick]
+    .venv/bin/python bench/pipeline.py                              # 10k, 30k, 100k, the pipeline
+    .venv/bin/python bench/pipeline.py --sizes 10000 --path both    # the pipeline and the driver path
 
-The issue-13 target case, 10,000 groups (1,000,000 partitions) under Spark ``local[2]``, alone
-and without the plain-Python comparison (which would add minutes and its load to the machine):
-
-    .venv/bin/python bench/pipeline.py --sizes 10000 --no-python
-
-It stores the two synthetic snapshots first (about a minute, not timed), warms Spark up on 20
-groups, then times the planner run; the row's ``total`` is the number the target is about.
-
-Prints a table (``load``: the 1-minute load average right after that size's planner run, as other
-work shares the machine; ``cpu``: CPU seconds the planner run used in this process tree, the
-driver, Spark's JVM and its Python workers, which on 2 free cores bounds the wall time from below at cpu / 2) and writes ``bench/results/pipeline.json``. Target: 10,000 groups < 60 s.
+Prints a table per size: read / plan / write / total wall seconds, the driver's and the executors'
+CPU seconds (Spark's JVM and its Python workers; ``jvm_cpu_s`` in the JSON), the driver's and the
+JVM's peak RSS, the flagged groups (checked against the stored outcome rows) and the load after;
+writes ``bench/results/pipeline.json`` (``--out``). Targets and results: docs/benchmarks/sizing.md.
+bench/planner_cpu.py splits an executor's CPU by step on the same stored fleets.
 """
 
 from __future__ import annotations
@@ -48,6 +42,8 @@ TOPIC_RATE = 50.0  # records/s produced to each topic, per partition on average 
 #: on average about ten partitions per group (100,000 groups: about a million partitions)
 SIZE_CLASSES = ((0.85, 1, 6), (0.13, 10, 30), (0.02, 100, 400))
 GROUPS_PER_TOPIC = 2  # consecutive groups read the same topic (as many groups share topics)
+#: in the stored fleets' file names: v1 fleets had a stretched rate interval (write_history says why)
+FLEET_VERSION = "v2"
 
 
 def group_partitions(groups: int, seed: int) -> list[int]:
@@ -64,9 +60,12 @@ def group_partitions(groups: int, seed: int) -> list[int]:
     return sizes
 
 
-def synthetic_snapshot(groups: int, seed: int = 5337, previous: bool = False):
-    """A Snapshot with ``groups`` groups of mixed sizes (module docstring); ``previous`` gives the one
-    taken ``INTERVAL_S`` earlier (log ends and committed offsets rolled back by the rates)."""
+def synthetic_snapshot(
+    groups: int, seed: int = 5337, previous: bool = False, taken_at: datetime | None = None
+):
+    """A Snapshot with ``groups`` groups of mixed sizes (module docstring), taken at ``taken_at`` (default:
+    now); ``previous`` gives the one taken ``INTERVAL_S`` before it (log ends and committed offsets
+    rolled back by the rates)."""
     from rebalance_advisor.domain.snapshot_model import (
         CommittedOffset,
         Group,
@@ -99,7 +98,7 @@ def synthetic_snapshot(groups: int, seed: int = 5337, previous: bool = False):
                     offset = min(offset - round(share * back), ends[p] - round(rates[p] * back) - 1)
                 committed.append(CommittedOffset(group_id, topic, p, offset))
             out_groups.append(_range_group(group_id, topic, count, member_count, Group, GroupMemberSnapshot))
-    now = datetime.now(UTC)
+    now = taken_at or datetime.now(UTC)
     return Snapshot(
         taken_at=now - timedelta(seconds=back),
         bootstrap_servers="bench:9092",
@@ -132,29 +131,39 @@ def _range_group(group_id, topic, count, member_count, group_type, member_type):
 
 
 def write_history(groups: int, url: str) -> int:
-    """Store the previous snapshot, then the current one (rates derived from the pair); its id."""
+    """Store the previous snapshot, then the current one (rates derived from the pair); its id.
+
+    Both are stamped from one clock reading, exactly ``INTERVAL_S`` apart: the store derives the rates
+    from the stamps, and stamping each when it was generated (v1 fleets) stretched the interval by the
+    time it took to build and store the first, so the rates came out 2x (10,000 groups) to 37x
+    (100,000 groups) too low and the fleets' sizes were not the same workload (docs/benchmarks/sizing.md).
+    """
     from rebalance_advisor import store
 
-    store.write_snapshot(synthetic_snapshot(groups, previous=True), url)
-    return store.write_snapshot(synthetic_snapshot(groups), url)
+    taken_at = datetime.now(UTC)
+    store.write_snapshot(synthetic_snapshot(groups, previous=True, taken_at=taken_at), url)
+    return store.write_snapshot(synthetic_snapshot(groups, taken_at=taken_at), url)
 
 
-def tree_cpu_s() -> tuple[float, float]:
+def tree_cpu_s() -> tuple[float, float, float]:
     """CPU seconds (user + system) of (this driver process, its descendants: Spark's JVM, whose
-    task threads are the executors under ``local[N]``, and its Python workers). On a shared machine
-    wall time includes waiting for a core; this is the work done."""
+    task threads are the executors under ``local[N]``, and its Python workers; of those, the
+    JVM's). On a shared machine wall time includes waiting for a core; this is the work done."""
     import psutil
 
     me = psutil.Process()
     own = me.cpu_times()
-    rest = 0.0
+    rest = jvm = 0.0
     for proc in me.children(recursive=True):
         try:
             t = proc.cpu_times()
+            name = proc.name()
         except psutil.NoSuchProcess:
             continue
-        rest += t.user + t.system + t.children_user + t.children_system
-    return own.user + own.system, rest + own.children_user + own.children_system
+        used = t.user + t.system + t.children_user + t.children_system
+        rest += used
+        jvm += used if name == "java" else 0.0
+    return own.user + own.system, rest + own.children_user + own.children_system, jvm
 
 
 class PeakRss:
@@ -198,7 +207,7 @@ class PeakRss:
 def stored_fleet(size: int, cache: Path) -> Path:
     """A SQLite file holding the two synthetic snapshots of ``size`` groups, built once (in a child
     process, so the generator's memory is not charged to the driver) and kept under ``cache``."""
-    path = cache / f"fleet-{size}-v1.db"
+    path = cache / f"fleet-{size}-{FLEET_VERSION}.db"
     if not path.exists():
         tmp = path.with_suffix(".tmp")
         tmp.unlink(missing_ok=True)
@@ -215,6 +224,20 @@ def uptime() -> str:
     return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
 
 
+def stored_flagged(url: str, run_id: int) -> int:
+    """Flagged outcome rows the run stored: what the run's ``flagged`` list must agree with."""
+    import sqlalchemy as sa
+    from rebalance_advisor.domain.decisions import FLAGGED_OUTCOMES
+    from rebalance_advisor.store import db
+    from rebalance_advisor.store.plan_models import GroupOutcome
+
+    query = sa.select(sa.func.count()).where(
+        GroupOutcome.run_id == run_id, GroupOutcome.outcome.in_(FLAGGED_OUTCOMES)
+    )
+    with db.connect(url) as conn:
+        return conn.execute(query).scalar_one()
+
+
 def measure(spark, url: str, path: str) -> tuple[dict, list]:
     """One planner run on the newest snapshot of ``url``: timings, CPU, peak RSS, load; and its
     outcomes. Planned as of 30 s after the snapshot, so both paths and every rerun of a stored fleet
@@ -229,7 +252,12 @@ def measure(spark, url: str, path: str) -> tuple[dict, list]:
 
     store.upgrade(url)  # a fleet stored by an older schema
     with db.connect(url) as conn:
-        taken_at = assume_utc(conn.execute(sa.select(sa.func.max(SnapshotRow.taken_at))).scalar_one())
+        taken_at, interval = conn.execute(
+            sa.select(SnapshotRow.taken_at, SnapshotRow.rate_interval_s)
+            .order_by(SnapshotRow.id.desc())
+            .limit(1)
+        ).one()
+    taken_at = assume_utc(taken_at)
     before = uptime()
     cpu0 = tree_cpu_s()
     with PeakRss() as rss:
@@ -240,9 +268,12 @@ def measure(spark, url: str, path: str) -> tuple[dict, list]:
     row = {
         "groups": run.group_count,
         "flagged": len(run.flagged),
+        "stored_flagged": stored_flagged(url, run.run_id),
+        "rate_interval_s": interval,
         "timings": run.timings,
         "driver_cpu_s": cpu1[0] - cpu0[0],
         "executor_cpu_s": cpu1[1] - cpu0[1],
+        "jvm_cpu_s": cpu1[2] - cpu0[2],
         "driver_peak_rss_mb": rss.driver / 2**20,
         "jvm_peak_rss_mb": rss.jvm / 2**20,
         "uptime_before": before,
@@ -301,8 +332,8 @@ def main(argv: list[str] | None = None) -> int:
                     row, outcomes[path] = measure(spark, f"sqlite:///{work}", path)
                     rows.append({"size": size, "path": path, **row})
                     work.unlink()
-                    print(f"  {size:>6} groups, {path}: {row['timings']['total_s']:.1f} s ({row['uptime_after']})",
-                          file=sys.stderr)  # fmt: skip
+                    print(f"  {size:>6} groups, {path}: {row['timings']['total_s']:.1f} s, rate interval "
+                          f"{row['rate_interval_s']} s ({row['uptime_after']})", file=sys.stderr)  # fmt: skip
                 if len(outcomes) == 2:
                     rows[-1]["same_outcomes_as_driver"] = outcomes["driver"] == outcomes["pipeline"]
     finally:
@@ -335,6 +366,10 @@ def print_table(rows: list[dict], args) -> None:
             f"{r['driver_peak_rss_mb']:>6.0f} {r['jvm_peak_rss_mb']:>6.0f} {r['driver_peak_rss_mb'] / base:>5.2f} | "
             f"{r['uptime_after'].split('load average:')[-1].strip()}"
         )
+        if r.get("stored_flagged", r["flagged"]) != r["flagged"]:
+            print(
+                f"{'':>7} the run reported {r['flagged']} flagged, its stored outcomes {r['stored_flagged']}"
+            )
         if "same_outcomes_as_driver" in r:
             print(f"{'':>7} outcomes of both paths identical: {r['same_outcomes_as_driver']}")
 

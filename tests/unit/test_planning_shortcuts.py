@@ -2,11 +2,14 @@
 
 ``plan_group`` does not measure the current owners again when a strategy keeps them (their numbers
 are the current ones), does not call the strategies of a one-member group whose owners are certain
-(``sole_member_owners``), and computes a spec's lag bounds once. The corpus (tests/_groups.
+(``sole_member_owners``), computes a spec's lag bounds once, computes a candidate's full metrics
+only when it is the chosen plan (``candidate_numbers``: max member lag and imbalance for the others),
+and no per-member load view for a candidate (``load_summary``). The corpus (tests/_groups.
 seeded_document: one member or many, no lag, rates and capacities known for none, some or all, the
 last interval's evidence, recent moves, three rule settings) is planned with the shortcut and
 without them (``_measured_already`` giving nothing, so every candidate is measured;
-``sole_member_owners`` knowing nothing, so every strategy is called): the advice JSON
+``sole_member_owners`` knowing nothing, so every strategy is called; every metric and the
+per-member view computed for each candidate, as before): the advice JSON
 and the stored plan numbers are the same for every document, and the shortcut was taken.
 """
 
@@ -18,6 +21,8 @@ from datetime import UTC, datetime
 
 from rebalance_advisor.domain import group_planning
 from rebalance_advisor.domain.decisions import Thresholds
+from rebalance_advisor.domain.load_model import summarize
+from rebalance_advisor.domain.metrics import compute_metrics
 from rebalance_advisor.store.plans import plan_numbers
 
 from tests._groups import seeded_document
@@ -36,6 +41,12 @@ def _planned(docs: list[dict]) -> list[tuple[str, str]]:
     return out
 
 
+def _every_metric(spec, owners, bound, handovers):
+    """A candidate's numbers from all its metrics computed at once (the path before the lazy one)."""
+    metrics = group_planning._rounded(compute_metrics(spec, owners, bound, moved=handovers))
+    return metrics.max_member_lag, metrics.imbalance, lambda: metrics
+
+
 def _noted(seen: list, value):
     seen.append(value)
     return value
@@ -48,12 +59,17 @@ def test_shortcuts_give_the_advice_of_the_full_path(monkeypatch):
     measured, known = [], []
     monkeypatch.setattr(group_planning, "_measured_already", lambda c: measured.append(1) or seeded(c))
     monkeypatch.setattr(group_planning, "sole_member_owners", lambda *a: _noted(known, sole(*a)))
+    lazy, candidate_metrics = [], group_planning.candidate_numbers
+    monkeypatch.setattr(group_planning, "candidate_numbers", lambda *a: _noted(lazy, candidate_metrics(*a)))
     fast = _planned(docs)
     monkeypatch.setattr(group_planning, "_measured_already", lambda c: {})
     monkeypatch.setattr(group_planning, "sole_member_owners", lambda *a: None)
+    monkeypatch.setattr(group_planning, "candidate_numbers", _every_metric)
+    monkeypatch.setattr(group_planning, "load_summary", lambda *a: summarize(*a)[0])
     full = _planned(docs)
     assert len(measured) > 200  # flagged groups, where the candidates are measured
     assert sum(o is not None for o in known) > 100  # one-member groups' strategies not called
+    assert sum(m.cache_info().currsize == 0 for _, _, m in lazy) > 200  # metrics never computed
     outcomes = {json.loads(advice)["outcome"] for advice, _ in full}
     assert {"recommended", "idle", "no_better_plan"} <= outcomes, outcomes
     for i, (a, b) in enumerate(zip(fast, full, strict=True)):

@@ -199,10 +199,18 @@ def _back(minutes_ago: float, capacity=None, rates=(None, None, None)):
 
 
 def test_hysteresis_holds_a_move_back_within_the_window():
-    r = plan_group(_back(10), T, NOW)
+    # the lag-only strategies all move p1 back (or nothing): held
+    lag_only = Thresholds(strategies=("range", "roundrobin", "sticky", "lag_aware", "lag_aware_sticky"))
+    r = plan_group(_back(10), lag_only, NOW)
     assert r.outcome == "held_by_hysteresis", r.reason
     assert r.plan is None and "would move 1 partition(s) back" in r.reason
-    assert plan_group(_back(31), T, NOW).outcome == "recommended"  # window 30 min passed
+    assert plan_group(_back(31), lag_only, NOW).outcome == "recommended"  # window 30 min passed
+    # rate_aware_sticky avoids the move back (docs/concepts/decision-rules.md, "Hysteresis in the
+    # strategies"): p0 -> C1 (C0 3,000, C1 9,000), then p2 -> C0 (4,000 and 8,000): the same max load
+    # of 8.89/s as p1 back, in two handovers and none back
+    r = plan_group(_back(10), T, NOW)
+    assert r.outcome == "recommended" and r.plan.strategy == "rate_aware_sticky", r.reason
+    assert owned_by(r) == {"C0": [1, 2], "C1": [0]} and r.best.moves_back == 0
 
 
 def test_hysteresis_yields_when_the_move_back_removes_an_overload():

@@ -43,6 +43,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from rebalance_advisor.store.planner_inputs import PlannerInputs
     from rebalance_advisor.store.planner_scope import GroupScope
+    from rebalance_advisor.store.plans import StagedGroup
 
 log = logging.getLogger(__name__)
 
@@ -118,27 +119,61 @@ class ScopeJob:
 
 
 def plan_scope(job: ScopeJob, index: int, scope: GroupScope, plan_fn: PlanFn) -> int:
-    """Read, build, plan and stage the groups of one scope (on an executor); how many it staged."""
-    from rebalance_advisor.domain.plan_identity import GroupSituation
+    """Read, build, plan and stage the groups of one scope (on an executor); how many it staged.
+    bench/planner_cpu.py runs the same steps in one process and times each."""
     from rebalance_advisor.gcpause import gc_paused
     from rebalance_advisor.store import db
     from rebalance_advisor.store import plans as plan_store
-    from rebalance_advisor.store.planner_inputs import read_planner_inputs
 
     thresholds = Thresholds.from_dict(job.thresholds)
     now = datetime.fromisoformat(job.now)
     with gc_paused():
-        with db.connect(job.url) as conn:
-            inputs = read_planner_inputs(conn, job.snapshot_id, job.replacing_airflow_run_id, scope)
+        inputs = read_scope(job.url, job.snapshot_id, scope, job.replacing_airflow_run_id)
         docs = planner_documents(inputs, thresholds, job.group_pattern, job.reset)
-        rows = []
-        for doc in docs:  # the shipped keys only, through JSON, exactly as the driver path plans them
-            advice = plan_fn(json.loads(shipped_document(doc)), thresholds, now)
-            situation = GroupSituation.of_document(doc) if plan_store.needs_finalize(advice) else None
-            rows.append(plan_store.staged_row(advice, situation))
+        rows = staged_rows(docs, advise_documents(docs, thresholds, now, plan_fn))
         with db.connect(job.url) as conn:
             plan_store.stage_results(conn, job.run_key, index, rows)
     return len(rows)
+
+
+def read_scope(
+    url: str, snapshot_id: int, scope: GroupScope, replacing_airflow_run_id: str | None
+) -> PlannerInputs:
+    """The rows of one scope's groups and their plan history (one read transaction)."""
+    from rebalance_advisor.store import db
+    from rebalance_advisor.store.planner_inputs import read_planner_inputs
+
+    with db.connect(url) as conn:
+        return read_planner_inputs(conn, snapshot_id, replacing_airflow_run_id, scope)
+
+
+def advise_documents(
+    docs: list[dict[str, Any]], thresholds: Thresholds, now: datetime, plan_fn: PlanFn
+) -> list[GroupAdvice]:
+    """Each document planned on the shipped keys only (:func:`planned_view`), as the driver path
+    plans them."""
+    return [plan_fn(planned_view(doc), thresholds, now) for doc in docs]
+
+
+def planned_view(doc: dict[str, Any]) -> dict[str, Any]:
+    """What the planner reads of a document: :func:`shipped_document`'s keys, without the trip through
+    JSON. Documents hold only JSON's types (lists, dicts, str, int, float, None), so the trip gave the
+    same values, at a twelfth of an executor's planning CPU (bench/planner_cpu.py);
+    tests/unit/test_bench_pipeline_fleet.py plans a stored fleet's documents both ways."""
+    return {k: doc[k] for k in DOCUMENT_KEYS if k in doc}
+
+
+def staged_rows(docs: list[dict[str, Any]], advices: list[GroupAdvice]) -> list[StagedGroup]:
+    """The staged row of each planned group (with its situation when the finalize re-checks it)."""
+    from rebalance_advisor.domain.plan_identity import GroupSituation
+    from rebalance_advisor.store import plans as plan_store
+
+    return [
+        plan_store.staged_row(
+            advice, GroupSituation.of_document(doc) if plan_store.needs_finalize(advice) else None
+        )
+        for doc, advice in zip(docs, advices, strict=True)
+    ]
 
 
 def _scope_planner(job: ScopeJob, plan_fn: PlanFn):

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -67,12 +68,18 @@ from rebalance_advisor.domain.load_model import (
     LoadInputs,
     MemberLoad,
     load_inputs,
+    load_summary,
     member_totals,
     summarize,
     usable_capacity,
     with_interval_evidence,
 )
-from rebalance_advisor.domain.metrics import GroupMetrics, compute_metrics, lower_bound_max_lag
+from rebalance_advisor.domain.metrics import (
+    GroupMetrics,
+    compute_metrics,
+    lower_bound_max_lag,
+    max_lag_and_imbalance,
+)
 from rebalance_advisor.domain.rescues import RESCUES, Rescuer
 from rebalance_advisor.domain.rescues import catch_up_floor as catch_up_floor  # re-exported
 from rebalance_advisor.domain.snapshot_model import estimated_capacity_members, own_rate_capacity_members
@@ -82,29 +89,36 @@ from rebalance_advisor.errors import AdvisorError
 NO_MEMBERS = "no members and no registered static members"
 
 
-def strategy_options(strategy: str, thresholds: Thresholds, settle: bool = False) -> dict[str, Any]:
+def strategy_options(
+    strategy: str, thresholds: Thresholds, settle: bool = False, returns: np.ndarray | None = None
+) -> dict[str, Any]:
     """Options a strategy gets from the run's thresholds (budget and horizon where they apply);
-    ``settle``: rate_aware_sticky stops balancing at the fill level (no capacity is an own-rate guess)."""
+    ``settle``: rate_aware_sticky stops balancing at the fill level (no capacity is an own-rate guess);
+    ``returns``: the (partition, member) pairs that would be moves back (:func:`return_pairs`), which
+    rate_aware and rate_aware_sticky avoid (docs/concepts/decision-rules.md, "Hysteresis in the strategies")."""
     if strategy == "lag_aware_sticky":
         return {"move_budget": thresholds.move_budget}
     if strategy == "rate_aware":
-        return {"horizon_s": thresholds.horizon_s}
+        return {"horizon_s": thresholds.horizon_s, "returns": returns}
     if strategy == "rate_aware_sticky":
         return {
             "move_budget": thresholds.move_budget,
             "horizon_s": thresholds.horizon_s,
             "margin": thresholds.capacity_margin_in_force,
             "settle": settle,
+            "returns": returns,
         }
     return {}
 
 
-def candidate_owners(spec: GroupSpec, thresholds: Thresholds, settle: bool = False) -> dict[str, np.ndarray]:
+def candidate_owners(
+    spec: GroupSpec, thresholds: Thresholds, settle: bool = False, returns: np.ndarray | None = None
+) -> dict[str, np.ndarray]:
     """Every requested strategy's owners array for the spec (the exact assignor calls, but where
     :func:`sole_member_owners` knows the answer)."""
     owners = {}
     for name in thresholds.strategies:
-        options = strategy_options(name, thresholds, settle)
+        options = strategy_options(name, thresholds, settle, returns)
         known = sole_member_owners(spec, name, options)
         owners[name] = known if known is not None else get_assignor(name).owners(spec, **options)
     return owners
@@ -228,12 +242,24 @@ def moves_back(
 ) -> int:
     """Partitions ``owners`` hands back to a member they left within ``window_s`` before ``now``;
     not one that has no valid owner now (its owner left the group): hysteresis never holds an orphan."""
-    if not recent or window_s <= 0:
+    pairs = return_pairs(spec, recent, now, window_s)
+    if not len(pairs):
         return 0
+    back = owners[pairs[:, 0]] == pairs[:, 1]
+    return len(np.unique(pairs[back, 0]))
+
+
+def return_pairs(
+    spec: GroupSpec, recent: tuple[RecentMove, ...], now: datetime, window_s: float
+) -> np.ndarray:
+    """(partition, member) index pairs [n, 2]: a partition and a member it left within ``window_s``
+    before ``now`` and that does not hold it now; giving it back would be a move back. None for a
+    partition with no valid owner now (its owner left): it must go somewhere, and is never held."""
+    if not recent or window_s <= 0:
+        return np.zeros((0, 2), dtype=np.int64)
     index = {m: i for i, m in enumerate(spec.member_ids)}
     topic_pos = {t: i for i, t in enumerate(spec.topics)}
-    count = 0
-    seen: set[int] = set()
+    found: set[tuple[int, int]] = set()
     for move in recent:
         age = (as_utc(now) - as_utc(move.at)).total_seconds()
         left = index.get(move.from_member)
@@ -241,13 +267,9 @@ def moves_back(
             continue
         lo, hi = spec.topic_start[topic_pos[move.topic]], spec.topic_start[topic_pos[move.topic] + 1]
         k = lo + int(np.searchsorted(spec.partition[lo:hi], move.partition))
-        if k >= hi or spec.partition[k] != move.partition or k in seen:
-            continue
-        # a partition whose owner left (no valid owner now) is never held: it must go somewhere
-        if owners[k] == left and spec.owner[k] != left and spec.owner_valid[k]:
-            seen.add(k)
-            count += 1
-    return count
+        if k < hi and spec.partition[k] == move.partition and spec.owner[k] != left and spec.owner_valid[k]:
+            found.add((k, left))
+    return np.array(sorted(found), dtype=np.int64).reshape(-1, 2)
 
 
 def group_state(spec: GroupSpec, inputs: LoadInputs, thresholds: Thresholds) -> tuple[GroupState, Any]:
@@ -282,7 +304,7 @@ def advise_group(observation: GroupObservation, thresholds: Thresholds, now: dat
     thresholds = thresholds.for_rate_interval(observation.rate_interval_s)  # the auto margin, resolved
     try:
         current = _current(observation, thresholds)
-        owners, ranged = _strategy_owners(current, observation, thresholds)
+        owners, ranged = _strategy_owners(current, observation, thresholds, now)
     except AdvisorError as error:
         return GroupAdvice(observation.group_id, "error", f"invalid group spec: {error}", int(spec.lag.sum()))
     measured = _Candidates(current, ranged, observation, thresholds, now)
@@ -367,13 +389,14 @@ def evidence_spec(spec: GroupSpec, inputs: LoadInputs) -> GroupSpec:
 
 
 def _strategy_owners(
-    current: _Current, observation: GroupObservation, thresholds: Thresholds
+    current: _Current, observation: GroupObservation, thresholds: Thresholds, now: datetime
 ) -> tuple[dict[str, np.ndarray], RangedCandidate | None]:
     """Every requested strategy's owners, for a flagged group (idle and balanced groups need none:
     skipping them is most of a quiet cluster's work); key_range with the run's key samples."""
     if not is_flagged(current.state, thresholds):
         return {}, None
-    owners = candidate_owners(current.planning, thresholds, settle=not observation.own_rate_capacity)
+    returns = return_pairs(current.spec, observation.recent_moves, now, thresholds.hysteresis_window_s)
+    owners = candidate_owners(current.planning, thresholds, not observation.own_rate_capacity, returns)
     sharing = observation.key_sharing
     if "key_range" not in owners or sharing is None:
         return owners, None
@@ -401,9 +424,10 @@ class _Candidates:
         self.recent_moves, self.thresholds, self.now = observation.recent_moves, thresholds, now
         self.estimated = observation.estimated_capacity
         self.owners: dict[str, np.ndarray] = {}
-        self.metrics: dict[str, GroupMetrics] = {}
+        #: each plan's full metrics, computed when asked for (only the chosen plan's are stored)
+        self.metrics: dict[str, Callable[[], GroupMetrics]] = {}
         self.plans: list[CandidatePlan] = []
-        self._seen: dict[bytes, tuple[GroupMetrics, CandidatePlan]] = _measured_already(current)
+        self._seen: dict[bytes, tuple[Callable[[], GroupMetrics], CandidatePlan]] = _measured_already(current)
 
     def is_ranged(self, name: str) -> bool:
         return name == "key_range" and self.ranged is not None and bool(self.ranged.plan.ranges)
@@ -425,7 +449,7 @@ class _Candidates:
         self.plans.append(plan)
         return plan
 
-    def _measure(self, name: str, owners: np.ndarray) -> tuple[GroupMetrics, CandidatePlan]:
+    def _measure(self, name: str, owners: np.ndarray) -> tuple[Callable[[], GroupMetrics], CandidatePlan]:
         s, so, inputs, bound = self.current.spec, owners, self.current.inputs, self.current.bound
         if self.is_ranged(name):
             assert self.ranged is not None
@@ -435,12 +459,27 @@ class _Candidates:
         if s is self.current.spec:
             inputs = untested_capacities(s, so, inputs, self.estimated, t.capacity_margin_in_force)
         handovers = int(np.count_nonzero((so >= 0) & (so != s.owner)))
-        m = _rounded(compute_metrics(s, so, bound, moved=handovers))
-        load, _ = summarize(s, so, inputs, t.horizon_s, t.handover_cost_s, t.capacity_margin_in_force)
+        max_lag, imbalance, metrics = candidate_numbers(s, so, bound, handovers)
+        load = load_summary(s, so, inputs, t.horizon_s, t.handover_cost_s, t.capacity_margin_in_force)
         back = moves_back(s, so, self.recent_moves, self.now, t.hysteresis_window_s)
-        return m, CandidatePlan(
-            name, m.max_member_lag, handovers, m.imbalance, load, back, empty_members(s, so)
-        )
+        return metrics, CandidatePlan(name, max_lag, handovers, imbalance, load, back, empty_members(s, so))
+
+
+def candidate_numbers(
+    spec: GroupSpec, owners: np.ndarray, bound: int, handovers: int
+) -> tuple[int, float, Callable[[], GroupMetrics]]:
+    """A candidate's max member lag and imbalance (as :func:`_rounded` stores them), and its full
+    metrics when asked for: the rules compare only those two, and only the chosen plan's metrics are
+    stored, so the rest (count spreads, lag cv, gap) is computed once per group, not per candidate
+    (tests/unit/test_planning_shortcuts.py plans a corpus both ways)."""
+    max_lag, imbalance = max_lag_and_imbalance(spec, owners)
+    full = functools.partial(_candidate_metrics, spec, owners, bound, handovers)
+    return max_lag, round(float(imbalance), 6), functools.cache(full)
+
+
+def _candidate_metrics(spec: GroupSpec, owners: np.ndarray, bound: int, handovers: int) -> GroupMetrics:
+    """Every metric of a candidate plan, rounded as stored."""
+    return _rounded(compute_metrics(spec, owners, bound, moved=handovers))
 
 
 def _owners_key(owners: np.ndarray) -> bytes:
@@ -448,7 +487,7 @@ def _owners_key(owners: np.ndarray) -> bytes:
     return owners.astype(np.int64, copy=False).tobytes()
 
 
-def _measured_already(current: _Current) -> dict[bytes, tuple[GroupMetrics, CandidatePlan]]:
+def _measured_already(current: _Current) -> dict[bytes, tuple[Callable[[], GroupMetrics], CandidatePlan]]:
     """The current owners measured as a candidate (``_Candidates._measure`` of them), from the numbers
     :func:`_current` already has (none while key ranges are in force: it measured their view): a
     plan that keeps every owner moves nothing, so its handover pause adds nothing, it hands nothing
@@ -460,7 +499,7 @@ def _measured_already(current: _Current) -> dict[bytes, tuple[GroupMetrics, Cand
         return {}
     m, state = current.metrics, current.state
     plan = CandidatePlan("", m.max_member_lag, 0, m.imbalance, state.load, 0, state.empty_members)
-    return {_owners_key(current.spec.owner): (m, plan)}
+    return {_owners_key(current.spec.owner): (lambda: m, plan)}
 
 
 def _rescues(
@@ -498,7 +537,7 @@ def _chosen_plan(
         strategy=name,
         status=decision.plan_status,
         weight=weight,
-        metrics=measured.metrics[name],
+        metrics=measured.metrics[name](),
         equivalent_strategies=tuple(
             sorted(
                 other for other, o in measured.owners.items() if other != name and np.array_equal(o, owners)

@@ -269,6 +269,49 @@ def summarize(
     ``rate × pause_s`` more backlog — a slight overcharge (the member's other partitions are served
     meanwhile), so a plan is recommended only when it pays even so.
     """
+    inflow, backlog, backlog_f, load, unowned = _member_loads(spec, owners, inputs, horizon_s, pause_s)
+    caps = inputs.capacity
+    if caps is None:
+        return _no_capacity_summary(load, unowned), MemberLoad(
+            spec.member_ids, tuple(inflow.tolist()), tuple(backlog.tolist()), None, None
+        )
+    t = catch_up_time(backlog_f, inflow, caps)
+    summary = _summary_against_usable(
+        inflow, backlog_f, load, usable_capacity(caps, margin), horizon_s, unowned, t if margin <= 0 else None
+    )
+    member = MemberLoad(
+        spec.member_ids,
+        tuple(inflow.tolist()),
+        tuple(backlog.tolist()),
+        tuple(caps.tolist()),
+        tuple(t.tolist()),
+    )
+    return summary, member
+
+
+def load_summary(
+    spec: GroupSpec,
+    owners: np.ndarray,
+    inputs: LoadInputs,
+    horizon_s: float,
+    pause_s: float = 0.0,
+    margin: float = 0.0,
+) -> LoadSummary:
+    """:func:`summarize`'s summary alone: what the rules compare of a candidate plan, without the
+    per-member view against the full capacity that only a stored plan shows (bench/planner_cpu.py)."""
+    inflow, _, backlog_f, load, unowned = _member_loads(spec, owners, inputs, horizon_s, pause_s)
+    caps = inputs.capacity
+    if caps is None:
+        return _no_capacity_summary(load, unowned)
+    return _summary_against_usable(
+        inflow, backlog_f, load, usable_capacity(caps, margin), horizon_s, unowned, None
+    )
+
+
+def _member_loads(
+    spec: GroupSpec, owners: np.ndarray, inputs: LoadInputs, horizon_s: float, pause_s: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, tuple[int, float]]:
+    """Per member inflow, backlog, backlog with the pause charged and load w; the unowned (backlog, inflow)."""
     inflow, backlog = member_totals(spec, owners, inputs.rate)
     backlog_f = backlog.astype(np.float64)
     if pause_s > 0:
@@ -278,28 +321,15 @@ def summarize(
     unowned = (owners < 0) & spec.assignable
     unowned_backlog, unowned_inflow = int(spec.lag[unowned].sum()), float(inputs.rate[unowned].sum())
     load = inflow + backlog_f / horizon_s
-    caps = inputs.capacity
-    if caps is None:
-        summary = LoadSummary(
-            overloaded=0, max_catch_up_s=None, max_load=float(load.max()) if len(load) else 0.0,
-            backlog_area=None, unowned_backlog=unowned_backlog, unowned_inflow=unowned_inflow,
-        )  # fmt: skip
-        return summary, MemberLoad(
-            spec.member_ids, tuple(inflow.tolist()), tuple(backlog.tolist()), None, None
-        )
-    t = catch_up_time(backlog_f, inflow, caps)
-    summary = _summary_against_usable(
-        inflow, backlog_f, load, usable_capacity(caps, margin), horizon_s, (unowned_backlog, unowned_inflow),
-        t if margin <= 0 else None,
+    return inflow, backlog, backlog_f, load, (unowned_backlog, unowned_inflow)
+
+
+def _no_capacity_summary(load: np.ndarray, unowned: tuple[int, float]) -> LoadSummary:
+    """The summary without capacities: only the max member load w can be compared."""
+    return LoadSummary(
+        overloaded=0, max_catch_up_s=None, max_load=float(load.max()) if len(load) else 0.0,
+        backlog_area=None, unowned_backlog=unowned[0], unowned_inflow=unowned[1],
     )  # fmt: skip
-    member = MemberLoad(
-        spec.member_ids,
-        tuple(inflow.tolist()),
-        tuple(backlog.tolist()),
-        tuple(caps.tolist()),
-        tuple(t.tolist()),
-    )
-    return summary, member
 
 
 def _summary_against_usable(

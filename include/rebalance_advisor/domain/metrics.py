@@ -185,7 +185,9 @@ def lower_bound_max_lag(spec: GroupSpec, balanced: bool = True) -> int:
     if spec.identical_subscriptions:
         floor_count = balanced_floor(spec) if balanced else 0
         bound = _pigeonhole(asc_all[::-1], num_members, floor_count, smallest_prefix)
-        for t in np.flatnonzero(spec.class_topics[0]).tolist():
+        topics = np.flatnonzero(spec.class_topics[0]).tolist()
+        # one topic: its partitions are the group's, so its bound is the one just computed
+        for t in topics if len(topics) > 1 else ():
             topic_desc = np.sort(lags[starts[t] : starts[t + 1]])[::-1]
             bound = max(bound, _pigeonhole(topic_desc, num_members, floor_count, smallest_prefix))
         return math.ceil(bound)
@@ -217,6 +219,20 @@ def _general_bound(spec: GroupSpec) -> int:
     return lower_bound_max_lag(spec, balanced=False)
 
 
+def _lag_totals(lags: np.ndarray) -> tuple[int, int, float]:
+    """(total, max member lag, imbalance) of the member lags: the imbalance rule's one place."""
+    total = int(lags.sum())
+    max_lag = int(lags.max())
+    return total, max_lag, max_lag / (total / len(lags)) if total else 1.0
+
+
+def max_lag_and_imbalance(spec: GroupSpec, owners: np.ndarray) -> tuple[int, float]:
+    """The max member lag and imbalance :func:`compute_metrics` gives ``owners``, without the rest:
+    what the decision rules compare of a candidate plan (the rest is stored for the chosen one only)."""
+    _, max_lag, imbalance = _lag_totals(member_sums(owners, spec.lag, spec.num_members))
+    return max_lag, imbalance
+
+
 def compute_metrics(
     spec: GroupSpec,
     assignment: Assignment | np.ndarray,
@@ -229,8 +245,7 @@ def compute_metrics(
     owners = as_owners(spec, assignment)
     lags = member_sums(owners, spec.lag, spec.num_members)
     counts = np.bincount(owners[owners >= 0], minlength=spec.num_members)
-    total = int(lags.sum())
-    max_lag = int(lags.max())
+    total, max_lag, imbalance = _lag_totals(lags)
     mean = total / spec.num_members
     bound = lower_bound_max_lag(spec) if lower_bound is None else lower_bound
     if len(counts) and int(counts.min()) < spec.derived("balanced_floor", balanced_floor):
@@ -242,7 +257,7 @@ def compute_metrics(
         member_lag=dict(zip(ids, lags.tolist(), strict=True)),
         member_partitions=dict(zip(ids, counts.tolist(), strict=True)),
         max_member_lag=max_lag,
-        imbalance=max_lag / mean if total else 1.0,
+        imbalance=imbalance,
         lag_cv=float(lags.std() / mean) if total else 0.0,
         partition_count_spread=int(counts.max() - counts.min()),
         topic_partition_count_spread=dict(zip(spec.topics, topic_spread.tolist(), strict=True)),

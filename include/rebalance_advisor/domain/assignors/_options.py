@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from rebalance_advisor.errors import AdvisorError
 
 _UNLIMITED = {"", "none", "null", "unlimited", "inf"}
@@ -64,5 +66,22 @@ def flag(name: str):
         if isinstance(value, str) and value.strip().lower() in words:
             return words[value.strip().lower()]
         raise AdvisorError(f"option {name}={value!r}: must be true or false")
+
+    return parse
+
+
+def index_pairs(name: str):
+    """(partition, member) index pairs as an int array [n, 2], or None (no pairs) from None / empty."""
+
+    def parse(value: Any) -> np.ndarray | None:
+        if value is None:
+            return None
+        try:
+            pairs = np.asarray(value, dtype=np.int64).reshape(-1, 2)
+        except (TypeError, ValueError):
+            raise AdvisorError(f"option {name}: must be (partition, member) index pairs") from None
+        if (pairs < 0).any():
+            raise AdvisorError(f"option {name}: indexes must be >= 0")
+        return pairs if len(pairs) else None
 
     return parse

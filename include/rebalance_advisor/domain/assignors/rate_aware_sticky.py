@@ -29,17 +29,24 @@ overloaded) that no move, chain or pool re-pack helps is skipped and the next on
 such member in a row, :data:`SKIPS_IN_A_ROW`): until now one such member ended the plan and left the others overloaded, and the rule took the full
 ``rate_aware`` repack instead (3,197 handovers to relieve one more member).
 
+``returns`` (the rule passes them: ``group_planning.return_pairs``): (partition, member) pairs that
+would be moves back, a partition given back to a member it left within the hysteresis window. A
+move is chosen among the others first, and a move back only when none of them helps
+(:func:`_pick`; docs/concepts/decision-rules.md, "Hysteresis in the strategies").
+
 ``move_budget`` caps the owned partitions moved (None: no cap besides the gain threshold).
 """
 
 from __future__ import annotations
 
+import functools
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
 from rebalance_advisor.domain.assignors import rate_aware
-from rebalance_advisor.domain.assignors._options import flag, optional_amount, optional_count
+from rebalance_advisor.domain.assignors._options import flag, index_pairs, optional_amount, optional_count
 from rebalance_advisor.domain.group_spec import GroupSpec
 from rebalance_advisor.errors import AdvisorError
 
@@ -50,6 +57,7 @@ OPTIONS = {
     "min_gain": optional_amount("min_gain"),
     "margin": optional_amount("margin"),
     "settle": flag("settle"),
+    "returns": index_pairs("returns"),
 }
 
 DEFAULT_MIN_GAIN = 0.01
@@ -74,6 +82,7 @@ def owners(
     min_gain: float | None = None,
     margin: float | None = None,
     settle: bool = False,
+    returns: np.ndarray | None = None,
 ) -> np.ndarray:
     weights, caps, known_caps = rate_aware.weights_and_inputs(spec, horizon_s)
     out = np.where(spec.owner_valid, spec.owner, -1).astype(np.int32)
@@ -82,51 +91,93 @@ def owners(
     rate_aware.place(spec, out, np.flatnonzero((out < 0) & spec.assignable), weights, caps, load)
     if members < 2:
         return out
-    gain_floor = DEFAULT_MIN_GAIN if min_gain is None else min_gain
-    full = _overload_line(margin)  # utilisation at which the rule counts a member overloaded
-    elig = None if spec.identical_subscriptions else rate_aware.eligibility(spec)
-    budget = spec.num_partitions if move_budget is None else move_budget
-    scalar = (
-        elig is None and members <= rate_aware.SCALAR_MEMBERS and rate_aware.finite_positive(caps, weights)
+    plan = _Balancing(
+        gain=DEFAULT_MIN_GAIN if min_gain is None else min_gain,
+        full=_overload_line(margin),  # utilisation at which the rule counts a member overloaded
+        known_caps=known_caps,
+        elig=None if spec.identical_subscriptions else rate_aware.eligibility(spec),
+        budget=spec.num_partitions if move_budget is None else move_budget,
+        scalar=members <= rate_aware.SCALAR_MEMBERS and rate_aware.finite_positive(caps, weights),
+        back=rate_aware.returns_mask(returns, spec.num_partitions, members),
     )
-    fill = fill_level(load, caps, full) if settle and known_caps else None
-    # members above the line to balance (overloaded, or above the fill level) that nothing helps
-    skipped = np.zeros(members, dtype=bool)
-    line = full if fill is None else min(full, fill)
+    fill = fill_level(load, caps, plan.full) if settle and known_caps else None
+    _balance(spec, out, load, weights, caps, plan, fill)
+    return out
+
+
+@dataclass(frozen=True)
+class _Balancing:
+    """What :func:`_balance` balances by: the gain a move must make, the overload line, whether
+    capacities are known, eligibility (None: one shared subscription), the move budget, whether the
+    plain-Python step applies, and the moves back to avoid (``returns`` as a [P, M] mask)."""
+
+    gain: float
+    full: float
+    known_caps: bool
+    elig: np.ndarray | None
+    budget: int
+    scalar: bool
+    back: np.ndarray | None
+
+
+def _balance(
+    spec: GroupSpec, out: np.ndarray, load: np.ndarray, weights: np.ndarray, caps: np.ndarray,
+    plan: _Balancing, fill: float | None,
+) -> None:  # fmt: skip
+    """The module docstring's balancing loop, on ``out`` and ``load`` in place."""
+    skipped = np.zeros(spec.num_members, dtype=bool)  # above the line, and nothing helps them
+    line = plan.full if fill is None else min(plan.full, fill)
+    step = scalar_step if plan.scalar and plan.elig is None else _best_move
     in_a_row = moved = steps = 0  # steps: a guard, each step lowers the top utilisation but ties could cycle
-    while moved < budget and steps < 4 * spec.num_partitions + 16:
+    while moved < plan.budget and steps < 4 * spec.num_partitions + 16:
         steps += 1
         util = np.where(skipped, -np.inf, load / caps)
         top = int(np.argmax(util))
         u_top = util[top]
-        if not np.isfinite(u_top) or (fill is not None and u_top <= fill):
-            break
         mine = np.flatnonzero(out == top)
-        if len(mine) == 0:
+        if not np.isfinite(u_top) or (fill is not None and u_top <= fill) or len(mine) == 0:
             break
-        i, b, best = (scalar_step if scalar else _best_move)(load, caps, weights[mine], top, elig, spec, mine)
         # a move must gain min_gain, or, with capacities, at least make an overloaded member less so
-        enough = best < u_top * (1.0 - gain_floor)
-        if not (enough or (known_caps and u_top >= full and best < u_top)):
-            over, limit = (full if known_caps and u_top >= full else None), u_top * (1.0 - gain_floor)
-            rearranged = _rearrange_off(
-                spec, out, load, weights, caps, elig, top, budget - moved, over, limit
-            )
+        over = plan.known_caps and u_top >= plan.full
+        helps = functools.partial(_helps, u_top=u_top, gain=plan.gain, overloaded=over)
+        i, b, best = _pick(step, helps, load, caps, weights[mine], top, plan.elig, spec, mine, plan.back)
+        if not helps(best):
+            rearranged = _rearrange_off(spec, out, load, weights, caps, plan.elig, top, plan.budget - moved,
+                                        plan.full if over else None, u_top * (1.0 - plan.gain))  # fmt: skip
             if rearranged is not None:
-                moved += rearranged
-                in_a_row = 0
-                continue
-            if known_caps and u_top >= line and in_a_row < SKIPS_IN_A_ROW:
-                skipped[top] = True  # nothing helps it: balance the next member above the line
-                in_a_row += 1
-                continue
-            break
+                moved, in_a_row = moved + rearranged, 0
+            elif plan.known_caps and u_top >= line and in_a_row < SKIPS_IN_A_ROW:
+                skipped[top], in_a_row = True, in_a_row + 1  # balance the next member above the line
+            else:
+                break
+            continue
         k = int(mine[i])
         in_a_row = 0
         _move(out, load, weights, k, b)
-        if spec.owner[k] >= 0:
-            moved += 1
-    return out
+        moved += int(spec.owner[k] >= 0)
+
+
+def _helps(best: float, u_top: float, gain: float, overloaded: bool) -> bool:
+    """Whether a move leaving ``best`` as the larger utilisation of its two members is worth making:
+    it gains ``gain`` of the top member's utilisation, or relieves an ``overloaded`` top member at all."""
+    return bool(best < u_top * (1.0 - gain) or (overloaded and best < u_top))
+
+
+def _pick(
+    step, helps, load: np.ndarray, caps: np.ndarray, w: np.ndarray, top: int, elig: np.ndarray | None,
+    spec: GroupSpec, mine: np.ndarray, back: np.ndarray | None,
+) -> tuple[int, int, float]:  # fmt: skip
+    """The move off ``top``: the best one that gives no partition back to a member it left within the
+    hysteresis window (``back``), when that one ``helps``; else the best of all. A move back is the
+    one the rule's hysteresis weighs, and the member a partition left is often the one with most room
+    (it was relieved), so the best single move was a move back 54 times in a traced run
+    (bench/drain.py large-50x500-steps, docs/benchmarks/drain.md)."""
+    banned = None if back is None else back[mine]
+    if banned is not None and banned.any():
+        found = step(load, caps, w, top, elig, spec, mine, banned)
+        if helps(found[2]):
+            return found
+    return step(load, caps, w, top, elig, spec, mine)
 
 
 def _overload_line(margin: float | None) -> float:
@@ -175,9 +226,10 @@ def _best_move(
     elig: np.ndarray | None,
     spec: GroupSpec,
     mine: np.ndarray,
+    banned: np.ndarray | None = None,
 ) -> tuple[int, int, float]:
     """(row in ``mine``, receiver, max utilisation of the two after it) of the best single move off
-    ``top``: the first minimum in (partition, member) order."""
+    ``top``: the first minimum in (partition, member) order; ``banned`` [len(mine), M]: moves not to make."""
     # utilisation after the move: source (load - w)/cap_top, receiver (load_b + w)/cap_b
     after_src = (load[top] - w) / caps[top]  # [k]
     after_dst = (load[None, :] + w[:, None]) / caps[None, :]  # [k, M]
@@ -185,6 +237,8 @@ def _best_move(
     worst[:, top] = np.inf
     if elig is not None:
         worst = np.where(elig[spec.topic_index[mine]], worst, np.inf)
+    if banned is not None:
+        worst[banned] = np.inf
     i, b = np.unravel_index(int(np.argmin(worst)), worst.shape)
     return int(i), int(b), float(worst[i, b])
 
@@ -197,6 +251,7 @@ def scalar_step(
     elig: np.ndarray | None,
     spec: GroupSpec,
     mine: np.ndarray,
+    banned: np.ndarray | None = None,
 ) -> tuple[int, int, float]:
     """:func:`_best_move` in plain Python for few members, all eligible, finite weights and
     capacities > 0: the same float64 operations, the first minimum wins; NumPy's per-call cost is
@@ -205,12 +260,15 @@ def scalar_step(
     cap = caps.tolist()
     others = [b for b in range(len(loads)) if b != top]
     src_load, src_cap = loads[top], cap[top]
+    skip = banned.tolist() if banned is not None else None
     best_i, best_b, best = 0, others[0], math.inf
     for i, wi in enumerate(w.tolist()):
         src = (src_load - wi) / src_cap
         if src >= best:
             continue  # no receiver can make this row better than the best so far
         for b in others:
+            if skip is not None and skip[i][b]:
+                continue
             dst = (loads[b] + wi) / cap[b]
             worst = dst if dst > src else src
             if worst < best:
