@@ -320,6 +320,11 @@ def test_ctrl_c_just_after_the_commit_reports_what_was_stored(
     store.db.dispose(sqlite_url)
 
 
+#: How soon an interrupted wait must end: a third of SQLite's own 30 s busy wait, which the old code
+#: sat out, with room for a loaded machine's interpreter exit (2.0-2.1 s measured at load 12-20)
+PROMPT_EXIT_S = 10.0
+
+
 def _interrupted_while_locked(path: Path, lock: str, command: list[str]) -> tuple[int, float, str, str]:
     """Run the CLI ``command`` while another connection holds ``lock`` on ``path``; once it says it
     is waiting for the lock, and a second later, Ctrl-C it: (its exit code, seconds from the signal
@@ -348,14 +353,14 @@ def test_ctrl_c_while_another_process_holds_the_sqlite_write_lock(
     kafka_bootstrap, tmp_path, demo_groups, lock
 ) -> None:
     """Another process holds the write lock (EXCLUSIVE: reads wait too); the snapshot command waits,
-    and a Ctrl-C ends it within 2 s (SQLite's own busy wait would hold it for its whole 30 s
+    and a Ctrl-C ends it promptly (SQLite's own busy wait would hold it for its whole 30 s
     timeout)."""
     path = tmp_path / "advisor.db"
     url = f"sqlite:///{path}"
     assert main(["db", "upgrade", "--db", url]) == 0
     command = ["snapshot", "--bootstrap-servers", kafka_bootstrap, "--db", url, "--groups", "kip-example"]
     code, waited, out, err = _interrupted_while_locked(path, lock, command)
-    assert code == 130 and waited < 2.0, (waited, err)
+    assert code == 130 and waited < PROMPT_EXIT_S, (waited, err)
     assert "interrupted before the snapshot was stored: nothing was stored" in err and out == ""
     assert "Traceback" not in err
 
@@ -368,7 +373,7 @@ def test_ctrl_c_of_a_read_while_another_process_holds_an_exclusive_lock(tmp_path
     store.upgrade(url)
     store.db.dispose(url)
     code, waited, out, err = _interrupted_while_locked(path, "EXCLUSIVE", ["lag", "--db", url])
-    assert code == 130 and waited < 2.0, (waited, err)
+    assert code == 130 and waited < PROMPT_EXIT_S, (waited, err)
     assert "Traceback" not in err and out == "", err
 
 
@@ -384,7 +389,7 @@ def test_sqlite_lock_wait_is_bounded(tmp_path, monkeypatch) -> None:
         started = time.monotonic()
         with pytest.raises(store.db.DatabaseUnavailable, match="locked by another writer for 1 s"):
             db.wait_for_sqlite_writer(url, bound_s=1.0)
-        assert time.monotonic() - started < 2.0
+        assert time.monotonic() - started < 5.0  # bounded: 1 s asked, SQLite alone would wait 30 s
     finally:
         holder.execute("ROLLBACK")
         holder.close()

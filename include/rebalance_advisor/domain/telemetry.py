@@ -9,9 +9,12 @@ client family (docs/operations/telemetry.md, "Accuracy"); the gates say when a s
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:  # numpy is imported where the Java model runs: DAG files import this module
+    import numpy as np
 
 #: the capacity source's name (``snapshot_model.CAPACITY_SOURCES``)
 SOURCE = "telemetry"
@@ -172,6 +175,8 @@ def java_reported_busy(true_busy: float) -> float:
         return 0.5
     if true_busy >= 1.0:
         return 1.0
+    import numpy as np
+
     r = true_busy
     shares, batches, none_came = _batch_chain(r)
     after_wait = 0.5 * (1.0 - r + r * r * scaled_exponential_integral(r))
@@ -187,6 +192,8 @@ def _batch_chain(r: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     State 0: the poll waited and returned one record; state b >= 1: it found b records waiting.
     Batches past 5 / (1 - r) + 10 are folded into the last state (their share is negligible).
     """
+    import numpy as np
+
     size = int(5.0 / (1.0 - r)) + 10
     batches = np.concatenate(([1.0], np.arange(1.0, size + 1.0)))
     counts = np.arange(size + 1.0)
@@ -214,10 +221,23 @@ def _batch_chain(r: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 #:   -7 to 0 % at 20/50/90 % busy; on a machine at load 20 it reads busier (-27 to -46 %: capacity
 #:   under-estimated, the safe side). The table fitted at load 37-56 before it over-estimated
 #:   capacities by 20-30 % on a quiet machine.
-CALIBRATION: dict[str, tuple[tuple[float, float], ...]] = {
-    "java": tuple((java_reported_busy(step / 50), step / 50) for step in range(51)),
-    "librdkafka": tuple((librdkafka_reported_busy(step / 50), step / 50) for step in range(51)),
-}
+class _ModelPoints(dict):
+    """Each family's points, computed from its model on first use: the Java model needs numpy, and
+    the DAG files that import this module must stay light."""
+
+    def __init__(self, models: dict[str, Callable[[float], float]]) -> None:
+        super().__init__()
+        self.models = models
+
+    def get(self, family: str, default: tuple | None = None) -> tuple | None:  # type: ignore[override]
+        if family not in self and family in self.models:
+            self[family] = tuple((self.models[family](step / 50), step / 50) for step in range(51))
+        return super().get(family, default)
+
+
+CALIBRATION: dict[str, tuple[tuple[float, float], ...]] = _ModelPoints(
+    {"java": java_reported_busy, "librdkafka": librdkafka_reported_busy}
+)
 
 
 def telemetry_capacity(
