@@ -150,10 +150,12 @@ def test_the_helper_reports_its_capacity_while_caught_up_and_the_snapshot_stores
         got = store.load_snapshot(snapshot_id, url).rates.capacity[(group, "m1")]
         assert got.source == "reported", (snapshot_id, got)
         # Its commits count as busy time, and at a quarter of its capacity they weigh four times what
-        # they do saturated: on a loaded machine, where a commit takes tens of ms, the report reads
-        # up to a fifth low (176.6/s against 201.9-219.1/s at load 12-20); quiet, within 3 %.
+        # they do saturated; with the CPU shared (another test worker, load) the report read low:
+        # 176.6/s against 201.9-219.1/s at load 12-20, 162.2/s against 235.1-236.9/s beside another
+        # worker at load 2-7; alone and quiet, within 3 %. A report that were the consume rate would
+        # read a quarter: the lower bound keeps that apart.
         low, high = sorted((truth_before, truth_after))
-        assert 0.8 * low <= got.capacity <= 1.1 * high, (snapshot_id, got, truth_before, truth_after)
+        assert 0.5 * low <= got.capacity <= 1.1 * high, (snapshot_id, got, truth_before, truth_after)
     # m2 runs nothing: it gets the group median, i.e. m1's reported capacity
     second = store.load_snapshot(second_id, url).rates.capacity
     assert second[(group, "m2")].source == "group_median"
