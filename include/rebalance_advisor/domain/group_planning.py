@@ -49,6 +49,7 @@ from rebalance_advisor.domain.decisions import (
     decide,
     is_flagged,
 )
+from rebalance_advisor.domain.estimates import RateParameters
 from rebalance_advisor.domain.group_spec import (
     GroupSpec,
     parse_group_spec,
@@ -358,7 +359,10 @@ def _current(observation: GroupObservation, thresholds: Thresholds) -> _Current:
     spec = observation.spec
     assert spec is not None
     receivers = observation.estimated_capacity & recent_receivers(observation)
-    estimated = optimistic_estimates(spec, load_inputs(spec), thresholds, receivers)
+    raised = optimistic_estimates(spec, load_inputs(spec), thresholds, receivers)
+    estimated = no_faster_than_measured(
+        spec, raised, observation.own_rate_capacity, observation.estimated_capacity
+    )
     # the last interval's evidence last: what the member did beats what it is estimated to do
     inputs = with_interval_evidence(
         spec, estimated, observation.interval, thresholds.interval_departure, thresholds.growth_floor_s
@@ -374,7 +378,7 @@ def _current(observation: GroupObservation, thresholds: Thresholds) -> _Current:
         compute_metrics(view, view.owner, bound if view is spec else lower_bound_max_lag(view))
     )
     unowned_lag = int(view.lag[view.owner < 0].sum())
-    planning = spec if inputs is estimated else evidence_spec(spec, inputs)
+    planning = spec if inputs is raised else evidence_spec(spec, inputs)
     return _Current(spec, inputs, bound, view, state, members, metrics, unowned_lag, planning)
 
 
@@ -590,6 +594,38 @@ def optimistic_estimates(
     raised = np.where(est, np.maximum(caps, need), caps)
     raised.setflags(write=False)
     return dataclasses.replace(inputs, capacity=raised)
+
+
+def no_faster_than_measured(
+    spec: GroupSpec, inputs: LoadInputs, own_rate: frozenset[str], estimated: frozenset[str]
+) -> LoadInputs:
+    """Each ``own_rate`` member's capacity at most the fastest measured member's, unless it already
+    consumes more than that (its estimate over ``RateParameters.unmeasured_capacity_factor``).
+
+    An own-rate estimate is a factor over what the member consumes, so it follows the member's load
+    up: the member always looks 1 / factor utilised, receives partitions, consumes more, looks as
+    utilised again, until it passes its true capacity, slowly, and stays overloaded for the minutes
+    its backlog takes to measure it: 85-95 % of the overloaded time after the first minutes in
+    bench/drain.py medium-50-cap2x (capacities x2 apart; docs/benchmarks/drain.md). A measured peer
+    bounds the guess: nothing says an unmeasured member is faster than the fastest one seen
+    saturated until it consumes more than that.
+    """
+    caps, given = inputs.capacity, spec.capacity
+    if caps is None or given is None or not own_rate:
+        return inputs
+    ids = spec.member_ids
+    measured = np.fromiter((m not in estimated for m in ids), bool, len(ids)) & ~np.isnan(given)
+    own = np.fromiter((m in own_rate for m in ids), bool, len(ids))
+    if not measured.any() or not own.any():
+        return inputs
+    fastest = float(caps[measured].max())
+    consumes = given / RateParameters.unmeasured_capacity_factor
+    bounded = own & (consumes < fastest) & (caps > fastest)
+    if not bounded.any():
+        return inputs
+    capped = np.where(bounded, fastest, caps)
+    capped.setflags(write=False)
+    return dataclasses.replace(inputs, capacity=capped)
 
 
 def untested_capacities(
