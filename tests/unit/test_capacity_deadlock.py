@@ -222,15 +222,50 @@ def test_no_probe_when_the_bottleneck_is_itself_estimated_or_nobody_else_is():
 
 
 def test_the_probe_does_not_leave_the_bottleneck_empty():
-    # u2 also holds p3 (5/s): b gets that lightest partition back for the hot p0 (2 handovers)
+    # u2 also holds p3 (5/s): headroom u1 23.24, u2 135.24 - 105 = 30.24, so p0 -> u2; b, which
+    # would own nothing, takes u2's partitions lightest first while within its usable 162.68/s:
+    # p3 (5/s), then p2 (105/s in all), so p0 is alone on u2 (the probe isolates it: below)
     d = _probe_doc({"b": "measured", "u1": "group_median", "u2": "group_median"})
     d["members"][2]["owned"].append(["t", 3])
     d["partitions"].append({"topic": "t", "partition": 3, "lag": 5, "produce_rate": 5.0})
     probe = plan_group(d, Thresholds(), T0)
     assert probe.outcome == "recommended" and probe.plan.strategy == "capacity_probe", probe.reason
-    # headroom u1 23.24, u2 135.24 - 105 = 30.24: p0 -> u2, p3 -> b
     owners = {p: m for m, _t, p, _lag in probe.plan.assignments}
-    assert owners == {0: "u2", 1: "u1", 2: "u2", 3: "b"}
+    assert owners == {0: "u2", 1: "u1", 2: "b", 3: "b"}
+    assert "which gives b its 2 lightest partitions" in probe.reason
+
+
+def _loaded_doc() -> dict:
+    """A probe's target with load of its own (bench/drain.py steps-10, scaled): every capacity 100/s,
+    b measured, u1 and u2 estimated at the group median (right, as it happens)."""
+    owned = {"b": [0], "u1": [1, 2], "u2": [3, 4, 5]}
+    rates = {0: 80.0, 1: 60.0, 2: 10.0, 3: 50.0, 4: 5.0, 5: 5.0}
+    return {
+        "group_id": "g",
+        "members": [
+            {"member_id": m, "topics": ["t"], "owned": [["t", p] for p in parts], "capacity": 100.0}
+            for m, parts in owned.items()
+        ],
+        "partitions": [
+            {"topic": "t", "partition": p, "lag": 20_000 if p == 0 else 0, "produce_rate": r}
+            for p, r in rates.items()
+        ],
+        "capacity_sources": {"b": "measured", "u1": "group_median", "u2": "group_median"},
+    }
+
+
+def test_the_probe_isolates_the_hot_partition_on_a_loaded_target():
+    # b holds p0 alone: 80/s with 20,000 lag, usable 98/s, catch-up 20,000 / 18 = 1,111 s > 300 s.
+    # No strategy shortens it (p0 alone on any member of 100/s drains as slowly) and isolate_backlog
+    # has nothing to move off b: the probe. Headroom u1 98 - 70 = 28, u2 98 - 60 = 38: p0 -> u2.
+    # Until now u2 gave b only its lightest partition (p4) and kept p3 and p5: 135/s on 98 usable,
+    # 138 % (every partition of u2 behind if the estimate is right). Now b, with 98/s of room once p0
+    # is gone, takes p4 (5), p5 (5) and p3 (50): 60/s; u2 holds p0 alone, 80 of its 98/s.
+    probe = plan_group(_loaded_doc(), Thresholds(), T0)
+    assert probe.outcome == "recommended" and probe.plan.strategy == "capacity_probe", probe.reason
+    owners = {p: m for m, _t, p, _lag in probe.plan.assignments}
+    assert owners == {0: "u2", 1: "u1", 2: "u1", 3: "b", 4: "b", 5: "b"}
+    assert "which gives b its 3 lightest partitions" in probe.reason
 
 
 def test_an_estimated_member_is_not_relieved_on_its_estimate():
@@ -358,3 +393,8 @@ def test_the_hot_partitions_member_sheds_its_other_partitions_to_measured_member
         or "predicted catch-up 89 s -> 75 s" in advice.reason
     )
     assert "so that t-10 (lag 6,553, 145.2/s) drains faster there (64 s)" in advice.reason
+    # a move budget of 2 handovers: the probe's own and one more, the lightest (which b needs anyway)
+    budgeted = plan_group(_loaded_doc(), Thresholds(move_budget=2), T0)
+    assert budgeted.outcome == "recommended" and budgeted.plan.strategy == "capacity_probe", budgeted.reason
+    owners = {p: m for m, _t, p, _lag in budgeted.plan.assignments}
+    assert owners == {0: "u2", 1: "u1", 2: "u1", 3: "u2", 4: "b", 5: "u2"}
