@@ -605,7 +605,7 @@ def no_faster_than_measured(
     An own-rate estimate is a factor over what the member consumes, so it follows the member's load
     up: the member always looks 1 / factor utilised, receives partitions, consumes more, looks as
     utilised again, until it passes its true capacity, slowly, and stays overloaded for the minutes
-    its backlog takes to measure it: 85-95 % of the overloaded time after the first minutes in
+    its backlog takes to measure it: 83-91 % of the overloaded time after the first minutes in
     bench/drain.py medium-50-cap2x (capacities x2 apart; docs/benchmarks/drain.md). A measured peer
     bounds the guess: nothing says an unmeasured member is faster than the fastest one seen
     saturated until it consumes more than that.

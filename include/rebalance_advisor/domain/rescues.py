@@ -241,8 +241,8 @@ def _isolate(
 
     A probe tests one estimate with one partition. On top of the target's own load it also overloads
     every partition there, and tests nothing more: in bench/drain.py steps-10 a target holding
-    1,150/s got a 1,258/s partition (capacities 1,382/s, the estimates right), 177 % of its capacity
-    (docs/benchmarks/drain.md, "The capacity probe isolates")."""
+    1,146/s got a 1,258/s partition (capacities 1,382/s, the estimates right), 174 % of its capacity
+    (docs/benchmarks/drain.md, "Own-rate estimates bounded, and the capacity probe isolates")."""
     worst, target, part = probe
     theirs = np.flatnonzero((spec.owner == target) & subscribed_by(spec, worst))
     room = float(load.usable[worst] - load.inflow[worst] + inputs.rate[part])
