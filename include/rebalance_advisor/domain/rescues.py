@@ -192,9 +192,8 @@ def capacity_probe(
     partitions while they fit there (:func:`_isolate`). If that member is faster than its estimate
     it drains the backlog; if not, it is saturated with backlog, so the next snapshot measures it and
     the next plan uses the measured value (and may move the partition back: moving back to remove
-    an overload is allowed). None when the bottleneck member's own capacity is an estimate (it is
-    saturated now, so it is being measured), when it has no backlog, or when no other member is
-    estimated.
+    an overload is allowed). None when the bottleneck's own capacity is an estimate (it is saturated
+    now, so it is being measured), when it has no backlog, or when no other member is estimated.
     """
     caps = inputs.capacity
     if caps is None or not estimated or spec.num_members < 2:
