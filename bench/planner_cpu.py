@@ -21,6 +21,7 @@ Writes ``bench/results/planner_cpu.json`` (``--out``).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import cProfile
 import inspect
 import io
@@ -107,13 +108,20 @@ def run_scopes(
             _note(rows, outcomes, dump)
     if finalize:
         steps.start()
-        params = {**thresholds.to_dict(), "group_pattern": None, "reset": None}
-        staged = sum(outcomes.values())
-        profiler.enable()  # the profile then holds both: plan_group's and _finalize's subtrees
-        sp._finalize(url, run_key, staged, snapshot_id, params, now, None, "bench", False)
-        profiler.disable()
+        with _profiled(profiler):  # the profile then holds both: plan_group's and _finalize's subtrees
+            params = {**thresholds.to_dict(), "group_pattern": None, "reset": None}
+            sp._finalize(url, run_key, sum(outcomes.values()), snapshot_id, params, now, None, "bench", False)
         steps.mark("finalize")
     return steps, outcomes
+
+
+@contextlib.contextmanager
+def _profiled(profiler):
+    profiler.enable()
+    try:
+        yield
+    finally:
+        profiler.disable()
 
 
 def _stage(plan_store, conn, run_key: str, index: int, rows, snapshot_id: int) -> None:
