@@ -509,7 +509,7 @@ def _small_owners(
         return None
     if any(type(p) is not int or not 0 <= p < 2**31 for m in members for _, p in m.owned):
         return None
-    where = {tp: k for k, tp in enumerate(zip(topic_index.tolist(), part_arr.tolist()))}
+    where = {tp: k for k, tp in enumerate(zip(topic_index.tolist(), part_arr.tolist(), strict=True))}
     best: dict[int, list] = {}  # position -> [generation, member, tied at the top]
     for i, m in enumerate(members):
         gen = NO_GENERATION if m.generation is None else m.generation
