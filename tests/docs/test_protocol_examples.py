@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import time
 import uuid
@@ -11,16 +10,14 @@ from types import ModuleType
 
 import pytest
 
+from tests.support.scripts import load_script
+
 EXAMPLES = Path(__file__).resolve().parents[2] / "docs" / "examples" / "protocol"
 
 
 def _example(name: str) -> ModuleType:
     """Import docs/examples/protocol/<name>.py (not a package: the docs include it as a file)."""
-    spec = importlib.util.spec_from_file_location(f"docs_example_{name}", EXAMPLES / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(EXAMPLES / f"{name}.py", f"docs_example_{name}")
 
 
 def test_documented_assignment_record_decodes() -> None:

@@ -3,21 +3,18 @@ size on the session broker; the table and the JSON come out, with every fleet ro
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
 
-BENCH = Path(__file__).resolve().parents[2] / "bench" / "snapshot.py"
+from tests.support.scripts import load_bench
 
 pytestmark = pytest.mark.kafka
 
 
 def test_fleet_mode_smoke(kafka_bootstrap: str, tmp_path: Path, capsys) -> None:
-    spec = importlib.util.spec_from_file_location("bench_snapshot", BENCH)
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = load_bench("snapshot")
     out = tmp_path / "fleet.json"
     argv = ["--fleet", "24", "--fleet-topics", "3", "--rounds", "1", "--skip-stages", "--bootstrap-servers", kafka_bootstrap,
             "--db", f"sqlite:///{tmp_path / 'fleet.db'}", "--output", str(out)]  # fmt: skip

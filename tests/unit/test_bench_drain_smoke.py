@@ -3,24 +3,15 @@ seed, a quarter of an hour, two strategies; the JSON and the target lines come o
 
 from __future__ import annotations
 
-import importlib.util
 import json
-from pathlib import Path
 
 import pytest
 
-BENCH = Path(__file__).resolve().parents[2] / "bench" / "drain.py"
-
-
-def load_bench():
-    spec = importlib.util.spec_from_file_location("bench_drain", BENCH)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from tests.support.scripts import load_bench
 
 
 def test_drain_bench_quick_smoke(tmp_path, capsys):
-    bench = load_bench()
+    bench = load_bench("drain")
     out = tmp_path / "drain.json"
     argv = ["--scenarios", "small-z1.1", "--seeds", "1", "--hours", "0.25", "--strategies", "range,oracle"]
     assert bench.main([*argv, "--output", str(out)]) == 0
@@ -47,7 +38,7 @@ def test_drain_bench_quick_smoke(tmp_path, capsys):
 
 
 def test_targets_judge_p99_after_the_initial_drain_only_with_a_starting_backlog():
-    bench = load_bench()
+    bench = load_bench("drain")
     mine = {
         "overloaded_share": 0.01,
         "p99_time_lag_s": 500.0,
@@ -82,7 +73,7 @@ def test_targets_judge_p99_after_the_initial_drain_only_with_a_starting_backlog(
 def test_targets_are_relative_to_the_oracle_one_interval_late():
     """Overloaded share <= max(5 %, 1.5 x the late oracle's): 9 % passes against a late oracle at
     7 % (limit 10.5 %) even though the oracle with today's rates is at 0 %; 4 % always passes."""
-    bench = load_bench()
+    bench = load_bench("drain")
     base = {"p99_time_lag_s": 0.0, "max_time_lag_s_max": 10.0, "behind_share": 0.0, "flaps": 0.0}
     late = dict(base, overloaded_share=0.07, moves_per_hour=10.0)
     oracle = dict(base, overloaded_share=0.0, moves_per_hour=2.0)

@@ -3,17 +3,13 @@ tests/e2e/test_key_range_broker.py covers their logic): the filter section, brie
 
 from __future__ import annotations
 
-import importlib.util
 import json
-from pathlib import Path
 
-BENCH = Path(__file__).resolve().parents[2] / "bench" / "key_range.py"
+from tests.support.scripts import load_bench
 
 
 def test_key_range_bench_hash_section_smoke(tmp_path, capsys):
-    spec = importlib.util.spec_from_file_location("bench_key_range", BENCH)
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = load_bench("key_range")
     out = tmp_path / "key_range.json"
     assert bench.main(["--only", "hash", "--seconds", "0.02", "--out", str(out)]) == 0
     text = capsys.readouterr().out

@@ -12,10 +12,8 @@ them in (spark_pipeline.planned_view).
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
@@ -26,20 +24,13 @@ from rebalance_advisor.domain.group_planning import plan_group
 from rebalance_advisor.store import db
 from rebalance_advisor.store.planner_inputs import read_planner_inputs
 
-BENCH = Path(__file__).resolve().parents[2] / "bench" / "pipeline.py"
-
-
-def load_bench():
-    spec = importlib.util.spec_from_file_location("bench_pipeline", BENCH)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from tests.support.scripts import load_bench
 
 
 @pytest.fixture(scope="module")
 def fleet(tmp_path_factory):
     """A stored fleet of 60 groups: the bench module, the database URL, the newest snapshot's id."""
-    bench = load_bench()
+    bench = load_bench("pipeline")
     url = f"sqlite:///{tmp_path_factory.mktemp('fleet') / 'fleet.db'}"
     store.upgrade(url)
     return bench, url, bench.write_history(60, url)
@@ -88,9 +79,7 @@ def test_documents_plan_alike_without_the_json_trip(fleet):
 def test_planner_cpu_bench_smoke(fleet, tmp_path, capsys):
     """bench/planner_cpu.py on the stored fleet: every group planned, dumped and finalized, the steps' table."""
     _, url, _ = fleet
-    spec = importlib.util.spec_from_file_location("bench_planner_cpu", BENCH.with_name("planner_cpu.py"))
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = load_bench("planner_cpu")
     out, dump = tmp_path / "cpu.json", tmp_path / "dump.jsonl"
     fleet_file = url.removeprefix("sqlite:///")
     assert bench.main(["--fleet", fleet_file, "--dump", str(dump), "--out", str(out), "--finalize"]) == 0
