@@ -164,7 +164,6 @@ def test_staged_plans_land_as_write_run_stores_them_and_rules_still_apply(db_url
     assert stored_run(db_url, VOLATILE) == driver
     recommended = sorted(g for g, o in driver.items() if o["outcome"] == "recommended")
     assert len(recommended) >= 3, driver
-
     registered, published = recommended[0], recommended[1:3]
 
     def meanwhile() -> None:

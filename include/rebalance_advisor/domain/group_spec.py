@@ -447,19 +447,7 @@ def _resolve_owners(
         return _owner_arrays(small, topic_index, member_class, class_topics)
     num_parts = len(part_arr)
     owner = np.full(num_parts, -1, dtype=np.int32)
-    claim_topics: list[str] = []
-    claim_parts: list[int] = []
-    claim_members: list[int] = []
-    claim_gens: list[int] = []
-    for i, m in enumerate(members):
-        if not m.owned:
-            continue
-        gen = NO_GENERATION if m.generation is None else m.generation
-        for tp in m.owned:
-            claim_topics.append(tp[0])
-            claim_parts.append(tp[1])
-        claim_members.extend([i] * len(m.owned))
-        claim_gens.extend([gen] * len(m.owned))
+    claim_topics, claim_parts, claim_members, claim_gens = _claims(members)
     if not claim_members:
         return owner, np.zeros(num_parts, dtype=bool)
     pos, found = _lookup(topic_pos, topic_index, part_arr, claim_topics, claim_parts)
@@ -489,6 +477,24 @@ def _resolve_owners(
     held = owner >= 0
     valid[held] = class_topics[member_class[owner[held]], topic_index[held]]
     return owner, valid
+
+
+def _claims(members: tuple[Member, ...]) -> tuple[list[str], list[int], list[int], list[int]]:
+    """Every (topic, partition) a member claims to own, as columns: topic, partition, member, generation."""
+    claim_topics: list[str] = []
+    claim_parts: list[int] = []
+    claim_members: list[int] = []
+    claim_gens: list[int] = []
+    for i, m in enumerate(members):
+        if not m.owned:
+            continue
+        gen = NO_GENERATION if m.generation is None else m.generation
+        for tp in m.owned:
+            claim_topics.append(tp[0])
+            claim_parts.append(tp[1])
+        claim_members.extend([i] * len(m.owned))
+        claim_gens.extend([gen] * len(m.owned))
+    return claim_topics, claim_parts, claim_members, claim_gens
 
 
 #: claims up to which :func:`_resolve_owners` decides in plain Python: on a small group its NumPy
