@@ -602,6 +602,14 @@ def main(argv: list[str] | None = None) -> int:
         "of real consumers, against which the rule's guards are measured (default 0: none)",
     )
     parser.add_argument(
+        "--rate-pass",
+        type=float,
+        default=simulation.RATE_PARAMETERS.rate_pass_s,
+        help="a snapshot without rates (the first) is followed by a second pass this many seconds later "
+        "(simulation.Scenario.rate_pass_s, as the scheduled snapshot service does; 0: none, the "
+        f"strategies plan on the first; default {simulation.RATE_PARAMETERS.rate_pass_s:g})",
+    )
+    parser.add_argument(
         "--rule",
         action="append",
         default=[],
@@ -618,11 +626,15 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--telemetry-error must be a number >= 0 and < 1")
     if not 0 <= args.commit_interval <= 3600:
         parser.error("--commit-interval must be a number of seconds from 0 to 3600")
+    if not 0 <= args.rate_pass <= 3600:
+        parser.error("--rate-pass must be a number of seconds from 0 to 3600")
     rule = _rule(parser, args.rule)
     defs = scenario_defs(args.declared_scale, args.report_error, args.telemetry_error)
     if args.commit_interval:
         for d in defs.values():
             d["commit_interval_s"] = args.commit_interval
+    for d in defs.values():  # always in the definition: --reuse must not take runs made without the pass
+        d["rate_pass_s"] = args.rate_pass
     names = args.scenarios.split(",") if args.scenarios else list(QUICK if args.quick else defs)
     unknown = [n for n in names if n not in defs]
     if unknown:
@@ -733,6 +745,7 @@ def main(argv: list[str] | None = None) -> int:
         "load_1min_end": round(os.getloadavg()[0], 2),
         "scenario_digests": {name: scenario_digest(defs[name]) for name in names},
         "commit_interval_s": args.commit_interval,
+        "rate_pass_s": args.rate_pass,
         "rule": rule,
         "scenarios": report,
         "runs": runs,

@@ -39,19 +39,31 @@ def test_dag_test_lands_one_snapshot_and_emits_the_asset(airflow_home, connectio
     assert dag.max_active_runs == 1 and not dag.catchup
     assert dag.default_args["retries"] >= 1 and dag.default_args["retry_exponential_backoff"]
 
-    run = dag.test(run_conf={"groups": "kip-example|manual-assign|kip848-group"})
+    # an empty store: the first pass gives no rates, so the run takes a second one (rate_pass_s,
+    # 30 s unless set: 5 s here) and that is the run's snapshot, the one the Asset names
+    run = dag.test(run_conf={"groups": "kip-example|manual-assign|kip848-group", "rate_pass_s": 5})
     assert run.state == "success"
     engine = sa.create_engine(connections)
     with engine.connect() as conn:
-        rows = conn.execute(sa.text("select id, airflow_run_id, group_count, status from snapshots")).all()
-        assert [(r.airflow_run_id, r.group_count, r.status) for r in rows] == [(run.run_id, 3, "complete")]
-        types = dict(conn.execute(sa.text("select group_id, group_type from consumer_groups")).all())
+        rows = conn.execute(
+            sa.text("select id, airflow_run_id, group_count, status from snapshots order by id")
+        ).all()
+        assert [(r.airflow_run_id, r.group_count, r.status) for r in rows] == [
+            (None, 3, "complete"),
+            (run.run_id, 3, "complete"),
+        ]
+        types = dict(
+            conn.execute(
+                sa.text("select group_id, group_type from consumer_groups where snapshot_id = :s"),
+                {"s": rows[1].id},
+            ).all()
+        )
     assert types == {"kip-example": "classic", "manual-assign": "simple", "kip848-group": "consumer"}
 
     with create_session() as session:
         asset = session.scalars(sa.select(AssetModel).where(AssetModel.uri == SNAPSHOT_ASSET_URI)).one()
         events = session.scalars(sa.select(AssetEvent).where(AssetEvent.asset_id == asset.id)).all()
-    assert [e.extra.get("snapshot_id") for e in events] == [rows[0].id]
+    assert [e.extra.get("snapshot_id") for e in events] == [rows[1].id]
     assert [e.source_run_id for e in events] == [run.run_id]
 
     # A retry of the same run (same run id) replaces its snapshot instead of adding one.

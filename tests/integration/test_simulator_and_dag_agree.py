@@ -81,7 +81,10 @@ def _stored(o: Observed) -> Snapshot:
 
 def test_the_dag_path_decides_as_the_simulator_did(db_url, monkeypatch) -> None:
     snapshots, advice = _simulated(monkeypatch)
-    assert len(snapshots) == len(advice) == 40
+    # the first snapshot (0 s) gives no rates: the rule runs from the second pass (30 s) on, so
+    # advice[k] was given on snapshots[k + 1]
+    assert len(snapshots) == len(advice) + 1 == 41
+    assert (snapshots[1].taken_at - snapshots[0].taken_at).total_seconds() == 30.0
     acted = [a.outcome == "recommended" for a in advice]
     # a snapshot after a quiet interval, with a plan applied within the last 30 minutes before it
     pick = next(
@@ -90,14 +93,14 @@ def test_the_dag_path_decides_as_the_simulator_did(db_url, monkeypatch) -> None:
     )
     assert pick is not None and sum(acted) >= 2, [a.outcome for a in advice]
     store.upgrade(db_url)
-    ids = [store.write_snapshot(_stored(o), db_url) for o in snapshots[: pick + 1]]
+    ids = [store.write_snapshot(_stored(o), db_url) for o in snapshots[: pick + 2]]
     with db.connect(db_url) as conn:
         inputs = read_planner_inputs(conn, ids[-1])
     doc = next(d for d in build_docs_from_tables(inputs.tables) if d["group_id"] == "sim")
     store.db.dispose(db_url)
     assert doc.get("recent_moves"), doc.keys()
     rule = simulation.make_planner("rate_aware", simulation.parse_scenario(SCENARIO)).thresholds
-    now = snapshots[pick].taken_at
+    now = snapshots[pick + 1].taken_at
     dag = group_planning.plan_group(doc, rule, now)
     sim = advice[pick]
     assert (dag.outcome, dag.best_strategy) == (sim.outcome, sim.best_strategy), (dag.reason, sim.reason)

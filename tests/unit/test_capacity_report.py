@@ -264,8 +264,10 @@ def test_simulated_members_report_their_true_capacity_from_the_second_snapshot_o
 
     told = _Recorder()
     simulate(_scenario(capacity_reports=True), told)
-    assert told.seen[0].capacity_source == ("equal", "equal")  # nothing processed yet at t = 0
-    for obs in told.seen[1:]:
+    # the planner first runs on the second pass, 30 s after the first snapshot (which gave no
+    # rates): the members processed records in between, so they reported already
+    assert told.seen[0].time_s == 30.0
+    for obs in told.seen:
         assert obs.capacity_source == ("reported", "reported")
         np.testing.assert_allclose(obs.capacity, [60.0, 120.0])
 
@@ -290,8 +292,9 @@ def test_simulated_telemetry_gives_capacities_within_its_gates():
     # 50 / (5/12) = 120. A member of 300/s is busy 1/6 < 20 %: no capacity from its telemetry.
     heard = _Recorder()
     simulate(_scenario(telemetry=True), heard)
-    assert len(heard.seen) >= 5 and heard.seen[0].capacity_source == ("equal", "equal")
-    for obs in heard.seen[1:]:
+    # from the first observation on: the second pass, 30 s after the first snapshot
+    assert len(heard.seen) >= 5 and heard.seen[0].time_s == 30.0
+    for obs in heard.seen:
         assert obs.capacity_source == ("telemetry", "telemetry")
         np.testing.assert_allclose(obs.capacity, [60.0, 120.0])
     idle = _Recorder()

@@ -14,6 +14,7 @@ from rebalance_advisor.domain.estimates import (
     ObservedMember,
     RateParameters,
     step,
+    wants_rate_pass,
 )
 from rebalance_advisor.domain.group_spec import RecentMove
 
@@ -153,3 +154,17 @@ def test_a_member_that_lost_a_partition_is_measured_only_when_it_left_at_the_pre
     assert after.recent_moves == {"g": (move,)}
     _, much_later = step(after, _observed(1801, {0: 28_000}, {0: 20_000}, {"a": (0,)}))
     assert much_later.recent_moves == {}
+
+
+def test_a_snapshot_without_rates_wants_a_second_pass():
+    # The snapshot service takes a second pass after a snapshot that gave no rates: the cluster's
+    # first; one 3 s after the previous (under min_interval_s 5 s); one 2 h after it (over
+    # max_interval_s 1 h); one of another cluster. 30 s after a snapshot: 600 / 30 = 20/s, no pass.
+    first, carried = step(None, _observed(0, {0: 1000}, {0: 900}, {"a": (0,)}))
+    assert wants_rate_pass(first)
+    second, later = step(carried, _observed(30, {0: 1600}, {0: 1500}, {"a": (0,)}))
+    assert not wants_rate_pass(second) and second.produce[("t", 0)].rate == pytest.approx(20.0)
+    for seconds, cluster in ((3, CLUSTER), (7230, CLUSTER), (60, "id:other")):
+        rates, _ = step(later, _observed(30 + seconds, {0: 1700}, {0: 1600}, {"a": (0,)}, cluster))
+        assert wants_rate_pass(rates), (seconds, cluster)
+    assert RateParameters().rate_pass_s == 30.0

@@ -109,3 +109,13 @@ def test_cli_switches_and_help_name_the_defaults(capsys) -> None:
     args = build_parser().parse_args(["advise", "--move-budget", "unlimited", "--dry-run"])
     assert (args.move_budget, args.dry_run) == (None, True)
     assert isinstance(build_parser().parse_args(["advise"]), argparse.Namespace)
+
+
+def test_the_rate_pass_is_taken_when_scheduled_unless_set():
+    # unset: the scheduled service waits estimates.RateParameters.rate_pass_s (30 s) before its second
+    # pass, one snapshot command takes none; set, both take it; under 5 s (no rates) refused
+    assert (P.SnapshotParams().rate_pass(True), P.SnapshotParams().rate_pass(False)) == (30.0, 0.0)
+    assert P.SnapshotParams(rate_pass_s=12).rate_pass(False) == 12.0
+    assert P.SnapshotParams(rate_pass_s=0).rate_pass(True) == 0.0
+    with pytest.raises(P.ParameterError, match=r"rate_pass_s: .*at least 5 s"):
+        P.SnapshotParams(rate_pass_s=3)

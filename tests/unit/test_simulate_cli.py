@@ -13,6 +13,7 @@ WORKED = {
     "topics": [{"name": "t0", "partitions": 3, "lags": [100_000, 60_000, 50_000]}],
     "members": [{"id": "C0", "capacity": 1000}, {"id": "C1", "capacity": 1000}],
     "hours": 0.1,
+    "rate_pass_s": 0,  # the planner runs on the first snapshot (the worked example's plan at 0 s)
 }
 
 

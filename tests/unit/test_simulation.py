@@ -19,11 +19,13 @@ from rebalance_advisor.domain.simulation import (
 )
 from rebalance_advisor.errors import AdvisorError
 
-#: the KAFKA-5337 worked example (seeds 000/002): two consumers, one topic, no production.
+#: the KAFKA-5337 worked example (seeds 000/002): two consumers, one topic, no production; the
+#: planner runs on the first snapshot (no second pass: ``rate_pass_s`` 0, as one snapshot command).
 WORKED = {
     "topics": [{"name": "t0", "partitions": 3, "lags": [100_000, 60_000, 50_000]}],
     "members": [{"id": "C0", "capacity": 1000}, {"id": "C1", "capacity": 1000}],
     "hours": 0.1,
+    "rate_pass_s": 0,
 }
 
 
@@ -189,6 +191,7 @@ def test_observation_rates_and_capacity_estimates():
         "topics": [{"name": "t", "partitions": 3, "rates": [250, 250, 300], "start_lag": 1000}],
         "members": [{"id": "a", "capacity": 200}, {"id": "b", "capacity": 200}],
         "hours": 0.2,
+        "rate_pass_s": 0,
     }
     rec = Recorder()
     simulate(parse_scenario(data), rec)
@@ -295,6 +298,7 @@ def test_oracle_fixes_overload_with_capacities_two_apart():
         "members": [{"id": "a", "capacity": 100}, {"id": "b", "capacity": 200}],
         "hours": 0.5,
         "strategy": "oracle",
+        "rate_pass_s": 0,
     }
     result = simulate(parse_scenario(data))
     assert result.summary.moves == 1 and result.summary.overloaded_share == 0.0
@@ -314,6 +318,7 @@ def test_member_leaving_orphans_its_partitions_until_the_next_tick():
         "handover_s": 0,
         "hours": 90 / 3600,
         "strategy": "range",
+        "rate_pass_s": 0,
     }
     result = simulate(parse_scenario(data))
     at = {float(t): i for i, t in enumerate(result.time_s)}
@@ -504,6 +509,7 @@ def test_observed_rates_are_the_snapshot_ewma():
         "events": [{"at_s": 300, "kind": "rate_jump", "factor": 3.0}],
         "replan_interval_s": 300,
         "hours": 0.25,
+        "rate_pass_s": 0,
     }
     for tau, expected in ((300.0, 100 + (1 - math.exp(-1)) * 200), (60.0, 100 + (1 - math.exp(-5)) * 200)):
         rec = Recorder()
@@ -532,3 +538,36 @@ def test_simulated_capacity_needs_backlog_above_the_snapshot_floor():
     assert first.time_s == 1080.0
     assert first.capacity[0] == pytest.approx(100.0)
     assert all(math.isnan(obs.capacity[0]) for obs, _ in rec.seen if obs.time_s < 1080.0)
+
+
+def test_a_snapshot_without_rates_is_followed_by_a_second_pass():
+    # Snapshots every 300 s; the first (0 s) gives no rates, so a second pass follows 30 s later and
+    # the planner runs on that one only (as the snapshot service does: estimates.wants_rate_pass).
+    # range puts t-0 (120 msg/s) and t-1 (60) on a (capacity 100): the oracle moves t-0 to b. With
+    # the pass it plans at 30 s: until then a gets 180 msg/s and reads 100, so the group is
+    # 80 x 30 = 2,400 behind at 30 s and overloaded for 30 s of the 1,800. Without the pass
+    # (rate_pass_s 0) the oracle plans at 0 s: never overloaded. The planner's first observation is
+    # the pass's: rates over its 30 s.
+    data = {
+        "topics": [{"name": "t", "partitions": 3, "rates": [120, 60, 30]}],
+        "members": [{"id": "a", "capacity": 100}, {"id": "b", "capacity": 200}],
+        "hours": 0.5,
+        "replan_interval_s": 300,
+        "strategy": "oracle",
+    }
+    result = simulate(parse_scenario(data))
+    at = {float(t): i for i, t in enumerate(result.time_s)}
+    assert result.summary.moves == 1 and result.moves[at[35.0]] == 1  # made as the step from 30 s starts
+    assert result.summary.overloaded_share == pytest.approx(30 / 1800)
+    assert result.total_lag[at[30.0]] == pytest.approx(80 * 30)
+    rec = Recorder()
+    simulate(parse_scenario({**data, "strategy": "range"}), rec)
+    assert [obs.time_s for obs, _ in rec.seen] == [30.0, 300.0, 600.0, 900.0, 1200.0, 1500.0]
+    assert rec.seen[0][0].rate_interval_s == pytest.approx(30.0)
+    assert rec.seen[0][0].produce_rate == pytest.approx([120, 60, 30], rel=1e-3)
+    blind = simulate(parse_scenario({**data, "rate_pass_s": 0}))
+    assert blind.moves[0] == 1 and blind.summary.overloaded_share == 0.0
+    # a second pass not before the next scheduled snapshot is none: the planner runs on the first
+    rec = Recorder()
+    simulate(parse_scenario({**data, "strategy": "range", "rate_pass_s": 300}), rec)
+    assert rec.seen[0][0].time_s == 0.0

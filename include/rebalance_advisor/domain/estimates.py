@@ -111,6 +111,12 @@ class RateParameters:
     #: cap2x-z1.5-reported, reports off by up to 5 %: 8.2 moves/h and 0.4 flaps at 120 s, 7.0 and 0
     #: at 600 s; off by up to 10 %: 20.1 and 4.6 at 120 s, 12.0 and 0.6 at 600 s)
     capacity_report_time_constant_s: float = 600.0
+    #: a snapshot that gives no rates (no earlier snapshot of its cluster within ``max_interval_s``,
+    #: or one too close) is followed by a second pass this many seconds later, so the first advice
+    #: of a cluster has rates (:func:`wants_rate_pass`; docs/architecture.md, "What the advisor knows
+    #: between snapshots"). Without it a 5-minute schedule leaves a fresh advisor blind for 5 minutes,
+    #: in which every seed of bench/drain.py cap2x-z1.5 had a partition fall more than 30 s behind
+    rate_pass_s: float = 30.0
     #: moves older than this are not carried: the hysteresis window (``Thresholds.hysteresis_window_s``,
     #: 1,800 s) and the simulator's flap window look back no further
     recent_moves_s: float = 1800.0
@@ -180,6 +186,13 @@ def member_key(member_id: str, group_instance_id: str | None) -> str:
     """How a member is recognised across snapshots (and named in plans): its static instance id
     when it has one (it survives restarts), else its member id."""
     return group_instance_id or member_id
+
+
+def wants_rate_pass(rates: SnapshotRates) -> bool:
+    """Whether the snapshot service should take a second pass after a snapshot with these rates
+    (:attr:`RateParameters.rate_pass_s`): it gave none, so an advisor run on it could not plan on
+    rates. One rule for the snapshot service and the simulator."""
+    return rates.interval_s is None
 
 
 def rate_interval_problem(elapsed: float, params: RateParameters) -> str | None:

@@ -461,10 +461,36 @@ class SnapshotParams(ParamModel):
         "measured, e.g. 'big-.*@orders-.*=2000,orders-.*=500'",
     )  # fmt: skip
 
+    rate_pass_s: float | None = surface(
+        None, ge=0.0, le=600.0, cli="--rate-pass",
+        description="when a snapshot gives no rates (no earlier snapshot of the cluster in the store within "
+        "the hour), take a second pass this many seconds later, so the first advice has rates (0: never; "
+        "empty: 30 s when scheduled, never for one snapshot command)",
+    )  # fmt: skip
+
     @field_validator("groups", "exclude_groups")
     @classmethod
     def check_regex(cls, value: str | None) -> str | None:
         return compiled_regex(value)
+
+    @field_validator("rate_pass_s")
+    @classmethod
+    def check_rate_pass(cls, value: float | None) -> float | None:
+        from rebalance_advisor.domain.estimates import RateParameters
+
+        shortest = RateParameters.min_interval_s
+        if value and value < shortest:
+            raise ValueError(f"must be 0 or at least {shortest:g} s (a shorter interval gives no rates)")
+        return value
+
+    def rate_pass(self, scheduled: bool) -> float:
+        """Seconds to the second pass after a snapshot without rates (0: none): the scheduled service
+        takes one by default (``estimates.RateParameters.rate_pass_s``), one snapshot command does not."""
+        from rebalance_advisor.domain.estimates import RateParameters
+
+        if self.rate_pass_s is not None:
+            return self.rate_pass_s
+        return RateParameters.rate_pass_s if scheduled else 0.0
 
     @field_validator("member_capacity")
     @classmethod

@@ -32,7 +32,9 @@ lags, owners, those rates and capacities, or the true capacities with ``capaciti
 recent moves) as production's planner does (``advise_group`` with the members whose capacity is an
 estimate, ``snapshot_model.estimated_capacity_members``). Only the oracle also gets the
 :class:`Truth` (true rates and capacities). Its answer becomes the new ownership at once
-(auto-approve, publish static assignments).
+(auto-approve, publish static assignments). A snapshot that gives no rates (the first) is followed
+by a second one ``rate_pass_s`` later, and the planner runs on that one only, as the snapshot service
+takes a second pass (``estimates.wants_rate_pass``).
 
 Summary measures (see :class:`Summary`): a step is *overloaded* when some present member's true
 inflow (sum of its partitions' rates) is >= its capacity, or a partition with inflow has no owner;
@@ -58,7 +60,14 @@ from rebalance_advisor.domain.advice import GroupObservation, RecentMove, Standi
 from rebalance_advisor.domain.assignors import ASSIGNORS, get_assignor
 from rebalance_advisor.domain.assignors.rate_aware_sticky import fill_level, pool_repack
 from rebalance_advisor.domain.decisions import Thresholds
-from rebalance_advisor.domain.estimates import Carried, Observed, ObservedMember, RateParameters, step
+from rebalance_advisor.domain.estimates import (
+    Carried,
+    Observed,
+    ObservedMember,
+    RateParameters,
+    step,
+    wants_rate_pass,
+)
 from rebalance_advisor.domain.group_planning import advise_group
 from rebalance_advisor.domain.group_spec import GroupSpec, Member
 from rebalance_advisor.domain.interval_evidence import IntervalObservation, interval_observations
@@ -210,6 +219,14 @@ class Scenario(_Model):
         RATE_PARAMETERS.time_constant_s,
         gt=0,
         description="EWMA time constant of the observed rates (estimates.RateParameters.time_constant_s)",
+    )
+    rate_pass_s: float = Field(
+        RATE_PARAMETERS.rate_pass_s,
+        ge=0,
+        description="a snapshot without rates (the first) is followed by a second pass this many seconds "
+        "later, and the planner runs on that one, as the snapshot service does "
+        "(estimates.RateParameters.rate_pass_s); 0, or not before the next snapshot: none, the planner runs "
+        "on the first",
     )
     backlog_age_s: float = Field(0.0, ge=0, description="starting lag was produced over this long before 0")
     commit_interval_s: float = Field(
@@ -762,7 +779,7 @@ def simulate(
         t = i * run.dt
         run.apply_events(t)
         rate = run.true_rate(t)
-        if i % run.replan_every == 0:
+        if i % run.replan_every == 0 or i == run.rate_pass_at:
             run.replan(i, t, rate)
         run.advance(i, t, rate)
     return run.result(keep_time_lag)
@@ -801,6 +818,11 @@ class _Run:
         self.steps = max(1, round(sc.hours * 3600 / self.dt))
         self.replan_every = max(1, round(sc.replan_interval_s / self.dt))
         self.handover_steps = math.ceil(sc.handover_s / self.dt - 1e-9)
+        # a second pass no sooner than the next scheduled snapshot is none
+        passing = 0 < sc.rate_pass_s < sc.replan_interval_s
+        self.rate_pass_steps = max(1, round(sc.rate_pass_s / self.dt)) if passing else 0
+        self.rate_pass_at = -1  # the step of a second pass under way (Scenario.rate_pass_s)
+        self.rates_missing = False  # the last snapshot gave no rates (estimates.wants_rate_pass)
         self.rate_params = dataclasses.replace(
             RATE_PARAMETERS, time_constant_s=sc.rate_time_constant_s, recent_moves_s=FLAP_WINDOW_S
         )
@@ -914,6 +936,7 @@ class _Run:
         observed = self._observed(t, idx, log_end, committed)
         interval = self._interval(observed)
         rates, self.carried = step(self.carried, observed, self.rate_params)
+        self.rates_missing = wants_rate_pass(rates)
         lay = self.lay
         to_obs = np.full(self.num_m, -1, dtype=np.int32)
         to_obs[idx] = np.arange(len(idx), dtype=np.int32)
@@ -1029,9 +1052,14 @@ class _Run:
         return capacity, tuple(c.source for c in found)
 
     def replan(self, i: int, t: float, rate: np.ndarray) -> None:
-        """A snapshot, the planner's answer, and the plan applied at once (auto-approve, publish)."""
+        """A snapshot, the planner's answer, and the plan applied at once (auto-approve, publish). A
+        snapshot without rates, not itself a second pass, only schedules one (``Scenario.rate_pass_s``):
+        the snapshot service takes it, and the advisor runs on that."""
         self.snapshots += 1
         obs, truth, idx = self.observe(t, rate)
+        if self.rate_pass_steps and i != self.rate_pass_at and self.rates_missing:
+            self.rate_pass_at = i + self.rate_pass_steps
+            return
         new = self.planner.plan(obs, truth)
         if new is None:
             return

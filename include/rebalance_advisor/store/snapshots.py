@@ -319,6 +319,13 @@ def write_snapshot(
     return snapshot_id
 
 
+def detach_run_id(snapshot_id: int, url: str | None = None) -> None:
+    """Clear a stored snapshot's Airflow run id: the run's own snapshot is a later pass
+    (``services.snapshot_service``), and a retry of the run must not replace this one."""
+    with db.connect(url) as conn:
+        conn.execute(sa.update(SnapshotRow).where(SnapshotRow.id == snapshot_id).values(airflow_run_id=None))
+
+
 def _rates_of(
     conn: Connection,
     snapshot: Snapshot,
