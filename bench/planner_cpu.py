@@ -21,7 +21,9 @@ Writes ``bench/results/planner_cpu.json`` (``--out``).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import cProfile
+import inspect
 import io
 import json
 import os
@@ -37,7 +39,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 
-STEPS = ("read", "documents", "plan", "staged_rows", "stage")
+STEPS = ("read", "documents", "plan", "staged_rows", "stage", "finalize")
 
 
 class Steps:
@@ -71,9 +73,12 @@ def newest_scopes(url: str):
         return snapshot_id, assume_utc(taken_at), planner_scopes(conn, snapshot_id, 2)
 
 
-def run_scopes(url: str, scopes: int | None, profiler: cProfile.Profile | None, dump) -> tuple[Steps, dict]:
+def run_scopes(
+    url: str, scopes: int | None, profiler: cProfile.Profile | None, dump, finalize: bool = False
+) -> tuple[Steps, dict]:
     """Plan the newest snapshot's scopes (all, or the first ``scopes``) as an executor does, step by
-    step (adapters/spark_pipeline.plan_scope's steps); returns the step times and the outcome counts."""
+    step (adapters/spark_pipeline.plan_scope's steps), then with ``finalize`` make the run visible as
+    the driver does (spark_pipeline._finalize); returns the step times and the outcome counts."""
     from rebalance_advisor.adapters import spark_pipeline as sp
     from rebalance_advisor.domain.decisions import Thresholds
     from rebalance_advisor.domain.group_planning import plan_group
@@ -98,10 +103,34 @@ def run_scopes(url: str, scopes: int | None, profiler: cProfile.Profile | None, 
             rows = sp.staged_rows(docs, advices)
             steps.mark("staged_rows")
             with db.connect(url) as conn:
-                plan_store.stage_results(conn, run_key, index, rows)
+                _stage(plan_store, conn, run_key, index, rows, snapshot_id)
             steps.mark("stage")
             _note(rows, outcomes, dump)
+    if finalize:
+        steps.start()
+        with _profiled(profiler):  # the profile then holds both: plan_group's and _finalize's subtrees
+            params = {**thresholds.to_dict(), "group_pattern": None, "reset": None}
+            sp._finalize(url, run_key, sum(outcomes.values()), snapshot_id, params, now, None, "bench", False)
+        steps.mark("finalize")
     return steps, outcomes
+
+
+@contextlib.contextmanager
+def _profiled(profiler):
+    profiler.enable()
+    try:
+        yield
+    finally:
+        profiler.disable()
+
+
+def _stage(plan_store, conn, run_key: str, index: int, rows, snapshot_id: int) -> None:
+    """``stage_results`` of this build (builds before staged plans took no snapshot id: compared side
+    by side with PYTHONPATH pointing at an older build's include/)."""
+    if "snapshot_id" in inspect.signature(plan_store.stage_results).parameters:
+        plan_store.stage_results(conn, run_key, index, rows, snapshot_id)
+    else:
+        plan_store.stage_results(conn, run_key, index, rows)
 
 
 class _NoProfile:
@@ -128,6 +157,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--size", type=int, default=10000, help="stored fleet of bench/pipeline.py")
     parser.add_argument("--scopes", type=int, default=None, help="only the first N scopes (default: all)")
     parser.add_argument("--profile", action="store_true", help="cProfile the planning step")
+    parser.add_argument("--finalize", action="store_true", help="then finalize the run as the driver does")
     parser.add_argument("--dump", default=None, help="write each group's results here (JSON lines)")
     parser.add_argument("--cache", default=None, help="where the stored fleets are (bench/pipeline.py)")
     parser.add_argument("--fleet", default=None, help="a stored fleet's SQLite file instead of --size's")
@@ -149,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
         store.upgrade(url)
         before = load_average()
         with open(args.dump, "w") if args.dump else _nothing() as dump:
-            steps, outcomes = run_scopes(url, args.scopes, profiler, dump)
+            steps, outcomes = run_scopes(url, args.scopes, profiler, dump, args.finalize)
         after = load_average()
     groups = sum(outcomes.values())
     report(args, steps, outcomes, groups, before, after, profiler)

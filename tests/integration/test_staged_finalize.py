@@ -29,6 +29,7 @@ from rebalance_advisor.domain.advice import OutcomeLine
 from rebalance_advisor.domain.decisions import Thresholds
 from rebalance_advisor.domain.group_planning import plan_group
 from rebalance_advisor.domain.plan_identity import GroupSituation
+from rebalance_advisor.services import static_members
 from rebalance_advisor.store import db
 from rebalance_advisor.store import plans as plan_store
 from rebalance_advisor.store.planner_inputs import read_planner_inputs
@@ -66,18 +67,21 @@ def _fleet(shift: int) -> dict[str, dict]:
     return groups
 
 
-def _pipeline(url: str, now: datetime, airflow_run_id: str) -> spark_pipeline.OutcomeTally:
-    """The pipeline's steps, the executors' in this process: scopes, plan_scope each, finalize."""
+def _pipeline(
+    url: str, now: datetime, airflow_run_id: str | None, meanwhile=None, params: dict = PARAMS
+) -> spark_pipeline.OutcomeTally:
+    """The pipeline's steps, the executors' in this process: scopes, plan_scope each, ``meanwhile()``
+    (what happens between the executors and the finalize), finalize."""
     run_key = uuid.uuid4().hex
     with db.connect(url) as conn:
         snapshot_id = store.snapshots.snapshot_id_in(conn, "latest")
         scopes = planner_scopes(conn, snapshot_id, 2)
-    job = ScopeJob(
-        url, snapshot_id, run_key, THRESHOLDS.to_dict(), now.isoformat(), None, None, airflow_run_id
-    )
+    job = ScopeJob(url, snapshot_id, run_key, params, now.isoformat(), None, None, airflow_run_id)
     staged = sum(plan_scope(job, i, scope, plan_group) for i, scope in enumerate(scopes))
+    if meanwhile is not None:
+        meanwhile()
     _, tally = spark_pipeline._finalize(
-        url, run_key, staged, snapshot_id, PARAMS, now, airflow_run_id, "t", False
+        url, run_key, staged, snapshot_id, params, now, airflow_run_id, "t", False
     )
     return tally
 
@@ -143,3 +147,46 @@ def test_staged_finalize_stores_what_write_run_stores(db_url, monkeypatch):
     assert tally.flagged == [o.group_id for o in lines if o.outcome not in ("idle", "balanced")]
     with db.connect(db_url) as conn:
         assert conn.execute(sa.text("SELECT COUNT(*) FROM planner_staging")).scalar_one() == 0
+
+
+@pytest.mark.postgres
+def test_staged_plans_land_as_write_run_stores_them_and_rules_still_apply(db_url):
+    """Recommended plans staged in final form land by ``INSERT ... SELECT`` as ``write_run`` stores
+    them (a first run: no rule applies); then a run whose groups meet, between the executors and the
+    finalize, a registration (apply mode) or a concurrent run's published plan under a cool-down
+    still has them re-checked (store/staged_plans.py)."""
+    store.upgrade(db_url)
+    start = datetime.now(UTC).replace(microsecond=0) - timedelta(minutes=10)
+    store.write_snapshot(make_snapshot(_fleet(0), taken_at=start), db_url)
+    _driver(db_url, start + timedelta(seconds=1), "first")
+    driver = stored_run(db_url, VOLATILE)
+    _pipeline(db_url, start + timedelta(seconds=1), "first")  # replaces the driver path's run
+    assert stored_run(db_url, VOLATILE) == driver
+    recommended = sorted(g for g, o in driver.items() if o["outcome"] == "recommended")
+    assert len(recommended) >= 3, driver
+    registered, published = recommended[0], recommended[1:3]
+
+    def meanwhile() -> None:
+        static_members.add(registered, "late-member", ["topic-x"], db_url)
+        _driver(db_url, start + timedelta(minutes=2), "concurrent")  # commits its plans meanwhile
+        with db.connect(db_url) as conn:  # two of them published since, the others superseded
+            conn.execute(
+                sa.text("UPDATE plans SET status = CASE WHEN group_id IN :g THEN 'published' "
+                        "ELSE 'superseded' END")
+                .bindparams(sa.bindparam("g", expanding=True)),
+                {"g": published},
+            )  # fmt: skip
+
+    params = {**PARAMS, **Thresholds(cooldown_minutes=60).to_dict()}
+    with db.connect(db_url) as conn:  # the next run's executors find no plan standing
+        plan_store._delete_run(conn, "first")
+    _pipeline(db_url, start + timedelta(minutes=2), "second", meanwhile, params)
+    second = stored_run(db_url, VOLATILE)
+    for group in published:
+        assert second[group]["outcome"] == "held_by_cooldown" and "plan" not in second[group], group
+    assert second[registered]["plan"]["apply_mode"] == "static assignments"
+    others = [g for g in recommended if g not in published and g != registered]
+    assert {second[g]["plan"]["apply_mode"] for g in others} == {"advice only"}
+    with db.connect(db_url) as conn:
+        for table in ("planner_staging", "planner_staged_plans", "planner_staged_assignments"):
+            assert conn.execute(sa.text(f"SELECT COUNT(*) FROM {table}")).scalar_one() == 0, table

@@ -77,14 +77,14 @@ def test_documents_plan_alike_without_the_json_trip(fleet):
 
 
 def test_planner_cpu_bench_smoke(fleet, tmp_path, capsys):
-    """bench/planner_cpu.py on the stored fleet: every group planned and dumped, the steps' table."""
+    """bench/planner_cpu.py on the stored fleet: every group planned, dumped and finalized, the steps' table."""
     _, url, _ = fleet
     bench = load_bench("planner_cpu")
     out, dump = tmp_path / "cpu.json", tmp_path / "dump.jsonl"
     fleet_file = url.removeprefix("sqlite:///")
-    assert bench.main(["--fleet", fleet_file, "--dump", str(dump), "--out", str(out)]) == 0
+    assert bench.main(["--fleet", fleet_file, "--dump", str(dump), "--out", str(out), "--finalize"]) == 0
     assert "groups planned" in capsys.readouterr().out
     result = json.loads(out.read_text())
     assert result["groups"] == 60 and sum(result["outcomes"].values()) == 60
-    assert set(result["cpu_s"]) == {"read", "documents", "plan", "staged_rows", "stage"}
+    assert set(result["cpu_s"]) == {"read", "documents", "plan", "staged_rows", "stage", "finalize"}
     assert len(dump.read_text().splitlines()) == 60

@@ -74,3 +74,54 @@ def test_shortcuts_give_the_advice_of_the_full_path(monkeypatch):
     assert {"recommended", "idle", "no_better_plan"} <= outcomes, outcomes
     for i, (a, b) in enumerate(zip(fast, full, strict=True)):
         assert a == b, (i, docs[i]["group_id"])
+
+
+def _claims_spec(rng: random.Random) -> dict:
+    """A spec document whose members claim partitions at random: generations known or not, equal
+    at the top (a tie: nobody owns), claims twice, topics the claimant does not subscribe, and now
+    and then a partition that does not exist."""
+    topics = {f"t{t}": rng.randint(1, 4) for t in range(rng.randint(1, 3))}
+    names = sorted(topics)
+    members = []
+    for m in range(rng.randint(1, 4)):
+        owned = [
+            [t, rng.randrange(topics[t] + (rng.random() < 0.03))]
+            for t in rng.choices(names, k=rng.randint(0, 5))
+        ]
+        members.append({"member_id": f"m{m}", "topics": rng.sample(names, rng.randint(1, len(names))),
+                        "owned": owned, "generation": rng.choice([None, 1, 2, 2])})  # fmt: skip
+    partitions = [
+        {"topic": t, "partition": p, "lag": rng.randint(0, 9)} for t in names for p in range(topics[t])
+    ]
+    return {"group_id": "g", "members": members, "partitions": partitions}
+
+
+def _owners_or_error(doc: dict):
+    from rebalance_advisor.domain.group_spec import parse_group_spec
+    from rebalance_advisor.errors import AdvisorError
+
+    try:
+        spec = parse_group_spec(doc)
+    except AdvisorError as error:
+        return str(error)
+    return spec.owner.dtype, spec.owner.tolist(), spec.owner_valid.dtype, spec.owner_valid.tolist()
+
+
+def test_small_groups_owners_resolve_as_numpy_resolves_them(monkeypatch):
+    """A small group's current owners in plain Python (``group_spec._small_owners``) are NumPy's:
+    owners, ties, unsubscribed owners and the error for a partition that does not exist."""
+    from rebalance_advisor.domain import group_spec
+
+    rng = random.Random(31)
+    docs = [_claims_spec(rng) for _ in range(600)]
+    taken = []
+    small = group_spec._small_owners
+    monkeypatch.setattr(group_spec, "_small_owners", lambda *a: _noted(taken, small(*a)))
+    fast = [_owners_or_error(d) for d in docs]
+    monkeypatch.setattr(group_spec, "SMALL_CLAIMS", -1)
+    slow = [_owners_or_error(d) for d in docs]
+    assert sum(t is not None for t in taken) > 400
+    assert sum(isinstance(f, str) for f in fast) > 10  # missing partitions refused
+    assert sum(-1 in f[1] for f in fast if not isinstance(f, str)) > 50  # ties and unowned partitions
+    assert sum(False in f[3] for f in fast if not isinstance(f, str)) > 20  # owners not subscribed
+    assert fast == slow

@@ -132,7 +132,7 @@ def plan_scope(job: ScopeJob, index: int, scope: GroupScope, plan_fn: PlanFn) ->
         docs = planner_documents(inputs, thresholds, job.group_pattern, job.reset)
         rows = staged_rows(docs, advise_documents(docs, thresholds, now, plan_fn))
         with db.connect(job.url) as conn:
-            plan_store.stage_results(conn, job.run_key, index, rows)
+            plan_store.stage_results(conn, job.run_key, index, rows, job.snapshot_id)
     return len(rows)
 
 

@@ -442,21 +442,12 @@ def _resolve_owners(
     class_topics: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Current owner per partition: the highest-generation claimant; nobody on a tie at the top."""
+    small = _small_owners(members, topic_pos, topic_index, part_arr)
+    if small is not None:
+        return _owner_arrays(small, topic_index, member_class, class_topics)
     num_parts = len(part_arr)
     owner = np.full(num_parts, -1, dtype=np.int32)
-    claim_topics: list[str] = []
-    claim_parts: list[int] = []
-    claim_members: list[int] = []
-    claim_gens: list[int] = []
-    for i, m in enumerate(members):
-        if not m.owned:
-            continue
-        gen = NO_GENERATION if m.generation is None else m.generation
-        for tp in m.owned:
-            claim_topics.append(tp[0])
-            claim_parts.append(tp[1])
-        claim_members.extend([i] * len(m.owned))
-        claim_gens.extend([gen] * len(m.owned))
+    claim_topics, claim_parts, claim_members, claim_gens = _claims(members)
     if not claim_members:
         return owner, np.zeros(num_parts, dtype=bool)
     pos, found = _lookup(topic_pos, topic_index, part_arr, claim_topics, claim_parts)
@@ -486,6 +477,72 @@ def _resolve_owners(
     held = owner >= 0
     valid[held] = class_topics[member_class[owner[held]], topic_index[held]]
     return owner, valid
+
+
+def _claims(members: tuple[Member, ...]) -> tuple[list[str], list[int], list[int], list[int]]:
+    """Every (topic, partition) a member claims to own, as columns: topic, partition, member, generation."""
+    claim_topics: list[str] = []
+    claim_parts: list[int] = []
+    claim_members: list[int] = []
+    claim_gens: list[int] = []
+    for i, m in enumerate(members):
+        if not m.owned:
+            continue
+        gen = NO_GENERATION if m.generation is None else m.generation
+        for tp in m.owned:
+            claim_topics.append(tp[0])
+            claim_parts.append(tp[1])
+        claim_members.extend([i] * len(m.owned))
+        claim_gens.extend([gen] * len(m.owned))
+    return claim_topics, claim_parts, claim_members, claim_gens
+
+
+#: claims up to which :func:`_resolve_owners` decides in plain Python: on a small group its NumPy
+#: calls on a handful of values cost more than the work (bench/planner_cpu.py); integers only, so
+#: the very same owners (tests/unit/test_planning_shortcuts.py compares both paths)
+SMALL_CLAIMS = 64
+
+
+def _small_owners(
+    members: tuple[Member, ...], topic_pos: dict[str, int], topic_index: np.ndarray, part_arr: np.ndarray
+) -> list[int] | None:
+    """The owner of each partition position (-1: nobody) as :func:`_resolve_owners` decides, in plain
+    Python; None beyond :data:`SMALL_CLAIMS` or when a claim is not a plain int (NumPy's path then
+    decides, its errors included)."""
+    if sum(len(m.owned) for m in members) > SMALL_CLAIMS:
+        return None
+    if any(type(m.generation) is not int and m.generation is not None for m in members):
+        return None
+    if any(type(p) is not int or not 0 <= p < 2**31 for m in members for _, p in m.owned):
+        return None
+    where = {tp: k for k, tp in enumerate(zip(topic_index.tolist(), part_arr.tolist(), strict=True))}
+    best: dict[int, list] = {}  # position -> [generation, member, tied at the top]
+    for i, m in enumerate(members):
+        gen = NO_GENERATION if m.generation is None else m.generation
+        for t, p in m.owned:
+            k = where.get((topic_pos.get(t, -1), p))
+            if k is None:
+                raise AdvisorError(f"member {m.member_id!r} owns partition {t}-{p}, which does not exist")
+            top = best.get(k)
+            if top is None or gen > top[0]:
+                best[k] = [gen, i, False]
+            elif gen == top[0] and i != top[1]:
+                top[2] = True
+    owner = [-1] * len(topic_index)
+    for k, (_, i, tied) in best.items():
+        if not tied:
+            owner[k] = i
+    return owner
+
+
+def _owner_arrays(
+    owner: list[int], topic_index: np.ndarray, member_class: np.ndarray, class_topics: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """(owner, owner subscribes to the partition's topic) as arrays, from :func:`_small_owners`."""
+    subscribed = class_topics.tolist()
+    classes = member_class.tolist()
+    valid = [o >= 0 and subscribed[classes[o]][t] for o, t in zip(owner, topic_index.tolist(), strict=True)]
+    return np.array(owner, dtype=np.int32), np.array(valid, dtype=bool)
 
 
 # ---- JSON input -------------------------------------------------------------------------

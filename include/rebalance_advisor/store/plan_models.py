@@ -44,7 +44,10 @@ class AdvisorRun(Base):
 
 class Plan(Base):
     __tablename__ = "plans"
-    __table_args__ = (Index("ix_plans_group_created", "group_id", "created_at"),)
+    __table_args__ = (
+        Index("ix_plans_group_created", "group_id", "created_at"),
+        Index("ix_plans_run_group", "run_id", "group_id"),  # migration 0018: the finalize's joins
+    )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     run_id: Mapped[int] = mapped_column(ForeignKey("advisor_runs.id", ondelete="CASCADE"), index=True)
@@ -139,11 +142,12 @@ class PlannerStaging(Base):
     run_key: Mapped[str] = mapped_column(String(36), primary_key=True)
     group_id: Mapped[str] = mapped_column(Text, primary_key=True)
     scope: Mapped[int] = mapped_column(Integer)
-    #: GroupAdvice.to_json(), situation and plan numbers: only for a recommended plan (migration 0017),
-    #: the one kind of result the finalize re-checks and writes row by row
+    #: GroupAdvice.to_json(): only for a recommended plan (migration 0017), the one kind of result
+    #: the finalize may re-check and write row by row (its plan in final form: PlannerStagedPlan)
     result: Mapped[str | None] = mapped_column(Text)
-    situation: Mapped[Any | None] = mapped_column(JSON)  # GroupSituation.to_record()
-    plan_numbers: Mapped[Any | None] = mapped_column(JSON)  # store.plans.plan_numbers
+    #: no longer written (migration 0018: PlannerStagedPlan holds the situation and plan numbers)
+    situation: Mapped[Any | None] = mapped_column(JSON)
+    plan_numbers: Mapped[Any | None] = mapped_column(JSON)
     staged_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), index=True)
     # the group's outcome row as planned (OutcomeLine): the finalize copies the rows of groups without
     # a recommended plan into group_outcomes with one INSERT ... SELECT (migration 0017)
@@ -157,3 +161,57 @@ class PlannerStaging(Base):
     moves: Mapped[int | None] = mapped_column(Integer)
     best_strategy: Mapped[str | None] = mapped_column(String(40))
     plan_status: Mapped[str | None] = mapped_column(String(20))
+
+
+class PlannerStagedPlan(Base):
+    """One recommended plan as the executor that planned it will have it stored: the ``plans`` row's
+    own columns (migration ``0018_staged_plans``). The finalize inserts the plans no rule re-checks
+    with one ``INSERT ... SELECT`` (store/plans.write_staged_run), the rest from the staged advice."""
+
+    __tablename__ = "planner_staged_plans"
+    __table_args__ = (Index("ix_planner_staged_plans_scope", "run_key", "scope"),)
+
+    run_key: Mapped[str] = mapped_column(String(36), primary_key=True)
+    group_id: Mapped[str] = mapped_column(Text, primary_key=True)
+    scope: Mapped[int] = mapped_column(Integer)
+    staged_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), index=True)
+    strategy: Mapped[str | None] = mapped_column(String(40))
+    status: Mapped[str | None] = mapped_column(String(20))
+    apply_mode: Mapped[str | None] = mapped_column(String(24))
+    situation: Mapped[Any | None] = mapped_column(JSON)
+    max_lag_before: Mapped[int | None] = mapped_column(BigInteger)
+    max_lag_after: Mapped[int | None] = mapped_column(BigInteger)
+    imbalance_before: Mapped[float | None] = mapped_column(Float)
+    imbalance_after: Mapped[float | None] = mapped_column(Float)
+    spread_before: Mapped[int | None] = mapped_column(Integer)
+    spread_after: Mapped[int | None] = mapped_column(Integer)
+    moves: Mapped[int | None] = mapped_column(Integer)
+    lower_bound: Mapped[int | None] = mapped_column(BigInteger)
+    gap: Mapped[float | None] = mapped_column(Float)
+    reason: Mapped[str | None] = mapped_column(Text)
+    metrics: Mapped[Any | None] = mapped_column(JSON)
+    predicted_catch_up_before_s: Mapped[float | None] = mapped_column(Float)
+    predicted_catch_up_after_s: Mapped[float | None] = mapped_column(Float)
+    overloaded_members_before: Mapped[int | None] = mapped_column(Integer)
+    overloaded_members_after: Mapped[int | None] = mapped_column(Integer)
+    unowned_lag_before: Mapped[int | None] = mapped_column(BigInteger)
+    unowned_lag_after: Mapped[int | None] = mapped_column(BigInteger)
+
+
+class PlannerStagedAssignment(Base):
+    """One assignment row of a staged plan (:class:`PlannerStagedPlan`), ``plan_assignments``' columns
+    but the plan id, which the finalize joins in (migration ``0018_staged_plans``)."""
+
+    __tablename__ = "planner_staged_assignments"
+    __table_args__ = (Index("ix_planner_staged_assignments_scope", "run_key", "scope"),)
+
+    run_key: Mapped[str] = mapped_column(String(36), primary_key=True)
+    group_id: Mapped[str] = mapped_column(Text, primary_key=True)
+    member_id: Mapped[str] = mapped_column(Text, primary_key=True)
+    topic: Mapped[str] = mapped_column(String(255), primary_key=True)
+    partition: Mapped[int] = mapped_column(Integer, primary_key=True)
+    lag: Mapped[int] = mapped_column(BigInteger)
+    key_hash_start: Mapped[int | None] = mapped_column(BigInteger)
+    key_hash_end: Mapped[int | None] = mapped_column(BigInteger)
+    scope: Mapped[int] = mapped_column(Integer)
+    staged_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), index=True)

@@ -38,7 +38,7 @@ from rebalance_advisor.domain.plan_identity import (
     assignment_key,
     hold_by_rejection,
 )
-from rebalance_advisor.store import db
+from rebalance_advisor.store import db, staged_plans
 from rebalance_advisor.store.group_protocols import apply_modes_in
 from rebalance_advisor.store.models import CommittedOffsetRow, StaticMemberRow
 from rebalance_advisor.store.plan_models import (
@@ -46,6 +46,8 @@ from rebalance_advisor.store.plan_models import (
     GroupOutcome,
     Plan,
     PlanAssignment,
+    PlannerStagedAssignment,
+    PlannerStagedPlan,
     PlannerStaging,
     PlanTransition,
 )
@@ -346,20 +348,25 @@ def write_staged_run(
     transaction), then the staged rows are deleted. Returns the run id; ``on_outcome`` gets one
     outcome line per group, in group order (the driver need not hold them all).
 
-    Only a recommended plan meets rules this write re-checks (rejections, the concurrent cool-down,
-    the identity rule) and rows beside its outcome: those groups are parsed page by page in group
-    order (:data:`STAGED_PAGE` at a time, the same rows and plan ids as one :func:`write_run` of
-    them all). Every other group's outcome row is final as staged and lands with one
-    ``INSERT ... SELECT`` (docs/architecture.md, "One planner run")."""
+    The plans no rule of this write can change land first, staged in their final form, with a few
+    ``INSERT ... SELECT`` statements (store/staged_plans.py says which and why). The other
+    recommended plans meet the rules this write re-checks (rejections, the concurrent cool-down, the
+    identity rule): those groups are parsed page by page in group order (:data:`STAGED_PAGE` at a
+    time). Every group without a recommended plan has its outcome row final as staged and lands with
+    one more ``INSERT ... SELECT`` (docs/architecture.md, "One planner run")."""
     run = _begin_run(conn, snapshot_id, params, started_at, airflow_run_id, created_by)
+    stamp = staged_plans.RunStamp(
+        run.run_id, snapshot_id, run.now, created_by, airflow_run_id, run.cooldown_minutes
+    )
+    staged_plans.insert_unruled(conn, run_key, stamp)
     written: dict[str, OutcomeLine] = {}
-    for page in staged_pages(conn, run_key):
+    for page in staged_pages(conn, run_key, run_id=run.run_id):
         plan_ids, stored = _write_results(
             conn, run, page.results, page.situations, page.numbers, page.records
         )
         written.update((r.group_id, OutcomeLine.of(r, plan_ids.get(r.group_id))) for r in stored)
     _insert_staged_outcomes(conn, run.run_id, run_key)
-    for line in staged_outcomes(conn, run_key, written):
+    for line in staged_outcomes(conn, run_key, written, run_id=run.run_id):
         on_outcome(line)
     drop_staged(conn, run_key)
     return run.run_id
@@ -370,40 +377,35 @@ def write_staged_run(
 #: outcomes were staged as rows
 STAGED_PAGE = 500
 
-#: the outcome columns an executor stages per group: ``group_outcomes``' own, and the plan's status
-STAGED_OUTCOME_COLUMNS = (
-    "outcome",
-    "reason",
-    "total_lag",
-    "max_lag_before",
-    "max_lag_after",
-    "imbalance_before",
-    "imbalance_after",
-    "moves",
-    "best_strategy",
-)
+STAGED_OUTCOME_COLUMNS = staged_plans.STAGED_OUTCOME_COLUMNS
 
 
-def staged_pages(conn: Connection, run_key: str, page: int = STAGED_PAGE) -> Iterator[StagedPage]:
-    """The recommended plans staged under ``run_key``, ``page`` groups at a time in byte-wise group
-    order (keyset paging: each page one indexed query, no cursor held open across the writes), with
-    their situations and the plan numbers the executors computed."""
-    st = PlannerStaging.__table__
+def staged_pages(
+    conn: Connection, run_key: str, page: int = STAGED_PAGE, run_id: int | None = None
+) -> Iterator[StagedPage]:
+    """The recommended plans staged under ``run_key`` (with ``run_id``: those that run has no plan
+    for yet), ``page`` groups at a time in byte-wise group order (keyset paging: each page one indexed
+    query, no cursor held open across the writes), with their situations and plan numbers as staged."""
+    st, sp = PlannerStaging.__table__, PlannerStagedPlan.__table__
     last: str | None = None
     while True:
-        query = sa.select(st.c.group_id, st.c.result, st.c.situation, st.c.plan_numbers).where(
-            st.c.run_key == run_key, st.c.result.is_not(None)
-        )
+        query = (
+            sa.select(st.c.group_id, st.c.result, sp.c.situation, *(sp.c[c] for c in staged_plans.PLAN_NUMBER_COLUMNS))
+            .join(sp, sa.and_(sp.c.run_key == st.c.run_key, sp.c.group_id == st.c.group_id))
+            .where(st.c.run_key == run_key, st.c.result.is_not(None))
+        )  # fmt: skip
+        if run_id is not None:
+            query = query.where(staged_plans.ruled_filter(st, run_id))
         if last is not None:
             query = query.where(st.c.group_id > last)
-        rows = conn.execute(query.order_by(st.c.group_id).limit(page)).all()
+        rows = conn.execute(query.order_by(st.c.group_id).limit(page)).mappings().all()
         if not rows:
             return
-        last = rows[-1][0]
-        results = [GroupAdvice.from_json(result) for _, result, _, _ in rows]
-        records = {g: record for g, _, record, _ in rows if record}
+        last = rows[-1]["group_id"]
+        results = [GroupAdvice.from_json(row["result"]) for row in rows]
+        records = {row["group_id"]: row["situation"] for row in rows if row["situation"]}
         numbers = {
-            r.group_id: (r, row[3]) for r, row in zip(results, rows, strict=True) if row[3] is not None
+            r.group_id: (r, staged_plans.numbers_of(row)) for r, row in zip(results, rows, strict=True)
         }
         situations = {g: GroupSituation.from_record(record) for g, record in records.items()}
         yield StagedPage(results, situations, numbers, records)
@@ -432,16 +434,22 @@ def _insert_staged_outcomes(conn: Connection, run_id: int, run_key: str) -> None
 
 
 def staged_outcomes(
-    conn: Connection, run_key: str, written: Mapping[str, OutcomeLine] | None = None
+    conn: Connection,
+    run_key: str,
+    written: Mapping[str, OutcomeLine] | None = None,
+    run_id: int | None = None,
 ) -> Iterator[OutcomeLine]:
     """One line per group staged under ``run_key``, in byte-wise group order: the line ``written``
-    holds for a group (a recommended plan as this run stored it), else the staged outcome."""
-    st = PlannerStaging.__table__
-    query = (
-        sa.select(st.c.group_id, *(st.c[c] for c in STAGED_OUTCOME_COLUMNS), st.c.plan_status)
-        .where(st.c.run_key == run_key)
-        .order_by(st.c.group_id)
+    holds for a group (a recommended plan the rules re-checked, as this run stored it), else the
+    staged outcome with the plan run ``run_id`` inserted for the group from its staged plan, if any."""
+    st, plans = PlannerStaging.__table__, Plan.__table__
+    plan_id = plans.c.id if run_id is not None else sa.null()
+    query = sa.select(
+        st.c.group_id, *(st.c[c] for c in STAGED_OUTCOME_COLUMNS), st.c.plan_status, plan_id.label("plan_id")
     )
+    if run_id is not None:
+        query = query.outerjoin(plans, sa.and_(plans.c.run_id == run_id, plans.c.group_id == st.c.group_id))
+    query = query.where(st.c.run_key == run_key).order_by(st.c.group_id)
     written = written or {}
     for row in conn.execute(query.execution_options(yield_per=5_000)):
         line = written.get(row[0])
@@ -449,20 +457,23 @@ def staged_outcomes(
 
 
 def needs_finalize(advice: GroupAdvice) -> bool:
-    """Whether the finalize must parse and re-check the advice: it recommends a plan. Every other
-    outcome row is final as the executor planned it (held-back candidates keep only that row)."""
+    """Whether the advice recommends a plan: staged with its plan in final form and its advice JSON
+    (the finalize re-checks it when a rule may apply). Every other outcome row is final as the
+    executor planned it (held-back candidates keep only that row)."""
     return advice.plan is not None and advice.plan.status == "recommended"
 
 
 @dataclass(frozen=True)
 class StagedGroup:
     """What an executor stages for one planned group: its outcome line, and for a recommended plan
-    the advice JSON, the situation record and the plan numbers (:func:`plan_numbers`)."""
+    the advice JSON, the situation record, the plan numbers (:func:`plan_numbers`) and the
+    assignment rows (member, topic, partition, lag, key-hash start, key-hash end)."""
 
     line: OutcomeLine
     result: str | None = None
     situation: dict[str, Any] | None = None
     numbers: dict[str, Any] | None = None
+    assignments: tuple[tuple, ...] = ()
 
 
 def staged_row(advice: GroupAdvice, situation: GroupSituation | None) -> StagedGroup:
@@ -471,24 +482,42 @@ def staged_row(advice: GroupAdvice, situation: GroupSituation | None) -> StagedG
     line = OutcomeLine.of(advice)
     if not needs_finalize(advice):
         return StagedGroup(line)
-    return StagedGroup(
-        line, advice.to_json(), None if situation is None else situation.to_record(), plan_numbers(advice)
-    )
+    record_ = None if situation is None else situation.to_record()
+    return StagedGroup(line, advice.to_json(), record_, plan_numbers(advice), _plan_rows(advice))
 
 
-def stage_results(conn: Connection, run_key: str, scope: int, rows: Sequence[StagedGroup]) -> None:
-    """Stage one scope's :func:`staged_row` rows; a retried scope replaces its earlier attempt's rows
-    (caller owns the transaction)."""
+def stage_results(
+    conn: Connection, run_key: str, scope: int, rows: Sequence[StagedGroup], snapshot_id: int
+) -> None:
+    """Stage one scope's :func:`staged_row` rows, a recommended plan as its final rows with the apply
+    mode of snapshot ``snapshot_id`` and the registry now; a retried scope replaces its earlier
+    attempt's rows (caller owns the transaction)."""
     st = PlannerStaging.__table__
     conn.execute(sa.delete(st).where(st.c.run_key == run_key, st.c.scope == scope))
+    staged_plans.delete_scope(conn, run_key, scope)
     now = datetime.now(UTC)
     staged = [
         {"run_key": run_key, "group_id": r.line.group_id, "scope": scope, "result": r.result,
-         "situation": r.situation, "plan_numbers": r.numbers, "staged_at": now,
+         "situation": None, "plan_numbers": None, "staged_at": now,
          "plan_status": r.line.plan_status, **{c: getattr(r.line, c) for c in STAGED_OUTCOME_COLUMNS}}
         for r in rows
     ]  # fmt: skip
     _insert_rows(conn, PlannerStaging, staged)
+    planned = [r for r in rows if r.numbers is not None]
+    modes = apply_modes_in(conn, snapshot_id, (r.line.group_id for r in planned))
+    columns = (
+        (r.line.group_id, {"status": r.line.plan_status, "apply_mode": modes[r.line.group_id],
+                           "situation": r.situation, **r.numbers})
+        for r in planned
+    )  # fmt: skip
+    _insert_rows(conn, PlannerStagedPlan, staged_plans.staged_plan_rows(run_key, scope, now, columns))
+    head = {"run_key": run_key, "scope": scope, "staged_at": now}
+    assignments = [
+        {**head, "group_id": r.line.group_id, **row}
+        for r in planned
+        for row in staged_plans.assignment_values(r.assignments)
+    ]
+    _insert_rows(conn, PlannerStagedAssignment, assignments)
 
 
 def drop_staged(conn: Connection, run_key: str, older_than: datetime | None = None) -> None:
@@ -498,6 +527,7 @@ def drop_staged(conn: Connection, run_key: str, older_than: datetime | None = No
     conn.execute(sa.delete(st).where(st.c.run_key == run_key))
     if older_than is not None:
         conn.execute(sa.delete(st).where(st.c.staged_at < older_than))
+    staged_plans.drop(conn, run_key, older_than)
 
 
 def _begin_run(
@@ -602,13 +632,18 @@ def plan_numbers(r: GroupAdvice) -> dict[str, Any]:
     }
 
 
+def _plan_rows(r: GroupAdvice) -> tuple[tuple, ...]:
+    """The chosen plan's (member, topic, partition, lag, key-hash start, key-hash end) rows."""
+    whole = ((m, t, p, lag, None, None) for m, t, p, lag in r.plan.assignments)
+    return tuple(itertools.chain(whole, r.plan.key_ranges))
+
+
 def _assignment_rows(plan_id: int, r: GroupAdvice) -> list[dict[str, Any]]:
     # every row names the same columns: an executemany takes its columns from the first row
-    whole = ((m, t, p, lag, None, None) for m, t, p, lag in r.plan.assignments)
     return [
         {"plan_id": plan_id, "member_id": m, "topic": t, "partition": p, "lag": lag,
          "key_hash_start": lo, "key_hash_end": hi}
-        for m, t, p, lag, lo, hi in itertools.chain(whole, r.plan.key_ranges)
+        for m, t, p, lag, lo, hi in _plan_rows(r)
     ]  # fmt: skip
 
 
