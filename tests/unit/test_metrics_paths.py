@@ -82,3 +82,39 @@ def test_the_threshold_picks_the_path(monkeypatch):
         patch.setattr(metrics, "DENSE_SPREAD_CELLS", 1)
         patch.setattr(metrics, "_dense_topic_count_spread", unused)
         assert metrics.topic_count_spread(spec, owners).tolist() == [1]
+
+
+def _bound_doc(rng) -> dict:
+    """A small group whose members subscribe alike (or not): topics nobody subscribes (unassignable
+    partitions), members from one to more than partitions, lags from none to large."""
+    topics = [f"t{i}" for i in range(rng.randint(1, 4))]
+    top = rng.choice([0, 9, 1000, 10**12])
+    partitions = [
+        {"topic": t, "partition": p, "lag": rng.randint(0, top)}
+        for t in topics
+        for p in range(rng.randint(1, 20))
+    ]
+    subscribed = rng.sample(topics, rng.randint(1, len(topics)))
+    members = [
+        {"member_id": f"m{m}", "topics": subscribed if rng.random() < 0.8 else rng.sample(topics, 1)}
+        for m in range(rng.randint(1, 12))
+    ]
+    return {"group_id": "g", "members": members, "partitions": partitions}
+
+
+def test_small_lag_bound_is_numpys(monkeypatch):
+    """A small group's lag bound in plain Python (``metrics._small_bound``) is NumPy's, balanced or not."""
+    import random
+
+    rng = random.Random(2026)
+    specs = [parse_group_spec(_bound_doc(rng)) for _ in range(500)]
+    taken = []
+    small = metrics._small_bound
+    monkeypatch.setattr(metrics, "_small_bound", lambda *a: taken.append(1) or small(*a))
+    fast = [(metrics.lower_bound_max_lag(s), metrics.lower_bound_max_lag(s, balanced=False)) for s in specs]
+    monkeypatch.setattr(metrics, "SMALL_BOUND_PARTITIONS", -1)
+    slow = [(metrics.lower_bound_max_lag(s), metrics.lower_bound_max_lag(s, balanced=False)) for s in specs]
+    assert len(taken) > 400  # most specs subscribe alike: the Python path was taken
+    assert sum(a != b for a, b in fast) > 0  # the count-balanced floor mattered
+    assert len({b for b, _ in fast}) > 100
+    assert fast == slow

@@ -40,6 +40,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from itertools import accumulate
 from typing import Any
 
 import numpy as np
@@ -171,9 +172,17 @@ def balanced_floor(spec: GroupSpec) -> int:
     return int((sizes // spec.num_members).sum())
 
 
+#: Up to this many partitions, a group whose members subscribe alike gets its lag bound in plain
+#: Python (:func:`_small_bound`): NumPy's per-call cost on a handful of values was most of the bound's
+#: time. Integer arithmetic throughout, so both paths give the same bound (tests/unit/test_metrics_paths.py).
+SMALL_BOUND_PARTITIONS = 64
+
+
 def lower_bound_max_lag(spec: GroupSpec, balanced: bool = True) -> int:
     """A lower bound on the max member lag of any count-balanced assignment (``balanced``), or of any
     assignment at all (module docstring)."""
+    if spec.identical_subscriptions and len(spec.lag) <= SMALL_BOUND_PARTITIONS:
+        return _small_bound(spec, balanced)
     assignable = spec.assignable
     lags = spec.lag
     asc_all = np.sort(lags[assignable])
@@ -213,6 +222,40 @@ def lower_bound_max_lag(spec: GroupSpec, balanced: bool = True) -> int:
         size = int(class_sizes[pattern].sum())
         bound = max(bound, _pigeonhole(desc, size, 0, smallest_prefix))
     return math.ceil(bound)
+
+
+def _small_bound(spec: GroupSpec, balanced: bool) -> int:
+    """:func:`lower_bound_max_lag` of a group whose members subscribe alike, on Python ints."""
+    lags = spec.lag.tolist()
+    asc_all = sorted(x for x, a in zip(lags, spec.assignable.tolist(), strict=True) if a)
+    if not asc_all:
+        return 0
+    prefix = list(accumulate(asc_all, initial=0))
+    members, starts = spec.num_members, spec.topic_start.tolist()
+    topics = [t for t, s in enumerate(spec.class_topics[0].tolist()) if s]
+    floor_count = sum((starts[t + 1] - starts[t]) // members for t in topics) if balanced and members else 0
+    bound = _small_pigeonhole(asc_all[::-1], members, floor_count, prefix)
+    # one topic: its partitions are the group's, so its bound is the one just computed
+    for t in topics if len(topics) > 1 else ():
+        topic_desc = sorted(lags[starts[t] : starts[t + 1]], reverse=True)
+        bound = max(bound, _small_pigeonhole(topic_desc, members, floor_count, prefix))
+    return math.ceil(bound)
+
+
+def _small_pigeonhole(desc: list[int], members: int, floor_count: int, smallest_prefix: list[int]) -> float:
+    """:func:`_pigeonhole` on Python ints."""
+    n = len(desc)
+    if n == 0 or members == 0:
+        return 0.0
+    csum = list(accumulate(desc, initial=0))
+    last = len(smallest_prefix) - 1
+    held = max(
+        csum[j * members + 1]
+        - csum[j * members - j]
+        + smallest_prefix[min(max(floor_count - j - 1, 0), last)]
+        for j in range((n - 1) // members + 1)
+    )
+    return max(float(held), float(csum[-1]) / members)
 
 
 def _general_bound(spec: GroupSpec) -> int:
