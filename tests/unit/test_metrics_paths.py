@@ -1,5 +1,5 @@
 """``topic_count_spread`` counts in a dense table for groups of the usual size and from a sort of the
-held pairs for very many topics × members; both paths must give the same spreads, for any owners
+held pairs for very many topics × members, in plain Python for a few partitions; all three paths must give the same spreads, for any owners
 array (unowned partitions, owners not subscribed to the topic, members holding nothing)."""
 
 from __future__ import annotations
@@ -55,9 +55,11 @@ def test_dense_and_sorted_spreads_agree_with_the_rule(case):
     spec, owners = case
     dense = metrics._dense_topic_count_spread(spec, owners)
     ordered = metrics._sorted_topic_count_spread(spec, owners)
+    small = metrics._small_topic_count_spread(spec, owners)
     expected = by_hand(spec, owners)
     assert dense.tolist() == expected
     assert ordered.tolist() == expected
+    assert small.dtype == dense.dtype and small.tolist() == expected
     assert dense.dtype == ordered.dtype == np.int64
 
 

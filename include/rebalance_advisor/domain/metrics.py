@@ -109,9 +109,25 @@ def topic_count_spread(spec: GroupSpec, owners: np.ndarray) -> np.ndarray:
     lowest, where the lowest is 0 while fewer members hold the topic than subscribe to it; 0 for a
     topic nobody holds.
     """
+    if len(owners) <= SMALL_BOUND_PARTITIONS:
+        return _small_topic_count_spread(spec, owners)
     if len(spec.topics) * spec.num_members <= DENSE_SPREAD_CELLS:
         return _dense_topic_count_spread(spec, owners)
     return _sorted_topic_count_spread(spec, owners)
+
+
+def _small_topic_count_spread(spec: GroupSpec, owners: np.ndarray) -> np.ndarray:
+    """:func:`topic_count_spread` of a few partitions, counted in plain Python (integers: the same
+    spreads as the table's, tests/unit/test_metrics_paths.py)."""
+    counts: list[dict[int, int]] = [{} for _ in spec.topics]
+    for t, m in zip(spec.topic_index.tolist(), owners.tolist(), strict=True):
+        if m >= 0:
+            counts[t][m] = counts[t].get(m, 0) + 1
+    spread = [
+        max(held.values()) - (0 if len(held) < subscribers else min(held.values())) if held else 0
+        for held, subscribers in zip(counts, spec.topic_subscriber_count.tolist(), strict=True)
+    ]
+    return np.asarray(spread, dtype=np.int64)
 
 
 def _dense_topic_count_spread(spec: GroupSpec, owners: np.ndarray) -> np.ndarray:
