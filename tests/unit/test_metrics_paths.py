@@ -114,9 +114,47 @@ def test_small_lag_bound_is_numpys(monkeypatch):
     small = metrics._small_bound
     monkeypatch.setattr(metrics, "_small_bound", lambda *a: taken.append(1) or small(*a))
     fast = [(metrics.lower_bound_max_lag(s), metrics.lower_bound_max_lag(s, balanced=False)) for s in specs]
-    monkeypatch.setattr(metrics, "SMALL_BOUND_PARTITIONS", -1)
+    monkeypatch.setattr(metrics, "SMALL_PARTITIONS", -1)
     slow = [(metrics.lower_bound_max_lag(s), metrics.lower_bound_max_lag(s, balanced=False)) for s in specs]
     assert len(taken) > 400  # most specs subscribe alike: the Python path was taken
     assert sum(a != b for a, b in fast) > 0  # the count-balanced floor mattered
     assert len({b for b, _ in fast}) > 100
+    assert fast == slow
+
+
+def _sums_case(rng):
+    """A spec of up to 64 partitions (lags small, large, past 2**53), owners with unowned and members
+    holding nothing, and rates of mixed magnitudes (float sums that depend on their order)."""
+    top = rng.choice([9, 10**6, 2**50])
+    count = rng.randint(1, 64)
+    partitions = [{"topic": "t", "partition": p, "lag": rng.randint(0, top)} for p in range(count)]
+    members = [{"member_id": f"m{m}", "topics": ["t"]} for m in range(rng.randint(1, 9))]
+    spec = parse_group_spec({"group_id": "g", "members": members, "partitions": partitions})
+    owners = np.asarray([rng.randint(-1, spec.num_members - 1) for _ in range(count)], dtype=np.int32)
+    rate = np.asarray([rng.random() * 10 ** rng.randint(-3, 6) for _ in range(count)], dtype=np.float64)
+    return spec, owners, rate
+
+
+def test_small_member_sums_and_totals_are_numpys(monkeypatch):
+    """Per-member sums in plain Python (``member_sums``, ``load_model.member_totals`` up to
+    ``SMALL_PARTITIONS``) are NumPy's to the last bit: same dtypes, same values."""
+    import random
+
+    from rebalance_advisor.domain import load_model
+    from rebalance_advisor.domain.assignors import _common
+
+    rng = random.Random(64)
+    cases = [_sums_case(rng) for _ in range(400)]
+
+    def both(case):
+        spec, owners, rate = case
+        sums = _common.member_sums(owners, spec.lag, spec.num_members)
+        inflow, backlog = load_model.member_totals(spec, owners, rate)
+        return [(a.dtype.str, a.tobytes()) for a in (sums, inflow, backlog)]
+
+    fast = [both(c) for c in cases]
+    monkeypatch.setattr(_common, "SMALL_PARTITIONS", -1)
+    monkeypatch.setattr(load_model, "SMALL_PARTITIONS", -1)
+    slow = [both(c) for c in cases]
+    assert sum(int(c[0].lag.sum()) >= 2**53 for c in cases) > 50  # NumPy's exact add.at path too
     assert fast == slow

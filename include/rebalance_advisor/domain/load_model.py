@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from rebalance_advisor.domain.assignors._common import SMALL_PARTITIONS
 from rebalance_advisor.domain.estimates import fill_capacities
 from rebalance_advisor.domain.group_spec import GroupSpec
 from rebalance_advisor.domain.interval_evidence import IntervalObservation
@@ -217,11 +218,28 @@ class MemberLoad:
 
 def member_totals(spec: GroupSpec, owners: np.ndarray, rate: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(inflow, backlog) per member for ``owners`` (-1 = unowned, not counted)."""
+    if len(owners) <= SMALL_PARTITIONS and owners.max(initial=-1) >= 0:  # none held: bincount's int zeros
+        return _small_member_totals(spec, owners, rate)
     held = owners >= 0
     who = owners[held]
     inflow = np.bincount(who, weights=rate[held], minlength=spec.num_members)
     backlog = np.bincount(who, weights=spec.lag[held].astype(np.float64), minlength=spec.num_members)
     return inflow, np.rint(backlog).astype(np.int64)
+
+
+def _small_member_totals(
+    spec: GroupSpec, owners: np.ndarray, rate: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`member_totals` in plain Python: the floats added in ``np.bincount``'s order (partition
+    order, from 0.0), so the same sums to the last bit (tests/unit/test_metrics_paths.py)."""
+    inflow, backlog = [0.0] * spec.num_members, [0.0] * spec.num_members
+    for m, r, lag in zip(owners.tolist(), rate.tolist(), spec.lag.tolist(), strict=True):
+        if m >= 0:
+            inflow[m] += r
+            backlog[m] += float(lag)
+    return np.asarray(inflow, dtype=np.float64), np.rint(np.asarray(backlog, dtype=np.float64)).astype(
+        np.int64
+    )
 
 
 def overload_severity(inflow: np.ndarray, usable: np.ndarray) -> tuple[float, float, float]:

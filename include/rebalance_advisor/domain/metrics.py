@@ -45,7 +45,7 @@ from typing import Any
 
 import numpy as np
 
-from rebalance_advisor.domain.assignors._common import member_sums
+from rebalance_advisor.domain.assignors._common import SMALL_PARTITIONS, member_sums
 from rebalance_advisor.domain.group_spec import Assignment, GroupSpec
 
 _SUBSET_WORK_LIMIT = 50_000_000
@@ -109,7 +109,7 @@ def topic_count_spread(spec: GroupSpec, owners: np.ndarray) -> np.ndarray:
     lowest, where the lowest is 0 while fewer members hold the topic than subscribe to it; 0 for a
     topic nobody holds.
     """
-    if len(owners) <= SMALL_BOUND_PARTITIONS:
+    if len(owners) <= SMALL_PARTITIONS:
         return _small_topic_count_spread(spec, owners)
     if len(spec.topics) * spec.num_members <= DENSE_SPREAD_CELLS:
         return _dense_topic_count_spread(spec, owners)
@@ -188,16 +188,11 @@ def balanced_floor(spec: GroupSpec) -> int:
     return int((sizes // spec.num_members).sum())
 
 
-#: Up to this many partitions, a group whose members subscribe alike gets its lag bound in plain
-#: Python (:func:`_small_bound`): NumPy's per-call cost on a handful of values was most of the bound's
-#: time. Integer arithmetic throughout, so both paths give the same bound (tests/unit/test_metrics_paths.py).
-SMALL_BOUND_PARTITIONS = 64
-
-
 def lower_bound_max_lag(spec: GroupSpec, balanced: bool = True) -> int:
     """A lower bound on the max member lag of any count-balanced assignment (``balanced``), or of any
     assignment at all (module docstring)."""
-    if spec.identical_subscriptions and len(spec.lag) <= SMALL_BOUND_PARTITIONS:
+    # a small group that subscribes alike: in plain Python, integers throughout (assignors/_common.py)
+    if spec.identical_subscriptions and len(spec.lag) <= SMALL_PARTITIONS:
         return _small_bound(spec, balanced)
     assignable = spec.assignable
     lags = spec.lag
