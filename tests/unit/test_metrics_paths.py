@@ -158,3 +158,18 @@ def test_small_member_sums_and_totals_are_numpys(monkeypatch):
     slow = [both(c) for c in cases]
     assert sum(int(c[0].lag.sum()) >= 2**53 for c in cases) > 50  # NumPy's exact add.at path too
     assert fast == slow
+
+
+def test_small_empty_members_are_numpys(monkeypatch):
+    """``group_planning.empty_members`` counted in plain Python for a small group is NumPy's count."""
+    import random
+
+    from rebalance_advisor.domain import group_planning
+
+    rng = random.Random(7)
+    cases = [_sums_case(rng) for _ in range(400)]
+    fast = [group_planning.empty_members(spec, owners) for spec, owners, _ in cases]
+    monkeypatch.setattr(group_planning, "SMALL_PARTITIONS", -1)
+    slow = [group_planning.empty_members(spec, owners) for spec, owners, _ in cases]
+    assert sum(n > 0 for n in fast) > 50 and sum(n == 0 for n in fast) > 50
+    assert fast == slow

@@ -39,6 +39,7 @@ from rebalance_advisor.domain.advice import (
     StandingPlan,
 )
 from rebalance_advisor.domain.assignors import get_assignor, rate_aware
+from rebalance_advisor.domain.assignors._common import SMALL_PARTITIONS
 from rebalance_advisor.domain.decisions import (
     Decision,
     GroupState,
@@ -225,6 +226,12 @@ def plan_group(doc: dict[str, Any], thresholds: Thresholds, now: datetime) -> Gr
 
 def empty_members(spec: GroupSpec, owners: np.ndarray) -> int:
     """Members owning nothing while a peer holds two or more partitions of a topic they subscribe to."""
+    if spec.identical_subscriptions and len(owners) <= SMALL_PARTITIONS:  # counted in plain Python
+        held = [0] * spec.num_members
+        for m in owners.tolist():
+            if m >= 0:
+                held[m] += 1
+        return held.count(0) if max(held, default=0) >= 2 else 0
     counts = np.bincount(owners[owners >= 0], minlength=spec.num_members)
     empty = np.flatnonzero(counts == 0)
     if not len(empty) or counts.max(initial=0) < 2:
