@@ -173,3 +173,35 @@ def test_small_empty_members_are_numpys(monkeypatch):
     slow = [group_planning.empty_members(spec, owners) for spec, owners, _ in cases]
     assert sum(n > 0 for n in fast) > 50 and sum(n == 0 for n in fast) > 50
     assert fast == slow
+
+
+def _claimed_spec(rng):
+    """A small group whose members subscribe alike and claim partitions at random (ties, topics
+    nobody subscribes, members claiming many or none)."""
+    topics = {f"t{t}": rng.randint(1, 9) for t in range(rng.randint(1, 3))}
+    names = sorted(topics)
+    subscribed = rng.sample(names, rng.randint(1, len(names)))
+    members = [
+        {"member_id": f"m{m}", "topics": subscribed,
+         "owned": [[t, rng.randrange(topics[t])] for t in rng.choices(names, k=rng.randint(0, 8))]}
+        for m in range(rng.randint(1, 7))
+    ]  # fmt: skip
+    partitions = [
+        {"topic": t, "partition": p, "lag": rng.randint(0, 9)} for t in names for p in range(topics[t])
+    ]
+    return parse_group_spec({"group_id": "g", "members": members, "partitions": partitions})
+
+
+def test_small_sticky_owners_are_numpys():
+    """sticky's owners for a small group that subscribes alike, in plain Python, are NumPy's."""
+    import random
+
+    from rebalance_advisor.domain.assignors import sticky
+
+    rng = random.Random(48)
+    specs = [_claimed_spec(rng) for _ in range(600)]
+    fast = [sticky._small_constrained(s) for s in specs]
+    slow = [sticky._constrained(s) for s in specs]
+    assert sum((s.owner_valid.sum() > 0) for s in specs) > 400  # claims kept
+    assert sum(bool((f != s.owner).any()) for f, s in zip(fast, specs, strict=True)) > 200  # and moved
+    assert [(f.dtype.str, f.tolist()) for f in fast] == [(s.dtype.str, s.tolist()) for s in slow]

@@ -25,6 +25,7 @@ import heapq
 
 import numpy as np
 
+from rebalance_advisor.domain.assignors._common import SMALL_PARTITIONS
 from rebalance_advisor.domain.group_spec import GroupSpec
 
 NAME = "sticky"
@@ -33,7 +34,7 @@ OPTIONS: dict = {}
 
 def owners(spec: GroupSpec) -> np.ndarray:
     if spec.identical_subscriptions:
-        return _constrained(spec)
+        return _small_constrained(spec) if spec.num_partitions <= SMALL_PARTITIONS else _constrained(spec)
     return _general(spec)
 
 
@@ -75,6 +76,47 @@ def _constrained(spec: GroupSpec) -> np.ndarray:
     recipients = np.concatenate([takers, topped]).astype(np.int32)
     out[free] = recipients[: len(free)]  # lengths agree: sum(quota) == total
     return out
+
+
+def _small_constrained(spec: GroupSpec) -> np.ndarray:
+    """:func:`_constrained` in plain Python for a few partitions (integers: the same owners,
+    tests/unit/test_metrics_paths.py): keep each member's claims up to its quota, then deal the
+    free partitions round-robin to the members below the floor and one each to those topped up."""
+    num_members, owner, part, topic = (
+        spec.num_members,
+        spec.owner.tolist(),
+        spec.partition.tolist(),
+        spec.topic_index.tolist(),
+    )
+    out = [-1] * spec.num_partitions
+    assignable = [k for k, a in enumerate(spec.assignable.tolist()) if a]
+    floor, extra = divmod(len(assignable), num_members)
+    ceil = floor + (1 if extra else 0)
+    claims = sorted(
+        (k for k, v in enumerate(spec.owner_valid.tolist()) if v), key=lambda k: (owner[k], part[k], topic[k])
+    )
+    owned = [0] * num_members
+    for k in claims:
+        owned[owner[k]] += 1
+    keep, gets_ceil, wanting = [], [], 0
+    for m in range(num_members):
+        wanting += owned[m] >= ceil > floor
+        gets_ceil.append(owned[m] >= ceil > floor and wanting <= extra)
+        keep.append(ceil if gets_ceil[m] else min(owned[m], floor))
+    rank = [0] * num_members
+    for k in claims:
+        m = owner[k]
+        if rank[m] < keep[m]:
+            out[k] = m
+        rank[m] += 1
+    free = sorted((k for k in assignable if out[k] < 0), key=lambda k: (part[k], topic[k]))
+    deficit = [max(floor - keep[m], 0) for m in range(num_members)]
+    takers = [m for c in range(max(deficit, default=0)) for m in range(num_members) if deficit[m] > c]
+    slots_left = extra - sum(gets_ceil)
+    topped = [m for m in range(num_members) if not gets_ceil[m]][:slots_left] if slots_left > 0 else []
+    for k, m in zip(free, (takers + topped)[: len(free)], strict=True):
+        out[k] = m
+    return np.asarray(out, dtype=np.int32)
 
 
 def _general(spec: GroupSpec) -> np.ndarray:
