@@ -205,3 +205,16 @@ def test_small_sticky_owners_are_numpys():
     assert sum((s.owner_valid.sum() > 0) for s in specs) > 400  # claims kept
     assert sum(bool((f != s.owner).any()) for f, s in zip(fast, specs, strict=True)) > 200  # and moved
     assert [(f.dtype.str, f.tolist()) for f in fast] == [(s.dtype.str, s.tolist()) for s in slow]
+
+
+def test_small_max_lag_and_imbalance_are_numpys(monkeypatch):
+    """A candidate's max member lag and imbalance from Python ints are NumPy's, to the last bit."""
+    import random
+
+    rng = random.Random(11)
+    cases = [_sums_case(rng) for _ in range(400)]
+    fast = [metrics.max_lag_and_imbalance(spec, owners) for spec, owners, _ in cases]
+    monkeypatch.setattr(metrics, "SMALL_PARTITIONS", -1)
+    slow = [metrics.max_lag_and_imbalance(spec, owners) for spec, owners, _ in cases]
+    assert len({imbalance for _, imbalance in fast}) > 300
+    assert [(type(a), a, b.hex()) for a, b in fast] == [(type(a), a, float(b).hex()) for a, b in slow]

@@ -45,7 +45,7 @@ from typing import Any
 
 import numpy as np
 
-from rebalance_advisor.domain.assignors._common import SMALL_PARTITIONS, member_sums
+from rebalance_advisor.domain.assignors._common import SMALL_PARTITIONS, member_sums, small_member_sums
 from rebalance_advisor.domain.group_spec import Assignment, GroupSpec
 
 _SUBSET_WORK_LIMIT = 50_000_000
@@ -273,17 +273,23 @@ def _general_bound(spec: GroupSpec) -> int:
     return lower_bound_max_lag(spec, balanced=False)
 
 
-def _lag_totals(lags: np.ndarray) -> tuple[int, int, float]:
+def _lag_totals(lags: np.ndarray | list[int]) -> tuple[int, int, float]:
     """(total, max member lag, imbalance) of the member lags: the imbalance rule's one place."""
-    total = int(lags.sum())
-    max_lag = int(lags.max())
+    if isinstance(lags, list):  # a small group's, as Python ints (assignors/_common.py)
+        total, max_lag = sum(lags), max(lags)
+    else:
+        total, max_lag = int(lags.sum()), int(lags.max())
     return total, max_lag, max_lag / (total / len(lags)) if total else 1.0
 
 
 def max_lag_and_imbalance(spec: GroupSpec, owners: np.ndarray) -> tuple[int, float]:
     """The max member lag and imbalance :func:`compute_metrics` gives ``owners``, without the rest:
     what the decision rules compare of a candidate plan (the rest is stored for the chosen one only)."""
-    _, max_lag, imbalance = _lag_totals(member_sums(owners, spec.lag, spec.num_members))
+    if len(owners) <= SMALL_PARTITIONS:
+        lags: np.ndarray | list[int] = small_member_sums(owners, spec.lag, spec.num_members)
+    else:
+        lags = member_sums(owners, spec.lag, spec.num_members)
+    _, max_lag, imbalance = _lag_totals(lags)
     return max_lag, imbalance
 
 

@@ -11,14 +11,19 @@ import numpy as np
 SMALL_PARTITIONS = 64
 
 
+def small_member_sums(owners: np.ndarray, values: np.ndarray, num_members: int) -> list[int]:
+    """:func:`member_sums` as Python ints, for up to :data:`SMALL_PARTITIONS` partitions."""
+    sums = [0] * num_members
+    for m, v in zip(owners.tolist(), values.tolist(), strict=True):
+        if m >= 0:
+            sums[m] += v
+    return sums
+
+
 def member_sums(owners: np.ndarray, values: np.ndarray, num_members: int) -> np.ndarray:
     """Exact int64 sum of ``values`` per member index (owners -1 are ignored)."""
     if len(owners) <= SMALL_PARTITIONS:
-        sums = [0] * num_members
-        for m, v in zip(owners.tolist(), values.tolist(), strict=True):
-            if m >= 0:
-                sums[m] += v
-        return np.asarray(sums, dtype=np.int64)
+        return np.asarray(small_member_sums(owners, values, num_members), dtype=np.int64)
     held = owners >= 0
     who = owners[held]
     vals = values[held]
