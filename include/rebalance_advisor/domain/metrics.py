@@ -211,6 +211,12 @@ def lower_bound_max_lag(spec: GroupSpec, balanced: bool = True) -> int:
             topic_desc = np.sort(lags[starts[t] : starts[t + 1]])[::-1]
             bound = max(bound, _pigeonhole(topic_desc, num_members, floor_count, smallest_prefix))
         return math.ceil(bound)
+    return _differing_bound(spec, asc_all, smallest_prefix)
+
+
+def _differing_bound(spec: GroupSpec, asc_all: np.ndarray, smallest_prefix: np.ndarray) -> int:
+    """:func:`lower_bound_max_lag` of a group whose members subscribe differently."""
+    lags, num_members = spec.lag, spec.num_members
     bound = _pigeonhole(asc_all[::-1], num_members, 0, smallest_prefix)
     class_topics = spec.class_topics
     columns, column_of_topic = np.unique(class_topics.T, axis=0, return_inverse=True)
