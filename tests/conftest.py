@@ -10,7 +10,9 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import tempfile
+import threading
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,6 +21,27 @@ import pytest
 from hypothesis import settings
 
 from tests.support import postgres
+
+
+@pytest.fixture(autouse=True)
+def _python_ctrl_c_handler() -> Iterator[None]:
+    """Each test starts with Python's own Ctrl-C handler, unblocked, as a fresh process has it.
+    Libraries replace it for the whole test worker (a SparkContext installs its own; Airflow's task
+    supervisor sets and forwards SIGINT), and the test worker's disposition passes to every command a
+    test starts: in one landing run every Ctrl-C test of the snapshot command, in-process and as a
+    child process, saw its SIGINT ignored. The previous handler is restored afterwards."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.getsignal(signal.SIGINT)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        if previous is not None:  # None: a handler set outside Python, which cannot be put back
+            signal.signal(signal.SIGINT, previous)
+
 
 # Property and fuzz tests take their example count from the profile. `repeatable` (the default: `make
 # test`, `make test-fast`) draws the same few examples on every run (CI must not pass or fail by
