@@ -293,3 +293,51 @@ def test_overloads_a_tenth_of_the_capacity_margin_apart_are_alike():
     assert not as_good(over("rate_aware_sticky", 32, 5.4e-6), over("rate_aware", 485, 1e-6), T)
     # one member at 107.1 % (0.0051) against one at 108 % (0.0064): over 0.0051 x 1.1 + 4.2e-6
     assert not as_good(over("rate_aware_sticky", 32, 0.0064), over("rate_aware", 485, 0.0051), T)
+
+
+def _overloaded(n: int, worst: float, severity: float, area: float, excess: float) -> LoadSummary:
+    return LoadSummary(
+        n,
+        float("inf"),
+        worst,
+        area,
+        worst_utilisation=worst,
+        excess_inflow=excess,
+        overload_severity=severity,
+    )
+
+
+def test_near_total_repack_for_a_tiny_gain_is_refused():
+    # The traced case (bench/drain.py medium-50-cap2x): 1,000 partitions, 9 members over the line,
+    # one at 108.2 % of its usable capacity (0.082² = 0.006724) and 8 at 105 % (8 x 0.05² = 0.02):
+    # severity 0.026724. A repack of 985 leaves 4 at 106.4 % (4 x 0.064² = 0.016384): severity -38.7 %
+    # relieves, and with a 2 % margin the worst member is over its full capacity (1.082 x 0.98 = 1.06),
+    # so the payback rule does not price its pauses. Its gain on the worst member: (1.082 - 1.064) /
+    # 1.082 = 1.66 % < 10 %; on the excess inflow, (628.3 - 615.7) / 628.3 = 2.0 % < 10 %. Before:
+    # recommended.
+    t = Thresholds(capacity_margin=0.02)
+    now = dataclasses.replace(
+        state(9, float("inf"), 1.082, 1e9), load=_overloaded(9, 1.082, 0.026724, 1e9, 628.3)
+    )
+    now = dataclasses.replace(now, partitions=1_000)
+    repack = CandidatePlan("rate_aware", 0, 985, 1.0, _overloaded(4, 1.064, 0.016384, 2e9, 615.7))
+    d = decide(now, [repack], t)
+    assert d.outcome == "not_repaid", d.reason
+    assert "985 of 1,000 partitions (more than 50%)" in d.reason
+    assert "108.2% -> 106.4%" in d.reason and "628.3 -> 615.7/s" in d.reason and "-2.0% < 10%" in d.reason
+    # a sticky plan that removes the overload is recommended beside it
+    sticky = CandidatePlan(
+        "rate_aware_sticky", 0, 68, 1.0, LoadSummary(0, 200.0, 0.97, 1e8, worst_utilisation=0.97)
+    )
+    assert decide(now, [repack, sticky], t).chosen.strategy == "rate_aware_sticky"
+    # the same repack for 150 % -> 106.4 % (-29.1 %) passes, as does a plan of 500 (not more than half)
+    worse = dataclasses.replace(now, load=_overloaded(9, 1.5, 0.27, 1e9, 628.3))
+    assert decide(worse, [repack], t).outcome == "recommended"
+    half = dataclasses.replace(repack, moves=500)
+    assert decide(now, [half], t).outcome == "recommended"
+    # the traced repack itself cut the excess inflow 628.3 -> 534.6/s (-14.9 %): it passes
+    traced = dataclasses.replace(repack, load=_overloaded(4, 1.064, 0.016384, 2e9, 534.6))
+    assert decide(now, [traced], t).outcome == "recommended"
+    # feeding empty members is never refused; a share of 1 switches the rule off
+    assert decide(dataclasses.replace(now, empty_members=3), [repack], t).outcome == "recommended"
+    assert decide(now, [repack], Thresholds(capacity_margin=0.02, repack_share=1.0)).outcome == "recommended"
