@@ -24,10 +24,6 @@ The rule is in *time* when capacities are known (the load model, ``load_model``)
   member or relieves overload (:func:`relieves_overload`: its severity falls by ``min_improvement``,
   or fewer members are over the line at no higher severity); or it cuts the predicted catch-up (with capacities) or the max member
   load (without) by at least ``min_improvement`` (10 %).
-- **repack** (:func:`oversized_repack`): a plan that hands over more than ``repack_share`` (50 %)
-  of the partitions must cut the worst member's utilisation, the excess inflow or the predicted
-  catch-up (without capacities: the max load) by ``min_improvement``, unless it assigns orphans or
-  feeds an empty member (outcome ``not_repaid``).
 - **payback** (:func:`repaid`): with capacities, the plan's backlog area over ``horizon_s`` (900 s),
   charged a pause of ``handover_cost_s`` (5 s) per handed-over partition, is below the current one.
   Handing over unowned partitions and feeding empty members are never blocked by it; relieving
@@ -120,7 +116,6 @@ class GroupState:
     empty_members: int  # members owning nothing while an eligible peer holds two or more
     capacities_known: bool
     note: str = ""  # how unknown rates/capacities were filled (load_model.LoadInputs.note)
-    partitions: int = 0  # assignable partitions (0: unknown, the repack rule is off)
 
 
 @dataclass(frozen=True)
@@ -286,45 +281,6 @@ def improvement_reason(candidate: CandidatePlan, state: GroupState, thresholds: 
             f"the {thresholds.horizon_s:g} s horizon (-{drop:.1%})"
         )
     return None
-
-
-def oversized_repack(candidate: CandidatePlan, state: GroupState, thresholds: Thresholds) -> str | None:
-    """The repack rule: why ``candidate`` hands over too much for its gain, or None.
-
-    A plan that hands over more than ``repack_share`` of the group's partitions must cut the worst
-    member's utilisation, the excess inflow or the predicted catch-up (without capacities: the max
-    member load) by ``min_improvement``; assigning unowned partitions and feeding empty members are
-    never refused. Overload relief alone lets any such plan through, and past a member's full
-    capacity the payback rule does not price its pauses. A repack of 985 of 1,000 partitions for
-    108.2 -> 106.4 % of the worst member's usable capacity cut the excess inflow 628 -> 535/s
-    (-15 %) and passes: refused on the worst member alone, bench/drain.py medium-50-cap2x was
-    overloaded 5.6 % of the time instead of 3.4 % (docs/benchmarks/drain.md).
-    """
-    share, cur, new = thresholds.repack_share, state.load, candidate.load
-    if state.partitions <= 0 or candidate.moves <= share * state.partitions:
-        return None
-    if cur.unowned_backlog > 0 or cur.unowned_inflow > 0 or state.empty_members:
-        return None
-    if state.capacities_known:
-        gain = max(
-            _relative_drop(cur.worst_utilisation, new.worst_utilisation),
-            _relative_drop(cur.excess_inflow, new.excess_inflow),
-            _relative_drop(cur.max_catch_up_s, new.max_catch_up_s),
-        )
-        what = (
-            f"worst member {cur.worst_utilisation:.1%} -> {new.worst_utilisation:.1%} of usable capacity, "
-            f"excess inflow {cur.excess_inflow:,.1f} -> {new.excess_inflow:,.1f}/s, "
-            f"catch-up {seconds(cur.max_catch_up_s)} -> {seconds(new.max_catch_up_s)}"
-        )
-    else:
-        gain = _relative_drop(cur.max_load, new.max_load)
-        what = f"max member load {cur.max_load:,.2f} -> {new.max_load:,.2f}"
-    if gain >= thresholds.min_improvement:
-        return None
-    return (
-        f"{candidate.strategy} would hand over {candidate.moves:,} of {state.partitions:,} partitions (more "
-        f"than {share:.0%}) for {what} (-{max(gain, 0.0):.1%} < {thresholds.min_improvement:.0%})"
-    )
 
 
 def repaid(candidate: CandidatePlan, state: GroupState, thresholds: Thresholds) -> bool:
@@ -555,27 +511,12 @@ def _judge(
     if not improving:
         return _not_improved(best_candidate(fitting), state, flagged, thresholds)
     allowed = [c for c in improving if not held_by_hysteresis(c, state.load, thresholds)]
-    if (refused := _all_oversized(allowed, state, flagged, thresholds)) is not None:
-        return refused
-    paying = [
-        c for c in allowed if repaid(c, state, thresholds) and not oversized_repack(c, state, thresholds)
-    ]
+    paying = [c for c in allowed if repaid(c, state, thresholds)]
     if not paying:
         return _held_back(improving, allowed, worth, state, flagged, thresholds)
     chosen = fewest_moves_near_best(paying, thresholds)
     assert chosen is not None  # paying is not empty
     return _plan_decision(chosen, worth, state, flagged, thresholds, standing, now)
-
-
-def _all_oversized(
-    allowed: list[CandidatePlan], state: GroupState, flagged: str, thresholds: Thresholds
-) -> Decision | None:
-    """``no_better_plan`` when every candidate left is refused by the repack rule (the best one's
-    numbers in the reason; rescues may still find a smaller plan), else None."""
-    best = best_candidate(allowed)
-    if best is None or any(not oversized_repack(c, state, thresholds) for c in allowed):
-        return None
-    return Decision("not_repaid", f"{flagged}; {oversized_repack(best, state, thresholds)}", best=best)
 
 
 def _balanced(state: GroupState, thresholds: Thresholds) -> str:

@@ -296,7 +296,6 @@ def group_state(spec: GroupSpec, inputs: LoadInputs, thresholds: Thresholds) -> 
         empty_members=empty_members(spec, spec.owner),
         capacities_known=inputs.capacity is not None,
         note=inputs.note,
-        partitions=int(np.count_nonzero(spec.assignable)),
     )
     return state, members
 

@@ -329,12 +329,6 @@ class Thresholds(ParamModel):
         "seconds of its inflow, while it held the same partitions, is overloaded now (the guard against "
         "commit timing: a caught-up consumer shows up to its commit interval of lag)",
     )  # fmt: skip
-    repack_share: float = surface(
-        0.5, ge=0.0, le=1.0, cli="--repack-share", section=RULES,
-        description="a plan that hands over more than this share of the group's partitions must cut the "
-        "worst member's utilisation, the excess inflow or the predicted catch-up by min_improvement, unless it assigns "
-        "unowned partitions or feeds an empty member (1: no limit)",
-    )  # fmt: skip
     hysteresis_window_s: float = surface(
         1800.0, ge=0.0, le=10**7, cli="--hysteresis-window", section=RULES,
         description="a partition does not move back to an owner it left within this many seconds "
