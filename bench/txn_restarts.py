@@ -37,6 +37,7 @@ from rebalance_advisor.adapters.kafka_jars import java_command
 from rebalance_advisor.devtools import local_kafka
 
 CALL_TIMEOUT_S = 15.0  # the timeout every transactional call is given
+TRANSACTION_TIMEOUT_S = 60.0  # the clients' default transaction.timeout.ms (--transaction-timeout)
 OVERRUN_S = 5.0  # a call that returns this much later than its timeout overran it
 RESULTS = Path(__file__).parent / "results" / "txn_restarts.json"
 
@@ -48,6 +49,7 @@ class Calls:
     done: list[tuple[str, int, float, float]] = field(default_factory=list)  # (call, p, start, s)
     running: dict[int, tuple[str, float]] = field(default_factory=dict)
     unanswered_reads: int = 0
+    timeout: float = CALL_TIMEOUT_S  # what every transactional call is given
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def timed(self, name: str, p: int, call, *args):
@@ -90,7 +92,7 @@ def exactly_once_loop(
                 producer = Producer(
                     {"bootstrap.servers": bootstrap, "transactional.id": f"t-{p}", "log_level": 0}
                 )
-                calls.timed("init_transactions", p, producer.init_transactions, CALL_TIMEOUT_S)
+                calls.timed("init_transactions", p, producer.init_transactions, calls.timeout)
             if offset is None:
                 offset = stable_committed(bootstrap, p, 10.0)
                 if offset is None:
@@ -106,15 +108,15 @@ def exactly_once_loop(
                 producer.send_offsets_to_transaction,
                 sent,
                 group,
-                CALL_TIMEOUT_S,
+                calls.timeout,
             )
-            calls.timed("commit_transaction", p, producer.commit_transaction, CALL_TIMEOUT_S)
+            calls.timed("commit_transaction", p, producer.commit_transaction, calls.timeout)
             offset += 5
         except KafkaException as exc:
             offset = None
             if exc.args[0].txn_requires_abort():
                 try:
-                    calls.timed("abort_transaction", p, producer.abort_transaction, CALL_TIMEOUT_S)
+                    calls.timed("abort_transaction", p, producer.abort_transaction, calls.timeout)
                     continue
                 except KafkaException:
                     pass
@@ -177,12 +179,12 @@ def summary(calls: Calls, end: float) -> dict:
     overran = [
         {"call": name, "partition": p, "s": round(s, 1)}
         for name, p, _, s in calls.done
-        if s > CALL_TIMEOUT_S + OVERRUN_S
+        if s > calls.timeout + OVERRUN_S
     ]
     blocked = [
         {"call": name, "partition": p, "s": round(end - start, 1)}
         for p, (name, start) in calls.running.items()
-        if end - start > CALL_TIMEOUT_S + OVERRUN_S
+        if end - start > calls.timeout + OVERRUN_S
     ]
     return {
         "calls": len(calls.done),
@@ -198,11 +200,20 @@ def run(args: argparse.Namespace, state: Path) -> dict:
     admin = AdminClient({"bootstrap.servers": bootstrap})
     for future in admin.create_topics([NewTopic(t, args.partitions, 1) for t in ("in", "out")]).values():
         future.result(30)
-    stop, calls = threading.Event(), Calls()
+    stop, calls = threading.Event(), Calls(timeout=args.call_timeout)
     for p in range(args.partitions):
         threading.Thread(
             target=exactly_once_loop,
-            args=(bootstrap, p, stop, calls, dict(args.producer_config)),
+            args=(
+                bootstrap,
+                p,
+                stop,
+                calls,
+                {
+                    "transaction.timeout.ms": int(args.transaction_timeout * 1000),
+                    **dict(args.producer_config),
+                },
+            ),
             daemon=True,
         ).start()
     for _ in range(args.restarts):
@@ -210,9 +221,19 @@ def run(args: argparse.Namespace, state: Path) -> dict:
         restart_broker(state, args.crash)
     time.sleep(args.every)
     stop.set()
-    time.sleep(CALL_TIMEOUT_S + OVERRUN_S + 5)  # every loop ends within its call's timeout, or is blocked
+    time.sleep(calls.timeout + OVERRUN_S + 5)  # every loop ends within its call's timeout, or is blocked
     result = summary(calls, time.time())
     reads = {p: stable_committed(bootstrap, p, 10.0) for p in range(args.partitions)}
+    still_open = open_output_transactions(bootstrap, args.partitions)
+    result |= {
+        "open_after_stop": {
+            "stable_reads_unanswered": [p for p, o in reads.items() if o is None],
+            "output": still_open,
+        }
+    }
+    if still_open or None in reads.values():  # a blocked producer's transaction ends at its timeout
+        time.sleep(args.transaction_timeout + 15)
+        reads = {p: stable_committed(bootstrap, p, 10.0) for p in range(args.partitions)}
     outputs = committed_outputs(bootstrap, args.partitions)
     result |= {
         "hanging_stable_reads": [p for p, offset in reads.items() if offset is None],
@@ -227,13 +248,22 @@ def run(args: argparse.Namespace, state: Path) -> dict:
     return result
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--partitions", type=int, default=12)
     parser.add_argument("--restarts", type=int, default=25)
     parser.add_argument("--every", type=float, default=6.0, help="seconds between restarts")
     parser.add_argument("--crash", action="store_true", help="SIGKILL the broker instead of a clean shutdown")
     parser.add_argument("--port", type=int, default=None)
+    parser.add_argument(
+        "--transaction-timeout",
+        type=float,
+        default=TRANSACTION_TIMEOUT_S,
+        help="producers' transaction.timeout.ms, s",
+    )
+    parser.add_argument(
+        "--call-timeout", type=float, default=CALL_TIMEOUT_S, help="timeout of every transactional call, s"
+    )
     parser.add_argument(
         "--producer-config",
         type=lambda text: tuple(text.split("=", 1)),
@@ -243,7 +273,7 @@ def main() -> int:
         help="a librdkafka setting for every producer (repeatable), e.g. socket.timeout.ms=10000",
     )
     parser.add_argument("--json", type=Path, default=RESULTS)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="txn-restarts-") as tmp:
         state = Path(tmp) / "broker"
         started = time.time()
