@@ -221,7 +221,63 @@ def analyse(
     }
     if capacity and truth:
         row["error_pct"] = round(100 * (capacity - truth) / truth, 1)
+    if window and rate > 0:
+        row["summaries"] = summaries(window, rate, truth)
+        row["time_between_poll_pushed_ms"] = [s.time_between_poll_ms for s in window][-3:]
     return row
+
+
+#: the advisor's snapshot interval the summaries are taken over (bench/closed_loop.py's default)
+SNAPSHOT_INTERVAL_S = 30.0
+
+
+def summaries(window: list, rate: float, truth: float | None) -> dict:
+    """Each summary of the recent pushes (domain.telemetry.summary_busy), taken as a snapshot would
+    at every push of the window: its capacity error at the last one, the median and largest absolute
+    error over all, how many were gated, and how many the starved-Java gate refused (what it would
+    have read is still counted in the errors)."""
+    from rebalance_advisor.domain.telemetry import TelemetryParameters, telemetry_capacity
+
+    out = {}
+    for summary in ("newest", "median", "mean"):
+        loose = TelemetryParameters(summary=summary, starved_batch_factor=float("inf"))
+        gated = TelemetryParameters(summary=summary)
+        errors, refused, starved = [], 0, 0
+        for s in window:
+            seen = telemetry_capacity(s, rate, 0, s.idle_time, loose, SNAPSHOT_INTERVAL_S)
+            if seen.capacity is None:
+                refused += 1
+            elif truth:
+                errors.append(100 * (seen.capacity - truth) / truth)
+            starved += (
+                telemetry_capacity(s, rate, 0, s.idle_time, gated, SNAPSHOT_INTERVAL_S).capacity is None
+            )
+        last = telemetry_capacity(window[-1], rate, 0, window[-1].idle_time, loose, SNAPSHOT_INTERVAL_S)
+        out[summary] = {
+            "last_error_pct": round(100 * (last.capacity - truth) / truth, 1)
+            if last.capacity and truth
+            else None,
+            "median_abs_error_pct": round(statistics.median(abs(e) for e in errors), 1) if errors else None,
+            "max_abs_error_pct": round(max(errors, key=abs), 1) if errors else None,
+            "gated": refused,
+            "refused_with_starved_gate": int(starved),
+            "snapshots": len(window),
+        }
+    return out
+
+
+def print_summaries(rows: list[dict]) -> None:
+    print(
+        f"{'client':<8}{'mode':<10}{'level':>6}  summary: last / median |err| / max err, gated, refused w/ starved gate"
+    )
+    for r in rows:
+        cells = []
+        for name, v in r.get("summaries", {}).items():
+            cells.append(
+                f"{name} {v['last_error_pct']}/{v['median_abs_error_pct']}/{v['max_abs_error_pct']}"
+                f" g{v['gated']} s{v['refused_with_starved_gate']}"
+            )
+        print(f"{r['language']:<8}{r['mode']:<10}{str(r['level'] or '-'):>6}  " + " | ".join(cells))  # fmt: skip
 
 
 def print_table(rows: list[dict]) -> None:
@@ -312,6 +368,7 @@ def main(argv: list[str] | None = None) -> int:
         if broker is not None:
             local_kafka.stop(work / "kafka")
     print_table(rows)
+    print_summaries(rows)
     print(f"load averages (1/5/15 min) at start and end of the measurement: {loads}")
     result = {
         "args": vars(args),

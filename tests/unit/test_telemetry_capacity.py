@@ -20,7 +20,12 @@ NOW = 1_000_000.0
 
 
 def sample(
-    idle: float | None, *, age: float = 1.0, software: str = "confluent-kafka-python"
+    idle: float | None,
+    *,
+    age: float = 1.0,
+    software: str = "confluent-kafka-python",
+    recent: tuple[tuple[float, float], ...] = (),
+    between_ms: float | None = None,
 ) -> TelemetrySample:
     return TelemetrySample(
         group="g",
@@ -37,6 +42,8 @@ def sample(
         records_delta=False,
         push_interval_s=5.0,
         received=NOW - age,
+        time_between_poll_ms=between_ms,
+        recent_idle=recent,
     )
 
 
@@ -119,11 +126,17 @@ def test_librdkafka_per_cycle_idle_ratio_is_inverted_through_its_queueing_model(
 
 
 def simulated_java_sensor(true_busy: float, polls: int, seed: int) -> float:
-    """Java's poll-idle sensor, simulated poll by poll (independent of the model under test): records
-    arrive at random, each poll returns every record waiting (or waits for the next one), each record
-    costs 1 s, and the sensor averages wait / (wait + time since the previous poll's start)."""
+    """Java's poll-idle sensor, simulated poll by poll (independent of the model under test)."""
+    return simulated_java_polls(true_busy, polls, seed)[0]
+
+
+def simulated_java_polls(true_busy: float, polls: int, seed: int) -> tuple[float, float]:
+    """Records arrive at random, each poll returns every record waiting (or waits for the next one),
+    each record costs 1 s, and the sensor averages wait / (wait + time since the previous poll's
+    start): (the busy share the sensor reports, the mean records a poll returned)."""
     rng = random.Random(seed)
     now, next_arrival, waiting, previous_start, total = 0.0, rng.expovariate(true_busy), 0, None, 0.0
+    returned = 0
     for _ in range(polls):
         start = now
         while next_arrival <= now:
@@ -134,8 +147,9 @@ def simulated_java_sensor(true_busy: float, polls: int, seed: int) -> float:
             next_arrival += rng.expovariate(true_busy)
         if previous_start is not None:
             total += wait / (wait + start - previous_start)
+        returned += waiting
         previous_start, now, waiting = start, start + wait + waiting, 0
-    return 1.0 - total / (polls - 1)
+    return 1.0 - total / (polls - 1), returned / polls
 
 
 @pytest.mark.parametrize("true_busy", [0.2, 0.5, 0.9])
@@ -286,3 +300,64 @@ def test_step_notes_why_telemetry_was_distrusted(identity: None) -> None:
     a = rates.capacity[("g", "a")]
     assert a.source != "telemetry" and a.note is not None and a.note.startswith("distrusted")
     assert ("g", "a") not in carried.capacities
+
+
+# the last five pushes (client time, idle ratio), the newest an odd one: busy 0.18 where the others
+# read 0.50, 0.48, 0.52, 0.50
+ODD_NEWEST = ((NOW - 21, 0.5), (NOW - 16, 0.52), (NOW - 11, 0.48), (NOW - 6, 0.5), (NOW - 1, 0.82))
+
+
+def test_the_median_of_recent_pushes_outvotes_one_odd_push(identity: None) -> None:
+    odd = sample(0.82, recent=ODD_NEWEST)
+    # newest alone: busy 0.18 < 0.2, gated
+    newest = telemetry_capacity(odd, 50.0, 0, NOW, TelemetryParameters(summary="newest"), window_s=30)
+    assert newest.capacity is None and "too idle" in newest.reason
+    # median of 0.50, 0.48, 0.52, 0.50, 0.18 = 0.50: 50/s is a 100/s consumer
+    median = telemetry_capacity(odd, 50.0, 0, NOW, window_s=30)
+    assert median.busy == pytest.approx(0.5) and median.capacity == pytest.approx(100.0)
+    # mean (0.50 + 0.48 + 0.52 + 0.50 + 0.18) / 5 = 0.436: 50 / 0.436 = 114.7
+    mean = telemetry_capacity(odd, 50.0, 0, NOW, TelemetryParameters(summary="mean"), window_s=30)
+    assert mean.capacity == pytest.approx(114.68, abs=0.01)
+
+
+def test_only_pushes_within_the_snapshot_interval_are_summarised(identity: None) -> None:
+    # 12 s interval: the pushes 11, 6 and 1 s ago (busy 0.52, 0.50, 0.18): median 0.50
+    assert telemetry.summary_busy(sample(0.82, recent=ODD_NEWEST), NOW, 12, "median") == pytest.approx(0.5)
+    # 7 s interval: 6 and 1 s ago: median of 0.50 and 0.18 = 0.34
+    assert telemetry.summary_busy(sample(0.82, recent=ODD_NEWEST), NOW, 7, "median") == pytest.approx(0.34)
+    # none recent (an old plugin writes none): the newest push alone
+    assert telemetry.summary_busy(sample(0.6), NOW, 30, "median") == pytest.approx(0.4)
+    # the median push is the median capacity: the correction is monotonic
+    java = sample(
+        0.3, software="apache-kafka-java", recent=((NOW - 6, 0.25), (NOW - 1, 0.35), (NOW - 3, 0.3))
+    )
+    assert telemetry.summary_busy(java, NOW, 30, "median") == pytest.approx(correct_busy("java", 0.7))
+
+
+@pytest.mark.parametrize("true_busy", [0.2, 0.5, 0.9])
+def test_java_records_per_poll_model_matches_a_simulated_consumer(true_busy: float) -> None:
+    simulated = simulated_java_polls(true_busy, polls=60_000, seed=11)[1]
+    assert telemetry.java_records_per_poll(true_busy) == pytest.approx(simulated, rel=0.03)
+
+
+def test_a_starved_java_consumer_is_distrusted(identity: None) -> None:
+    """Half busy, Poisson arrivals: a Java poll returns 1.15 records on average (the simulation
+    above), so at most 3 x 1.15 = 3.45 are believed. 100/s with 20 ms between polls is 2 records a
+    poll: trusted, 100 / 0.5 = 200/s. With 40 ms between polls it is 4 a poll: distrusted."""
+    java = "apache-kafka-java"
+    trusted = telemetry_capacity(sample(0.5, software=java, between_ms=20.0), 100.0, 0, NOW)
+    assert trusted.capacity == pytest.approx(200.0)
+    starved = telemetry_capacity(sample(0.5, software=java, between_ms=40.0), 100.0, 0, NOW)
+    assert starved.capacity is None and "4.0 records per poll" in starved.reason
+    assert "starved" in starved.reason
+    # librdkafka sends no time between polls; a stray one is not read through Java's model
+    other = telemetry_capacity(sample(0.5, between_ms=40.0), 100.0, 0, NOW)
+    assert other.capacity == pytest.approx(200.0)
+
+
+def test_reader_takes_recent_pushes_and_time_between_polls() -> None:
+    recent = [[1000, 0.5], [6000, 0.25], ["x", 0.1], [7000], [8000, None]]
+    got = decode_sample(json.loads(_value(recent_idle=recent, time_between_poll_ms=12.5)))
+    assert got.recent_idle == ((1.0, 0.5), (6.0, 0.25)) and got.time_between_poll_ms == 12.5
+    old = decode_sample(json.loads(_value()))
+    assert old.recent_idle == () and old.time_between_poll_ms is None

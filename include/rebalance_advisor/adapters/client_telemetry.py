@@ -59,7 +59,18 @@ def decode_sample(value: Mapping[str, Any]) -> TelemetrySample | None:
         records_delta=bool(value.get("records_delta")),
         push_interval_s=interval / 1000.0,
         received=received / 1000.0,
+        time_between_poll_ms=_number(value.get("time_between_poll_ms")),
+        recent_idle=_recent(value.get("recent_idle")),
     )
+
+
+def _recent(value: Any) -> tuple[tuple[float, float], ...]:
+    """The recent ``[time_ms, idle]`` pairs (seconds, idle); pairs that are not two numbers are left out."""
+    if not isinstance(value, list):
+        return ()
+    pairs = [p for p in value if isinstance(p, list) and len(p) == 2]
+    numbers = [(_number(t), _number(i)) for t, i in pairs]
+    return tuple((t / 1000.0, i) for t, i in numbers if t is not None and i is not None)
 
 
 def apply_record(read: TelemetryRead, key: bytes | None, value: bytes | None) -> None:

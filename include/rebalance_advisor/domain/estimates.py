@@ -615,7 +615,11 @@ def _member_estimate(
     heard = None
     if busy is None and reported is None and ref in observed.telemetry:
         heard = telemetry_capacity(
-            observed.telemetry[ref], consumed, work.lag_growth, observed.taken_at.timestamp()
+            observed.telemetry[ref],
+            consumed,
+            work.lag_growth,
+            observed.taken_at.timestamp(),
+            window_s=interval.elapsed_s if interval.gives_rates else None,
         )
     sample, fresh_source = capacity_sample(busy, reported, heard.capacity if heard else None)
     source = fresh_source or (prior.source if prior is not None else "measured")

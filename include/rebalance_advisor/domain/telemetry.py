@@ -9,6 +9,7 @@ client family (docs/operations/telemetry.md, "Accuracy"); the gates say when a s
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -38,6 +39,11 @@ class TelemetrySample:
     records_delta: bool
     push_interval_s: float
     received: float
+    #: Java's mean time between two polls' starts (ms); None when not sent (librdkafka never does)
+    time_between_poll_ms: float | None = None
+    #: (client time in epoch s, idle ratio) of the member's last few pushes, oldest first, the newest
+    #: included (the plugin keeps five within five push intervals: docs/operations/telemetry.md)
+    recent_idle: tuple[tuple[float, float], ...] = ()
 
     @property
     def family(self) -> str:
@@ -61,6 +67,14 @@ class TelemetryParameters:
     lag_growth_s: float = 10.0
     #: ... "idle time to spare": busy share below this
     off_thread_busy: float = 0.8
+    #: how the recent pushes within the snapshot interval are summarised: "median" (default: one
+    #: odd push does not decide; measured against "mean" and "newest" in
+    #: docs/benchmarks/telemetry-accuracy.md, "One push or a few"), "mean" or "newest"
+    summary: str = "median"
+    #: a starved Java consumer: its polls return more than this many times the records the sensor
+    #: model expects at the busy share it reads (docs/benchmarks/telemetry-accuracy.md, "A starved
+    #: Java consumer"); its reading is not the model's and is distrusted
+    starved_batch_factor: float = 3.0
 
 
 @dataclass(frozen=True)
@@ -81,6 +95,25 @@ def busy_share(sample: TelemetrySample) -> float | None:
     if idle is None or not math.isfinite(idle) or not 0.0 <= idle <= 1.0:
         return None
     return correct_busy(sample.family, 1.0 - idle)
+
+
+def summary_busy(
+    sample: TelemetrySample, now: float, window_s: float | None, summary: str = "median"
+) -> float | None:
+    """The member's busy share over its recent pushes within ``window_s`` before ``now`` (all the
+    plugin kept when None), summarised; the newest push's alone when none is recent or for "newest".
+
+    The correction is monotonic, so the median of the corrected shares is the median push's.
+    """
+    idles = [
+        idle
+        for at, idle in sample.recent_idle
+        if (window_s is None or at >= now - window_s) and math.isfinite(idle) and 0.0 <= idle <= 1.0
+    ]
+    if summary == "newest" or not idles:
+        return busy_share(sample)
+    busies = [correct_busy(sample.family, 1.0 - idle) for idle in idles]
+    return statistics.median(busies) if summary == "median" else statistics.fmean(busies)
 
 
 def correct_busy(family: str, reported_busy: float) -> float:
@@ -186,6 +219,17 @@ def java_reported_busy(true_busy: float) -> float:
     return 1.0 - float(np.sum(shares * none_came * idle_after))
 
 
+def java_records_per_poll(true_busy: float) -> float:
+    """The mean records a Java poll returns for a consumer busy ``true_busy`` of the time, as
+    :func:`java_reported_busy` models it (a poll after a wait returns one; one after a batch of b
+    the records that came meanwhile)."""
+    import numpy as np
+
+    shares, batches, none_came = _batch_chain(min(max(true_busy, 0.01), 0.98))
+    # a state's share is of polls; the poll leaving state b returns the records it found there
+    return float(np.sum(shares * batches))
+
+
 def _batch_chain(r: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Stationary shares of polls per state, each state's batch size, and the chance no record came.
 
@@ -246,30 +290,56 @@ def telemetry_capacity(
     lag_growth: float | None,
     now: float,
     params: TelemetryParameters = TelemetryParameters(),
+    window_s: float | None = None,
 ) -> TelemetryCapacity:
     """The member's capacity from its telemetry over the last snapshot interval, with the gates.
 
     ``consume_rate``: records/s the member consumed over the interval; ``lag_growth``: how much its
-    lag grew over it (records, negative when it shrank); ``now``: the snapshot's time (epoch s).
+    lag grew over it (records, negative when it shrank); ``now``: the snapshot's time (epoch s);
+    ``window_s``: the interval's length (the pushes within it are summarised: :func:`summary_busy`).
     """
     if sample is None:
         return TelemetryCapacity(None, None, "no telemetry")
     age = now - max(sample.idle_time, sample.received)
     if age > params.max_age_intervals * max(sample.push_interval_s, 1.0):
         return TelemetryCapacity(None, None, f"telemetry {age:.0f} s old")
-    busy = busy_share(sample)
+    busy = summary_busy(sample, now, window_s, params.summary)
     if busy is None:
         return TelemetryCapacity(None, None, "no idle ratio in the telemetry")
     if not consume_rate or consume_rate <= 0 or not math.isfinite(consume_rate):
         return TelemetryCapacity(None, busy, "consumed nothing over the interval")
-    growing = lag_growth is not None and lag_growth > params.lag_growth_s * consume_rate
-    if growing and busy < params.off_thread_busy:
-        return TelemetryCapacity(
-            None,
-            busy,
-            f"distrusted: idle {1 - busy:.0%} of the time while its lag grew by {lag_growth:.0f} "
-            "(processing off the poll thread)",
-        )
+    distrust = _distrusted(sample, busy, consume_rate, lag_growth, params)
+    if distrust is not None:
+        return TelemetryCapacity(None, busy, distrust)
     if busy < params.min_busy:
         return TelemetryCapacity(None, busy, f"busy {busy:.0%} < {params.min_busy:.0%}: too idle to say")
     return TelemetryCapacity(consume_rate / busy, busy, f"{consume_rate:.1f}/s at {busy:.0%} busy")
+
+
+def _distrusted(
+    sample: TelemetrySample,
+    busy: float,
+    consume_rate: float,
+    lag_growth: float | None,
+    params: TelemetryParameters,
+) -> str | None:
+    """Why the reading is not the consumer the correction models, or None: processing off the poll
+    thread (idle while the lag grows), or a Java consumer whose polls return far more records than
+    the sensor model expects at its reading (starved of CPU, or batching)."""
+    growing = lag_growth is not None and lag_growth > params.lag_growth_s * consume_rate
+    if growing and busy < params.off_thread_busy:
+        return (
+            f"distrusted: idle {1 - busy:.0%} of the time while its lag grew by {lag_growth:.0f} "
+            "(processing off the poll thread)"
+        )
+    between = sample.time_between_poll_ms
+    if sample.family != "java" or between is None or not math.isfinite(between) or between <= 0:
+        return None
+    seen = consume_rate * between / 1000.0
+    expected = java_records_per_poll(busy)
+    if seen > params.starved_batch_factor * expected:
+        return (
+            f"distrusted: {seen:.1f} records per poll, the model expects {expected:.1f} at "
+            f"{busy:.0%} busy (starved of CPU or batching)"
+        )
+    return None

@@ -22,9 +22,13 @@ public final class PushDecoder {
 
     public static final String IDLE_RATIO = "org.apache.kafka.consumer.poll.idle.ratio.avg";
     public static final String RECORDS_CONSUMED = "org.apache.kafka.consumer.fetch.manager.records.consumed.total";
+    /** Java only: the mean time between two polls' starts, ms (records per poll: docs/operations/telemetry.md). */
+    public static final String TIME_BETWEEN_POLL = "org.apache.kafka.consumer.time.between.poll.avg";
     /** The metric names of the subscription (exact, so each push stays small). */
-    public static final List<String> SUBSCRIBED = List.of(IDLE_RATIO, RECORDS_CONSUMED);
+    public static final List<String> SUBSCRIBED = List.of(IDLE_RATIO, RECORDS_CONSUMED, TIME_BETWEEN_POLL);
 
+    /** A time between polls past a day is absurd (max.poll.interval.ms caps it far lower). */
+    static final double MAX_BETWEEN_POLLS_MS = 86_400_000.0;
     static final String GROUP = "group_id";
     static final String INSTANCE = "group_instance_id";
     /** Java names the member id {@code group_member_id}; librdkafka {@code member_id}. */
@@ -81,14 +85,15 @@ public final class PushDecoder {
         }
         Point idle = values.idle;
         Point records = values.records();
-        if (idle == null && records == null) {
+        if (idle == null && records == null && values.betweenPolls == null) {
             return new Decoded(null, values.bad, Problem.NO_METRIC);
         }
         MemberSample sample = new MemberSample(group, member, instance, push.clientId(), push.clientInstanceId(),
             push.softwareName(), push.softwareVersion(), idle == null ? Double.NaN : idle.value,
             idle == null ? 0 : idle.timeMs, records == null ? Double.NaN : records.value,
             records == null ? 0 : records.startMs, records == null ? 0 : records.timeMs,
-            records != null && records.delta, push.pushIntervalMs(), push.receivedMs());
+            records != null && records.delta, values.betweenPolls == null ? Double.NaN : values.betweenPolls.value,
+            push.pushIntervalMs(), push.receivedMs(), List.of());
         return new Decoded(sample, values.bad, Problem.NONE);
     }
 
@@ -106,9 +111,10 @@ public final class PushDecoder {
     private record Point(double value, long startMs, long timeMs, boolean delta) {
     }
 
-    /** The two metrics of one push, with the count of values out of range. */
+    /** The metrics of one push, with the count of values out of range. */
     private static final class Values {
         Point idle;
+        Point betweenPolls;
         Point recordsTotal;
         Point recordsByTopic;
         int bad;
@@ -124,6 +130,8 @@ public final class PushDecoder {
                 boolean perTopic = point.getAttributesList().stream().anyMatch(a -> a.getKey().equals("topic"));
                 if (metric.getName().equals(IDLE_RATIO) && !perTopic) {
                     idle = check(taken, value >= 0 && value <= 1, idle);  // NaN fails both
+                } else if (metric.getName().equals(TIME_BETWEEN_POLL) && !perTopic) {
+                    betweenPolls = check(taken, value >= 0 && value < MAX_BETWEEN_POLLS_MS, betweenPolls);
                 } else if (metric.getName().equals(RECORDS_CONSUMED)) {
                     Point valid = check(taken, value >= 0 && Double.isFinite(value), null);
                     if (valid != null && !perTopic) {

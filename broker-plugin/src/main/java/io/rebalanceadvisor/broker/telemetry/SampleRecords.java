@@ -1,6 +1,7 @@
 package io.rebalanceadvisor.broker.telemetry;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.rebalanceadvisor.broker.telemetry.MemberSample.MemberKey;
 
@@ -42,6 +43,11 @@ public final class SampleRecords {
         node.put("records_start_ms", sample.recordsStartMs());
         node.put("records_time_ms", sample.recordsTimeMs());
         node.put("records_delta", sample.recordsDelta());
+        number(node, "time_between_poll_ms", sample.timeBetweenPollMs());
+        ArrayNode recent = node.putArray("recent_idle");
+        for (MemberSample.IdleReading reading : sample.recentIdle()) {
+            recent.addArray().add(reading.timeMs()).add(reading.idleRatio());
+        }
         node.put("push_interval_ms", sample.pushIntervalMs());
         node.put("received_ms", sample.receivedMs());
         node.put("broker", brokerId);

@@ -1,5 +1,6 @@
 package io.rebalanceadvisor.broker.telemetry;
 
+import io.rebalanceadvisor.broker.telemetry.MemberSample.IdleReading;
 import io.rebalanceadvisor.broker.telemetry.MemberSample.MemberKey;
 
 import java.util.ArrayList;
@@ -11,7 +12,9 @@ import java.util.Map;
 import java.util.Set;
 
 /**
- * The newest sample per member and what changed since the last write. Only the writer's thread
+ * The newest sample per member, with the idle ratios of its last {@link #RECENT_PUSHES} pushes
+ * within as many push intervals (the snapshot summarises them: docs/operations/telemetry.md, "The
+ * record"), and what changed since the last write. Only the writer's thread
  * touches it (no locks). Bounded: past {@code maxMembers} a new member is refused and counted. A
  * member that stops pushing is forgotten {@link #MISSED_PUSHES} push intervals after its last push,
  * and a tombstone is written for it (docs/operations/telemetry.md, "The record").
@@ -20,6 +23,9 @@ public final class SampleTable {
 
     /** Push intervals without a push after which a member is taken to have left. */
     public static final int MISSED_PUSHES = 2;
+
+    /** Idle ratios kept per member: a few pushes, so one odd push does not decide alone. */
+    public static final int RECENT_PUSHES = 5;
 
     private final int maxMembers;
     private final Map<MemberKey, MemberSample> newest = new HashMap<>();
@@ -38,11 +44,25 @@ public final class SampleTable {
             return false;
         }
         if (held == null || held.receivedMs() <= sample.receivedMs()) {
-            newest.put(key, sample);
+            newest.put(key, sample.withRecentIdle(recent(held, sample)));
             changed.add(key);
             removed.remove(key);
         }
         return true;
+    }
+
+    /** The held readings and {@code sample}'s, the last {@link #RECENT_PUSHES} within as many intervals. */
+    static List<IdleReading> recent(MemberSample held, MemberSample sample) {
+        List<IdleReading> readings = new ArrayList<>(held == null ? List.of() : held.recentIdle());
+        boolean repeated = !readings.isEmpty() && readings.get(readings.size() - 1).timeMs() >= sample.idleTimeMs();
+        if (Double.isFinite(sample.idleRatio()) && !repeated) {
+            readings.add(new IdleReading(sample.idleTimeMs(), sample.idleRatio()));
+        }
+        long newestMs = readings.isEmpty() ? 0 : readings.get(readings.size() - 1).timeMs();
+        long windowMs = (long) RECENT_PUSHES * Math.max(sample.pushIntervalMs(), 1_000);
+        readings.removeIf(r -> newestMs - r.timeMs() >= windowMs);
+        int extra = readings.size() - RECENT_PUSHES;
+        return extra > 0 ? readings.subList(extra, readings.size()) : readings;
     }
 
     /** The client said it is closing: forget its member at once. */

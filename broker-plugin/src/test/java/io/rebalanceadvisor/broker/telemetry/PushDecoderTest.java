@@ -116,6 +116,21 @@ class PushDecoderTest {
         assertFalse(Double.isNaN(PushDecoder.decode(push(both)).sample().idleRatio()));
     }
 
+    @Test
+    void javasTimeBetweenPollsIsKeptAndAbsurdOnesCounted() {
+        byte[] bytes = data(member(), gauge(PushDecoder.IDLE_RATIO, 0.4), gauge(PushDecoder.TIME_BETWEEN_POLL, 12.5))
+            .toByteArray();
+        assertEquals(12.5, PushDecoder.decode(push(bytes)).sample().timeBetweenPollMs());
+        for (double bad : new double[] {Double.NaN, -1, 1e12}) {
+            byte[] wrong = data(member(), gauge(PushDecoder.IDLE_RATIO, 0.4), gauge(PushDecoder.TIME_BETWEEN_POLL, bad))
+                .toByteArray();
+            PushDecoder.Decoded decoded = PushDecoder.decode(push(wrong));
+            assertTrue(Double.isNaN(decoded.sample().timeBetweenPollMs()), "time between polls " + bad);
+            assertEquals(1, decoded.badValues());
+        }
+        assertTrue(PushDecoder.SUBSCRIBED.contains(PushDecoder.TIME_BETWEEN_POLL));
+    }
+
     static Resource member() {
         return Resource.newBuilder().addAttributes(kv("group_id", "g")).addAttributes(kv("member_id", "m")).build();
     }
