@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -15,6 +16,7 @@ def load_script(path: Path, module_name: str | None = None) -> ModuleType:
     spec = importlib.util.spec_from_file_location(module_name or f"script_{path.stem}", path)
     assert spec is not None and spec.loader is not None, f"not a Python script: {path}"
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
     spec.loader.exec_module(module)
     return module
 

@@ -296,6 +296,7 @@ def group_state(spec: GroupSpec, inputs: LoadInputs, thresholds: Thresholds) -> 
         empty_members=empty_members(spec, spec.owner),
         capacities_known=inputs.capacity is not None,
         note=inputs.note,
+        partitions=len(spec.owner),
     )
     return state, members
 

@@ -329,6 +329,16 @@ class Thresholds(ParamModel):
         "seconds of its inflow, while it held the same partitions, is overloaded now (the guard against "
         "commit timing: a caught-up consumer shows up to its commit interval of lag)",
     )  # fmt: skip
+    repack_share: float = surface(
+        0.5, gt=0.0, le=1.0, cli="--repack-share", section=RULES,
+        description="a plan handing over more than this share of the group's partitions (unowned ones aside) "
+        "is a repack: it must cut the max member load or the excess inflow by repack_min_gain",
+    )  # fmt: skip
+    repack_min_gain: float = surface(
+        0.05, ge=0.0, lt=1.0, cli="--repack-min-gain", section=RULES,
+        description="the least relative drop of the max member load (utilisation, with capacities) or of "
+        "the excess inflow that pays for a repack (a fraction, 0 <= x < 1)",
+    )  # fmt: skip
     hysteresis_window_s: float = surface(
         1800.0, ge=0.0, le=10**7, cli="--hysteresis-window", section=RULES,
         description="a partition does not move back to an owner it left within this many seconds "

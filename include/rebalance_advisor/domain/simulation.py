@@ -672,6 +672,10 @@ class Summary:
     #: share of time-lag samples in which some partition is more than :data:`BEHIND_S` behind: the
     #: pooled p99 hides one partition left behind for an hour among hundreds that are not
     behind_share: float
+    #: the two above over feasible partitions only: at a sample, a partition whose true rate exceeds
+    #: the capacity of every present member it may go to is infeasible (no plan keeps it caught up)
+    max_time_lag_feasible_s: float
+    behind_share_feasible: float
     moves: int
     moves_per_hour: float
     flaps: int
@@ -885,6 +889,7 @@ class _Run:
         self.sample_every = max(1, round(self.sc.sample_s / self.dt))
         self.sample_steps = np.arange(self.sample_every - 1, steps, self.sample_every)
         self.time_lag = np.zeros((len(self.sample_steps), self.num_p), dtype=np.float32)
+        self.feasible = np.ones((len(self.sample_steps), self.num_p), dtype=bool)
         self.lag_floor = np.zeros(self.num_p, dtype=np.int64)  # history row no later than the oldest unread
         self.flaps = self.total_moves = 0
         self.drained_at: float | None = None
@@ -1135,6 +1140,8 @@ class _Run:
             self.time_lag[(i + 1) // self.sample_every - 1] = _time_lag(
                 self.hist, self.hist_t, i + 2, self.processed_cum, lag, t + dt, self.lag_floor
             )
+            room = np.where(self.lay.eligible & self.present[None, :], self.lay.capacity[None, :], 0.0)
+            self.feasible[(i + 1) // self.sample_every - 1] = rate <= room.max(axis=1, initial=0.0)
         if self.drained_at is None and lag.sum() <= steady_lag(float(rate.sum())):
             self.drained_at = t + dt
 
@@ -1163,6 +1170,7 @@ class _Run:
             steady = self.time_lag[(self.sample_steps + 1) * self.dt > self.drained_at + 1e-9]
             after_drain = float(np.percentile(steady, 99)) if steady.size else None
         later = self.time_s > 3600
+        feasible_lag = np.where(self.feasible, self.time_lag, 0.0)
         return Summary(
             strategy=self.planner.name,
             hours=hours,
@@ -1172,6 +1180,10 @@ class _Run:
             p99_time_lag_s=float(np.percentile(all_samples, 99)),
             max_time_lag_s=float(all_samples.max()),
             behind_share=float((self.time_lag.max(axis=1) > BEHIND_S).mean()) if len(self.time_lag) else 0.0,
+            max_time_lag_feasible_s=float(feasible_lag.max()) if feasible_lag.size else 0.0,
+            behind_share_feasible=float((feasible_lag.max(axis=1) > BEHIND_S).mean())
+            if len(feasible_lag)
+            else 0.0,
             moves=self.total_moves,
             moves_per_hour=self.total_moves / hours,
             flaps=self.flaps,

@@ -36,26 +36,16 @@ from rebalance_advisor.store.plan_models import (
     PlanTransition,
 )
 
-#: the plan columns a run computes per plan (store/plans.plan_numbers' keys), staged as columns
-PLAN_NUMBER_COLUMNS = (
-    "strategy",
-    "max_lag_before",
-    "max_lag_after",
-    "imbalance_before",
-    "imbalance_after",
-    "spread_before",
-    "spread_after",
-    "moves",
-    "lower_bound",
-    "gap",
-    "reason",
-    "metrics",
-    "overloaded_members_before",
-    "overloaded_members_after",
-    "predicted_catch_up_before_s",
-    "predicted_catch_up_after_s",
-    "unowned_lag_before",
-    "unowned_lag_after",
+#: ``planner_staged_plans``' columns that are not the plan's numbers: the staging key and the
+#: columns the finalize writes from elsewhere or as they are (``group_id``, ``status``, ...)
+_STAGING_COLUMNS = frozenset(
+    {"run_key", "group_id", "scope", "staged_at", "status", "apply_mode", "situation"}
+)
+
+#: the plan columns a run computes per plan (store/plans.plan_numbers' keys), staged as columns:
+#: read off the staged table's model, so that a number column is listed once, in the models
+PLAN_NUMBER_COLUMNS = tuple(
+    c.name for c in PlannerStagedPlan.__table__.columns if c.name not in _STAGING_COLUMNS
 )
 
 #: statuses of a group's plans that make a write rule apply to its new recommendation: identity
