@@ -302,8 +302,8 @@ def repaid(candidate: CandidatePlan, state: GroupState, thresholds: Thresholds) 
     673 -> 184 flaps per run). Held beyond the margin too, medium-50-cap2x was overloaded 7.6 % of
     the time instead of 4.6 %.
     """
-    if state.load.unowned_backlog > 0 or state.load.unowned_inflow > 0 or state.empty_members:
-        return True  # handing over orphans or feeding an empty member is never blocked
+    if feeds_orphans_or_empty(state):
+        return True
     before, after = state.load.backlog_area, candidate.load.backlog_area
     if before is None or after is None:
         return True  # no capacities: the pause cannot be priced
@@ -311,6 +311,12 @@ def repaid(candidate: CandidatePlan, state: GroupState, thresholds: Thresholds) 
         beyond = state.load.worst_utilisation * (1.0 - thresholds.capacity_margin_in_force) >= 1.0
         return beyond or after <= before * (1.0 + thresholds.min_improvement)
     return after < before
+
+
+def feeds_orphans_or_empty(state: GroupState) -> bool:
+    """Partitions no member owns, or a member owning nothing while a peer holds two or more: a plan
+    that hands them over is never held by payback (:func:`repaid`) or the repack rule."""
+    return state.load.unowned_backlog > 0 or state.load.unowned_inflow > 0 or bool(state.empty_members)
 
 
 def proportionate(candidate: CandidatePlan, state: GroupState, forced: int, thresholds: Thresholds) -> bool:
@@ -321,9 +327,9 @@ def proportionate(candidate: CandidatePlan, state: GroupState, forced: int, thre
     bench/drain.py run repacked 985 of 1,000 partitions for a worst member about 2 % lower.
     Orphans and empty members are never blocked by it (:func:`repaid`).
     """
-    if state.partitions <= 0 or state.load.unowned_backlog > 0 or state.load.unowned_inflow > 0:
+    if state.partitions <= 0 or feeds_orphans_or_empty(state):
         return True
-    if state.empty_members or candidate.moves - forced <= thresholds.repack_share * state.partitions:
+    if candidate.moves - forced <= thresholds.repack_share * state.partitions:
         return True
     return repack_gain(candidate, state) >= thresholds.repack_min_gain
 
