@@ -7,7 +7,9 @@ Per language (confluent-kafka 2.16.1 = librdkafka, Java 4.3.1): consumers of a k
 (devtools/cost_consumers.py: ``--cost-ms`` of simulated processing on the poll thread), each on its
 own one-partition topic and group, all at the same time (so machine load hits them alike):
 - ``saturated``: a backlog it cannot finish: its throughput is the truth (its capacity);
-- ``inline`` at 20, 50 and 90 % of that capacity (Poisson arrivals at level / cost);
+- ``inline`` at 20, 50 and 90 % of that capacity (Poisson arrivals at level / cost; ``--arrivals
+  ticks``: every 20 ms what accrued, as bench/closed_loop.py's producer sends: the librdkafka model
+  assumes Poisson arrivals, and this measures what it reads when they are regular);
 - ``pool``: hands records to ``--workers`` threads and pauses fetching while they are behind,
   produced at 1.3 x the pool's capacity: its lag grows while its poll thread idles.
 After ``--warmup`` seconds, over ``--measure`` seconds: the consumer's processed rate (its own
@@ -87,9 +89,10 @@ def _produce(producer, topic: str) -> None:
             producer.poll(0.1)
 
 
-def run_producer(bootstrap: str, rates: dict[str, float], seed: int = 1) -> None:
-    """Poisson arrivals at the given mean rates (records many independent producers would send),
-    each sent when its time comes (checked every 2 ms), until SIGTERM; its own process (own GIL)."""
+def run_producer(bootstrap: str, rates: dict[str, float], arrivals: str = "poisson", seed: int = 1) -> None:
+    """Arrivals at the given mean rates until SIGTERM, in its own process (own GIL): ``poisson``
+    (records many independent producers would send, each sent when its time comes, checked every
+    2 ms) or ``ticks`` (every 20 ms the records that accrued, as bench/closed_loop.py sends)."""
     import random
     import signal
 
@@ -99,25 +102,34 @@ def run_producer(bootstrap: str, rates: dict[str, float], seed: int = 1) -> None
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0})
     rng = random.Random(seed)
-    start = time.monotonic()
-    due = {topic: start + rng.expovariate(rate) for topic, rate in rates.items()}
+    ticks = arrivals == "ticks"
+    start = last = time.monotonic()
+    due = {topic: 0.0 if ticks else start + rng.expovariate(rate) for topic, rate in rates.items()}
     while not stop.is_set():
-        time.sleep(0.002)
+        time.sleep(0.02 if ticks else 0.002)
         now = time.monotonic()
         for topic, rate in rates.items():
+            if ticks:
+                due[topic] += rate * (now - last)
+                for _ in range(int(due[topic])):
+                    _produce(producer, topic)
+                due[topic] -= int(due[topic])
+                continue
             while due[topic] <= now:
                 _produce(producer, topic)
                 due[topic] += rng.expovariate(rate)
+        last = now
         producer.poll(0)
     producer.flush(10)
 
 
-def start_producer(bootstrap: str, cases: list[Case], log: Path):
+def start_producer(bootstrap: str, cases: list[Case], log: Path, arrivals: str = "poisson"):
     """This script again, as the producer process, in its own process group."""
     import subprocess
 
     rates = {c.topic: c.rate for c in cases if c.rate > 0}
-    command = [sys.executable, __file__, "--produce", json.dumps({"bootstrap": bootstrap, "rates": rates})]
+    spec = {"bootstrap": bootstrap, "rates": rates, "arrivals": arrivals}
+    command = [sys.executable, __file__, "--produce", json.dumps(spec)]
     with open(log, "ab") as out:
         return subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
 
@@ -316,6 +328,12 @@ def main(argv: list[str] | None = None) -> int:
         default=LEVELS,
         help="busy shares of the inline consumers (default 0.2,0.5,0.9)",
     )
+    parser.add_argument(
+        "--arrivals",
+        choices=("poisson", "ticks"),
+        default="poisson",
+        help="how records arrive: at random (default), or every 20 ms what accrued (bench/closed_loop.py)",
+    )
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument("--warmup", type=float, default=60.0)
     parser.add_argument("--measure", type=float, default=90.0)
@@ -324,7 +342,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.produce:
         spec = json.loads(args.produce)
-        run_producer(spec["bootstrap"], spec["rates"])
+        run_producer(spec["bootstrap"], spec["rates"], spec.get("arrivals", "poisson"))
         return 0
     from rebalance_advisor.devtools import cost_consumers, local_kafka
 
@@ -338,7 +356,7 @@ def main(argv: list[str] | None = None) -> int:
             local_kafka.await_telemetry_subscription(work / "kafka")
         backlog = int((args.warmup + args.measure + 30) * 1000 / args.cost_ms * 1.5)
         prepare_topics(bootstrap, cases, backlog)
-        producer = start_producer(bootstrap, cases, work / "producer.log")
+        producer = start_producer(bootstrap, cases, work / "producer.log", args.arrivals)
         threading.Thread(target=follow_telemetry, args=(bootstrap, cases, stop), daemon=True).start()
         for case in cases:
             spec = cost_consumers.CostConsumerSpec(

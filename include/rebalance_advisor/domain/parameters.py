@@ -271,7 +271,8 @@ class Thresholds(ParamModel):
     )  # fmt: skip
     lag_floor: int = surface(
         1000, ge=0, le=10**15, cli="--lag-floor", section=RULES,
-        description="a group with less total lag (messages), nobody overloaded, is idle",
+        description="a group with less total lag (messages), nobody overloaded and (with capacities) every "
+        "predicted catch-up within the target, is idle",
     )  # fmt: skip
     min_improvement: float = surface(
         0.10, ge=0.0, lt=1.0, cli="--min-improvement", section=RULES,
