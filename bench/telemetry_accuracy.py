@@ -89,6 +89,13 @@ def _produce(producer, topic: str) -> None:
             producer.poll(0.1)
 
 
+def tick_arrivals(carried: float, rate: float, elapsed_s: float) -> tuple[int, float]:
+    """Records due at a tick under ``--arrivals ticks``, and the fraction carried to the next one:
+    what accrued at ``rate`` over ``elapsed_s``, whole records only (no randomness)."""
+    due = carried + rate * elapsed_s
+    return int(due), due - int(due)
+
+
 def run_producer(bootstrap: str, rates: dict[str, float], arrivals: str = "poisson", seed: int = 1) -> None:
     """Arrivals at the given mean rates until SIGTERM, in its own process (own GIL): ``poisson``
     (records many independent producers would send, each sent when its time comes, checked every
@@ -110,10 +117,9 @@ def run_producer(bootstrap: str, rates: dict[str, float], arrivals: str = "poiss
         now = time.monotonic()
         for topic, rate in rates.items():
             if ticks:
-                due[topic] += rate * (now - last)
-                for _ in range(int(due[topic])):
+                count, due[topic] = tick_arrivals(due[topic], rate, now - last)
+                for _ in range(count):
                     _produce(producer, topic)
-                due[topic] -= int(due[topic])
                 continue
             while due[topic] <= now:
                 _produce(producer, topic)
