@@ -262,10 +262,15 @@ def _check_live_group(outcomes: str) -> None:
     """The demo's live group, checked against its known produce rates and consumer capacities.
 
     Range gives c0 partitions 0-5 (72.7 records/s in, 50 out): the demo must show c0, and only
-    c0, overloaded, and recommend a rate-aware plan that, by the *true* rates and capacities,
-    overloads nobody and catches up in about the time it predicts.
+    c0, overloaded, and recommend a plan that, by the *true* rates and capacities, overloads nobody
+    and catches up in about the time it predicts. Which candidate wins is the rule's choice under
+    the measured rates (docs/concepts/decision-rules.md, "Best candidate"): usually a rate-aware
+    one, but on a loaded machine the measured rates can make another candidate best (a CI run at
+    load 4.5 chose lag_aware_sticky), so the strategy is checked only to be one the rule knows; the
+    plan itself is judged below by the truth.
     """
     from rebalance_advisor.devtools import demo_workload
+    from rebalance_advisor.domain.decisions import Thresholds
 
     live = demo_workload.build_live_group()
     capacity = dict(
@@ -273,7 +278,7 @@ def _check_live_group(outcomes: str) -> None:
     )
     line = next(line for line in outcomes.splitlines() if line.startswith(live.group_id + " "))
     assert " recommended " in line, line
-    assert line.split()[-2] in ("rate_aware", "rate_aware_sticky"), line
+    assert line.split()[-2] in Thresholds().strategies, line
     report = outcomes.split("The live group", 1)[1].splitlines()
 
     # Partitions: owner now, produce/s, consume/s, lag, time lag s, owner in plan.
