@@ -260,20 +260,19 @@ def summaries(window: list, rate: float, truth: float | None) -> dict:
     for summary in ("newest", "median", "mean"):
         loose = TelemetryParameters(summary=summary, starved_batch_factor=float("inf"))
         gated = TelemetryParameters(summary=summary)
-        errors, refused, starved = [], 0, 0
+        errors, refused, starved, last = [], 0, 0, None
         for s in window:
-            seen = telemetry_capacity(s, rate, 0, s.idle_time, loose, SNAPSHOT_INTERVAL_S)
-            if seen.capacity is None:
+            last = telemetry_capacity(s, rate, 0, s.idle_time, loose, SNAPSHOT_INTERVAL_S)
+            if last.capacity is None:
                 refused += 1
             elif truth:
-                errors.append(100 * (seen.capacity - truth) / truth)
+                errors.append(100 * (last.capacity - truth) / truth)
             starved += (
                 telemetry_capacity(s, rate, 0, s.idle_time, gated, SNAPSHOT_INTERVAL_S).capacity is None
             )
-        last = telemetry_capacity(window[-1], rate, 0, window[-1].idle_time, loose, SNAPSHOT_INTERVAL_S)
         out[summary] = {
             "last_error_pct": round(100 * (last.capacity - truth) / truth, 1)
-            if last.capacity and truth
+            if last is not None and last.capacity and truth
             else None,
             "median_abs_error_pct": round(statistics.median(abs(e) for e in errors), 1) if errors else None,
             "max_abs_error_pct": round(max(errors, key=abs), 1) if errors else None,

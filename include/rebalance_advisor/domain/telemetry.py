@@ -91,10 +91,14 @@ def busy_share(sample: TelemetrySample) -> float | None:
 
     See :func:`correct_busy`; None when the sample carries no usable idle ratio.
     """
-    idle = sample.idle_ratio
+    return _corrected_busy(sample.family, sample.idle_ratio)
+
+
+def _corrected_busy(family: str, idle: float | None) -> float | None:
+    """One idle ratio as a corrected busy share; None when it is missing, NaN or outside [0, 1]."""
     if idle is None or not math.isfinite(idle) or not 0.0 <= idle <= 1.0:
         return None
-    return correct_busy(sample.family, 1.0 - idle)
+    return correct_busy(family, 1.0 - idle)
 
 
 def summary_busy(
@@ -105,14 +109,14 @@ def summary_busy(
 
     The correction is monotonic, so the median of the corrected shares is the median push's.
     """
-    idles = [
-        idle
+    recent = (
+        _corrected_busy(sample.family, idle)
         for at, idle in sample.recent_idle
-        if (window_s is None or at >= now - window_s) and math.isfinite(idle) and 0.0 <= idle <= 1.0
-    ]
-    if summary == "newest" or not idles:
+        if window_s is None or at >= now - window_s
+    )
+    busies = [busy for busy in recent if busy is not None]
+    if summary == "newest" or not busies:
         return busy_share(sample)
-    busies = [correct_busy(sample.family, 1.0 - idle) for idle in idles]
     return statistics.median(busies) if summary == "median" else statistics.fmean(busies)
 
 
