@@ -8,8 +8,11 @@
 Workers run with the clients' default transaction timeout (60 s) unless --transaction-timeout;
 half the kills (fenced) land between send_offsets_to_transaction and commit_transaction.
 Liveness columns: stall_s (the longest a partition went unprocessed while the newest plan gave
-it to a running member), over_budget (stalls above takeover timeout + 5 s), rightful (fences of a
-member holding the partition under a newer epoch than the fencing claim), docs/protocol/liveness.md.
+it to a running member), over_budget (stalls above takeover timeout + 5 s), rightful (logged fences
+of a member holding the partition under a newer epoch than the fencing claim), owner_fenced (holders
+fenced while every plan since their claim gave them the partition, whoever fenced them: seen from
+the victim's side, so fences no claim logged count too) and by_unlogged (of those, no logged fence
+explains), docs/protocol/liveness.md.
 
 Starts a broker of its own (the nemesis restarts it), runs tests.support.torture per
 configuration, prints a table and writes JSON to bench/results/torture.json (with `uptime` load).
@@ -65,6 +68,8 @@ COLUMNS = [
     ("stall_max_s", "stall_s"),
     ("stalls_over_budget", "over_budget"),
     ("fences_of_rightful_owners", "rightful"),
+    ("owners_fenced_while_rightful", "owner_fenced"),
+    ("owners_fenced_by_unlogged_fences", "by_unlogged"),
     ("fences_at_an_older_epoch", "old_epoch"),
 ]
 
@@ -155,6 +160,8 @@ def main() -> int:
             print(f"   each stall's timeline: {work / result['configuration'] / 'stalls.txt'}")
         for text in result["examples"]["fences_of_rightful_owners"]:
             print(f"   fence of a rightful owner: {text}")
+        for text in result["examples"]["owners_fenced_while_rightful"]:
+            print(f"   owner fenced while every plan gave it the partition: {text}")
     results_file = RESULTS.with_name("torture_calm.json") if args.calm else RESULTS
     if (args.workers, args.partitions) != (Config.workers, Config.partitions):
         results_file = results_file.with_name(f"{results_file.stem}_{args.workers}x{args.partitions}.json")

@@ -717,6 +717,10 @@ class Run:
                 "not_given": not_given[:5],
                 "fenced": fenced_accepted[:5],
                 "fences_of_rightful_owners": [live.describe(*pair) for pair in rightful[:5]],
+                "owners_fenced_while_rightful": [
+                    live.describe_fenced_owner(o)
+                    for o in live.owners_fenced_while_rightful(runs, self.events.publishes)[:8]
+                ],
             },
         }
         if outputs is not None:
@@ -740,6 +744,7 @@ class Run:
     ) -> dict:
         """Stalls (unprocessed with a live owner; ``unfinished`` partitions until now), fences of
         rightful owners, fences at old epochs."""
+        fenced_owners = live.owners_fenced_while_rightful(runs, self.events.publishes)
         down = live.member_downtime(runs, self.events.pauses, self.events.kills, time.time())
         every, per_partition = live.broker_downtime(self.events.broker_restarts, self.events.coordinators)
         liveness = live.Liveness(self.events.publishes, down, every, per_partition)
@@ -753,6 +758,8 @@ class Run:
             **measured,
             "stall_windows": self.explain_stalls(measured.pop("stall_windows")),
             "fences_of_rightful_owners": len(rightful),
+            "owners_fenced_while_rightful": len(fenced_owners),
+            "owners_fenced_by_unlogged_fences": sum(1 for o in fenced_owners if o.fencer is None),
             "fences_at_an_older_epoch": live.moved_on_fences(runs, self.events.publishes),
             "fences": sum(len(run.fences) for run in runs),
         }

@@ -65,6 +65,8 @@ class RunLog:
     ready: float | None  # its first log line: the helper started
     fences: list[Fence]
     holdings: list[Holding]
+    #: (time, partition) of each "fenced on" drop: the run's producer was fenced while it held it
+    fenced: list[tuple[float, int]] = field(default_factory=list)
 
 
 def parse_run(name: str, member: str, text: str, topic: str, end: float) -> RunLog:
@@ -79,7 +81,7 @@ def parse_run(name: str, member: str, text: str, topic: str, end: float) -> RunL
     )
     lines = text.splitlines()
     stamps = [float(m.group(1)) for m in map(re.compile(_STAMP).match, lines) if m]
-    fences, holdings, open_since = [], [], {}
+    fences, holdings, open_since, fenced = [], [], {}, []
     for line in lines:
         if found := fence.match(line):
             at, p, e = float(found.group(1)), int(found.group(3)), int(found.group(4))
@@ -95,9 +97,11 @@ def parse_run(name: str, member: str, text: str, topic: str, end: float) -> RunL
         elif (found := failed.match(line)) or (found := _drop(line, topic)):
             p = int(next(g for g in found.groups()[2:] if g is not None))
             _close(holdings, open_since, name, p, float(found.group(1)))
+            if found.group(3) is not None and " fenced on " in line:
+                fenced.append((float(found.group(1)), p))
     for p in list(open_since):
         _close(holdings, open_since, name, p, end)
-    return RunLog(name, member, stamps[0] if stamps else None, fences, holdings)
+    return RunLog(name, member, stamps[0] if stamps else None, fences, holdings, fenced)
 
 
 def _drop(line: str, topic: str) -> re.Match | None:
@@ -150,6 +154,79 @@ def _fenced_before(fence: Fence, held: Holding) -> bool:
     if fence.producer is None or held.producer is None or fence.producer[0] != held.producer[0]:
         return False
     return fence.producer[1] < held.producer[1]
+
+
+@dataclass(frozen=True)
+class FencedOwner:
+    """``held`` was fenced while every plan since its claim gave its member the partition; by
+    ``fencer`` (the logged fence with the next producer epoch), or None: no fence logged it (a
+    fence the helper stopped, whose producer's retry landed)."""
+
+    held: Holding
+    dropped: float
+    fencer: Fence | None
+
+
+def owners_fenced_while_rightful(
+    runs: Iterable[RunLog], publishes: list[tuple[float, int, dict]]
+) -> list[FencedOwner]:
+    """Holders fenced while the plans never gave the partition away, whoever fenced them.
+
+    :func:`rightful_fences` sees only fences that were logged, with their claim's epoch; this
+    one starts from the victim's side ("fenced on"), so a stopped fence whose producer still
+    reached the broker counts too (docs/protocol/liveness.md, "Dropped producers").
+    """
+    runs = list(runs)
+    fences = sorted((f for r in runs for f in r.fences if f.producer), key=lambda f: f.producer)
+    found = []
+    for run in runs:
+        for dropped, p in run.fenced:
+            held = next((h for h in run.holdings if h.partition == p and h.end == dropped), None)
+            if held is None or not _given_throughout(publishes, run.member, p, held.start, dropped):
+                continue
+            found.append(FencedOwner(held, dropped, _fencer(fences, held, dropped)))
+    return found
+
+
+def _fencer(fences: list[Fence], held: Holding, dropped: float) -> Fence | None:
+    """The logged fence with the next producer epoch of the holder's id, if another run's logged it
+    by the drop (it logs after its fence returned: a second of slack); the holder's own re-claim
+    after its drop is not its fencer."""
+    if held.producer is None:
+        return None
+    pid, epoch = held.producer
+    later = [
+        f for f in fences if f.partition == held.partition and f.producer[0] == pid and f.producer[1] > epoch
+    ]
+    fencer = min(later, key=lambda f: f.producer[1], default=None)
+    if fencer is None or fencer.at > dropped + 1.0 or fencer.run == held.run:
+        return None
+    return fencer
+
+
+def _given_throughout(
+    publishes: list[tuple[float, int, dict]], member: str, p: int, a: float, b: float
+) -> bool:
+    """Did the plan in force at ``a`` and every plan published until ``b`` give ``p`` to ``member``?"""
+    times = [at for at, _, _ in publishes]
+    first = bisect.bisect_right(times, a) - 1
+    if first < 0:
+        return False
+    last = bisect.bisect_right(times, b)
+    return all(p in publishes[i][2].get(member, ()) for i in range(first, last))
+
+
+def describe_fenced_owner(owner: FencedOwner) -> str:
+    held, fencer = owner.held, owner.fencer
+    by = (
+        f"by {fencer.run} (claim at epoch {fencer.epoch}, {fencer.at:.3f})"
+        if fencer
+        else "by no logged fence (a stopped fence's producer)"
+    )
+    return (
+        f"partition {held.partition}: {held.run} (claimed at epoch {held.epoch}, {held.start:.3f}) "
+        f"fenced {by}, dropped {owner.dropped:.3f}"
+    )
 
 
 def describe(fence: Fence, held: Holding) -> str:

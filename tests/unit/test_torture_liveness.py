@@ -129,3 +129,42 @@ def test_a_partition_that_never_resumes_stalls_until_the_end_of_the_run() -> Non
     assert live.stalls(processed, liveness, since=0.0, budget=5.0)["stall_max_s"] == 0.0
     found = live.stalls(processed, liveness, since=0.0, budget=5.0, unfinished={0: 40.0})
     assert 29.9 <= found["stall_max_s"] <= 30.0 and found["stalls_over_budget"] == 1
+
+
+def test_an_owner_fenced_while_every_plan_gave_it_the_partition_is_counted_with_its_fencer() -> None:
+    """From the victim's side: a stopped fence logs no "fence of" line, yet its producer's retry can
+    still fence the owner; a fence logged under the next producer epoch is named as the fencer."""
+    plans = [
+        (90.0, 3, {"a": [0, 2], "b": [1], "c": []}),
+        (101.5, 4, {"a": [0, 2], "b": [], "c": [1]}),  # partition 1 moves: b's drop is not counted
+        (120.0, 5, {"a": [0, 2], "b": [], "c": [1]}),
+    ]
+    owner = _run(
+        "a.0.processed", "a",
+        "100.000000 INFO a: fence of t-in-0 by a claim at epoch 3: producer [7, 4] (0.010 s)",
+        "100.010000 INFO a: claimed t-in-0 at epoch 3 (read 0.001 s)",
+        "100.020000 INFO a: fence of t-in-2 by a claim at epoch 3: producer [9, 5] (0.010 s)",
+        "100.030000 INFO a: claimed t-in-2 at epoch 3 (read 0.001 s)",
+        "105.000000 WARNING a: fenced on t-in-0 (another member claimed it): dropping it, nothing committed",
+        "106.000000 WARNING a: fenced on t-in-2 (another member claimed it): dropping it, nothing committed",
+        "105.100000 INFO a: fence of t-in-0 by a claim at epoch 3: producer [7, 6] (0.010 s)",
+    )  # fmt: skip
+    moved = _run(
+        "b.0.processed", "b",
+        "95.000000 INFO b: fence of t-in-1 by a claim at epoch 3: producer [8, 1] (0.010 s)",
+        "95.010000 INFO b: claimed t-in-1 at epoch 3 (read 0.001 s)",
+        "104.000000 WARNING b: fenced on t-in-1 (another member claimed it): dropping it, nothing committed",
+    )  # fmt: skip
+    fencer = _run(
+        "c.0.processed", "c",
+        "103.900000 INFO c: fence of t-in-1 by a claim at epoch 4: producer [8, 2] (0.010 s)",
+        "104.500000 WARNING c: cannot fence t-in-0 yet: KafkaError{code=CONCURRENT_TRANSACTIONS}",
+        "106.500000 INFO c: fence of t-in-2 by a claim at epoch 2: producer [9, 6] (0.010 s)",
+    )  # fmt: skip
+    found = live.owners_fenced_while_rightful([owner, moved, fencer], plans)
+    assert [(o.held.partition, o.dropped, o.fencer.run if o.fencer else None) for o in found] == [
+        (0, 105.0, None),  # c's stopped fence logged nothing; a's own re-claim after its drop is not it
+        (2, 106.0, "c.0.processed"),  # logged 0.5 s after a noticed it: still c's
+    ]
+    assert owner.fenced == [(105.0, 0), (106.0, 2)]
+    assert "no logged fence" in live.describe_fenced_owner(found[0])

@@ -11,7 +11,6 @@ publish output. Pre-KIP-447 exactly-once: it needs no consumer-group generation,
 from __future__ import annotations
 
 import logging
-import queue
 import re
 import threading
 import time
@@ -29,7 +28,7 @@ log = logging.getLogger(__name__)
 _MARGIN_S = 5.0
 #: a fence asks ``init_transactions`` for at most this long at a time, and between two attempts
 #: whether its claim still stands: a claim whose epoch moved on stops fencing (docs/protocol/liveness.md)
-FENCE_ATTEMPT_S = 1.0
+FENCE_ATTEMPT_S = 0.5
 _PID = re.compile(r"Acquired PID\{Id:(\d+),Epoch:(\d+)\}")
 _FENCED_CODES = {
     KafkaError._FENCED,
@@ -266,7 +265,7 @@ class PartitionTransaction:
         """
         producer, self._producer = self._producer, None
         if producer is not None and not self.stuck:
-            _REAPER.put(producer)
+            _destroy_off_thread(producer)
         # a stuck producer is left to its call's thread: destroying it now would block there too
 
 
@@ -274,34 +273,27 @@ def _stopped() -> KafkaException:
     return KafkaException(KafkaError(KafkaError._TIMED_OUT, "fence stopped: its claim no longer stands"))
 
 
-class _Reaper(threading.Thread):
-    """Destroys dropped producers off the application thread."""
+def _destroy_off_thread(producer: Producer) -> None:
+    """Destroy a dropped producer on a thread of its own, at once.
 
-    def __init__(self) -> None:
-        super().__init__(name="rebalance-advisor-client-reaper", daemon=True)
-        self.queue: queue.SimpleQueue = queue.SimpleQueue()
-        self._launched = False
-        self._lock = threading.Lock()
+    Until it is destroyed, librdkafka keeps retrying the producer's ``InitProducerId`` every
+    500 ms, and each retry fences whoever holds the id now: a queue of producers destroyed one
+    after another (a destroy waits for requests in flight, seconds while a broker restarts) let
+    a dropped fence stop the partition's next owner seconds later (docs/protocol/liveness.md,
+    "Dropped producers").
+    """
+    held = [producer]
 
-    def put(self, producer: Producer) -> None:
-        with self._lock:
-            if not self._launched:
-                self.start()
-                self._launched = True
-        self.queue.put(producer)
+    def destroy() -> None:
+        doomed = held.pop()
+        try:
+            doomed.purge()
+            doomed.flush(0)
+        except (KafkaException, RuntimeError) as error:
+            log.debug("closing a producer: %s", error)
+        del doomed  # librdkafka's destroy runs here, once the last call on it has returned
 
-    def run(self) -> None:
-        while True:
-            producer = self.queue.get()
-            try:
-                producer.purge()
-                producer.flush(0)
-            except (KafkaException, RuntimeError) as error:
-                log.debug("closing a producer: %s", error)
-            del producer  # librdkafka's destroy runs here
-
-
-_REAPER = _Reaper()
+    threading.Thread(target=destroy, name="rebalance-advisor-client-destroy", daemon=True).start()
 
 
 def probe_transactions(
