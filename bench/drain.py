@@ -217,6 +217,15 @@ def scenario_defs(
         f"+-{telemetry_error:.0%})",
     )
 
+    # the same, records reaching the members at a steady spacing: Java's sensor reads them less busy
+    # than they are, and the correction (a Poisson model) over-reads capacities (+63 % at half busy)
+    defs["cap2x-z1.5-telemetry-regular"] = dict(
+        defs["cap2x-z1.5-telemetry"],
+        telemetry_arrivals="regular",
+        _note=f"cap2x-z1.5-telemetry with records arriving at a steady spacing (capacities over-read, "
+        f"+63 % at half busy; busy shares also off by up to +-{telemetry_error:.0%})",
+    )
+
     topics = [{"name": f"a{j}", "partitions": 10, "total_rate": 1250.0, "zipf": 1.1} for j in range(4)]
     topics += [{"name": f"b{j}", "partitions": 10, "total_rate": 1250.0, "zipf": 1.1} for j in range(4)]
     topics += [{"name": f"c{j}", "partitions": 8, "total_rate": 1000.0, "zipf": 1.1} for j in range(2)]

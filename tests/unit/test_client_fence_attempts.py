@@ -8,11 +8,13 @@ fence must end soon after ``stop()`` turns true, not at its 30 s timeout.
 
 from __future__ import annotations
 
+import gc
 import threading
 import time
+import weakref
 
 import pytest
-from confluent_kafka import KafkaException
+from confluent_kafka import KafkaError, KafkaException
 from rebalance_advisor.devtools.local_kafka import free_port
 from rebalance_advisor_client.fencing import FENCE_ATTEMPT_S, PartitionTransaction
 
@@ -33,3 +35,32 @@ def test_a_fence_whose_claim_moved_on_stops_retrying() -> None:
     assert moved_on.is_set()
     assert took < 30.0 / 2, took  # one attempt after the claim moved on, not the whole timeout
     assert FENCE_ATTEMPT_S < 30.0 / 4
+
+
+class _Client:
+    """Stands in for a producer whose call fails (``_bounded`` only calls it)."""
+
+    def init_transactions(self, timeout: float) -> None:
+        raise KafkaException(KafkaError(KafkaError._TIMED_OUT, f"no answer within {timeout} s"))
+
+
+def test_a_failed_call_leaves_nothing_holding_the_producer() -> None:
+    """A producer given up after a failed call is freed when its owner drops it, not when the cyclic
+    garbage collector runs: until it is freed, librdkafka keeps retrying a fence's InitProducerId
+    (docs/protocol/liveness.md, "Dropped producers")."""
+    txn = PartitionTransaction(
+        {"bootstrap.servers": f"127.0.0.1:{free_port()}", "log_level": 0}, "t.failed-call", 5.0
+    )
+    client = _Client()
+    freed = weakref.ref(client)
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        with pytest.raises(KafkaException, match="no answer"):
+            txn._bounded(client.init_transactions, 0.1)
+        del client
+        assert freed() is None
+    finally:
+        if collecting:
+            gc.enable()
+        txn.close()

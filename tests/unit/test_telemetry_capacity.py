@@ -241,7 +241,9 @@ def test_reader_takes_null_or_text_numbers_as_absent() -> None:
 # ---- the source inside the one capacity rule (domain/estimates.step) ----------------------------
 
 
-def _step_with(idle: float, committed_after: dict[int, int], reports: dict | None = None):
+def _step_with(
+    idle: float, committed_after: dict[int, int], reports: dict | None = None, capacities: dict | None = None
+):
     """Group g: a holds t-0, b holds t-1, both caught up at 1,000 at T0. 60 s later t-0 and t-1 have
     appended 600 each; a pushed ``idle`` 5 s before the snapshot (confluent-kafka)."""
     from datetime import UTC, datetime, timedelta
@@ -258,7 +260,7 @@ def _step_with(idle: float, committed_after: dict[int, int], reports: dict | Non
         committed={("g", "t", 0): 1000, ("g", "t", 1): 1000},
         consume={("g", "t", 0): 10.0, ("g", "t", 1): 10.0},
         owners={("g", "t", 0): "a", ("g", "t", 1): "b"},
-        capacities={},
+        capacities=capacities or {},
     )
     taken = t0 + timedelta(seconds=60)
     heard = TelemetrySample(
@@ -291,6 +293,30 @@ def test_step_takes_telemetry_when_nothing_better_is_known(identity: None) -> No
 def test_step_prefers_the_helpers_report_over_telemetry(identity: None) -> None:
     rates, _ = _step_with(0.5, {0: 1600, 1: 1600}, reports={("g", "a"): 33.0})
     assert (rates.capacity[("g", "a")].capacity, rates.capacity[("g", "a")].source) == (33.0, "reported")
+
+
+def test_a_capacity_measured_at_saturation_outranks_later_telemetry(identity: None) -> None:
+    """a was measured at 14/s while saturated 30 min before; now caught up at 10/s its telemetry says
+    idle 50 %: 10 / 0.5 = 20/s. Saturation showed 14: telemetry is not used (a steady arrival
+    spacing reads that way, bench/drain.py cap2x-z1.5-telemetry-regular). Once the measurement is
+    older than a day (``capacity_max_age_s``) telemetry speaks again."""
+    from datetime import UTC, datetime, timedelta
+
+    from rebalance_advisor.domain.estimates import CarriedCapacity
+
+    t0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
+    recent = {("g", "a"): CarriedCapacity(14.0, t0 - timedelta(minutes=30), "measured")}
+    rates, carried = _step_with(0.5, {0: 1600, 1: 1600}, capacities=recent)
+    a = rates.capacity[("g", "a")]
+    assert (a.capacity, a.source) == (pytest.approx(14.0), "measured")
+    assert a.note is not None and a.note.startswith("telemetry not used: 14.0/s measured")
+    assert carried.capacities[("g", "a")] == recent[("g", "a")]
+    stale = {("g", "a"): CarriedCapacity(14.0, t0 - timedelta(hours=25), "measured")}
+    rates, _ = _step_with(0.5, {0: 1600, 1: 1600}, capacities=stale)
+    assert (rates.capacity[("g", "a")].capacity, rates.capacity[("g", "a")].source) == (
+        pytest.approx(20.0),
+        "telemetry",
+    )
 
 
 def test_step_notes_why_telemetry_was_distrusted(identity: None) -> None:

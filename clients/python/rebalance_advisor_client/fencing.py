@@ -182,10 +182,17 @@ class PartitionTransaction:
                     f"{call.__name__} did not return within {self.timeout + _MARGIN_S:.0f} s",
                 )
             )
-        ok, value = outcome[0]
-        if not ok:
+        ok, value = outcome.pop()
+        if ok:
+            return value
+        try:
             raise value
-        return value
+        finally:
+            # the exception's traceback holds this frame: without this, frame -> value -> traceback
+            # -> frame is a cycle that keeps ``call``'s producer (and its InitProducerId retries)
+            # alive until the cyclic garbage collector runs, seconds later (docs/protocol/liveness.md)
+            del value
+            call = None  # noqa: F841 - the closure's cell: the producer is not held by the traceback
 
     def fence(self, stop: Callable[[], bool] | None = None) -> tuple[int, int]:
         """``init_transactions()``: fence every earlier holder of this id; (producer id, epoch).

@@ -48,7 +48,7 @@ from rebalance_advisor.domain.snapshot_model import (
     SnapshotRates,
 )
 from rebalance_advisor.domain.telemetry import SOURCE as TELEMETRY_SOURCE
-from rebalance_advisor.domain.telemetry import TelemetrySample, telemetry_capacity
+from rebalance_advisor.domain.telemetry import TelemetryCapacity, TelemetrySample, telemetry_capacity
 from rebalance_advisor.errors import AdvisorError
 
 #: (topic, partition)
@@ -304,6 +304,8 @@ def capacity_sample(
     ``poll()`` exactly, over its own window; telemetry rests on the clients' idle-ratio formulas,
     corrected but measured within 10 % at best (docs/operations/telemetry.md, "Accuracy"). All three
     observe the member now, so each comes before an operator's static declaration (``configured``).
+    A measured capacity also outranks later telemetry while it is carried
+    (:func:`saturation_outranks_telemetry`).
     """
     if busy is not None:
         return busy, "measured"
@@ -312,6 +314,27 @@ def capacity_sample(
     if telemetry is not None:
         return telemetry, TELEMETRY_SOURCE
     return None, None
+
+
+def saturation_outranks_telemetry(
+    prior: CarriedCapacity | None, now: datetime, params: RateParameters
+) -> TelemetryCapacity | None:
+    """No telemetry sample while a capacity measured at saturation is carried (at most
+    ``capacity_max_age_s`` old): why, or None when telemetry may speak.
+
+    :func:`capacity_sample`'s order holds across intervals too. A busy share read low (records at a
+    steady spacing read through the Poisson correction: +63 % at half busy) would otherwise undo
+    at the next interval what saturation showed, and the rule would load the member back over its
+    capacity (bench/drain.py cap2x-z1.5-telemetry-regular).
+    """
+    if prior is None or prior.source != "measured":
+        return None
+    age = (now - prior.at).total_seconds()
+    if age > params.capacity_max_age_s:
+        return None
+    return TelemetryCapacity(
+        None, None, f"telemetry not used: {prior.value:.1f}/s measured at saturation {age / 60:.0f} min ago"
+    )
 
 
 def reported_capacities(
@@ -614,7 +637,7 @@ def _member_estimate(
     reported = observed.reports.get(ref) if busy is None else None
     heard = None
     if busy is None and reported is None and ref in observed.telemetry:
-        heard = telemetry_capacity(
+        heard = saturation_outranks_telemetry(prior, observed.taken_at, params) or telemetry_capacity(
             observed.telemetry[ref],
             consumed,
             work.lag_growth,

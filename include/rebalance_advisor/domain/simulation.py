@@ -77,7 +77,7 @@ from rebalance_advisor.domain.snapshot_model import (
     estimated_capacity_members,
     own_rate_capacity_members,
 )
-from rebalance_advisor.domain.telemetry import TelemetrySample, reported_busy
+from rebalance_advisor.domain.telemetry import TelemetrySample, java_reported_busy_regular, reported_busy
 from rebalance_advisor.errors import AdvisorError
 
 #: planners the simulator knows besides the plain assignors (see :func:`make_planner`); a name here
@@ -214,6 +214,12 @@ class Scenario(_Model):
         lt=1,
         description="each pushed busy share is the true one x (1 + e), e uniform in +-this "
         "(docs/benchmarks/telemetry-accuracy.md)",
+    )
+    telemetry_arrivals: Literal["random", "regular"] = Field(
+        "random",
+        description="how records reach the members whose telemetry is pushed: random (Poisson, the "
+        "correction's own model, read back exactly) or regular (a steady spacing: Java's sensor then "
+        "reads telemetry.java_reported_busy_regular, which the correction reads as less busy)",
     )
     rate_time_constant_s: float = Field(
         RATE_PARAMETERS.time_constant_s,
@@ -994,7 +1000,8 @@ class _Run:
         """Each present member's newest telemetry (``Scenario.telemetry``): the busy share it had over
         the interval (records processed / what its capacity could), x (1 + e), pushed as Java's idle
         ratio through the calibration's own points (``telemetry.reported_busy``), so the telemetry
-        source reads back that busy share exactly: the error is ``telemetry_busy_error`` alone."""
+        source reads back that busy share exactly: the error is ``telemetry_busy_error`` alone; with
+        ``telemetry_arrivals`` "regular", as Java's sensor reads it then (an over-read capacity)."""
         if not self.sc.telemetry or self.carried is None:
             return {}
         elapsed = t - (self.carried.taken_at - EPOCH).total_seconds()
@@ -1008,8 +1015,10 @@ class _Run:
             error = self.report_rng.uniform(-1.0, 1.0) * self.sc.telemetry_busy_error
             busy = min(max(done[m] / (self.lay.capacity[m] * elapsed), 0.0) * (1.0 + error), 1.0)
             member = self.lay.member_ids[m]
+            regular = self.sc.telemetry_arrivals == "regular"
+            pushed = java_reported_busy_regular(busy) if regular else reported_busy("java", busy)
             found[(GROUP, member)] = TelemetrySample(
-                GROUP, member, member, member, "apache-kafka-java", "sim", 1.0 - reported_busy("java", busy), at,
+                GROUP, member, member, member, "apache-kafka-java", "sim", 1.0 - pushed, at,
                 None, 0.0, 0.0, False, self.sc.replan_interval_s, at,
             )  # fmt: skip
         return found

@@ -223,6 +223,22 @@ def java_reported_busy(true_busy: float) -> float:
     return 1.0 - float(np.sum(shares * none_came * idle_after))
 
 
+def java_reported_busy_regular(true_busy: float) -> float:
+    """The busy share (1 - idle) Java's sensor reports when records arrive at a steady spacing (one
+    batch every tau, as a producer that sends on a timer), not at random.
+
+    Each poll then waits the same tau (1 - r) and the previous poll started tau before, so every
+    poll records tau (1 - r) / (tau (1 - r) + tau): idle = (1 - r) / (2 - r) whatever the batch.
+    Read through the Poisson model (:func:`correct_busy`) that is less busy than it is: capacity
+    over-read by 63 % at half busy (x 1.99 at 20 %, refused there by the 20 % gate; +1 % at 90 %),
+    more than measured on Java (+33 to +41 %) and about librdkafka's (+67 %):
+    docs/benchmarks/telemetry-accuracy.md, "Regular arrivals". What the simulator pushes for
+    ``Scenario.telemetry_arrivals`` "regular".
+    """
+    r = min(max(true_busy, 0.0), 1.0)
+    return 1.0 - (1.0 - r) / (2.0 - r)
+
+
 def java_records_per_poll(true_busy: float) -> float:
     """The mean records a Java poll returns for a consumer busy ``true_busy`` of the time, as
     :func:`java_reported_busy` models it (a poll after a wait returns one; one after a batch of b
