@@ -673,6 +673,7 @@ class Run:
         final_committed = {p: (commits[-1].offset if commits else None) for p, commits in history.items()}
         runs = self.run_logs()
         rightful = live.rightful_fences(runs)
+        fenced_owners = live.owners_fenced_while_rightful(runs, self.events.publishes)
         duplicates = self.classify_duplicates(lines, seen, rightful)
         handovers = self.handovers(lines)
         outputs = read_outputs(self.bootstrap, self.output, cfg.partitions) if self.output else None
@@ -709,7 +710,7 @@ class Run:
             "transaction_timeout_s": cfg.transaction_timeout or 60.0,
             "broker_restarts": len(self.events.broker_restarts),
             **handovers,
-            **self.liveness(lines, runs, rightful, {p for p, _ in missing}),
+            **self.liveness(lines, runs, rightful, fenced_owners, {p for p, _ in missing}),
             "worker_exit_codes": codes,
             "examples": {
                 "regressions": regressions[:5],
@@ -717,10 +718,7 @@ class Run:
                 "not_given": not_given[:5],
                 "fenced": fenced_accepted[:5],
                 "fences_of_rightful_owners": [live.describe(*pair) for pair in rightful[:5]],
-                "owners_fenced_while_rightful": [
-                    live.describe_fenced_owner(o)
-                    for o in live.owners_fenced_while_rightful(runs, self.events.publishes)[:8]
-                ],
+                "owners_fenced_while_rightful": [live.describe_fenced_owner(o) for o in fenced_owners[:8]],
             },
         }
         if outputs is not None:
@@ -740,11 +738,15 @@ class Run:
         return runs
 
     def liveness(
-        self, lines: list[h.Processed], runs: list[live.RunLog], rightful: list, unfinished: set[int]
+        self,
+        lines: list[h.Processed],
+        runs: list[live.RunLog],
+        rightful: list,
+        fenced_owners: list[live.FencedOwner],
+        unfinished: set[int],
     ) -> dict:
         """Stalls (unprocessed with a live owner; ``unfinished`` partitions until now), fences of
         rightful owners, fences at old epochs."""
-        fenced_owners = live.owners_fenced_while_rightful(runs, self.events.publishes)
         down = live.member_downtime(runs, self.events.pauses, self.events.kills, time.time())
         every, per_partition = live.broker_downtime(self.events.broker_restarts, self.events.coordinators)
         liveness = live.Liveness(self.events.publishes, down, every, per_partition)

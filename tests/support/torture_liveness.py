@@ -177,7 +177,7 @@ def owners_fenced_while_rightful(
     reached the broker counts too (docs/protocol/liveness.md, "Dropped producers").
     """
     runs = list(runs)
-    fences = sorted((f for r in runs for f in r.fences if f.producer), key=lambda f: f.producer)
+    fences = [f for r in runs for f in r.fences if f.producer]
     found = []
     for run in runs:
         for dropped, p in run.fenced:

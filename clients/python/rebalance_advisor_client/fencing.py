@@ -192,7 +192,7 @@ class PartitionTransaction:
             # -> frame is a cycle that keeps ``call``'s producer (and its InitProducerId retries)
             # alive until the cyclic garbage collector runs, seconds later (docs/protocol/liveness.md)
             del value
-            call = None  # noqa: F841 - the closure's cell: the producer is not held by the traceback
+            call = None  # the closure's cell: the producer is not held by the traceback
 
     def fence(self, stop: Callable[[], bool] | None = None) -> tuple[int, int]:
         """``init_transactions()``: fence every earlier holder of this id; (producer id, epoch).

@@ -1011,11 +1011,11 @@ class _Run:
         held = self.owner >= 0
         done = np.bincount(self.owner[held], weights=(committed - before)[held], minlength=self.num_m)
         found, at = {}, (EPOCH + timedelta(seconds=t)).timestamp()
+        regular = self.sc.telemetry_arrivals == "regular"
         for m in idx.tolist():
             error = self.report_rng.uniform(-1.0, 1.0) * self.sc.telemetry_busy_error
             busy = min(max(done[m] / (self.lay.capacity[m] * elapsed), 0.0) * (1.0 + error), 1.0)
             member = self.lay.member_ids[m]
-            regular = self.sc.telemetry_arrivals == "regular"
             pushed = java_reported_busy_regular(busy) if regular else reported_busy("java", busy)
             found[(GROUP, member)] = TelemetrySample(
                 GROUP, member, member, member, "apache-kafka-java", "sim", 1.0 - pushed, at,
