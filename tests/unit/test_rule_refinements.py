@@ -281,8 +281,10 @@ def test_overloads_a_tenth_of_the_capacity_margin_apart_are_alike():
     # of its usable capacity (severity 0.00013^2 = 1.8e-8), a sticky plan (32) one at 100.017 %
     # (3.0e-8): 65 % more severe, beyond min_improvement, yet alike: the slack is one member over
     # the line by a tenth of the 2 % margin, (0.1 x 0.02 / 0.98)^2 = 4.165e-6; sticky is chosen
+    # (the sticky plans drain less backlog here, so only the severity slack can make them alike)
     def over(name: str, moves: int, severity: float) -> CandidatePlan:
-        load = LoadSummary(1, float("inf"), 1.0, 1e8, worst_utilisation=1.0, overload_severity=severity)
+        area = 1e8 if name == "rate_aware" else 1.5e8
+        load = LoadSummary(1, float("inf"), 1.0, area, worst_utilisation=1.0, overload_severity=severity)
         return CandidatePlan(name, 0, moves, 1.0, load)
 
     repack, sticky = over("rate_aware", 485, 1.8126e-8), over("rate_aware_sticky", 32, 3.0004e-8)
@@ -293,3 +295,23 @@ def test_overloads_a_tenth_of_the_capacity_margin_apart_are_alike():
     assert not as_good(over("rate_aware_sticky", 32, 5.4e-6), over("rate_aware", 485, 1e-6), T)
     # one member at 107.1 % (0.0051) against one at 108 % (0.0064): over 0.0051 x 1.1 + 4.2e-6
     assert not as_good(over("rate_aware_sticky", 32, 0.0064), over("rate_aware", 485, 0.0051), T)
+
+
+def test_an_overloaded_plan_as_deep_that_drains_more_is_as_good():
+    # bench/drain.py cap2x-z1.5, seed 0 at 600 s: a repack of 116 of 128 partitions and a sticky plan
+    # of 12 both leave the worst member at 104.2 % of its usable capacity; the repack spreads the
+    # overload (severity 0.0055 against 0.0064: 16 % less, over min_improvement) but its 116 pauses
+    # leave twice the backlog area over the horizon (376.7M against 188.6M record-seconds): alike,
+    # and the sticky plan is taken. Deeper by more than a tenth of the 8 % margin (0.008): not alike.
+    def plan(name: str, moves: int, worst: float, severity: float, area: float) -> CandidatePlan:
+        load = LoadSummary(7, float("inf"), worst, area, worst_utilisation=worst, overload_severity=severity)
+        return CandidatePlan(name, 0, moves, 1.0, load)
+
+    t = Thresholds(capacity_margin=0.08)
+    repack = plan("rate_aware", 116, 1.042, 0.0055, 376.7e6)
+    sticky = plan("rate_aware_sticky", 12, 1.042, 0.0064, 188.6e6)
+    assert as_good(sticky, repack, t)
+    assert fewest_moves_near_best([repack, sticky], t).moves == 12
+    assert as_good(plan("rate_aware_sticky", 12, 1.049, 0.0064, 188.6e6), repack, t)  # 0.007 deeper
+    assert not as_good(plan("rate_aware_sticky", 12, 1.051, 0.0064, 188.6e6), repack, t)  # 0.009 deeper
+    assert not as_good(plan("rate_aware_sticky", 12, 1.042, 0.0064, 380e6), repack, t)  # drains less

@@ -321,11 +321,14 @@ class FencedMode:
 
     def _fence(self, claim: ClaimInput, txn: Any, fence_from: float, outcome: ClaimOutcome) -> bool:
         """``init_transactions`` in attempts, stopped once the claim no longer stands (closing, or a
-        newer epoch): docs/protocol/liveness.md, "Stale claims"."""
+        newer epoch, read up to the assignment topic's end as before the fence: the member's
+        follower may lag after a pause): docs/protocol/liveness.md, "Stale claims"."""
         owner, tp, epoch = self._owner, claim.tp, claim.who.epoch
 
         def moved_on() -> bool:  # checked between init_transactions attempts
-            return owner._claims.cancelled.is_set() or owner._newer_epoch_known(epoch)
+            if owner._claims.cancelled.is_set() or owner._newer_epoch_known(epoch):
+                return True
+            return not self._may_fence(tp, epoch)
 
         try:
             producer = txn.fence(moved_on)
