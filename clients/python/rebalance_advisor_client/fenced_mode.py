@@ -324,18 +324,24 @@ class FencedMode:
         newer epoch, read up to the assignment topic's end as before the fence: the member's
         follower may lag after a pause): docs/protocol/liveness.md, "Stale claims"."""
         owner, tp, epoch = self._owner, claim.tp, claim.who.epoch
+        stopped = False
+
+        def known_moved_on() -> bool:
+            return owner._claims.cancelled.is_set() or owner._newer_epoch_known(epoch)
 
         def moved_on() -> bool:  # checked between init_transactions attempts
-            if owner._claims.cancelled.is_set() or owner._newer_epoch_known(epoch):
-                return True
-            return not self._may_fence(tp, epoch)
+            nonlocal stopped
+            stopped = known_moved_on() or not self._may_fence(tp, epoch)
+            return stopped
 
         try:
             producer = txn.fence(moved_on)
         except KafkaException as error:
             log.warning("%s: cannot fence %s-%d yet: %s", owner.member_id, tp[0], tp[1], error)
             txn.close()  # a stopped fence: its producer retries no more
-            outcome.again = moved_on()
+            # stopped: claim again at once; a fence that failed (e.g. the broker away) asks no broker
+            # again here, and waits for the next check unless a newer epoch is already known
+            outcome.again = stopped or known_moved_on()
             return False
         log.info(
             "%s: fence of %s-%d by a claim at epoch %d: producer %s (%.3f s)",
