@@ -191,8 +191,8 @@ def processed_rate(case: Case, start: float, end: float) -> float:
 
 
 def poll_thread_stats(case: Case, start: float, end: float) -> dict:
-    """What the Java consumer measured of itself (devtools/CostConsumer.java): its busy share outside
-    ``poll()`` by its own clock, its polls per second and its ``time-between-poll-avg``."""
+    """What the consumer measured of itself (devtools/cost_consumers.py, CostConsumer.java): its busy
+    share outside ``poll()`` by its own clock, its polls per second and (Java) ``time-between-poll-avg``."""
     lines = [x for x in _report_lines(case, start, end) if "in_poll_s" in x]
     if len(lines) < 2:
         return {}
@@ -201,6 +201,15 @@ def poll_thread_stats(case: Case, start: float, end: float) -> dict:
     return {
         "self_busy": round(1 - in_poll / elapsed, 3),
         "polls_per_s": round(sum(x["polls"] for x in lines[1:]) / elapsed, 1),
+        **java_poll_metrics(lines),
+    }
+
+
+def java_poll_metrics(lines: list[dict]) -> dict:
+    """The Java consumer's own ``time-between-poll-avg`` and the seconds its idle ratio read NaN."""
+    if not all("time_between_poll_avg" in x for x in lines):
+        return {}
+    return {
         "time_between_poll_ms": round(statistics.fmean(x["time_between_poll_avg"] for x in lines), 2),
         "local_idle_nan_s": sum(1 for x in lines if x["poll_idle_ratio_avg"] < 0),
     }

@@ -1,21 +1,26 @@
 """A plain ``subscribe()`` consumer's capacity from its own KIP-714 telemetry, on the real broker with
 the plugin's receiver (docs/operations/telemetry.md): no client code of ours, no saturation needed.
 
-The truth is what the consumer did while it had a backlog (saturated, its rate is its capacity),
-read from its own per-second report; its telemetry capacity is read later, while it runs at about
-half of that, caught up, from two snapshots 20 s apart (each against the one before). Records
-arrive as from many independent producers (Poisson), as in bench/telemetry_accuracy.py, whose
-measurements the clients' corrections come from.
+The consumer first works off a backlog (saturated, its rate is its capacity), then runs at about
+half of that, caught up; its telemetry capacity is read from two snapshots 20 s apart (each against
+the one before). The truth is the consumer's own measure over the telemetry's window: records
+processed per second spent outside ``poll()`` by its own clock (its per-second report). The
+saturated rate is not the truth: on a loaded machine each simulated record takes longer (a sleep
+overruns), so the capacity of the backlog minutes is not that of the later ones. Records arrive as
+from many independent producers (Poisson), as in bench/telemetry_accuracy.py, whose measurements
+the clients' corrections come from.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import random
 import threading
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -32,8 +37,9 @@ COST_S = 0.004  # simulated work per record, on the poll thread: about 250 recor
 BACKLOG = 3000
 #: the target is 10 %, met on a quiet machine (Java -7.1 %, Python -6.5 % at load 2-7); on a machine
 #: at load 20 both clients read busier or idler by 25-35 % at half load
-#: (docs/benchmarks/telemetry-accuracy.md), so the test holds 30 %: it still catches a wrong source,
-#: a distrusted member, a NaN idle ratio or a gross error.
+#: (docs/benchmarks/telemetry-accuracy.md), so the test holds 30 %, and measures again a reading
+#: outside it made on an overloaded machine (``ATTEMPTS``): it still catches a wrong source, a
+#: distrusted member, a NaN idle ratio or a gross error.
 TOLERANCE = 0.30
 
 
@@ -60,6 +66,17 @@ def _saturated_rate(lines: list[dict]) -> float:
     return sum(line["processed"] for line in lines[2 : last + 1]) / span
 
 
+def _capacity_by_own_clock(lines: list[dict], start: float, end: float) -> float:
+    """Records per second outside ``poll()`` over the report lines in ``(start, end]``: each line
+    counts what happened since the line before it."""
+    window = [line for line in lines if start < line["t"] <= end]
+    assert len(window) >= 5, (start, end, lines[-5:])
+    elapsed = window[-1]["t"] - window[0]["t"]
+    busy = elapsed - sum(line["in_poll_s"] for line in window[1:])
+    assert busy > 0, window
+    return sum(line["processed"] for line in window[1:]) / busy
+
+
 def _produce_poisson(bootstrap: str, topic: str, rate: float, stop: threading.Event) -> None:
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0})
     rng = random.Random(7)
@@ -75,11 +92,51 @@ def _produce_poisson(bootstrap: str, topic: str, rate: float, stop: threading.Ev
 #: seconds of half load before the first snapshot: Java averages its idle ratio over its metrics
 #: window (2 x 30 s), which must not still hold the saturated phase; librdkafka over one push (5 s)
 SETTLE_S = {"java": 65.0, "python": 20.0}
+#: the seconds before the last snapshot that its capacity stands for: the consume rate's 20 s, or
+#: Java's metrics window
+TRUTH_WINDOW_S = {"java": 60.0, "python": 20.0}
 
 
-def _measure(bootstrap: str, workdir: Path, language: str) -> tuple[float, list, bool]:
-    """One consumer's run: the truth (its saturated rate), the capacities of the snapshots after
-    the first, and whether the plugin heard its group."""
+@dataclass(frozen=True)
+class Measured:
+    """One consumer's run: its saturated rate, the truth (its capacity by its own clock over the last
+    snapshot's window), the capacities of the snapshots after the first, whether the plugin heard its
+    group, and the machine's highest 1-minute load average seen during the snapshots."""
+
+    saturated: float
+    truth: float
+    got: list
+    heard: bool
+    load: float
+
+    def within(self) -> bool:
+        return len(self.got) == 1 and self.got[0].capacity == pytest.approx(self.truth, rel=TOLERANCE)
+
+
+#: the migration context is process-global: one upgrade at a time
+_UPGRADE = threading.Lock()
+#: runs of one consumer at most: a reading outside the tolerance is measured again only while the
+#: machine had more runnable tasks than cores (docs/benchmarks/telemetry-accuracy.md: librdkafka's
+#: per-call idle ratio reads busier under CPU contention); on a machine with cores to spare it fails
+ATTEMPTS = 3
+
+
+def _measure_while_loaded(bootstrap: str, workdir: Path, language: str) -> list[Measured]:
+    """Runs until one is within the tolerance or ran with cores to spare, at most ``ATTEMPTS``."""
+    runs: list[Measured] = []
+    while len(runs) < ATTEMPTS:
+        attempt = workdir / f"{language}-{len(runs)}"
+        attempt.mkdir()
+        with _UPGRADE:
+            store.upgrade(f"sqlite:///{attempt / 'advisor.db'}")
+        runs.append(_measure(bootstrap, attempt, language))
+        if runs[-1].within() or runs[-1].load <= (os.cpu_count() or 1):
+            break
+    return runs
+
+
+def _measure(bootstrap: str, workdir: Path, language: str) -> Measured:
+    """One consumer's run (see :class:`Measured`)."""
     url = f"sqlite:///{workdir / 'advisor.db'}"
     group = f"telemetry-{language}-{uuid.uuid4().hex[:8]}"
     topic = new_topic(bootstrap, 1, records=BACKLOG)
@@ -92,18 +149,22 @@ def _measure(bootstrap: str, workdir: Path, language: str) -> tuple[float, list,
         while sum(x["processed"] for x in _report(report)) < BACKLOG and time.monotonic() < deadline:
             assert consumer.poll() is None, (workdir / "consumer.log").read_text()[-2000:]
             time.sleep(0.5)
-        truth = _saturated_rate(_report(report))
+        saturated = _saturated_rate(_report(report))
         # Half of that from now on: it keeps up, so its consume rate alone says nothing of its capacity.
         threading.Thread(
-            target=_produce_poisson, args=(bootstrap, topic, truth / 2, stop), daemon=True
+            target=_produce_poisson, args=(bootstrap, topic, saturated / 2, stop), daemon=True
         ).start()
         time.sleep(SETTLE_S[language])
         heard = read_telemetry({"bootstrap.servers": bootstrap})
         assert heard.broker_counters, "the test broker has no telemetry receiver (the plugin's reporter)"
         # Two snapshots: the second one's capacity is what the advisor would use.
-        ids = [stored_snapshot(bootstrap, group, url)]
+        ids, load = [stored_snapshot(bootstrap, group, url)], os.getloadavg()[0]
         time.sleep(20.0)
         ids.append(stored_snapshot(bootstrap, group, url))
+        load = max(load, os.getloadavg()[0])
+        last = time.time()
+        time.sleep(1.5)  # the report line that covers the last snapshot
+        truth = _capacity_by_own_clock(_report(report), last - TRUTH_WINDOW_S[language], last + 1.0)
     finally:
         stop.set()
         cost_consumers.stop(consumer)
@@ -114,21 +175,25 @@ def _measure(bootstrap: str, workdir: Path, language: str) -> tuple[float, list,
         if g == group
     ]
     store.db.dispose(url)
-    return truth, got, any(s.group == group for s in heard.samples.values())
+    return Measured(saturated, truth, got, any(s.group == group for s in heard.samples.values()), load)
 
 
 def test_consumers_of_known_cost_get_their_capacity_from_telemetry(kafka_bootstrap, tmp_path) -> None:
     """A Java and a Python consumer at once (each on its own topic, group and store): the test's
     length is the Java one's, whose idle ratio needs its metrics window to settle."""
-    for language in SETTLE_S:  # Alembic's migration context is process-global: not in threads
-        (tmp_path / language).mkdir()
-        store.upgrade(f"sqlite:///{tmp_path / language / 'advisor.db'}")
     with ThreadPoolExecutor(max_workers=2) as pool:
-        runs = {lang: pool.submit(_measure, kafka_bootstrap, tmp_path / lang, lang) for lang in SETTLE_S}
+        runs = {
+            lang: pool.submit(_measure_while_loaded, kafka_bootstrap, tmp_path, lang) for lang in SETTLE_S
+        }
     for language, run in runs.items():
-        truth, got, heard = run.result()
-        assert heard, f"{language}: the plugin heard no push of its group"
-        assert len(got) == 1, (language, got)
-        print(f"{language}: {got[0].source} capacity {got[0].capacity}/s, truth {truth:.1f}/s")  # for -rP
-        assert got[0].source == "telemetry", (language, got)
-        assert got[0].capacity == pytest.approx(truth, rel=TOLERANCE), (language, got, truth)
+        attempts = run.result()
+        for each in attempts:
+            print(  # for -rP
+                f"{language}: {[(c.source, round(c.capacity, 1)) for c in each.got]}, truth"
+                f" {each.truth:.1f}/s (saturated {each.saturated:.1f}/s), load {each.load:.1f}"
+            )
+        last = attempts[-1]
+        assert last.heard, f"{language}: the plugin heard no push of its group"
+        assert len(last.got) == 1, (language, last.got)
+        assert last.got[0].source == "telemetry", (language, last.got)
+        assert last.got[0].capacity == pytest.approx(last.truth, rel=TOLERANCE), (language, attempts)

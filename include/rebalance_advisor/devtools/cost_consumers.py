@@ -87,7 +87,8 @@ def _consumer(spec: CostConsumerSpec):
 
 
 def run_python(spec: CostConsumerSpec, stop: threading.Event) -> None:
-    """The Python consumer's loop until ``stop``; appends ``{"t", "processed"}`` lines to the report."""
+    """The Python consumer's loop until ``stop``; appends ``{"t", "processed", "polls", "in_poll_s"}``
+    lines to the report (the time in ``poll()`` since the line before: its busy share by its own clock)."""
     consumer = _consumer(spec)
     done = _Done()
     work: queue.Queue = queue.Queue()
@@ -95,9 +96,12 @@ def run_python(spec: CostConsumerSpec, stop: threading.Event) -> None:
         for _ in range(spec.workers):
             threading.Thread(target=_worker, args=(spec.cost_s, work, done, stop), daemon=True).start()
     owed, paused, next_commit, next_report = Owed(spec.cost_s), False, time.time() + 1, time.time() + 1
+    in_poll_s, polls = 0.0, 0
     with open(spec.report or os.devnull, "a", encoding="utf-8") as out:
         while not stop.is_set():
+            poll_start = time.monotonic()
             msg = consumer.poll(0.1)
+            in_poll_s, polls = in_poll_s + time.monotonic() - poll_start, polls + 1
             if msg is not None and not msg.error():
                 if spec.mode == "pool":
                     work.put(msg)
@@ -112,8 +116,10 @@ def run_python(spec: CostConsumerSpec, stop: threading.Event) -> None:
                 done.commit(consumer)
                 next_commit = now + 1
             if now >= next_report:
-                out.write(json.dumps({"t": now, "processed": done.take_count()}) + "\n")
+                line = {"t": now, "processed": done.take_count(), "polls": polls, "in_poll_s": in_poll_s}
+                out.write(json.dumps(line) + "\n")
                 out.flush()
+                in_poll_s, polls = 0.0, 0
                 next_report = now + 1
     consumer.close()
 
