@@ -392,17 +392,24 @@ def best_candidate(candidates: Sequence[CandidatePlan]) -> CandidatePlan | None:
     return min(candidates, key=rank_key, default=None)
 
 
-def within_margin_severity(thresholds: Thresholds) -> float:
-    """The overload severity of one member over its usable capacity by ``min_improvement`` of the
-    capacity margin, (min_improvement x margin / (1 - margin))²: severities closer than this are
-    alike (:func:`as_good`), noise against the margin the rule already keeps. The whole margin
-    (one member at its full capacity) made cap2x-z1.5 (8 % margin) overloaded 10.0 % of the time
-    instead of 8.9 %; a tenth or three tenths of it left every bench/drain.py scenario tried as it
-    was (cap2x-z1.5, -telemetry, full-load: 5 seeds x 6 h)."""
+def margin_slack(thresholds: Thresholds) -> float:
+    """A tenth (``min_improvement``) of the capacity margin, in units of usable capacity
+    (min_improvement x margin / (1 - margin)): utilisations of two plans closer than this are alike,
+    noise against the margin the rule already keeps (:func:`within_margin_severity`,
+    :func:`drains_as_well_overloaded`). 0 without a margin in force."""
     margin = thresholds.capacity_margin_in_force
     if not 0 < margin < 1:
         return 0.0
-    return (thresholds.min_improvement * margin / (1.0 - margin)) ** 2
+    return thresholds.min_improvement * margin / (1.0 - margin)
+
+
+def within_margin_severity(thresholds: Thresholds) -> float:
+    """The overload severity of one member over its usable capacity by :func:`margin_slack`:
+    severities closer than this are alike (:func:`as_good`). The whole margin (one member at its
+    full capacity) made cap2x-z1.5 (8 % margin) overloaded 10.0 % of the time instead of 8.9 %; a
+    tenth or three tenths of it left every bench/drain.py scenario tried as it was (cap2x-z1.5,
+    -telemetry, full-load: 5 seeds x 6 h)."""
+    return margin_slack(thresholds) ** 2
 
 
 def as_good(candidate: CandidatePlan, best: CandidatePlan, thresholds: Thresholds) -> bool:
@@ -450,13 +457,13 @@ def as_good(candidate: CandidatePlan, best: CandidatePlan, thresholds: Threshold
 
 def drains_as_well_overloaded(c: LoadSummary, b: LoadSummary, thresholds: Thresholds) -> bool:
     """Both plans leave overload: a less even spread of it is as good when its worst member is no
-    deeper (within a tenth of the margin) and its backlog area over the horizon, handover pauses
+    deeper (within :func:`margin_slack`) and its backlog area over the horizon, handover pauses
     charged, is no larger. A repack of 116 of 128 partitions left the same worst member (104.2 %)
     as a sticky plan of 12 with twice its backlog area, and was taken for a severity 14 % lower
     (bench/drain.py cap2x-z1.5, docs/benchmarks/drain.md)."""
     if b.overload_severity <= 0 or c.backlog_area is None or b.backlog_area is None:
         return False
-    deeper = thresholds.min_improvement * thresholds.capacity_margin_in_force
+    deeper = margin_slack(thresholds)
     return c.worst_utilisation <= b.worst_utilisation + deeper + 1e-12 and c.backlog_area <= b.backlog_area
 
 
