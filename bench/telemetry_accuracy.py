@@ -178,12 +178,9 @@ def committed_lag(bootstrap: str, case: Case) -> int:
 
 
 def _report_lines(case: Case, start: float, end: float) -> list[dict]:
-    lines = (
-        [json.loads(x) for x in case.report.read_text().splitlines() if x.strip()]
-        if case.report.exists()
-        else []
-    )
-    return [line for line in lines if start < line["t"] <= end]
+    from rebalance_advisor.devtools.cost_consumers import read_report
+
+    return read_report(case.report, start, end)
 
 
 def processed_rate(case: Case, start: float, end: float) -> float:
@@ -193,13 +190,14 @@ def processed_rate(case: Case, start: float, end: float) -> float:
 def poll_thread_stats(case: Case, start: float, end: float) -> dict:
     """What the consumer measured of itself (devtools/cost_consumers.py, CostConsumer.java): its busy
     share outside ``poll()`` by its own clock, its polls per second and (Java) ``time-between-poll-avg``."""
+    from rebalance_advisor.devtools.cost_consumers import own_clock
+
     lines = [x for x in _report_lines(case, start, end) if "in_poll_s" in x]
     if len(lines) < 2:
         return {}
-    elapsed = lines[-1]["t"] - lines[0]["t"]
-    in_poll = sum(x["in_poll_s"] for x in lines[1:])
+    elapsed, busy = own_clock(lines)
     return {
-        "self_busy": round(1 - in_poll / elapsed, 3),
+        "self_busy": round(busy / elapsed, 3),
         "polls_per_s": round(sum(x["polls"] for x in lines[1:]) / elapsed, 1),
         **java_poll_metrics(lines),
     }

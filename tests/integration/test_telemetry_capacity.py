@@ -5,15 +5,14 @@ The consumer first works off a backlog (saturated, its rate is its capacity), th
 half of that, caught up; its telemetry capacity is read from two snapshots 20 s apart (each against
 the one before). The truth is the consumer's own measure over the telemetry's window: records
 processed per second spent outside ``poll()`` by its own clock (its per-second report). The
-saturated rate is not the truth: on a loaded machine each simulated record takes longer (a sleep
-overruns), so the capacity of the backlog minutes is not that of the later ones. Records arrive as
-from many independent producers (Poisson), as in bench/telemetry_accuracy.py, whose measurements
-the clients' corrections come from.
+saturated rate, minutes earlier, is printed beside it: a machine whose load changes in between can
+change what the consumer does (measured so far: within 3 %, docs/benchmarks/telemetry-accuracy.md).
+Records arrive as from many independent producers (Poisson), as in bench/telemetry_accuracy.py,
+whose measurements the clients' corrections come from.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import threading
@@ -43,12 +42,6 @@ BACKLOG = 3000
 TOLERANCE = 0.30
 
 
-def _report(path: Path) -> list[dict]:
-    return (
-        [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
-    )
-
-
 def _saturated_rate(lines: list[dict]) -> float:
     """Records/s over the backlog, by the report lines' own times: from the end of the second line
     (start-up done) to the last line before ``BACKLOG`` minus 300 were done (the tail is partly
@@ -66,15 +59,12 @@ def _saturated_rate(lines: list[dict]) -> float:
     return sum(line["processed"] for line in lines[2 : last + 1]) / span
 
 
-def _capacity_by_own_clock(lines: list[dict], start: float, end: float) -> float:
-    """Records per second outside ``poll()`` over the report lines in ``(start, end]``: each line
-    counts what happened since the line before it."""
-    window = [line for line in lines if start < line["t"] <= end]
-    assert len(window) >= 5, (start, end, lines[-5:])
-    elapsed = window[-1]["t"] - window[0]["t"]
-    busy = elapsed - sum(line["in_poll_s"] for line in window[1:])
-    assert busy > 0, window
-    return sum(line["processed"] for line in window[1:]) / busy
+def _capacity_by_own_clock(lines: list[dict]) -> float:
+    """Records per second outside ``poll()`` over the report lines (``cost_consumers.own_clock``)."""
+    assert len(lines) >= 5, lines
+    _, busy = cost_consumers.own_clock(lines)
+    assert busy > 0, lines
+    return sum(line["processed"] for line in lines[1:]) / busy
 
 
 def _produce_poisson(bootstrap: str, topic: str, rate: float, stop: threading.Event) -> None:
@@ -146,10 +136,13 @@ def _measure(bootstrap: str, workdir: Path, language: str) -> Measured:
     stop = threading.Event()
     try:
         deadline = time.monotonic() + 180  # a Java consumer compiles its source first
-        while sum(x["processed"] for x in _report(report)) < BACKLOG and time.monotonic() < deadline:
+        while (
+            sum(x["processed"] for x in cost_consumers.read_report(report)) < BACKLOG
+            and time.monotonic() < deadline
+        ):
             assert consumer.poll() is None, (workdir / "consumer.log").read_text()[-2000:]
             time.sleep(0.5)
-        saturated = _saturated_rate(_report(report))
+        saturated = _saturated_rate(cost_consumers.read_report(report))
         # Half of that from now on: it keeps up, so its consume rate alone says nothing of its capacity.
         threading.Thread(
             target=_produce_poisson, args=(bootstrap, topic, saturated / 2, stop), daemon=True
@@ -164,7 +157,9 @@ def _measure(bootstrap: str, workdir: Path, language: str) -> Measured:
         load = max(load, os.getloadavg()[0])
         last = time.time()
         time.sleep(1.5)  # the report line that covers the last snapshot
-        truth = _capacity_by_own_clock(_report(report), last - TRUTH_WINDOW_S[language], last + 1.0)
+        truth = _capacity_by_own_clock(
+            cost_consumers.read_report(report, last - TRUTH_WINDOW_S[language], last + 1.0)
+        )
     finally:
         stop.set()
         cost_consumers.stop(consumer)

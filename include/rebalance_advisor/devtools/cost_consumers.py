@@ -182,6 +182,22 @@ def java_command(spec: CostConsumerSpec) -> list[str]:
     ]
 
 
+def read_report(path: Path, start: float = float("-inf"), end: float = float("inf")) -> list[dict]:
+    """The report lines of a consumer (both languages write the same ones) with ``t`` in
+    ``(start, end]``; none when it wrote none yet."""
+    if not path.exists():
+        return []
+    lines = (json.loads(x) for x in path.read_text().splitlines() if x.strip())
+    return [line for line in lines if start < line["t"] <= end]
+
+
+def own_clock(lines: list[dict]) -> tuple[float, float]:
+    """(elapsed seconds, seconds outside ``poll()``) over report lines that carry ``in_poll_s``, by
+    the consumer's own clock: each line counts what happened since the line before it."""
+    elapsed = lines[-1]["t"] - lines[0]["t"]
+    return elapsed, elapsed - sum(line["in_poll_s"] for line in lines[1:])
+
+
 def launch(spec: CostConsumerSpec, language: str, log: Path) -> subprocess.Popen:
     """Starts one consumer process in its own process group (stop it with ``stop``)."""
     if language == "java":
