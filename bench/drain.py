@@ -627,6 +627,14 @@ def main(argv: list[str] | None = None) -> int:
         f"strategies plan on the first; default {simulation.RATE_PARAMETERS.rate_pass_s:g})",
     )
     parser.add_argument(
+        "--capacity-pass",
+        type=float,
+        default=simulation.RATE_PARAMETERS.capacity_pass_s,
+        help="a plan that moved partitions while some capacity was unknown is followed by one more snapshot "
+        "and plan this many seconds later (simulation.Scenario.capacity_pass_s, as the advisor DAG triggers "
+        f"one; 0: none; default {simulation.RATE_PARAMETERS.capacity_pass_s:g})",
+    )
+    parser.add_argument(
         "--rule",
         action="append",
         default=[],
@@ -643,8 +651,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--telemetry-error must be a number >= 0 and < 1")
     if not 0 <= args.commit_interval <= 3600:
         parser.error("--commit-interval must be a number of seconds from 0 to 3600")
-    if not 0 <= args.rate_pass <= 3600:
-        parser.error("--rate-pass must be a number of seconds from 0 to 3600")
+    for flag, value in (("--rate-pass", args.rate_pass), ("--capacity-pass", args.capacity_pass)):
+        if not 0 <= value <= 3600:
+            parser.error(f"{flag} must be a number of seconds from 0 to 3600")
     rule = _rule(parser, args.rule)
     defs = scenario_defs(args.declared_scale, args.report_error, args.telemetry_error)
     if args.commit_interval:
@@ -652,6 +661,7 @@ def main(argv: list[str] | None = None) -> int:
             d["commit_interval_s"] = args.commit_interval
     for d in defs.values():  # always in the definition: --reuse must not take runs made without the pass
         d["rate_pass_s"] = args.rate_pass
+        d["capacity_pass_s"] = args.capacity_pass
     names = args.scenarios.split(",") if args.scenarios else list(QUICK if args.quick else defs)
     unknown = [n for n in names if n not in defs]
     if unknown:
@@ -768,6 +778,7 @@ def main(argv: list[str] | None = None) -> int:
         "scenario_digests": {name: scenario_digest(defs[name]) for name in names},
         "commit_interval_s": args.commit_interval,
         "rate_pass_s": args.rate_pass,
+        "capacity_pass_s": args.capacity_pass,
         "rule": rule,
         "scenarios": report,
         "runs": runs,

@@ -9,10 +9,10 @@ Schedule: ``REBALANCE_ADVISOR_SNAPSHOT_SCHEDULE`` (cron; default every 5 minutes
 
 from __future__ import annotations
 
-import os
 from datetime import datetime, timedelta
 
 from airflow.sdk import dag, task
+from rebalance_advisor import settings
 from rebalance_advisor.adapters.airflow_connections import SNAPSHOT_ASSET
 from rebalance_advisor.dag_tasks import snapshot_tasks
 from rebalance_advisor.dag_tasks.error_policy import retry_args
@@ -22,7 +22,7 @@ from rebalance_advisor.domain.parameters import SnapshotParams
 
 
 @dag(
-    schedule=os.environ.get("REBALANCE_ADVISOR_SNAPSHOT_SCHEDULE", "*/5 * * * *"),
+    schedule=settings.snapshot_schedule(),
     start_date=datetime(2025, 1, 1),
     catchup=False,
     max_active_runs=1,

@@ -9,6 +9,7 @@ from airflow.providers.standard.operators.empty import EmptyOperator
 from airflow.sdk import dag, task
 from rebalance_advisor.adapters.airflow_connections import SNAPSHOT_ASSET
 from rebalance_advisor.dag_tasks import advisor_tasks
+from rebalance_advisor.dag_tasks.capacity_pass_trigger import CapacityPassTrigger
 from rebalance_advisor.dag_tasks.error_policy import retry_args
 from rebalance_advisor.dag_tasks.forms import dag_params
 from rebalance_advisor.dag_tasks.schema_tasks import upgrade_schema_task
@@ -34,10 +35,6 @@ def kafka_rebalance_advisor() -> None:
     def plan(snapshot_id: int, spark=None, params=None, run_id=None) -> dict:
         return advisor_tasks.plan_snapshot(spark, snapshot_id, params, run_id)
 
-    @task.branch
-    def any_group_flagged(result: dict) -> str:
-        return advisor_tasks.choose_branch(result)
-
     @task
     def hand_to_publishing(result: dict, params=None, run_id=None) -> dict:
         return advisor_tasks.hand_to_publishing(result, params, run_id)
@@ -50,11 +47,14 @@ def kafka_rebalance_advisor() -> None:
     def refresh_broker_plans(params=None) -> list[str]:
         return advisor_tasks.refresh_broker_plans(params)
 
+    any_group_flagged = task.branch(task_id="any_group_flagged")(advisor_tasks.choose_branch)
+    capacity_pass = CapacityPassTrigger(task_id="capacity_pass")  # docs/architecture.md, "The capacity pass"
     snapshot_id = upgrade_schema_task(AdvisorParams) >> pick_snapshot()
     snapshot_id >> refresh_broker_plans()
     result = plan(snapshot_id)
-    nothing_to_publish = EmptyOperator(task_id="no_group_flagged")
-    any_group_flagged(result) >> [nothing_to_publish, hand_to_publishing(result)] >> summary(result)
+    handed = hand_to_publishing(result)
+    any_group_flagged(result) >> [EmptyOperator(task_id="no_group_flagged"), handed] >> summary(result)
+    handed >> capacity_pass
 
 
 kafka_rebalance_advisor()

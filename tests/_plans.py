@@ -17,12 +17,22 @@ from rebalance_advisor.store.plans import write_run
 
 
 def record_plan(
-    url: str, group: str, members: list[str], lags: list[int], topic: str = "data", snapshot_id: int = 1
+    url: str,
+    group: str,
+    members: list[str],
+    lags: list[int],
+    topic: str = "data",
+    snapshot_id: int = 1,
+    capacity: float | None = None,
 ) -> int:
-    """Plan ``group`` (members consuming ``topic`` whose partitions have ``lags``); the plan id."""
+    """Plan ``group`` (members consuming ``topic`` whose partitions have ``lags``, each member with
+    ``capacity`` records/s, None: unknown); the plan id."""
     doc = {
         "group_id": group,
-        "members": [{"member_id": m, "group_instance_id": None, "topics": [topic]} for m in members],
+        "members": [
+            {"member_id": m, "group_instance_id": None, "topics": [topic], "capacity": capacity}
+            for m in members
+        ],
         "partitions": [{"topic": topic, "partition": p, "lag": lag} for p, lag in enumerate(lags)],
         "weight": "lag",
         "note": None,

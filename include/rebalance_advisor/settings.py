@@ -28,6 +28,16 @@ def database_url() -> str:
     return os.environ.get("REBALANCE_ADVISOR_DB_URL") or f"sqlite:///{home_dir() / 'advisor.db'}"
 
 
+#: the snapshot DAG's schedule when ``REBALANCE_ADVISOR_SNAPSHOT_SCHEDULE`` is not set: every 5 minutes
+DEFAULT_SNAPSHOT_SCHEDULE = "*/5 * * * *"
+
+
+def snapshot_schedule() -> str:
+    """The snapshot DAG's cron schedule (``REBALANCE_ADVISOR_SNAPSHOT_SCHEDULE``); the advisor reads
+    it too, to leave out an extra snapshot the scheduled one comes before."""
+    return os.environ.get("REBALANCE_ADVISOR_SNAPSHOT_SCHEDULE") or DEFAULT_SNAPSHOT_SCHEDULE
+
+
 def bootstrap_servers_from_env() -> str | None:
     """An existing cluster to use instead of starting a local broker (``KAFKA_BOOTSTRAP_SERVERS``)."""
     return os.environ.get("KAFKA_BOOTSTRAP_SERVERS") or None

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -30,6 +31,19 @@ def _dag(name: str):
 
 def _states(run) -> dict[str, str]:
     return {ti.task_id: ti.state for ti in run.get_task_instances()}
+
+
+def _snapshot_runs_after(since: datetime) -> list[tuple[str, str, datetime, str | None]]:
+    """(run type, state, run after, note) of the snapshot DAG's runs due after ``since``."""
+    import sqlalchemy as sa
+    from airflow.models.dagrun import DagRun
+    from airflow.utils.session import create_session
+
+    with create_session() as session:
+        runs = session.scalars(
+            sa.select(DagRun).where(DagRun.dag_id == "kafka_offsets_snapshot", DagRun.run_after > since)
+        ).all()
+        return [(r.run_type, r.state, r.run_after, r.note) for r in runs]
 
 
 @pytest.mark.parametrize("name", ["kafka_static_members", "kafka_plan_approval"])
@@ -184,9 +198,11 @@ def _skewed_group(bootstrap: str, topic: str, group: str, counts: list[int]) -> 
 @pytest.mark.kafka
 @pytest.mark.spark
 def test_advisor_static_mode_end_to_end(
-    airflow_home, connections: str, kafka_bootstrap: str, tmp_path: Path
+    airflow_home, connections: str, kafka_bootstrap: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Snapshot -> advisor DAG (publish mode static) -> auto-approved, published -> consumers move."""
+    """Snapshot -> advisor DAG (publish mode static) -> auto-approved, published -> consumers move.
+    The plan was made before any member's capacity was known: the run triggers the snapshot DAG to
+    run 120 s later (the capacity pass), as the schedule's next snapshot comes later than that."""
     from rebalance_advisor import store
     from rebalance_advisor.adapters import kafka_snapshot
     from rebalance_advisor.services import static_members
@@ -214,10 +230,18 @@ def test_advisor_static_mode_end_to_end(
         for member, parts in (("w0", [0, 1]), ("w1", [2, 3]), ("w2", [4, 5])):
             scenario.wait_progress([member], parts, timeout=60)
 
+        monkeypatch.setenv("REBALANCE_ADVISOR_SNAPSHOT_SCHEDULE", "0 0 1 1 *")  # next: far away
+        before = datetime.now(UTC)
         run = _dag("kafka_rebalance_advisor").test(
             run_conf={"publish_mode": "static", "group_regex": scenario.group, "cooldown_minutes": 0}
         )
+        after = datetime.now(UTC)
         assert run.state == "success", _states(run)
+        assert _states(run)["capacity_pass"] == "success"
+        ((run_type, state, run_after, note),) = _snapshot_runs_after(before)
+        assert (run_type, state) == ("operator_triggered", "queued")  # the scheduler starts it at run_after
+        assert before + timedelta(seconds=120) <= run_after <= after + timedelta(seconds=120)
+        assert note.startswith("capacity pass: ") and scenario.group in note
         (outcome,) = run_outcomes(None, url)
         assert outcome.outcome == "recommended", outcome
         plan = get_plan(outcome.plan_id, url)

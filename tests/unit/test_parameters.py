@@ -111,6 +111,16 @@ def test_cli_switches_and_help_name_the_defaults(capsys) -> None:
     assert isinstance(build_parser().parse_args(["advise"]), argparse.Namespace)
 
 
+def test_the_capacity_pass_defaults_to_two_minutes_and_can_be_turned_off():
+    # unset: estimates.RateParameters.capacity_pass_s, 120 s; 0: never; an hour at most
+    assert P.AdvisorParams().capacity_pass() == 120.0
+    assert P.AdvisorParams(capacity_pass_s=0).capacity_pass() == 0.0
+    assert P.AdvisorParams(capacity_pass_s=45).capacity_pass() == 45.0
+    for bad in (-1, 3601, "soon"):
+        with pytest.raises(P.ParameterError, match=r"capacity_pass_s"):
+            P.AdvisorParams(capacity_pass_s=bad)
+
+
 def test_the_rate_pass_is_taken_when_scheduled_unless_set():
     # unset: the scheduled service waits estimates.RateParameters.rate_pass_s (30 s) before its second
     # pass, one snapshot command takes none; set, both take it; under 5 s (no rates) refused

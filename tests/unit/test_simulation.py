@@ -571,3 +571,64 @@ def test_a_snapshot_without_rates_is_followed_by_a_second_pass():
     rec = Recorder()
     simulate(parse_scenario({**data, "strategy": "range", "rate_pass_s": 300}), rec)
     assert rec.seen[0][0].time_s == 0.0
+
+
+@dataclass
+class _MovesOnce:
+    """Moves every partition to the other member at its first call, then keeps them; records when
+    it was asked and whether some capacity was unknown (NaN: no member saturated, none measured)."""
+
+    name: str = "moves_once"
+    asked: list[tuple[float, bool]] = field(default_factory=list)
+
+    def plan(self, obs: Observation, truth: Truth) -> np.ndarray | None:
+        self.asked.append((obs.time_s, bool(np.isnan(obs.capacity).any())))
+        if len(self.asked) > 1:
+            return None
+        return np.where(obs.owner >= 0, 1 - obs.owner, 0).astype(np.int64)
+
+
+#: two members, produce 50/s each partition, planned every 300 s; the rate pass at 30 s
+PASSING = {
+    "topics": [{"name": "t0", "partitions": 4, "total_rate": 200.0}],
+    "members": [{"id": "C0", "capacity": 1000}, {"id": "C1", "capacity": 1000}],
+    "hours": 0.25,
+    "replan_interval_s": 300.0,
+    "rate_pass_s": 30.0,
+}
+
+
+@pytest.mark.parametrize(
+    ("changes", "asked"),
+    [
+        # the plan at 30 s (after the rate pass) moved partitions on unknown capacities: one more at 150 s
+        ({}, [30.0, 150.0, 300.0, 600.0]),
+        # the pass off, or not before the next scheduled plan (300 s): none
+        ({"capacity_pass_s": 0}, [30.0, 300.0, 600.0]),
+        ({"capacity_pass_s": 290}, [30.0, 300.0, 600.0]),
+        ({"capacity_pass_s": 240}, [30.0, 270.0, 300.0, 600.0]),
+        # capacities known from the start: no member is unknown, no pass
+        ({"capacities_known": True}, [30.0, 300.0, 600.0]),
+    ],
+)
+def test_a_plan_on_unknown_capacities_is_followed_by_a_capacity_pass(changes, asked):
+    planner = _MovesOnce()
+    result = simulate(parse_scenario({**PASSING, **changes}, strategy="range"), planner)
+    assert [t for t, _ in planner.asked] == asked
+    assert planner.asked[0][1] == ("capacities_known" not in changes)  # unknown at the first plan
+    assert result.summary.moves == 4
+
+
+def test_no_capacity_pass_after_a_plan_that_moved_nothing():
+    @dataclass
+    class Keeps:
+        name: str = "keeps"
+        times: list[float] = field(default_factory=list)
+
+        def plan(self, obs: Observation, truth: Truth) -> np.ndarray | None:
+            self.times.append(obs.time_s)
+            return obs.owner.astype(np.int64)  # the same owners: nothing moves
+
+    planner = Keeps()
+    simulate(parse_scenario(PASSING, strategy="range"), planner)
+    assert planner.times == [30.0, 300.0, 600.0]

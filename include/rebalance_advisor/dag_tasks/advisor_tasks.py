@@ -138,6 +138,46 @@ def hand_to_publishing(
 
 
 @under_error_policy
+def capacity_pass_due(handed: Mapping[str, Any] | None, params: Mapping[str, Any]) -> dict[str, str] | None:
+    """The extra snapshot after ``hand_to_publishing`` published plans made on unknown capacities
+    (services/capacity_pass.py): ``{"run_after": ISO time, "note": why}``, or None when none is due
+    (nothing newly published, the pass off, or the scheduled snapshot comes first)."""
+    from datetime import UTC, datetime
+
+    from rebalance_advisor import settings
+    from rebalance_advisor.adapters.airflow_connections import database_url_from_connection
+    from rebalance_advisor.services.capacity_pass import capacity_pass
+
+    published = ((handed or {}).get("result") or {}).get("published") or []
+    plan_ids = [int(p["plan_id"]) for p in published if p.get("changed")]
+    if not plan_ids:
+        return None
+    p = _params(params)
+    now = datetime.now(UTC)
+    found = capacity_pass(
+        plan_ids,
+        database_url_from_connection(p.db_conn_id),
+        pass_s=p.capacity_pass(),
+        now=now,
+        next_scheduled=next_cron_time(settings.snapshot_schedule(), now),
+    )
+    if found is None:
+        return None
+    log.info("%s: snapshot DAG triggered to run after %s", found.note(), found.run_after.isoformat())
+    return {"run_after": found.run_after.isoformat(), "note": found.note()}
+
+
+def next_cron_time(schedule: str, now: Any) -> Any:
+    """The next time after ``now`` a cron ``schedule`` fires (None when it is not a cron expression)."""
+    from croniter import croniter
+
+    try:
+        return croniter(schedule, now).get_next(type(now))
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+@under_error_policy
 def summarize_run(result: Mapping[str, Any], params: Mapping[str, Any]) -> str:
     """Log the outcomes table (group, outcome, max lag before -> after, moves) and return it."""
     from rebalance_advisor.adapters.airflow_connections import database_url_from_connection

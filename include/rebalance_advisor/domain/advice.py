@@ -117,6 +117,9 @@ class GroupAdvice:
     candidates: tuple[CandidatePlan, ...] = ()
     best: CandidatePlan | None = None  # the best candidate, stored or not
     plan: ChosenPlan | None = field(default=None)
+    #: members planned without a known capacity (source ``equal``): a plan applied on them is
+    #: followed by an early snapshot (``estimates.wants_capacity_pass``)
+    unknown_capacities: int = 0
 
     # ---- the flat numbers the outcome and plan rows hold ---------------------------------
 
@@ -171,6 +174,7 @@ class GroupAdvice:
             "load_before": finite(_fields_of(self.current_load)) if self.current_load else None,
             "members_before": finite(_fields_of(self.current_members)) if self.current_members else None,
             "members_after": finite(_fields_of(self.plan.members)) if self.plan.members else None,
+            "unknown_capacities": self.unknown_capacities,
         }
 
     # ---- JSON (the Spark boundary) -------------------------------------------------------

@@ -117,6 +117,12 @@ class RateParameters:
     #: between snapshots"). Without it a 5-minute schedule leaves a fresh advisor blind for 5 minutes,
     #: in which every seed of bench/drain.py cap2x-z1.5 had a partition fall more than 30 s behind
     rate_pass_s: float = 30.0
+    #: a plan applied while some member's capacity was unknown (``equal``) is followed by one more
+    #: snapshot and advice this many seconds later, before the next scheduled one, so the members
+    #: it loaded are measured soon (:func:`wants_capacity_pass`; docs/benchmarks/drain.md, "The
+    #: capacity pass"). On a 5-minute schedule bench/drain.py cap2x-z1.5 otherwise ran 5 minutes
+    #: on an even share that overloaded its slow members
+    capacity_pass_s: float = 120.0
     #: moves older than this are not carried: the hysteresis window (``Thresholds.hysteresis_window_s``,
     #: 1,800 s) and the simulator's flap window look back no further
     recent_moves_s: float = 1800.0
@@ -193,6 +199,14 @@ def wants_rate_pass(rates: SnapshotRates) -> bool:
     (:attr:`RateParameters.rate_pass_s`): it gave none, so an advisor run on it could not plan on
     rates. One rule for the snapshot service and the simulator."""
     return rates.interval_s is None
+
+
+def wants_capacity_pass(unknown_capacities: int, moves: int) -> bool:
+    """Whether a plan applied with ``moves`` partitions moved, made while ``unknown_capacities``
+    members had no capacity (``equal``), should be followed by an early snapshot and advice
+    (:attr:`RateParameters.capacity_pass_s`): the members it loaded are measured only by a later
+    snapshot. One rule for the advisor DAG and the simulator."""
+    return unknown_capacities > 0 and moves > 0
 
 
 def rate_interval_problem(elapsed: float, params: RateParameters) -> str | None:

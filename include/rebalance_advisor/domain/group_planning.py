@@ -337,6 +337,7 @@ def advise_group(observation: GroupObservation, thresholds: Thresholds, now: dat
         candidates=tuple(measured.plans),
         best=decision.best,
         plan=plan,
+        unknown_capacities=sum(m.capacity is None for m in spec.members),
     )
 
 

@@ -400,6 +400,12 @@ class AdvisorParams(Thresholds):
         description="auto.offset.reset per group, e.g. 'orders-.*=earliest,latest' "
         "(values: latest, earliest, none, by_duration)",
     )  # fmt: skip
+    capacity_pass_s: float | None = surface(
+        None, ge=0.0, le=3600.0,
+        description="static mode: after publishing a plan made while some member's capacity was unknown, "
+        "trigger one more snapshot this many seconds later, unless the scheduled one comes first, so the "
+        "members it loaded are measured soon (0: never; empty: 120 s)",
+    )  # fmt: skip
     db_conn_id: DbConnId
     kafka_conn_id: KafkaConnId
 
@@ -421,6 +427,13 @@ class AdvisorParams(Thresholds):
             except AdvisorError as error:
                 raise ValueError(str(error)) from None
         return value or None
+
+    def capacity_pass(self) -> float:
+        """Seconds from a plan published on unknown capacities to its extra snapshot (0: none;
+        ``estimates.RateParameters.capacity_pass_s`` by default)."""
+        from rebalance_advisor.domain.estimates import RateParameters
+
+        return RateParameters.capacity_pass_s if self.capacity_pass_s is None else self.capacity_pass_s
 
     def thresholds(self) -> Thresholds:
         """The decision-rule part."""

@@ -66,6 +66,7 @@ from rebalance_advisor.domain.estimates import (
     ObservedMember,
     RateParameters,
     step,
+    wants_capacity_pass,
     wants_rate_pass,
 )
 from rebalance_advisor.domain.group_planning import advise_group
@@ -233,6 +234,13 @@ class Scenario(_Model):
         "later, and the planner runs on that one, as the snapshot service does "
         "(estimates.RateParameters.rate_pass_s); 0, or not before the next snapshot: none, the planner runs "
         "on the first",
+    )
+    capacity_pass_s: float = Field(
+        RATE_PARAMETERS.capacity_pass_s,
+        ge=0,
+        description="a plan that moved partitions while some member's capacity was unknown is followed by "
+        "one more snapshot and plan this many seconds later, as the advisor DAG triggers one "
+        "(estimates.RateParameters.capacity_pass_s); 0, or not before the next snapshot: none",
     )
     backlog_age_s: float = Field(0.0, ge=0, description="starting lag was produced over this long before 0")
     commit_interval_s: float = Field(
@@ -789,7 +797,7 @@ def simulate(
         t = i * run.dt
         run.apply_events(t)
         rate = run.true_rate(t)
-        if i % run.replan_every == 0 or i == run.rate_pass_at:
+        if i % run.replan_every == 0 or i in (run.rate_pass_at, run.capacity_pass_at):
             run.replan(i, t, rate)
         run.advance(i, t, rate)
     return run.result(keep_time_lag)
@@ -833,6 +841,9 @@ class _Run:
         self.rate_pass_steps = max(1, round(sc.rate_pass_s / self.dt)) if passing else 0
         self.rate_pass_at = -1  # the step of a second pass under way (Scenario.rate_pass_s)
         self.rates_missing = False  # the last snapshot gave no rates (estimates.wants_rate_pass)
+        passing = 0 < sc.capacity_pass_s < sc.replan_interval_s
+        self.capacity_pass_steps = max(1, round(sc.capacity_pass_s / self.dt)) if passing else 0
+        self.capacity_pass_at = -1  # the step of a capacity pass under way (Scenario.capacity_pass_s)
         self.rate_params = dataclasses.replace(
             RATE_PARAMETERS, time_constant_s=sc.rate_time_constant_s, recent_moves_s=FLAP_WINDOW_S
         )
@@ -1084,11 +1095,22 @@ class _Run:
         valid = new_global < 0
         valid |= self.lay.eligible[np.arange(self.num_p), np.maximum(new_global, 0)]
         new_global[~valid] = -1
-        self._apply(i, t, new_global)
+        moved = self._apply(i, t, new_global)
+        self._schedule_capacity_pass(i, int(np.isnan(obs.capacity).sum()), moved)
 
-    def _apply(self, i: int, t: float, new: np.ndarray) -> None:
+    def _schedule_capacity_pass(self, i: int, unknown_capacities: int, moved: int) -> None:
+        """One more snapshot and plan ``Scenario.capacity_pass_s`` after a plan that moved partitions
+        on unknown capacities (``estimates.wants_capacity_pass``), as the advisor DAG triggers one;
+        none that would not come before the next scheduled snapshot."""
+        if not self.capacity_pass_steps or not wants_capacity_pass(unknown_capacities, moved):
+            return
+        at = i + self.capacity_pass_steps
+        if at < (i // self.replan_every + 1) * self.replan_every:
+            self.capacity_pass_at = at
+
+    def _apply(self, i: int, t: float, new: np.ndarray) -> int:
         """New owners from step ``i`` on: moved partitions pause for the handover; moves and flaps
-        are counted; the carried state learns the plan (``Carried.after_plan``)."""
+        are counted; the carried state learns the plan (``Carried.after_plan``). Returns the moves."""
         lay, owner = self.lay, self.owner
         released = np.flatnonzero(new != owner)
         moved = np.flatnonzero((new != owner) & (new >= 0))
@@ -1112,6 +1134,7 @@ class _Run:
         owner[moved] = new[moved]
         assert self.carried is not None
         self.carried = self.carried.after_plan(GROUP, moves, [lay.keys[k] for k in released.tolist()])
+        return int(moved.size)
 
     def advance(self, i: int, t: float, rate: np.ndarray) -> None:
         """One step of production and fair consumption, its measures, and the drift for the next."""

@@ -885,6 +885,25 @@ def plan_assignment_map(plan_id: int, url: str | None = None) -> dict[str, list[
     return result
 
 
+def plans_moves_and_unknown_capacities(
+    plan_ids: Sequence[int], url: str | None = None
+) -> list[tuple[int, str, int, int]]:
+    """(plan id, group, moves, members planned without a known capacity) of the stored ``plan_ids``,
+    by id; a plan stored before its metrics counted them has 0."""
+    if not plan_ids:
+        return []
+    with db.connect(url) as conn:
+        rows = conn.execute(
+            sa.select(Plan.id, Plan.group_id, Plan.moves, Plan.metrics)
+            .where(Plan.id.in_(sorted(set(plan_ids))))
+            .order_by(Plan.id)
+        ).all()
+    return [
+        (i, g, int(moves), int((metrics or {}).get("unknown_capacities") or 0))
+        for i, g, moves, metrics in rows
+    ]
+
+
 def run_outcomes(run_id: int | None = None, url: str | None = None) -> list[OutcomeLine]:
     """One line per group of an advisor run (default: the newest run), by group id."""
     with db.connect(url) as conn:

@@ -1,0 +1,31 @@
+"""The advisor DAG's ``capacity_pass`` task: Airflow's own TriggerDagRunOperator, told at run time
+whether and when to trigger the snapshot DAG (services/capacity_pass.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from airflow.providers.standard.operators.trigger_dagrun import TriggerDagRunOperator
+from airflow.sdk.exceptions import AirflowSkipException
+
+from rebalance_advisor.dag_tasks import advisor_tasks
+
+#: dags/kafka_offsets_snapshot.py
+SNAPSHOT_DAG_ID = "kafka_offsets_snapshot"
+
+
+class CapacityPassTrigger(TriggerDagRunOperator):
+    """Triggers ``kafka_offsets_snapshot`` to run at the capacity pass's time after the upstream
+    ``hand_to_publishing`` published plans made on unknown capacities; skipped when none is due."""
+
+    def __init__(self, *, publishing_task_id: str = "hand_to_publishing", **kwargs: Any) -> None:
+        super().__init__(trigger_dag_id=SNAPSHOT_DAG_ID, **kwargs)
+        self.publishing_task_id = publishing_task_id
+
+    def execute(self, context: Any) -> Any:
+        handed = context["ti"].xcom_pull(task_ids=self.publishing_task_id)
+        due = advisor_tasks.capacity_pass_due(handed, context["params"])
+        if due is None:
+            raise AirflowSkipException("no capacity pass due")
+        self.run_after, self.note = due["run_after"], due["note"]
+        return super().execute(context)
