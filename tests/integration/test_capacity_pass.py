@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 import sqlalchemy as sa
 from rebalance_advisor import store
-from rebalance_advisor.services.capacity_pass import capacity_pass
+from rebalance_advisor.services.capacity_pass import NOTE_LIMIT, CapacityPass, capacity_pass
 from rebalance_advisor.store.plans import plans_moves_and_unknown_capacities
 
 from tests._plans import record_plan
@@ -48,6 +48,16 @@ def test_no_pass_when_off_when_the_schedule_comes_first_or_when_capacities_were_
     assert capacity_pass([unknown], sqlite_url, pass_s=120, now=NOW, next_scheduled=first) is None
     assert capacity_pass(
         [unknown], sqlite_url, pass_s=120, now=NOW, next_scheduled=first + timedelta(seconds=1)
+    )
+
+
+def test_the_note_fits_airflow_whatever_the_group_ids():
+    many = CapacityPass(NOW, tuple(f"{'g' * 400}{n}" for n in range(7)))  # Kafka sets no length limit
+    note = many.note()
+    assert len(note) <= NOTE_LIMIT and note.endswith("... and 4 more") and note.startswith("capacity pass: ")
+    assert (
+        CapacityPass(NOW, ("a", "b")).note()
+        == "capacity pass: plans published on unknown capacities for a, b"
     )
 
 

@@ -25,11 +25,16 @@ class CapacityPass:
     groups: tuple[str, ...]
 
     def note(self) -> str:
-        """The triggered run's note in Airflow: why it exists."""
-        shown = ", ".join(self.groups[:5]) + (
-            f" and {len(self.groups) - 5} more" if len(self.groups) > 5 else ""
-        )
-        return f"capacity pass: plans published on unknown capacities for {shown}"
+        """The triggered run's note in Airflow: why it exists (at most :data:`NOTE_LIMIT` characters)."""
+        more = f" and {len(self.groups) - 3} more" if len(self.groups) > 3 else ""
+        text = f"capacity pass: plans published on unknown capacities for {', '.join(self.groups[:3])}"
+        if len(text) + len(more) > NOTE_LIMIT:
+            text = text[: NOTE_LIMIT - len(more) - 3] + "..."
+        return text + more
+
+
+#: Airflow keeps a run's note in a 1,000-character column; Kafka sets no limit on a group id's length
+NOTE_LIMIT = 1000
 
 
 def capacity_pass(
