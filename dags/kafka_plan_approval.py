@@ -1,9 +1,6 @@
-"""kafka_plan_approval: approve (and publish) or reject one plan; optionally ask a person first.
-
-``decision``: ``approve``/``reject`` apply at once; ``ask`` describes the plan (group, moves, predicted
-effect) and waits at ``ask_a_person`` (Airflow's human-in-the-loop approval) for a person's answer.
-Task bodies and retries: ``rebalance_advisor.dag_tasks.publishing_tasks``; docs/protocol/static-groups.md.
-"""
+"""kafka_plan_approval: approve (and publish) or reject one plan; ``ask`` first describes it and waits
+at ``ask_a_person`` (Airflow's human-in-the-loop) for a person's answer. Task bodies and retries:
+``dag_tasks/publishing_tasks.py``; docs/protocol/static-groups.md; the capacity pass: docs/architecture.md."""
 
 from __future__ import annotations
 
@@ -12,6 +9,7 @@ from datetime import datetime, timedelta
 from airflow.providers.standard.operators.hitl import HITLOperator
 from airflow.sdk import dag, task
 from rebalance_advisor.dag_tasks import publishing_tasks
+from rebalance_advisor.dag_tasks.capacity_pass_trigger import CapacityPassTrigger
 from rebalance_advisor.dag_tasks.error_policy import retry_args
 from rebalance_advisor.dag_tasks.forms import dag_params
 from rebalance_advisor.dag_tasks.schema_tasks import upgrade_schema_task
@@ -55,6 +53,7 @@ def kafka_plan_approval() -> None:
     decided, described = apply_decision(), describe_plan()
     upgrade_schema_task(ApprovalParams) >> route() >> [described, decided]
     described >> ask >> decided
+    decided >> CapacityPassTrigger(publishing_task_id="apply_decision", params_model=ApprovalParams)
 
 
 kafka_plan_approval()

@@ -48,13 +48,12 @@ def kafka_rebalance_advisor() -> None:
         return advisor_tasks.refresh_broker_plans(params)
 
     any_group_flagged = task.branch(task_id="any_group_flagged")(advisor_tasks.choose_branch)
-    capacity_pass = CapacityPassTrigger(task_id="capacity_pass")  # docs/architecture.md, "The capacity pass"
     snapshot_id = upgrade_schema_task(AdvisorParams) >> pick_snapshot()
     snapshot_id >> refresh_broker_plans()
     result = plan(snapshot_id)
     handed = hand_to_publishing(result)
     any_group_flagged(result) >> [EmptyOperator(task_id="no_group_flagged"), handed] >> summary(result)
-    handed >> capacity_pass
+    handed >> CapacityPassTrigger()  # docs/architecture.md, "The capacity pass"
 
 
 kafka_rebalance_advisor()

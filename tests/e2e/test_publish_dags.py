@@ -33,8 +33,9 @@ def _states(run) -> dict[str, str]:
     return {ti.task_id: ti.state for ti in run.get_task_instances()}
 
 
-def _snapshot_runs_after(since: datetime) -> list[tuple[str, str, datetime, str | None]]:
-    """(run type, state, run after, note) of the snapshot DAG's runs due after ``since``."""
+def _snapshot_runs_after(since: datetime, group: str) -> list[tuple[str, str, datetime, str | None]]:
+    """(run type, state, run after, note) of the snapshot DAG's runs due after ``since`` whose note
+    names ``group`` (the session's one metadata DB holds other tests' runs)."""
     import sqlalchemy as sa
     from airflow.models.dagrun import DagRun
     from airflow.utils.session import create_session
@@ -43,7 +44,7 @@ def _snapshot_runs_after(since: datetime) -> list[tuple[str, str, datetime, str 
         runs = session.scalars(
             sa.select(DagRun).where(DagRun.dag_id == "kafka_offsets_snapshot", DagRun.run_after > since)
         ).all()
-        return [(r.run_type, r.state, r.run_after, r.note) for r in runs]
+        return [(r.run_type, r.state, r.run_after, r.note) for r in runs if group in (r.note or "")]
 
 
 @pytest.mark.parametrize("name", ["kafka_static_members", "kafka_plan_approval"])
@@ -112,7 +113,9 @@ def test_hitl_answer_becomes_the_decision() -> None:
 
 
 @pytest.mark.kafka
-def test_plan_approval_dag(airflow_home, connections: str, kafka_bootstrap: str) -> None:
+def test_plan_approval_dag(
+    airflow_home, connections: str, kafka_bootstrap: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from airflow.sdk.definitions.param import ParamValidationError
     from rebalance_advisor.adapters.assignment_topic import read_topic
     from rebalance_advisor.dag_tasks import publishing_tasks
@@ -150,8 +153,19 @@ def test_plan_approval_dag(airflow_home, connections: str, kafka_bootstrap: str)
     static_members.add(group, "w0", ["data"], url)
     static_members.add(group, "w1", ["data"], url)
     plan_id = record_plan(url, group, ["w0", "w1"], [100, 5000, 100, 100])
+    monkeypatch.setenv("REBALANCE_ADVISOR_SNAPSHOT_SCHEDULE", "0 0 1 1 *")  # next: far away
+    before = datetime.now(UTC)
     run = dag.test(run_conf={"plan_id": plan_id, "decision": "approve"})
     assert run.state == "success", _states(run)
+    # planned without capacities and published now: the snapshot DAG is triggered 120 s later
+    assert _states(run)["capacity_pass"] == "success"
+    ((run_type, state, run_after, note),) = _snapshot_runs_after(before, group)
+    assert (run_type, state, note) == (
+        "operator_triggered",
+        "queued",
+        f"capacity pass: plans published on unknown capacities for {group}",
+    )
+    assert before + timedelta(seconds=120) <= run_after <= datetime.now(UTC) + timedelta(seconds=120)
     plan = get_plan(plan_id, url)
     assert plan.status == "published" and plan.epoch >= 1
     assert [(t.to_status, t.airflow_run_id) for t in plan.transitions[1:]] == [
@@ -160,8 +174,10 @@ def test_plan_approval_dag(airflow_home, connections: str, kafka_bootstrap: str)
     ]
     on_topic = read_topic({"bootstrap.servers": kafka_bootstrap}, DEFAULT_TOPIC).group(group)
     assert {r.plan_id for r in on_topic.values()} == {str(plan_id)} and set(on_topic) == {"w0", "w1"}
-    # again: a no-op (the plan is published), not an error
-    assert dag.test(run_conf={"plan_id": plan_id, "decision": "approve"}).state == "success"
+    # again: a no-op (the plan is published), not an error, and no second pass
+    again = dag.test(run_conf={"plan_id": plan_id, "decision": "approve"})
+    assert again.state == "success" and _states(again)["capacity_pass"] == "skipped"
+    assert len(_snapshot_runs_after(before, group)) == 1
     assert len(get_plan(plan_id, url).transitions) == 3
     # refused transitions and unknown plans fail the run at once (no retries)
     started = time.monotonic()
@@ -238,7 +254,7 @@ def test_advisor_static_mode_end_to_end(
         after = datetime.now(UTC)
         assert run.state == "success", _states(run)
         assert _states(run)["capacity_pass"] == "success"
-        ((run_type, state, run_after, note),) = _snapshot_runs_after(before)
+        ((run_type, state, run_after, note),) = _snapshot_runs_after(before, scenario.group)
         assert (run_type, state) == ("operator_triggered", "queued")  # the scheduler starts it at run_after
         assert before + timedelta(seconds=120) <= run_after <= after + timedelta(seconds=120)
         assert note.startswith("capacity pass: ") and scenario.group in note

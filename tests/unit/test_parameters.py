@@ -113,12 +113,14 @@ def test_cli_switches_and_help_name_the_defaults(capsys) -> None:
 
 def test_the_capacity_pass_defaults_to_two_minutes_and_can_be_turned_off():
     # unset: estimates.RateParameters.capacity_pass_s, 120 s; 0: never; an hour at most
-    assert P.AdvisorParams().capacity_pass() == 120.0
-    assert P.AdvisorParams(capacity_pass_s=0).capacity_pass() == 0.0
-    assert P.AdvisorParams(capacity_pass_s=45).capacity_pass() == 45.0
-    for bad in (-1, 3601, "soon"):
-        with pytest.raises(P.ParameterError, match=r"capacity_pass_s"):
-            P.AdvisorParams(capacity_pass_s=bad)
+    for model in (P.AdvisorParams, P.ApprovalParams):
+        extra = {"plan_id": 1} if model is P.ApprovalParams else {}
+        assert P.capacity_pass_seconds(model(**extra).capacity_pass_s) == 120.0
+        assert P.capacity_pass_seconds(model(capacity_pass_s=0, **extra).capacity_pass_s) == 0.0
+        assert P.capacity_pass_seconds(model(capacity_pass_s=45, **extra).capacity_pass_s) == 45.0
+        for bad in (-1, 3601, "soon"):
+            with pytest.raises(P.ParameterError, match=r"capacity_pass_s"):
+                model(capacity_pass_s=bad, **extra)
 
 
 def test_the_rate_pass_is_taken_when_scheduled_unless_set():

@@ -137,27 +137,42 @@ def hand_to_publishing(
     return {"mode": p.publish_mode, "plan_ids": plan_ids, "published": True, "result": outcome.to_dict()}
 
 
+def newly_published(handed: Mapping[str, Any] | None) -> list[int]:
+    """The plans a publishing task published itself (not published already): the advisor's
+    ``hand_to_publishing`` result (``{"result": {"published": [...]}}``) or the approval DAG's
+    ``apply_decision`` result (one published plan)."""
+    handed = handed or {}
+    if "result" in handed:
+        published = (handed["result"] or {}).get("published") or []
+    else:
+        published = [handed] if handed.get("status") == "published" else []
+    return [int(p["plan_id"]) for p in published if p.get("changed")]
+
+
 @under_error_policy
-def capacity_pass_due(handed: Mapping[str, Any] | None, params: Mapping[str, Any]) -> dict[str, str] | None:
-    """The extra snapshot after ``hand_to_publishing`` published plans made on unknown capacities
+def capacity_pass_due(
+    handed: Mapping[str, Any] | None, params: Mapping[str, Any], params_model: Any = None
+) -> dict[str, str] | None:
+    """The extra snapshot after a publishing task published plans made on unknown capacities
     (services/capacity_pass.py): ``{"run_after": ISO time, "note": why}``, or None when none is due
-    (nothing newly published, the pass off, or the scheduled snapshot comes first)."""
+    (nothing newly published, the pass off, or the scheduled snapshot comes first). ``params_model``:
+    the DAG's parameter model (default: the advisor's)."""
     from datetime import UTC, datetime
 
     from rebalance_advisor import settings
     from rebalance_advisor.adapters.airflow_connections import database_url_from_connection
+    from rebalance_advisor.domain.parameters import AdvisorParams, capacity_pass_seconds
     from rebalance_advisor.services.capacity_pass import capacity_pass
 
-    published = ((handed or {}).get("result") or {}).get("published") or []
-    plan_ids = [int(p["plan_id"]) for p in published if p.get("changed")]
+    plan_ids = newly_published(handed)
     if not plan_ids:
         return None
-    p = _params(params)
+    p = (params_model or AdvisorParams).parse(params)
     now = datetime.now(UTC)
     found = capacity_pass(
         plan_ids,
         database_url_from_connection(p.db_conn_id),
-        pass_s=p.capacity_pass(),
+        pass_s=capacity_pass_seconds(p.capacity_pass_s),
         now=now,
         next_scheduled=next_cron_time(settings.snapshot_schedule(), now),
     )

@@ -16,15 +16,23 @@ SNAPSHOT_DAG_ID = "kafka_offsets_snapshot"
 
 class CapacityPassTrigger(TriggerDagRunOperator):
     """Triggers ``kafka_offsets_snapshot`` to run at the capacity pass's time after the upstream
-    ``hand_to_publishing`` published plans made on unknown capacities; skipped when none is due."""
+    publishing task published plans made on unknown capacities; skipped when none is due.
+    ``params_model``: the DAG's parameter model (default: the advisor's)."""
 
-    def __init__(self, *, publishing_task_id: str = "hand_to_publishing", **kwargs: Any) -> None:
-        super().__init__(trigger_dag_id=SNAPSHOT_DAG_ID, **kwargs)
-        self.publishing_task_id = publishing_task_id
+    def __init__(
+        self,
+        *,
+        publishing_task_id: str = "hand_to_publishing",
+        params_model: Any = None,
+        task_id: str = "capacity_pass",
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(task_id=task_id, trigger_dag_id=SNAPSHOT_DAG_ID, **kwargs)
+        self.publishing_task_id, self.params_model = publishing_task_id, params_model
 
     def execute(self, context: Any) -> Any:
         handed = context["ti"].xcom_pull(task_ids=self.publishing_task_id)
-        due = advisor_tasks.capacity_pass_due(handed, context["params"])
+        due = advisor_tasks.capacity_pass_due(handed, context["params"], self.params_model)
         if due is None:
             raise AirflowSkipException("no capacity pass due")
         self.run_after, self.note = due["run_after"], due["note"]

@@ -242,6 +242,24 @@ DbConnId = Annotated[
 KafkaConnId = Annotated[
     str, surface("kafka_default", min_length=1, description="Kafka connection (Airflow provider 'kafka')")
 ]
+#: the DAGs that publish plans (the advisor in static mode, the approval DAG) take the same one
+CapacityPassSeconds = Annotated[
+    float | None,
+    surface(
+        None, ge=0.0, le=3600.0,
+        description="after publishing a plan made while some member's capacity was unknown, trigger one more "
+        "snapshot this many seconds later, unless the scheduled one comes first, so the members it loaded "
+        "are measured soon (0: never; empty: 120 s)",
+    ),
+]  # fmt: skip
+
+
+def capacity_pass_seconds(value: float | None) -> float:
+    """Seconds from a plan published on unknown capacities to its extra snapshot (0: none;
+    ``estimates.RateParameters.capacity_pass_s`` when not set)."""
+    from rebalance_advisor.domain.estimates import RateParameters
+
+    return RateParameters.capacity_pass_s if value is None else value
 
 
 #: the auto capacity margin grows by this much per minute between the two snapshots the rates come
@@ -400,12 +418,7 @@ class AdvisorParams(Thresholds):
         description="auto.offset.reset per group, e.g. 'orders-.*=earliest,latest' "
         "(values: latest, earliest, none, by_duration)",
     )  # fmt: skip
-    capacity_pass_s: float | None = surface(
-        None, ge=0.0, le=3600.0,
-        description="static mode: after publishing a plan made while some member's capacity was unknown, "
-        "trigger one more snapshot this many seconds later, unless the scheduled one comes first, so the "
-        "members it loaded are measured soon (0: never; empty: 120 s)",
-    )  # fmt: skip
+    capacity_pass_s: CapacityPassSeconds
     db_conn_id: DbConnId
     kafka_conn_id: KafkaConnId
 
@@ -427,13 +440,6 @@ class AdvisorParams(Thresholds):
             except AdvisorError as error:
                 raise ValueError(str(error)) from None
         return value or None
-
-    def capacity_pass(self) -> float:
-        """Seconds from a plan published on unknown capacities to its extra snapshot (0: none;
-        ``estimates.RateParameters.capacity_pass_s`` by default)."""
-        from rebalance_advisor.domain.estimates import RateParameters
-
-        return RateParameters.capacity_pass_s if self.capacity_pass_s is None else self.capacity_pass_s
 
     def thresholds(self) -> Thresholds:
         """The decision-rule part."""
@@ -541,6 +547,7 @@ class ApprovalParams(ParamModel):
         None, max_length=2000, cli="--note", description="why (stored with the transition)"
     )
     publish: bool = surface(True, description="publish right after approval")
+    capacity_pass_s: CapacityPassSeconds
     kafka_conn_id: KafkaConnId
     db_conn_id: DbConnId
 
