@@ -9,14 +9,17 @@ quarter of that, caught up.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 import uuid
+from dataclasses import dataclass
 
 import pytest
 from confluent_kafka import Producer
 from rebalance_advisor import store
 from rebalance_advisor.adapters.assignment_publisher import publish_assignments
+from rebalance_advisor.domain.snapshot_model import MemberCapacity
 from rebalance_advisor.services import static_members
 from rebalance_advisor.store import db
 from rebalance_advisor.store.plans import published_assignments
@@ -77,11 +80,43 @@ def _saturated_rate(handled: list[float]) -> float:
     return (len(handled) - 200) / (handled[-1] - handled[199])
 
 
-def test_the_helper_reports_its_capacity_while_caught_up_and_the_snapshot_stores_it(
-    kafka_bootstrap, sqlite_url
-) -> None:
-    url = sqlite_url
+@dataclass
+class _Measured:
+    """One run: the stored snapshots, the truth before and after the reports, the first snapshot's
+    reports, and the machine's highest 1-minute load average seen during the run."""
+
+    url: str
+    group: str
+    first_id: int
+    second_id: int
+    truth_before: float
+    truth_after: float
+    load: float
+
+    def capacities(self) -> list[MemberCapacity]:
+        return [
+            store.load_snapshot(i, self.url).rates.capacity[(self.group, "m1")]
+            for i in (self.first_id, self.second_id)
+        ]
+
+    def within(self) -> bool:
+        """Each report within the bounds the test holds it to (see the test)."""
+        low, high = sorted((self.truth_before, self.truth_after))
+        return all(c.capacity is not None and 0.5 * low <= c.capacity <= 1.1 * high for c in self.capacities())
+
+
+#: a run whose reports fall outside the bounds on an overloaded machine (1-minute load above the
+#: cores) is measured again, at most this many times in all: under a shared CPU the handler's speed
+#: moves between the phases (183.5/s before and 139.2/s after the reports, which read 205.8/s, at
+#: load 7-9 beside a whole test suite). On a machine with cores to spare a first miss fails.
+ATTEMPTS = 3
+
+
+def _measure(kafka_bootstrap: str, url: str) -> _Measured:
+    """A member with a backlog (the truth before), a quarter of that load for 15 s (the reports),
+    two snapshots, and a backlog again (the truth after)."""
     store.upgrade(url)
+    load = os.getloadavg()[0]
     group = f"report-{uuid.uuid4().hex[:8]}"
     topic = new_topic(kafka_bootstrap, 4)
     for member in ("m1", "m2"):
@@ -122,6 +157,7 @@ def test_the_helper_reports_its_capacity_while_caught_up_and_the_snapshot_stores
         assert producer.flush(30) == 0
         time.sleep(1.0)  # the last records handled and committed
         assert member.error is None, member.error
+        load = max(load, os.getloadavg()[0])
         first_id = stored_snapshot(kafka_bootstrap, group, url)
         time.sleep(6.0)  # past the shortest rate interval (5 s)
         second_id = stored_snapshot(kafka_bootstrap, group, url)
@@ -135,29 +171,40 @@ def test_the_helper_reports_its_capacity_while_caught_up_and_the_snapshot_stores
         while len(member.handled) < done + AFTER_BACKLOG and time.monotonic() < deadline:
             time.sleep(0.2)
         truth_after = _saturated_rate(member.handled[done : done + AFTER_BACKLOG])
+        load = max(load, os.getloadavg()[0])
     finally:
         member.stop.set()
         member.join(30)
     assert member.error is None, member.error
+    return _Measured(url, group, first_id, second_id, truth_before, truth_after, load)
 
-    first = store.load_snapshot(first_id, url)
-    marks = [decode_capacity_report(c.metadata) for c in first.committed if c.group_id == group]
+
+def test_the_helper_reports_its_capacity_while_caught_up_and_the_snapshot_stores_it(
+    kafka_bootstrap, tmp_path
+) -> None:
+    runs: list[_Measured] = []
+    while len(runs) < ATTEMPTS:
+        runs.append(_measure(kafka_bootstrap, f"sqlite:///{tmp_path / f'run-{len(runs)}.db'}"))
+        if runs[-1].within() or runs[-1].load <= (os.cpu_count() or 1):
+            break
+    run = runs[-1]
+    first = store.load_snapshot(run.first_id, run.url)
+    marks = [decode_capacity_report(c.metadata) for c in first.committed if c.group_id == run.group]
     reports = [r for r in marks if r is not None]
     assert reports, [c.metadata for c in first.committed]
     # the window held only the quarter-load phase: busy about a quarter of the time, not saturated
     assert max(r.busy for r in reports) < 0.6, reports
-    for snapshot_id in (first_id, second_id):
-        got = store.load_snapshot(snapshot_id, url).rates.capacity[(group, "m1")]
-        assert got.source == "reported", (snapshot_id, got)
-        # Its commits count as busy time, and at a quarter of its capacity they weigh four times what
-        # they do saturated; with the CPU shared (another test worker, load) the report read low:
-        # 176.6/s against 201.9-219.1/s at load 12-20, 162.2/s against 235.1-236.9/s beside another
-        # worker at load 2-7; alone and quiet, within 3 %. A report that were the consume rate would
-        # read a quarter: the lower bound keeps that apart.
-        low, high = sorted((truth_before, truth_after))
-        assert 0.5 * low <= got.capacity <= 1.1 * high, (snapshot_id, got, truth_before, truth_after)
+    for got in run.capacities():
+        assert got.source == "reported", (run, got)
+    # Its commits count as busy time, and at a quarter of its capacity they weigh four times what
+    # they do saturated; with the CPU shared (another test worker, load) the report read low:
+    # 176.6/s against 201.9-219.1/s at load 12-20, 162.2/s against 235.1-236.9/s beside another
+    # worker at load 2-7; alone and quiet, within 3 %. A report that were the consume rate would
+    # read a quarter: the lower bound keeps that apart. Every attempt is in the message.
+    assert run.within(), [(r, [c.capacity for c in r.capacities()]) for r in runs]
     # m2 runs nothing: it gets the group median, i.e. m1's reported capacity
-    second = store.load_snapshot(second_id, url).rates.capacity
-    assert second[(group, "m2")].source == "group_median"
-    assert second[(group, "m2")].capacity == pytest.approx(second[(group, "m1")].capacity)
-    store.db.dispose(url)
+    second = store.load_snapshot(run.second_id, run.url).rates.capacity
+    assert second[(run.group, "m2")].source == "group_median"
+    assert second[(run.group, "m2")].capacity == pytest.approx(second[(run.group, "m1")].capacity)
+    for r in runs:
+        store.db.dispose(r.url)
