@@ -102,7 +102,9 @@ class _Measured:
     def within(self) -> bool:
         """Each report within the bounds the test holds it to (see the test)."""
         low, high = sorted((self.truth_before, self.truth_after))
-        return all(c.capacity is not None and 0.5 * low <= c.capacity <= 1.1 * high for c in self.capacities())
+        return all(
+            c.capacity is not None and 0.5 * low <= c.capacity <= 1.1 * high for c in self.capacities()
+        )
 
 
 #: a run whose reports fall outside the bounds on an overloaded machine (1-minute load above the
