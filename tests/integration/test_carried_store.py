@@ -18,6 +18,7 @@ from rebalance_advisor.domain.snapshot_model import (
     PartitionOffsets,
     Snapshot,
 )
+from rebalance_advisor.domain.telemetry import TelemetrySample
 from rebalance_advisor.store import db
 from rebalance_advisor.store.models import SnapshotRow
 from rebalance_advisor.store.snapshot_reader import read_snapshot_tables
@@ -69,6 +70,37 @@ def test_what_is_loaded_after_a_write_is_what_the_step_carried_on(db_url) -> Non
     assert loaded.produce[("t", 0)] == pytest.approx(2.0) and loaded.consume[("b", "t", 0)] == pytest.approx(
         3.0
     )
+    store.db.dispose(db_url)
+
+
+def _pushed(member: str, idle: float, at: datetime) -> TelemetrySample:
+    """A confluent-kafka member's telemetry, pushed a second before the snapshot at ``at``."""
+    return TelemetrySample(
+        "b", member, "", "client", "confluent-kafka-python", "2.16.1", idle, at.timestamp() - 1, None, 0, 0,
+        False, 5.0, at.timestamp() - 1,
+    )  # fmt: skip
+
+
+def test_the_groups_arrivals_evidence_is_carried_through_the_store(db_url) -> None:
+    """m1 is measured at 3.5/s at 100 s (as above). At 200 s it has caught up, 9.5/s, and pushes
+    idle 0.5: read as steady arrivals 19/s (off log 2 from 9.5), as random arrivals more (the
+    librdkafka model reads 0.5 as less busy). The group's evidence is positive: stored with the
+    snapshot, loaded back as the step carried it, and m2's telemetry (0.2/s at idle 0.5) is read
+    as steady, 0.4/s."""
+    store.upgrade(db_url)
+    store.write_snapshot(_snap(0, {0: 1000, 1: 100, 2: 100}, {0: 100, 1: 100, 2: 100}), db_url)
+    store.write_snapshot(_snap(100, {0: 1200, 1: 150, 2: 120}, {0: 400, 1: 150, 2: 120}), db_url)
+    before = _carried(db_url)
+    assert before.capacities[("b", "i1")].value == pytest.approx(3.5) and before.arrivals_evidence == {}
+    later = _snap(200, {0: 1300, 1: 200, 2: 140}, {0: 1300, 1: 200, 2: 140})
+    later.telemetry = [_pushed("m1", 0.5, later.taken_at), _pushed("m2", 0.5, later.taken_at)]
+    store.write_snapshot(later, db_url)
+    expected = step(before, observe_snapshot(later, before))[1]
+    loaded = _carried(db_url)
+    assert loaded == expected
+    assert set(loaded.arrivals_evidence) == {"b"} and loaded.arrivals_evidence["b"] > 0
+    m2 = store.load_snapshot(later.snapshot_id, db_url).rates.capacity[("b", "m2")]
+    assert (m2.capacity, m2.source) == (pytest.approx(0.4), "telemetry")
     store.db.dispose(db_url)
 
 

@@ -4,11 +4,14 @@ Expected values are worked out by hand from the numbers in each test."""
 from __future__ import annotations
 
 import json
+import math
 import random
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from rebalance_advisor.adapters.client_telemetry import TelemetryRead, apply_record, decode_sample
 from rebalance_advisor.domain import telemetry
+from rebalance_advisor.domain.estimates import CarriedCapacity
 from rebalance_advisor.domain.telemetry import (
     TelemetryParameters,
     TelemetrySample,
@@ -17,6 +20,8 @@ from rebalance_advisor.domain.telemetry import (
 )
 
 NOW = 1_000_000.0
+#: the carried snapshot's time in the step tests (``_step_with``)
+_T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 
 
 def sample(
@@ -242,10 +247,16 @@ def test_reader_takes_null_or_text_numbers_as_absent() -> None:
 
 
 def _step_with(
-    idle: float, committed_after: dict[int, int], reports: dict | None = None, capacities: dict | None = None
+    idle: float,
+    committed_after: dict[int, int],
+    reports: dict | None = None,
+    capacities: dict | None = None,
+    idle_b: float | None = None,
+    evidence: dict | None = None,
 ):
     """Group g: a holds t-0, b holds t-1, both caught up at 1,000 at T0. 60 s later t-0 and t-1 have
-    appended 600 each; a pushed ``idle`` 5 s before the snapshot (confluent-kafka)."""
+    appended 600 each; a pushed ``idle`` 5 s before the snapshot (confluent-kafka), and b
+    ``idle_b`` when given. ``evidence``: the carried arrivals evidence by group."""
     from datetime import UTC, datetime, timedelta
 
     from rebalance_advisor.domain.estimates import Carried, Observed, ObservedMember, step
@@ -261,12 +272,29 @@ def _step_with(
         consume={("g", "t", 0): 10.0, ("g", "t", 1): 10.0},
         owners={("g", "t", 0): "a", ("g", "t", 1): "b"},
         capacities=capacities or {},
+        arrivals_evidence=evidence or {},
     )
     taken = t0 + timedelta(seconds=60)
-    heard = TelemetrySample(
-        "g", "a", "", "c", "confluent-kafka-python", "2.16.1", idle, taken.timestamp() - 5, None, 0, 0,
-        False, 5.0, taken.timestamp() - 4,
-    )  # fmt: skip
+    pushed = {"a": idle} | ({} if idle_b is None else {"b": idle_b})
+    heard = {
+        ("g", member): TelemetrySample(
+            "g",
+            member,
+            "",
+            "c",
+            "confluent-kafka-python",
+            "2.16.1",
+            ratio,
+            taken.timestamp() - 5,
+            None,
+            0,
+            0,
+            False,
+            5.0,
+            taken.timestamp() - 4,
+        )  # fmt: skip
+        for member, ratio in pushed.items()
+    }
     observed = Observed(
         cluster="id:c",
         taken_at=taken,
@@ -275,7 +303,7 @@ def _step_with(
         committed={("g", "t", p): c for p, c in committed_after.items()},
         members=(ObservedMember("g", "a", "a", (("t", 0),)), ObservedMember("g", "b", "b", (("t", 1),))),
         reports=reports or {},
-        telemetry={("g", "a"): heard},
+        telemetry=heard,
     )
     return step(carried, observed)
 
@@ -317,6 +345,50 @@ def test_a_capacity_measured_at_saturation_outranks_later_telemetry(identity: No
         pytest.approx(20.0),
         "telemetry",
     )
+
+
+@pytest.fixture
+def halving(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A librdkafka random-arrival correction through (0, 0), (0.5, 0.25), (1, 1); its steady one
+    stays the identity."""
+    monkeypatch.setattr(telemetry, "CALIBRATION", {"librdkafka": ((0.0, 0.0), (0.5, 0.25), (1.0, 1.0))})
+
+
+def test_a_member_measured_at_saturation_makes_its_group_read_as_steady(halving: None) -> None:
+    """a was measured at 14/s at saturation; now 10/s at reported busy 0.7. Random: 0.7 -> 0.25 +
+    0.2 / 0.5 x 0.75 = 0.55, 10 / 0.55 = 18.18/s (off log(18.18 / 14) = 0.2614); steady: 10 / 0.7
+    = 14.29/s (off 0.0206). Evidence 0.2408 > 0: b's telemetry (busy 0.5, 10/s) is read as steady,
+    10 / 0.5 = 20/s, where the random model gives 10 / 0.25 = 40/s."""
+    measured = {("g", "a"): CarriedCapacity(14.0, _T0 - timedelta(minutes=30), "measured")}
+    rates, carried = _step_steady(measured)
+    assert rates.arrivals_evidence == {"g": pytest.approx(0.2408, abs=1e-3)}
+    assert carried.arrivals_evidence == rates.arrivals_evidence
+    b = rates.capacity[("g", "b")]
+    assert (b.capacity, b.source) == (pytest.approx(20.0), "telemetry")
+    assert b.note is not None and "steady spacing" in b.note
+    assert rates.capacity[("g", "a")].capacity == pytest.approx(14.0)  # saturation still outranks
+    # no member measured at saturation: nothing to go by, read as random arrivals
+    rates, carried = _step_steady({})
+    assert rates.capacity[("g", "b")].capacity == pytest.approx(40.0)
+    assert rates.arrivals_evidence == {} and carried.arrivals_evidence == {}
+
+
+def test_the_evidence_is_averaged_over_time_and_carried_without_pairs(halving: None) -> None:
+    """Carried evidence -0.5 (read as random), a new sample 0.2408 over 60 s at tau 1,800 s:
+    alpha = 1 - e^(-60 / 1800) = 0.03278, -0.5 + 0.03278 x 0.7408 = -0.4757: still random."""
+    measured = {("g", "a"): CarriedCapacity(14.0, _T0 - timedelta(minutes=30), "measured")}
+    rates, _ = _step_steady(measured, {"g": -0.5})
+    assert rates.arrivals_evidence["g"] == pytest.approx(-0.5 + (1 - math.exp(-60 / 1800)) * 0.7408, abs=1e-3)
+    assert rates.capacity[("g", "b")].capacity == pytest.approx(40.0)
+    # no member measured at saturation now: the carried evidence stays, and decides (steady)
+    rates, _ = _step_steady({}, {"g": 0.3})
+    assert rates.arrivals_evidence == {"g": 0.3}
+    assert rates.capacity[("g", "b")].capacity == pytest.approx(20.0)
+
+
+def _step_steady(capacities: dict, evidence: dict | None = None):
+    """a and b consumed 600 in 60 s (10/s), caught up; a pushed idle 0.3 (reported busy 0.7), b 0.5."""
+    return _step_with(0.3, {0: 1600, 1: 1600}, capacities=capacities, idle_b=0.5, evidence=evidence)
 
 
 def test_step_notes_why_telemetry_was_distrusted(identity: None) -> None:

@@ -18,8 +18,10 @@ interval's rate is taken as is.
 Capacity per member: measured (Σ its consume rates over an interval in which it held the same
 partitions with backlog on at least one at both ends, smoothed like rates, carried while it stays,
 up to ``capacity_max_age_s``, never below what it consumed per second; backlog = lag above
-``busy_backlog_s`` of the partition's produce rate) or reported by its client helper, else the
-group's median measured, else the configured value, else unknown (``equal``).
+``busy_backlog_s`` of the partition's produce rate) or reported by its client helper, or read from
+its client telemetry (as records at a steady spacing while the group's evidence says so:
+:attr:`Carried.arrivals_evidence`), else the group's median measured, else the configured value,
+else unknown (``equal``).
 """
 
 from __future__ import annotations
@@ -47,8 +49,18 @@ from rebalance_advisor.domain.snapshot_model import (
     Snapshot,
     SnapshotRates,
 )
+from rebalance_advisor.domain.telemetry import (
+    RANDOM,
+    STEADY,
+    TelemetryCapacity,
+    TelemetryParameters,
+    TelemetryReadings,
+    TelemetrySample,
+    arrivals_evidence,
+    steady_arrivals,
+    telemetry_capacity,
+)
 from rebalance_advisor.domain.telemetry import SOURCE as TELEMETRY_SOURCE
-from rebalance_advisor.domain.telemetry import TelemetryCapacity, TelemetrySample, telemetry_capacity
 from rebalance_advisor.errors import AdvisorError
 
 #: (topic, partition)
@@ -458,6 +470,9 @@ class Carried:
     capacities: Mapping[MemberRef, CarriedCapacity] = field(default_factory=dict)
     #: group -> its partitions' moves within ``RateParameters.recent_moves_s``, oldest first
     recent_moves: Mapping[str, tuple[RecentMove, ...]] = field(default_factory=dict)
+    #: group -> the averaged evidence that its telemetry reads as records at a steady spacing
+    #: (:func:`rebalance_advisor.domain.telemetry.arrivals_evidence`)
+    arrivals_evidence: Mapping[str, float] = field(default_factory=dict)
     snapshot_id: int | None = None
 
     def after_plan(
@@ -562,8 +577,12 @@ def step(
     consume, samples = _consume_rates(carried, observed, interval)
     rates = SnapshotRates(produce=produce, consume=consume, note=interval.problem)
     rates.interval_s = interval.elapsed_s if interval.gives_rates else None
+    context = _StepContext(carried, observed, params, interval, samples, rates)
+    evidence = [_member_evidence(m, context) for m in observed.members]
+    rates.arrivals_evidence = _arrivals_by_group(evidence, context)
     estimates = [
-        _member_estimate(m, carried, observed, params, interval, samples, rates) for m in observed.members
+        _member_estimate(e, context, steady_arrivals(rates.arrivals_evidence.get(e.member.group_id)))
+        for e in evidence
     ]
     rates.capacity = _filled_capacities(estimates, observed, params)
     return rates, _next_carried(carried, observed, rates, estimates, params)
@@ -631,32 +650,112 @@ class _MemberEstimate:
     note: str | None = None
 
 
-def _member_estimate(
-    member: ObservedMember,
-    carried: Carried | None,
-    observed: Observed,
-    params: RateParameters,
-    interval: _Interval,
-    samples: Mapping[GroupPartition, float],
-    rates: SnapshotRates,
-) -> _MemberEstimate:
-    """The capacity rule for one member: a busy sample, else its own report, else its telemetry,
-    smoothed into the carried value (:func:`capacity_sample`, :func:`next_capacity`)."""
-    ref = (member.group_id, member.key)
+class _StepContext(NamedTuple):
+    """What one :func:`step` reads, for the per-member rules."""
+
+    carried: Carried | None
+    observed: Observed
+    params: RateParameters
+    interval: _Interval
+    samples: Mapping[GroupPartition, float]
+    rates: SnapshotRates
+
+
+class _Evidence(NamedTuple):
+    """What the snapshot shows of one member's capacity before the rule weighs it."""
+
+    member: ObservedMember
+    work: _Work
+    #: its helper's report, asked only without a busy sample (the simulator draws one when asked)
+    reported: float | None
+    prior: CarriedCapacity | None
+
+    @property
+    def asks_telemetry(self) -> bool:
+        """The capacity rule's order: telemetry only without a busy sample or the member's report."""
+        return self.work.busy is None and self.reported is None
+
+
+def _member_evidence(member: ObservedMember, context: _StepContext) -> _Evidence:
+    """What the member did over the interval (:func:`_busy_sample`, when it held its partitions),
+    its report, and its carried capacity."""
+    carried, interval = context.carried, context.interval
     work = _NO_WORK
     if carried is not None and interval.gives_rates and _held_throughout(member, carried):
-        work = _busy_sample(member, carried, observed, params, interval, samples, rates)
-    busy, consumed = work.busy, work.consumed
-    prior = carried.capacities.get(ref) if carried is not None else None
-    reported = observed.reports.get(ref) if busy is None else None
+        work = _busy_sample(member, carried, context)
+    ref = (member.group_id, member.key)
+    reported = context.observed.reports.get(ref) if work.busy is None else None
+    return _Evidence(member, work, reported, carried.capacities.get(ref) if carried else None)
+
+
+def _telemetry_reading(
+    evidence: _Evidence, context: _StepContext, arrivals: str = RANDOM
+) -> TelemetryCapacity:
+    """What the member's telemetry says over the interval, read as ``arrivals``."""
+    observed, interval, work = context.observed, context.interval, evidence.work
+    return telemetry_capacity(
+        observed.telemetry[(evidence.member.group_id, evidence.member.key)],
+        work.consumed,
+        work.lag_growth,
+        observed.taken_at.timestamp(),
+        window_s=interval.elapsed_s if interval.gives_rates else None,
+        arrivals=arrivals,
+    )
+
+
+def _arrivals_by_group(evidence: Sequence[_Evidence], context: _StepContext) -> dict[str, float]:
+    """group -> the evidence that its telemetry reads as records at a steady spacing
+    (:func:`rebalance_advisor.domain.telemetry.arrivals_evidence`), averaged over time
+    (``TelemetryParameters.arrivals_time_constant_s``) into the carried value; kept as carried
+    while no member measured at saturation reads, dropped with the group."""
+    pairs = _arrival_pairs(evidence, context)
+    carried = context.carried.arrivals_evidence if context.carried is not None else {}
+    tau = TelemetryParameters().arrivals_time_constant_s
+    alpha = smoothing_weight(context.interval.elapsed_s, context.params, tau)
+    out: dict[str, float] = {}
+    for group in {m.group_id for m in context.observed.members}:
+        sample, before = arrivals_evidence(pairs.get(group, ())), carried.get(group)
+        value = (
+            before
+            if sample is None or not context.interval.gives_rates
+            else smooth_rate(sample, before, alpha)
+        )
+        if value is not None:
+            out[group] = value
+    return out
+
+
+def _arrival_pairs(
+    evidence: Sequence[_Evidence], context: _StepContext
+) -> dict[str, list[tuple[float, TelemetryReadings]]]:
+    """group -> (capacity measured at saturation, what the telemetry reads now under both models) of
+    its members whose measurement outranks their telemetry (:func:`saturation_outranks_telemetry`)."""
+    pairs: dict[str, list[tuple[float, TelemetryReadings]]] = {}
+    for e in evidence:
+        ref = (e.member.group_id, e.member.key)
+        if not e.asks_telemetry or e.prior is None or ref not in context.observed.telemetry:
+            continue
+        if saturation_outranks_telemetry(e.prior, context.observed.taken_at, context.params) is None:
+            continue
+        readings = TelemetryReadings(
+            _telemetry_reading(e, context).capacity, _telemetry_reading(e, context, STEADY).capacity
+        )
+        measured = max(e.prior.value, e.work.consumed or 0.0)  # as next_capacity raises it
+        pairs.setdefault(e.member.group_id, []).append((measured, readings))
+    return pairs
+
+
+def _member_estimate(evidence: _Evidence, context: _StepContext, steady: str | None) -> _MemberEstimate:
+    """The capacity rule for one member: a busy sample, else its own report, else its telemetry
+    (read as records at a steady spacing when its group's are: ``steady``), smoothed into the
+    carried value (:func:`capacity_sample`, :func:`next_capacity`)."""
+    observed, params, interval = context.observed, context.params, context.interval
+    member, prior, reported = evidence.member, evidence.prior, evidence.reported
+    busy, consumed = evidence.work.busy, evidence.work.consumed
     heard = None
-    if busy is None and reported is None and ref in observed.telemetry:
-        heard = saturation_outranks_telemetry(prior, observed.taken_at, params) or telemetry_capacity(
-            observed.telemetry[ref],
-            consumed,
-            work.lag_growth,
-            observed.taken_at.timestamp(),
-            window_s=interval.elapsed_s if interval.gives_rates else None,
+    if evidence.asks_telemetry and (member.group_id, member.key) in observed.telemetry:
+        heard = saturation_outranks_telemetry(prior, observed.taken_at, params) or _telemetry_reading(
+            evidence, context, STEADY if steady else RANDOM
         )
     sample, fresh_source = capacity_sample(busy, reported, heard.capacity if heard else None)
     source = fresh_source or (prior.source if prior is not None else "measured")
@@ -665,19 +764,15 @@ def _member_estimate(
         prior = None
     age = (observed.taken_at - prior.at).total_seconds() if prior is not None else 0.0
     value = next_capacity(
-        sample,
-        prior.value if prior else None,
-        age,
-        interval.elapsed_s,
-        params,
-        consumed,
-        own_report,
+        sample, prior.value if prior else None, age, interval.elapsed_s, params, consumed, own_report
     )
     at = None if value is None else (observed.taken_at if value[1] or prior is None else prior.at)
-    own = [rates.consume.get((member.group_id, t, p), _UNKNOWN).rate for t, p in member.partitions]
+    own = [context.rates.consume.get((member.group_id, t, p), _UNKNOWN).rate for t, p in member.partitions]
     known = [r for r in own if r is not None]
     measured = None if value is None else value[0]
     note = heard.reason if heard is not None and heard.capacity is None else None
+    if steady is not None and source == TELEMETRY_SOURCE and note is None:
+        note = steady
     return _MemberEstimate(member, measured, at, source, sum(known) if known else None, note)
 
 
@@ -706,18 +801,11 @@ class _Work(NamedTuple):
 _NO_WORK = _Work(None, None, None)
 
 
-def _busy_sample(
-    member: ObservedMember,
-    carried: Carried,
-    observed: Observed,
-    params: RateParameters,
-    interval: _Interval,
-    samples: Mapping[GroupPartition, float],
-    rates: SnapshotRates,
-) -> _Work:
+def _busy_sample(member: ObservedMember, carried: Carried, context: _StepContext) -> _Work:
     """(:func:`busy_capacity_sample`, Σ consume samples, Σ lag growth) of a member that held its
     partitions over the interval; all None when an offset or a consume sample is missing. The
     backlog floor of a partition whose produce rate is unknown is 0."""
+    observed, params, samples, rates = context.observed, context.params, context.samples, context.rates
     before: list[int] = []
     after: list[int] = []
     consumed: list[float] = []
@@ -732,7 +820,7 @@ def _busy_sample(
         after.append(e1 - c1)
         consumed.append(samples[gtp])
         floors.append((rates.produce.get(tp, _UNKNOWN).rate or 0.0) * params.busy_backlog_s)
-    growth = interval.elapsed_s >= params.growth_sample_min_interval_s
+    growth = context.interval.elapsed_s >= params.growth_sample_min_interval_s
     # the bound is NumPy's (pairwise) sum, as the simulator first summed its arrays: bench/drain.py's
     # results stay identical to the last bit (the busy sample's own sum is a plain one, as before)
     busy = busy_capacity_sample(before, after, consumed, floors, growth)
@@ -792,6 +880,7 @@ def _next_carried(
             if e.measured is not None and e.at is not None
         },
         recent_moves=recent,
+        arrivals_evidence=rates.arrivals_evidence,
         snapshot_id=observed.snapshot_id,
     )
 

@@ -178,6 +178,9 @@ class SnapshotRates:
     note: str | None = None
     #: seconds between the previous snapshot and this one, when the rates come from that interval
     interval_s: float | None = None
+    #: group -> the averaged evidence that its telemetry reads as records at a steady spacing
+    #: (``rebalance_advisor.domain.telemetry.arrivals_evidence``; carried to the next snapshot)
+    arrivals_evidence: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass

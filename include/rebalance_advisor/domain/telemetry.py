@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -19,6 +19,10 @@ if TYPE_CHECKING:  # numpy is imported where the Java model runs: DAG files impo
 
 #: the capacity source's name (``snapshot_model.CAPACITY_SOURCES``)
 SOURCE = "telemetry"
+#: how records reach a group's consumers, as the corrections model it: at random (Poisson, the
+#: default) or at a steady spacing (one at a time, as a producer on a timer sends them);
+#: :func:`arrivals_evidence` says which fits a group
+RANDOM, STEADY = "random", "steady"
 
 
 @dataclass(frozen=True)
@@ -75,6 +79,11 @@ class TelemetryParameters:
     #: model expects at the busy share it reads (docs/benchmarks/telemetry-accuracy.md, "A starved
     #: Java consumer"); its reading is not the model's and is distrusted
     starved_batch_factor: float = 3.0
+    #: time constant (s) over which a group's evidence for the arrival models is averaged
+    #: (:func:`arrivals_evidence`): one snapshot's readings are off by up to 20 % each, about the
+    #: models' difference near full load (bench/drain.py cap2x-z1.5-telemetry-regular, 20 seeds:
+    #: overloaded 8.3 % decided snapshot by snapshot, 5.2 % at 600 s, 4.9 % at 1,800 s)
+    arrivals_time_constant_s: float = 1800.0
 
 
 @dataclass(frozen=True)
@@ -86,23 +95,66 @@ class TelemetryCapacity:
     reason: str
 
 
-def busy_share(sample: TelemetrySample) -> float | None:
+@dataclass(frozen=True)
+class TelemetryReadings:
+    """What one member's telemetry reads under each arrival model (None: refused under it)."""
+
+    random: float | None
+    steady: float | None
+
+
+def arrivals_evidence(pairs: Sequence[tuple[float, TelemetryReadings]]) -> float | None:
+    """How much closer a group's telemetry reads as records at a steady spacing than at random,
+    against its members measured at saturation: each pair is a member's measured capacity and what
+    its telemetry reads now under both models. The median |log(read / measured)| of the random
+    model minus the steady model's; positive when the steady one reads closer; None without a pair.
+
+    Why: the correction models records that arrive at random; records at a steady spacing make it
+    read high (+33 to +67 % at half busy on a broker: docs/benchmarks/telemetry-accuracy.md,
+    "Regular arrivals"), and each member learnt only by saturating costs an interval of overload.
+    A group's members read the same topics, so they share the pattern; the models differ by busy
+    share, so a plain ratio would not carry from one member to another.
+    """
+    usable = [(m, r.random, r.steady) for m, r in pairs if m > 0 and r.random and r.steady]
+    if not usable:
+        return None
+    random_off = statistics.median(abs(math.log(read / m)) for m, read, _ in usable)
+    steady_off = statistics.median(abs(math.log(read / m)) for m, _, read in usable)
+    return random_off - steady_off
+
+
+def steady_arrivals(evidence: float | None) -> str | None:
+    """Why a group's telemetry is read as records at a steady spacing (its averaged
+    :func:`arrivals_evidence` is positive), or None: read as random arrivals, the default."""
+    if evidence is None or evidence <= 0:
+        return None
+    return (
+        "telemetry read as records at a steady spacing: against members measured at saturation "
+        f"it reads {math.expm1(evidence):.0%} closer so"
+    )
+
+
+def busy_share(sample: TelemetrySample, arrivals: str = RANDOM) -> float | None:
     """The share of time the member worked outside ``poll()``, corrected for its client's formula.
 
     See :func:`correct_busy`; None when the sample carries no usable idle ratio.
     """
-    return _corrected_busy(sample.family, sample.idle_ratio)
+    return _corrected_busy(sample.family, sample.idle_ratio, arrivals)
 
 
-def _corrected_busy(family: str, idle: float | None) -> float | None:
+def _corrected_busy(family: str, idle: float | None, arrivals: str = RANDOM) -> float | None:
     """One idle ratio as a corrected busy share; None when it is missing, NaN or outside [0, 1]."""
     if idle is None or not math.isfinite(idle) or not 0.0 <= idle <= 1.0:
         return None
-    return correct_busy(family, 1.0 - idle)
+    return correct_busy(family, 1.0 - idle, arrivals)
 
 
 def summary_busy(
-    sample: TelemetrySample, now: float, window_s: float | None, summary: str = "median"
+    sample: TelemetrySample,
+    now: float,
+    window_s: float | None,
+    summary: str = "median",
+    arrivals: str = RANDOM,
 ) -> float | None:
     """The member's busy share over its recent pushes within ``window_s`` before ``now`` (all the
     plugin kept when None), summarised; the newest push's alone when none is recent or for "newest".
@@ -110,22 +162,23 @@ def summary_busy(
     The correction is monotonic, so the median of the corrected shares is the median push's.
     """
     recent = (
-        _corrected_busy(sample.family, idle)
+        _corrected_busy(sample.family, idle, arrivals)
         for at, idle in sample.recent_idle
         if window_s is None or at >= now - window_s
     )
     busies = [busy for busy in recent if busy is not None]
     if summary == "newest" or not busies:
-        return busy_share(sample)
+        return busy_share(sample, arrivals)
     return statistics.median(busies) if summary == "median" else statistics.fmean(busies)
 
 
-def correct_busy(family: str, reported_busy: float) -> float:
+def correct_busy(family: str, reported_busy: float, arrivals: str = RANDOM) -> float:
     """The true busy share from the one a client reports (bench/telemetry_accuracy.py, "Calibration").
 
-    Piecewise linear through the calibration points measured for the family, clamped to [0, 1].
+    Piecewise linear through the points modelled for the family and the arrivals, clamped to [0, 1].
     """
-    return correct_busy_through(CALIBRATION.get(family, ((0.0, 0.0), (1.0, 1.0))), reported_busy)
+    table = STEADY_CALIBRATION if arrivals == STEADY else CALIBRATION
+    return correct_busy_through(table.get(family, ((0.0, 0.0), (1.0, 1.0))), reported_busy)
 
 
 def correct_busy_through(points: tuple[tuple[float, float], ...], reading: float) -> float:
@@ -302,6 +355,12 @@ class _ModelPoints(dict):
 CALIBRATION: dict[str, tuple[tuple[float, float], ...]] = _ModelPoints(
     {"java": java_reported_busy, "librdkafka": librdkafka_reported_busy}
 )
+#: the same for records at a steady spacing (docs/benchmarks/telemetry-accuracy.md, "Regular
+#: arrivals"): Java's sensor as :func:`java_reported_busy_regular` models it; librdkafka's per-cycle
+#: average is then the true share as it reads (no points)
+STEADY_CALIBRATION: dict[str, tuple[tuple[float, float], ...]] = _ModelPoints(
+    {"java": java_reported_busy_regular}
+)
 
 
 def telemetry_capacity(
@@ -311,19 +370,21 @@ def telemetry_capacity(
     now: float,
     params: TelemetryParameters = TelemetryParameters(),
     window_s: float | None = None,
+    arrivals: str = RANDOM,
 ) -> TelemetryCapacity:
     """The member's capacity from its telemetry over the last snapshot interval, with the gates.
 
     ``consume_rate``: records/s the member consumed over the interval; ``lag_growth``: how much its
     lag grew over it (records, negative when it shrank); ``now``: the snapshot's time (epoch s);
-    ``window_s``: the interval's length (the pushes within it are summarised: :func:`summary_busy`).
+    ``window_s``: the interval's length (the pushes within it are summarised: :func:`summary_busy`);
+    ``arrivals``: which model corrects the reading (:data:`RANDOM` or :data:`STEADY`).
     """
     if sample is None:
         return TelemetryCapacity(None, None, "no telemetry")
     age = now - max(sample.idle_time, sample.received)
     if age > params.max_age_intervals * max(sample.push_interval_s, 1.0):
         return TelemetryCapacity(None, None, f"telemetry {age:.0f} s old")
-    busy = summary_busy(sample, now, window_s, params.summary)
+    busy = summary_busy(sample, now, window_s, params.summary, arrivals)
     if busy is None:
         return TelemetryCapacity(None, None, "no idle ratio in the telemetry")
     if not consume_rate or consume_rate <= 0 or not math.isfinite(consume_rate):

@@ -88,6 +88,9 @@ class ConsumerGroupRow(Base):
     coordinator_id: Mapped[int | None] = mapped_column(sa.Integer)
     coordinator_host: Mapped[str | None] = mapped_column(sa.Text)
     member_count: Mapped[int] = mapped_column(sa.Integer)
+    #: the averaged evidence that the group's telemetry reads as records at a steady spacing
+    #: (``domain.telemetry.arrivals_evidence``), carried to the next snapshot; NULL: none yet
+    arrivals_evidence: Mapped[float | None] = mapped_column(sa.Float)
 
 
 class GroupMemberRow(Base):

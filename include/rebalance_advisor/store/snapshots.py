@@ -140,7 +140,8 @@ def load_carried(
     """What the advisor carries from the newest stored snapshot of a cluster (before ``before_id``,
     when given), or None when there is none: ``estimates.step`` pairs the next snapshot with it.
 
-    Only that one snapshot is read (its offsets, stored rates, owners and capacities): rates are
+    Only that one snapshot is read (its offsets, stored rates, owners, capacities and the groups'
+    arrivals evidence): rates are
     carried forward snapshot by snapshot, never recomputed from older ones. A manual-assign group
     (``manual``: the plans published now) gets as owners those of the plan the stored snapshot
     measured against: a plan published since moved some partitions, and only members whose
@@ -156,6 +157,12 @@ def load_carried(
     plans, assigned_capacities = _carried_assigned(conn, snapshot_id)
     capacities.update(assigned_capacities)
     owners.update(_plan_owners(conn, plans, manual or {}))
+    g = ConsumerGroupRow.__table__
+    arrivals = conn.execute(
+        sa.select(g.c.group_id, g.c.arrivals_evidence).where(
+            g.c.snapshot_id == snapshot_id, g.c.arrivals_evidence.is_not(None)
+        )
+    )
     return Carried(
         cluster=cluster_key(cluster_id, bootstrap_servers),
         taken_at=_aware(taken_at),
@@ -166,6 +173,7 @@ def load_carried(
         consume=consume,
         owners=owners,
         capacities=capacities,
+        arrivals_evidence={group_id: value for group_id, value in arrivals},
         snapshot_id=snapshot_id,
     )
 
@@ -394,9 +402,9 @@ def _insert_groups(conn: Connection, snapshot_id: int, snapshot: Snapshot, rates
         conn,
         ConsumerGroupRow,
         ("snapshot_id", "group_id", "state", "group_type", "assignor", "coordinator_id",
-         "coordinator_host", "member_count"),
+         "coordinator_host", "member_count", "arrivals_evidence"),
         [(snapshot_id, g.group_id, g.state, g.group_type, g.assignor, g.coordinator_id,
-          g.coordinator_host, g.member_count)
+          g.coordinator_host, g.member_count, rates.arrivals_evidence.get(g.group_id))
          for g in snapshot.groups],
     )  # fmt: skip
     _insert(  # subscribed_topics is JSON and capacity_measured_at a datetime: Core converts them

@@ -1,0 +1,51 @@
+"""Telemetry of records at a steady spacing: the second correction model and the evidence that picks
+it per group (members measured at saturation); the capacity rule reading a group's telemetry with
+it is tested in test_telemetry_capacity.py. Expected values are worked out by hand."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from rebalance_advisor.domain.telemetry import (
+    RANDOM,
+    STEADY,
+    TelemetryReadings,
+    arrivals_evidence,
+    correct_busy,
+    java_reported_busy_regular,
+    steady_arrivals,
+)
+
+
+def test_the_steady_model_inverts_javas_sensor_at_a_steady_spacing() -> None:
+    # records one every tau, half of it spent processing: each poll waits tau / 2 and the previous
+    # started tau before, so idle = 0.5 / 1.5 and Java reports busy 2/3; read as steady: 0.5
+    assert java_reported_busy_regular(0.5) == pytest.approx(2 / 3)
+    assert correct_busy("java", 2 / 3, STEADY) == pytest.approx(0.5)
+    # the random-arrival model reads the same 2/3 as less busy: the capacity it gives is higher
+    assert correct_busy("java", 2 / 3, RANDOM) < 0.45
+    # librdkafka's per-cycle average is the true share at a steady spacing: read as it is
+    assert correct_busy("librdkafka", 0.3, STEADY) == pytest.approx(0.3)
+    assert correct_busy("librdkafka", 0.3, RANDOM) < 0.3
+
+
+def test_arrivals_evidence_is_how_much_closer_the_steady_model_reads() -> None:
+    # measured 100: random reads 150 (off log 1.5 = 0.4055), steady 105 (log 1.05 = 0.0488);
+    # measured 200: random 260 (log 1.3 = 0.2624), steady 190 (|log 0.95| = 0.0513);
+    # medians of two: (0.4055 + 0.2624) / 2 = 0.3339 and (0.0488 + 0.0513) / 2 = 0.0500
+    pairs = [(100.0, TelemetryReadings(150.0, 105.0)), (200.0, TelemetryReadings(260.0, 190.0))]
+    assert arrivals_evidence(pairs) == pytest.approx(0.3339 - 0.0500, abs=1e-3)
+    # random arrivals read as random: measured 100, random 98, steady 70 -> 0.0202 - 0.3567
+    assert arrivals_evidence([(100.0, TelemetryReadings(98.0, 70.0))]) == pytest.approx(
+        abs(math.log(0.98)) - abs(math.log(0.7))
+    )
+    # a reading refused under either model is no pair
+    assert arrivals_evidence([(100.0, TelemetryReadings(None, 105.0))]) is None
+    assert arrivals_evidence([]) is None
+
+
+def test_only_positive_evidence_reads_a_group_as_steady() -> None:
+    assert steady_arrivals(None) is None and steady_arrivals(0.0) is None and steady_arrivals(-0.3) is None
+    reason = steady_arrivals(0.2)  # e^0.2 - 1 = 22 %
+    assert reason is not None and "steady spacing" in reason and "22% closer" in reason
