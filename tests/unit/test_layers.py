@@ -207,6 +207,21 @@ def test_dag_files_are_thin() -> None:
     assert (too_long, handles_errors) == ({}, [])
 
 
+def test_the_dag_ids_are_the_dag_functions_names() -> None:
+    """``parameters.MODELS`` names every DAG by the id Airflow gives it: its ``@dag`` function's name,
+    one DAG per file in dags/, the file named after it."""
+    from rebalance_advisor.domain.parameters import MODELS
+
+    found = {}
+    for path in sorted((REPO / "dags").glob("*.py")):
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, ast.FunctionDef) and any(
+                isinstance(d, ast.Call) and getattr(d.func, "id", None) == "dag" for d in node.decorator_list
+            ):
+                found[node.name] = path.stem
+    assert found == {dag_id: dag_id for dag_id in MODELS}
+
+
 #: the longest a function may run (docs/architecture.md, "Layers"; the aim is 40 lines)
 LONGEST_FUNCTION = 60
 

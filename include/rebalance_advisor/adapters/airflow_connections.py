@@ -13,12 +13,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from rebalance_advisor.domain.parameters import SnapshotParams
+from rebalance_advisor.domain.parameters import SNAPSHOT_DAG_ID, SnapshotParams
 from rebalance_advisor.errors import AdvisorError
 
-SNAPSHOT_ASSET_NAME = "kafka_offsets_snapshot"
+#: the Asset the snapshot DAG emits, named after it
+SNAPSHOT_ASSET_NAME = SNAPSHOT_DAG_ID
 #: ``x-`` schemes are the ones Airflow accepts as-is (no normaliser, no warning).
-SNAPSHOT_ASSET_URI = "x-rebalance-advisor://snapshots/kafka_offsets_snapshot"
+SNAPSHOT_ASSET_URI = f"x-rebalance-advisor://snapshots/{SNAPSHOT_DAG_ID}"
 #: the connection ids' defaults, from the one parameter model
 DEFAULT_KAFKA_CONN_ID: str = SnapshotParams.model_fields["kafka_conn_id"].default
 DEFAULT_DB_CONN_ID: str = SnapshotParams.model_fields["db_conn_id"].default

@@ -178,8 +178,9 @@ def capacity_pass_due(
     )
     if found is None:
         return None
-    log.info("%s: snapshot DAG triggered to run after %s", found.note(), found.run_after.isoformat())
-    return {"run_after": found.run_after.isoformat(), "note": found.note()}
+    note = found.note()
+    log.info("%s: snapshot DAG triggered to run after %s", note, found.run_after.isoformat())
+    return {"run_after": found.run_after.isoformat(), "note": note}
 
 
 def next_cron_time(schedule: str, now: Any) -> Any:

@@ -9,9 +9,7 @@ from airflow.providers.standard.operators.trigger_dagrun import TriggerDagRunOpe
 from airflow.sdk.exceptions import AirflowSkipException
 
 from rebalance_advisor.dag_tasks import advisor_tasks
-
-#: dags/kafka_offsets_snapshot.py
-SNAPSHOT_DAG_ID = "kafka_offsets_snapshot"
+from rebalance_advisor.domain.parameters import SNAPSHOT_DAG_ID
 
 
 class CapacityPassTrigger(TriggerDagRunOperator):

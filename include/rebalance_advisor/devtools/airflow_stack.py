@@ -44,6 +44,7 @@ from typing import Any
 from rebalance_advisor import settings
 from rebalance_advisor.adapters.airflow_connections import DEFAULT_DB_CONN_ID, DEFAULT_KAFKA_CONN_ID
 from rebalance_advisor.devtools import local_kafka, local_postgres
+from rebalance_advisor.domain.parameters import MODELS
 from rebalance_advisor.errors import AdvisorError
 from rebalance_advisor.polling import poll_until
 
@@ -56,12 +57,7 @@ DEFAULT_WORKER_LOG_PORT = 8793
 DEFAULT_TRIGGER_LOG_PORT = 8794
 SPARK_CONN_ID = "spark_default"
 #: the DAGs ``start`` unpauses (every DAG file in dags/)
-PROJECT_DAGS = (
-    "kafka_offsets_snapshot",
-    "kafka_rebalance_advisor",
-    "kafka_plan_approval",
-    "kafka_static_members",
-)
+PROJECT_DAGS = tuple(MODELS)
 #: every process the stack starts carries this variable (value: the stack's home), so ``stop`` and
 #: the tests can find what a process group escaped (a task's Spark JVM, the demo's consumers)
 MARKER_ENV = "REBALANCE_ADVISOR_STACK"

@@ -15,6 +15,7 @@ import sys
 import time
 from pathlib import Path
 
+from rebalance_advisor.domain.parameters import ADVISOR_DAG_ID, APPROVAL_DAG_ID, SNAPSHOT_DAG_ID
 from rebalance_advisor.errors import AdvisorError
 from rebalance_advisor.settings import INCLUDE_DIR
 
@@ -93,8 +94,8 @@ def run_demo_pipeline(
         if number > 1 and (wait := _seconds_since_latest_snapshot(db_url, interval_s)) > 0:
             print(f"waiting {wait:.0f} s for traffic between snapshots ...", flush=True)
             time.sleep(wait)
-        _run_dag(bag, "kafka_offsets_snapshot", f" ({number} of {snapshots})" if snapshots > 1 else "")
-    _run_dag(bag, "kafka_rebalance_advisor")
+        _run_dag(bag, SNAPSHOT_DAG_ID, f" ({number} of {snapshots})" if snapshots > 1 else "")
+    _run_dag(bag, ADVISOR_DAG_ID)
     outcomes = format_outcomes(run_outcomes(None, db_url))
     return outcomes, (_apply_plan(bag, db_url, apply_group) if apply_group else None)
 
@@ -113,12 +114,12 @@ def _apply_plan(bag, db_url: str, group_id: str) -> str:
         )
     _run_dag(
         bag,
-        "kafka_plan_approval",
+        APPROVAL_DAG_ID,
         f" (approve plan {line.plan_id})",
         {"plan_id": line.plan_id, "decision": "approve"},
     )
     plan = get_plan(line.plan_id, db_url)
-    _run_dag(bag, "kafka_offsets_snapshot", " (after the plan)")
+    _run_dag(bag, SNAPSHOT_DAG_ID, " (after the plan)")
     snapshot = store.load_snapshot(store.latest_snapshot_id(db_url), db_url, groups=[group_id])
     owners = {
         (m.group_instance_id or m.member_id): sorted(m.assignment) for m in snapshot.group(group_id).members

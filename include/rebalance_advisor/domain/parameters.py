@@ -624,12 +624,18 @@ class StaticMemberParams(ParamModel):
         return unique_values(value)
 
 
+#: the DAG ids: each DAG function's name in dags/ (tests/unit/test_layers.py checks them)
+SNAPSHOT_DAG_ID = "kafka_offsets_snapshot"
+ADVISOR_DAG_ID = "kafka_rebalance_advisor"
+APPROVAL_DAG_ID = "kafka_plan_approval"
+STATIC_MEMBERS_DAG_ID = "kafka_static_members"
+
 #: every entry point's model, by DAG id
 MODELS: dict[str, type[ParamModel]] = {
-    "kafka_offsets_snapshot": SnapshotParams,
-    "kafka_rebalance_advisor": AdvisorParams,
-    "kafka_plan_approval": ApprovalParams,
-    "kafka_static_members": StaticMemberParams,
+    SNAPSHOT_DAG_ID: SnapshotParams,
+    ADVISOR_DAG_ID: AdvisorParams,
+    APPROVAL_DAG_ID: ApprovalParams,
+    STATIC_MEMBERS_DAG_ID: StaticMemberParams,
 }
 
 

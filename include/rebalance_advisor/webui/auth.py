@@ -26,8 +26,10 @@ from airflow.api_fastapi.core_api.security import GetUserDep, bearer_scheme, get
 from fastapi import Depends, HTTPException, Request, status
 from fastapi.security import HTTPAuthorizationCredentials
 
+from rebalance_advisor.domain.parameters import APPROVAL_DAG_ID
+
 #: DAG whose trigger right approve/reject requires: the one that applies decisions and publishes plans.
-DEFAULT_APPROVAL_DAG_ID = "kafka_plan_approval"
+DEFAULT_APPROVAL_DAG_ID = APPROVAL_DAG_ID
 
 
 def approval_dag_id() -> str:
