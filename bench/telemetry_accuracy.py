@@ -217,12 +217,14 @@ def analyse(
     case: Case, start: float, end: float, truth: float | None, lag: tuple[int, int], cost_s: float
 ) -> dict:
     """One row: rates, reported and corrected busy, the rule's capacity, its error."""
-    from rebalance_advisor.domain.telemetry import busy_share, telemetry_capacity
+    from rebalance_advisor.domain.telemetry import STEADY, busy_share, telemetry_capacity
 
     rate = processed_rate(case, start, end)
     window = [s for s in case.samples if start <= s.idle_time <= end and s.idle_ratio is not None]
     raw = statistics.fmean(1 - s.idle_ratio for s in window) if window else None
     corrected = statistics.fmean(busy_share(s) for s in window) if window else None
+    # the same pushes read as records at a steady spacing (docs/operations/telemetry.md)
+    steady = statistics.fmean(busy_share(s, STEADY) for s in window) if window else None
     verdict = telemetry_capacity(
         window[-1] if window else None, rate, lag[1] - lag[0], window[-1].idle_time if window else end
     )
@@ -246,6 +248,10 @@ def analyse(
     }
     if capacity and truth:
         row["error_pct"] = round(100 * (capacity - truth) / truth, 1)
+    if steady and steady > 0 and rate > 0:
+        row["steady_busy"] = round(steady, 3)
+        row["steady_capacity"] = round(rate / steady, 1)
+        row["steady_error_pct"] = round(100 * (rate / steady - truth) / truth, 1) if truth else None
     if window and rate > 0:
         row["summaries"] = summaries(window, rate, truth)
         row["time_between_poll_pushed_ms"] = [s.time_between_poll_ms for s in window][-3:]
@@ -308,13 +314,19 @@ def print_table(rows: list[dict]) -> None:
     head = (
         f"{'client':<8}{'mode':<10}{'level':>6}{'rate/s':>8}{'true busy':>10}{'reported':>9}{'corrected':>10}"
     )
-    print(head + f"{'capacity':>9}{'truth':>8}{'error':>8}  rule")
+    print(head + f"{'capacity':>9}{'truth':>8}{'error':>8}{'steady':>8}  rule")
     for r in rows:
         cells = [r["language"], r["mode"], r["level"], r["rate"], r["true_busy"], r["reported_busy"]]
-        cells += [r["corrected_busy"], r["capacity"], r["truth"], r.get("error_pct")]
+        cells += [
+            r["corrected_busy"],
+            r["capacity"],
+            r["truth"],
+            r.get("error_pct"),
+            r.get("steady_error_pct"),
+        ]
         text = [str("-" if c is None else c) for c in cells]
         print(f"{text[0]:<8}{text[1]:<10}{text[2]:>6}{text[3]:>8}{text[4]:>10}{text[5]:>9}{text[6]:>10}"
-              f"{text[7]:>9}{text[8]:>8}{text[9]:>8}  {r['rule_reason']}")  # fmt: skip
+              f"{text[7]:>9}{text[8]:>8}{text[9]:>8}{text[10]:>8}  {r['rule_reason']}")  # fmt: skip
 
 
 def _levels(text: str) -> tuple[float, ...]:

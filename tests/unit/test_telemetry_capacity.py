@@ -253,10 +253,12 @@ def _step_with(
     capacities: dict | None = None,
     idle_b: float | None = None,
     evidence: dict | None = None,
+    elapsed_s: float = 60.0,
 ):
     """Group g: a holds t-0, b holds t-1, both caught up at 1,000 at T0. 60 s later t-0 and t-1 have
     appended 600 each; a pushed ``idle`` 5 s before the snapshot (confluent-kafka), and b
-    ``idle_b`` when given. ``evidence``: the carried arrivals evidence by group."""
+    ``idle_b`` when given. ``evidence``: the carried arrivals evidence by group; ``elapsed_s``: the
+    interval (60 s)."""
     from datetime import UTC, datetime, timedelta
 
     from rebalance_advisor.domain.estimates import Carried, Observed, ObservedMember, step
@@ -274,7 +276,7 @@ def _step_with(
         capacities=capacities or {},
         arrivals_evidence=evidence or {},
     )
-    taken = t0 + timedelta(seconds=60)
+    taken = t0 + timedelta(seconds=elapsed_s)
     pushed = {"a": idle} | ({} if idle_b is None else {"b": idle_b})
     heard = {
         ("g", member): TelemetrySample(
@@ -386,9 +388,20 @@ def test_the_evidence_is_averaged_over_time_and_carried_without_pairs(halving: N
     assert rates.capacity[("g", "b")].capacity == pytest.approx(20.0)
 
 
-def _step_steady(capacities: dict, evidence: dict | None = None):
+@pytest.mark.parametrize("elapsed_s", [-30 * 86400.0, 2.0, 7200.0])
+def test_an_interval_without_rates_keeps_the_carried_evidence(halving: None, elapsed_s: float) -> None:
+    """A snapshot older than the carried one, or too close to it or too far from it, gives no rates:
+    the evidence stays as carried (a snapshot stored 30 days back once raised on exp(+1440))."""
+    measured = {("g", "a"): CarriedCapacity(14.0, _T0 - timedelta(minutes=30), "measured")}
+    rates, carried = _step_steady(measured, {"g": -0.5, "gone": 0.4}, elapsed_s)
+    assert rates.arrivals_evidence == {"g": -0.5} and carried.arrivals_evidence == {"g": -0.5}
+
+
+def _step_steady(capacities: dict, evidence: dict | None = None, elapsed_s: float = 60.0):
     """a and b consumed 600 in 60 s (10/s), caught up; a pushed idle 0.3 (reported busy 0.7), b 0.5."""
-    return _step_with(0.3, {0: 1600, 1: 1600}, capacities=capacities, idle_b=0.5, evidence=evidence)
+    return _step_with(
+        0.3, {0: 1600, 1: 1600}, capacities=capacities, idle_b=0.5, evidence=evidence, elapsed_s=elapsed_s
+    )
 
 
 def test_step_notes_why_telemetry_was_distrusted(identity: None) -> None:

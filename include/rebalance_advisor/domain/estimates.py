@@ -707,22 +707,20 @@ def _arrivals_by_group(evidence: Sequence[_Evidence], context: _StepContext) -> 
     """group -> the evidence that its telemetry reads as records at a steady spacing
     (:func:`rebalance_advisor.domain.telemetry.arrivals_evidence`), averaged over time
     (``TelemetryParameters.arrivals_time_constant_s``) into the carried value; kept as carried
-    while no member measured at saturation reads, dropped with the group."""
-    pairs = _arrival_pairs(evidence, context)
+    while no member measured at saturation reads (or the interval gives no rates), dropped with the
+    group."""
     carried = context.carried.arrivals_evidence if context.carried is not None else {}
+    groups = {m.group_id for m in context.observed.members}
+    kept = {group: value for group, value in carried.items() if group in groups}
+    if not context.interval.gives_rates:
+        return kept
     tau = TelemetryParameters().arrivals_time_constant_s
     alpha = smoothing_weight(context.interval.elapsed_s, context.params, tau)
-    out: dict[str, float] = {}
-    for group in {m.group_id for m in context.observed.members}:
-        sample, before = arrivals_evidence(pairs.get(group, ())), carried.get(group)
-        value = (
-            before
-            if sample is None or not context.interval.gives_rates
-            else smooth_rate(sample, before, alpha)
-        )
-        if value is not None:
-            out[group] = value
-    return out
+    for group, pairs in _arrival_pairs(evidence, context).items():
+        sample = arrivals_evidence(pairs)
+        if sample is not None:
+            kept[group] = smooth_rate(sample, kept.get(group), alpha)
+    return kept
 
 
 def _arrival_pairs(
