@@ -537,8 +537,10 @@ def reusable(
     path: str | None, hours: float, seeds: int, defs: dict[str, dict]
 ) -> dict[tuple[str, str], list]:
     """(scenario, strategy) -> runs from an earlier results file made with the same hours, seeds and
-    scenario definition (``--reuse``): the plain assignors and the current rule do not depend on the
-    rate-aware code; the oracle does (it re-packs with ``rate_aware_sticky.pool_repack``)."""
+    scenario definition (``--reuse``), for every strategy but the one under test (``rate_aware``,
+    always run afresh: it is what a change measures). The plain assignors do not depend on the
+    rate-aware code; the oracles do (they re-pack with ``rate_aware_sticky.pool_repack``), so reuse
+    them only from a run of the same code."""
     if not path:
         return {}
     try:
@@ -553,6 +555,8 @@ def reusable(
     out: dict[tuple[str, str], list] = {}
     for run in doc.get("runs", []):
         name = run["scenario"]
+        if run["strategy"] == TARGET_STRATEGY:
+            continue
         if name in defs and digests.get(name) == scenario_digest(defs[name]):
             out.setdefault((name, run["strategy"]), []).append(run)
     return {key: sorted(runs, key=lambda r: r["seed"]) for key, runs in out.items() if len(runs) == seeds}
