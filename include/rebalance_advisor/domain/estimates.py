@@ -52,6 +52,7 @@ from rebalance_advisor.domain.snapshot_model import (
 from rebalance_advisor.domain.telemetry import (
     RANDOM,
     STEADY,
+    Arrivals,
     TelemetryCapacity,
     TelemetryParameters,
     TelemetryReadings,
@@ -689,7 +690,7 @@ def _member_evidence(member: ObservedMember, context: _StepContext) -> _Evidence
 
 
 def _telemetry_reading(
-    evidence: _Evidence, context: _StepContext, arrivals: str = RANDOM
+    evidence: _Evidence, context: _StepContext, arrivals: Arrivals = RANDOM
 ) -> TelemetryCapacity:
     """What the member's telemetry says over the interval, read as ``arrivals``."""
     observed, interval, work = context.observed, context.interval, evidence.work

@@ -12,7 +12,7 @@ import math
 import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:  # numpy is imported where the Java model runs: DAG files import this module
     import numpy as np
@@ -22,7 +22,9 @@ SOURCE = "telemetry"
 #: how records reach a group's consumers, as the corrections model it: at random (Poisson, the
 #: default) or at a steady spacing (one at a time, as a producer on a timer sends them);
 #: :func:`arrivals_evidence` says which fits a group
-RANDOM, STEADY = "random", "steady"
+Arrivals = Literal["random", "steady"]
+RANDOM: Arrivals = "random"
+STEADY: Arrivals = "steady"
 
 
 @dataclass(frozen=True)
@@ -134,7 +136,7 @@ def steady_arrivals(evidence: float | None) -> str | None:
     )
 
 
-def busy_share(sample: TelemetrySample, arrivals: str = RANDOM) -> float | None:
+def busy_share(sample: TelemetrySample, arrivals: Arrivals = RANDOM) -> float | None:
     """The share of time the member worked outside ``poll()``, corrected for its client's formula.
 
     See :func:`correct_busy`; None when the sample carries no usable idle ratio.
@@ -142,7 +144,7 @@ def busy_share(sample: TelemetrySample, arrivals: str = RANDOM) -> float | None:
     return _corrected_busy(sample.family, sample.idle_ratio, arrivals)
 
 
-def _corrected_busy(family: str, idle: float | None, arrivals: str = RANDOM) -> float | None:
+def _corrected_busy(family: str, idle: float | None, arrivals: Arrivals = RANDOM) -> float | None:
     """One idle ratio as a corrected busy share; None when it is missing, NaN or outside [0, 1]."""
     if idle is None or not math.isfinite(idle) or not 0.0 <= idle <= 1.0:
         return None
@@ -154,7 +156,7 @@ def summary_busy(
     now: float,
     window_s: float | None,
     summary: str = "median",
-    arrivals: str = RANDOM,
+    arrivals: Arrivals = RANDOM,
 ) -> float | None:
     """The member's busy share over its recent pushes within ``window_s`` before ``now`` (all the
     plugin kept when None), summarised; the newest push's alone when none is recent or for "newest".
@@ -172,7 +174,7 @@ def summary_busy(
     return statistics.median(busies) if summary == "median" else statistics.fmean(busies)
 
 
-def correct_busy(family: str, reported_busy: float, arrivals: str = RANDOM) -> float:
+def correct_busy(family: str, reported_busy: float, arrivals: Arrivals = RANDOM) -> float:
     """The true busy share from the one a client reports (bench/telemetry_accuracy.py, "Calibration").
 
     Piecewise linear through the points modelled for the family and the arrivals, clamped to [0, 1].
@@ -370,7 +372,7 @@ def telemetry_capacity(
     now: float,
     params: TelemetryParameters = TelemetryParameters(),
     window_s: float | None = None,
-    arrivals: str = RANDOM,
+    arrivals: Arrivals = RANDOM,
 ) -> TelemetryCapacity:
     """The member's capacity from its telemetry over the last snapshot interval, with the gates.
 
