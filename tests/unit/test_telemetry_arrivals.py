@@ -1,12 +1,15 @@
 """Telemetry of records at a steady spacing: the second correction model and the evidence that picks
 it per group (members measured at saturation); the capacity rule reading a group's telemetry with
-it is tested in test_telemetry_capacity.py. Expected values are worked out by hand."""
+it is tested in test_telemetry_capacity.py. Expected values are worked out by hand; the last test
+runs the simulator's steady world."""
 
 from __future__ import annotations
 
 import math
 
 import pytest
+from rebalance_advisor.domain import estimates
+from rebalance_advisor.domain.simulation import parse_scenario, simulate
 from rebalance_advisor.domain.telemetry import (
     RANDOM,
     STEADY,
@@ -16,6 +19,8 @@ from rebalance_advisor.domain.telemetry import (
     java_reported_busy_regular,
     steady_arrivals,
 )
+
+from tests.support.scripts import load_bench
 
 
 def test_the_steady_model_inverts_javas_sensor_at_a_steady_spacing() -> None:
@@ -49,3 +54,26 @@ def test_only_positive_evidence_reads_a_group_as_steady() -> None:
     assert steady_arrivals(None) is None and steady_arrivals(0.0) is None and steady_arrivals(-0.3) is None
     reason = steady_arrivals(0.2)  # e^0.2 - 1 = 22 %
     assert reason is not None and "steady spacing" in reason and "22% closer" in reason
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_the_simulators_steady_world_is_read_as_steady(monkeypatch: pytest.MonkeyPatch, seed: int) -> None:
+    """bench/drain.py cap2x-z1.5-telemetry-regular pushes Java's idle ratio for records at a steady
+    spacing (busy shares off by up to 20 % each): within two simulated hours some member is measured
+    at saturation and the group's averaged evidence turns positive, and it ends positive."""
+    seen: list[float] = []
+    real = estimates.steady_arrivals
+
+    def record(evidence: float | None) -> str | None:
+        if evidence is not None:
+            seen.append(evidence)
+        return real(evidence)
+
+    monkeypatch.setattr(estimates, "steady_arrivals", record)
+    name = "cap2x-z1.5-telemetry-regular"
+    defn = load_bench("drain").scenario_defs()[name]
+    data = {k: v for k, v in defn.items() if not k.startswith("_")}
+    simulate(
+        parse_scenario({**data, "name": name}, strategy="rate_aware", seed=seed, hours=2), keep_time_lag=False
+    )
+    assert seen and seen[-1] > 0
