@@ -670,11 +670,14 @@ class _Evidence(NamedTuple):
     #: its helper's report, asked only without a busy sample (the simulator draws one when asked)
     reported: float | None
     prior: CarriedCapacity | None
+    #: its newest client telemetry, when it pushed any
+    telemetry: TelemetrySample | None
 
     @property
     def asks_telemetry(self) -> bool:
-        """The capacity rule's order: telemetry only without a busy sample or the member's report."""
-        return self.work.busy is None and self.reported is None
+        """The capacity rule's order: telemetry, when the member pushed some, only without a busy
+        sample or the member's report."""
+        return self.telemetry is not None and self.work.busy is None and self.reported is None
 
 
 def _member_evidence(member: ObservedMember, context: _StepContext) -> _Evidence:
@@ -686,7 +689,8 @@ def _member_evidence(member: ObservedMember, context: _StepContext) -> _Evidence
         work = _busy_sample(member, carried, context)
     ref = (member.group_id, member.key)
     reported = context.observed.reports.get(ref) if work.busy is None else None
-    return _Evidence(member, work, reported, carried.capacities.get(ref) if carried else None)
+    prior = carried.capacities.get(ref) if carried else None
+    return _Evidence(member, work, reported, prior, context.observed.telemetry.get(ref))
 
 
 def _telemetry_reading(
@@ -695,7 +699,7 @@ def _telemetry_reading(
     """What the member's telemetry says over the interval, read as ``arrivals``."""
     observed, interval, work = context.observed, context.interval, evidence.work
     return telemetry_capacity(
-        observed.telemetry[(evidence.member.group_id, evidence.member.key)],
+        evidence.telemetry,
         work.consumed,
         work.lag_growth,
         observed.taken_at.timestamp(),
@@ -731,8 +735,7 @@ def _arrival_pairs(
     its members whose measurement outranks their telemetry (:func:`saturation_outranks_telemetry`)."""
     pairs: dict[str, list[tuple[float, TelemetryReadings]]] = {}
     for e in evidence:
-        ref = (e.member.group_id, e.member.key)
-        if not e.asks_telemetry or e.prior is None or ref not in context.observed.telemetry:
+        if not e.asks_telemetry or e.prior is None:
             continue
         if saturation_outranks_telemetry(e.prior, context.observed.taken_at, context.params) is None:
             continue
@@ -752,7 +755,7 @@ def _member_estimate(evidence: _Evidence, context: _StepContext, steady: str | N
     member, prior, reported = evidence.member, evidence.prior, evidence.reported
     busy, consumed = evidence.work.busy, evidence.work.consumed
     heard = None
-    if evidence.asks_telemetry and (member.group_id, member.key) in observed.telemetry:
+    if evidence.asks_telemetry:
         heard = saturation_outranks_telemetry(prior, observed.taken_at, params) or _telemetry_reading(
             evidence, context, STEADY if steady else RANDOM
         )
