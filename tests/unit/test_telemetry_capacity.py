@@ -246,6 +246,14 @@ def test_reader_takes_null_or_text_numbers_as_absent() -> None:
 # ---- the source inside the one capacity rule (domain/estimates.step) ----------------------------
 
 
+def _pushed_at(member: str, idle: float, taken: float) -> TelemetrySample:
+    """Member ``member`` of g pushed ``idle`` 5 s before the snapshot at ``taken`` (confluent-kafka)."""
+    return TelemetrySample(
+        "g", member, "", "c", "confluent-kafka-python", "2.16.1", idle, taken - 5, None, 0, 0, False, 5.0,
+        taken - 4,
+    )  # fmt: skip
+
+
 def _step_with(
     idle: float,
     committed_after: dict[int, int],
@@ -259,14 +267,11 @@ def _step_with(
     appended 600 each; a pushed ``idle`` 5 s before the snapshot (confluent-kafka), and b
     ``idle_b`` when given. ``evidence``: the carried arrivals evidence by group; ``elapsed_s``: the
     interval (60 s)."""
-    from datetime import UTC, datetime, timedelta
-
     from rebalance_advisor.domain.estimates import Carried, Observed, ObservedMember, step
 
-    t0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
     carried = Carried(
         cluster="id:c",
-        taken_at=t0,
+        taken_at=_T0,
         log_ends={("t", 0): 1000, ("t", 1): 1000},
         lag_ends={("t", 0): 1000, ("t", 1): 1000},
         produce={("t", 0): 10.0, ("t", 1): 10.0},
@@ -276,27 +281,9 @@ def _step_with(
         capacities=capacities or {},
         arrivals_evidence=evidence or {},
     )
-    taken = t0 + timedelta(seconds=elapsed_s)
+    taken = _T0 + timedelta(seconds=elapsed_s)
     pushed = {"a": idle} | ({} if idle_b is None else {"b": idle_b})
-    heard = {
-        ("g", member): TelemetrySample(
-            "g",
-            member,
-            "",
-            "c",
-            "confluent-kafka-python",
-            "2.16.1",
-            ratio,
-            taken.timestamp() - 5,
-            None,
-            0,
-            0,
-            False,
-            5.0,
-            taken.timestamp() - 4,
-        )  # fmt: skip
-        for member, ratio in pushed.items()
-    }
+    heard = {("g", member): _pushed_at(member, ratio, taken.timestamp()) for member, ratio in pushed.items()}
     observed = Observed(
         cluster="id:c",
         taken_at=taken,
@@ -330,18 +317,13 @@ def test_a_capacity_measured_at_saturation_outranks_later_telemetry(identity: No
     idle 50 %: 10 / 0.5 = 20/s. Saturation showed 14: telemetry is not used (a steady arrival
     spacing reads that way, bench/drain.py cap2x-z1.5-telemetry-regular). Once the measurement is
     older than a day (``capacity_max_age_s``) telemetry speaks again."""
-    from datetime import UTC, datetime, timedelta
-
-    from rebalance_advisor.domain.estimates import CarriedCapacity
-
-    t0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
-    recent = {("g", "a"): CarriedCapacity(14.0, t0 - timedelta(minutes=30), "measured")}
+    recent = {("g", "a"): CarriedCapacity(14.0, _T0 - timedelta(minutes=30), "measured")}
     rates, carried = _step_with(0.5, {0: 1600, 1: 1600}, capacities=recent)
     a = rates.capacity[("g", "a")]
     assert (a.capacity, a.source) == (pytest.approx(14.0), "measured")
     assert a.note is not None and a.note.startswith("telemetry not used: 14.0/s measured")
     assert carried.capacities[("g", "a")] == recent[("g", "a")]
-    stale = {("g", "a"): CarriedCapacity(14.0, t0 - timedelta(hours=25), "measured")}
+    stale = {("g", "a"): CarriedCapacity(14.0, _T0 - timedelta(hours=25), "measured")}
     rates, _ = _step_with(0.5, {0: 1600, 1: 1600}, capacities=stale)
     assert (rates.capacity[("g", "a")].capacity, rates.capacity[("g", "a")].source) == (
         pytest.approx(20.0),
