@@ -101,6 +101,10 @@ def test_the_groups_arrivals_evidence_is_carried_through_the_store(db_url) -> No
     assert set(loaded.arrivals_evidence) == {"b"} and loaded.arrivals_evidence["b"] > 0
     m2 = store.load_snapshot(later.snapshot_id, db_url).rates.capacity[("b", "m2")]
     assert (m2.capacity, m2.source) == (pytest.approx(0.4), "telemetry")
+    # m2's telemetry reference (0.2/s; steady 0.4/s) is stored beside its capacity and carried
+    assert m2.telemetry_reference is not None and m2.telemetry_reference.consumed == pytest.approx(0.2)
+    assert m2.telemetry_reference.readings.steady == pytest.approx(0.4)
+    assert loaded.telemetry_references[("b", "m2")] == m2.telemetry_reference
     store.db.dispose(db_url)
 
 

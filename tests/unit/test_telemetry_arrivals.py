@@ -1,5 +1,5 @@
 """Telemetry of records at a steady spacing: the second correction model and the evidence that picks
-it per group (members measured at saturation); the capacity rule reading a group's telemetry with
+it per group (members measured at saturation, else members' readings at two loads); the capacity rule reading a group's telemetry with
 it is tested in test_telemetry_capacity.py. Expected values are worked out by hand; the last test
 runs the simulator's steady world."""
 
@@ -14,7 +14,9 @@ from rebalance_advisor.domain.telemetry import (
     RANDOM,
     STEADY,
     TelemetryReadings,
+    TelemetryReference,
     arrivals_evidence,
+    consistency_evidence,
     correct_busy,
     java_reported_busy_regular,
     steady_arrivals,
@@ -50,10 +52,42 @@ def test_arrivals_evidence_is_how_much_closer_the_steady_model_reads() -> None:
     assert arrivals_evidence([]) is None
 
 
+def test_a_reference_is_compared_once_the_load_moved_by_a_quarter_either_way() -> None:
+    then = TelemetryReference(100.0, TelemetryReadings(200.0, 150.0))
+    assert then.moved(TelemetryReference(125.0, then.readings), 1.25)
+    assert then.moved(TelemetryReference(80.0, then.readings), 1.25)
+    assert not then.moved(TelemetryReference(124.0, then.readings), 1.25)
+    assert not then.moved(TelemetryReference(81.0, then.readings), 1.25)
+
+
+def test_consistency_evidence_is_the_drift_of_the_models_mean_against_load() -> None:
+    # records at a steady spacing, capacity 100: at 50/s the random model reads 163, the steady one
+    # 100; at 70/s 132 and 100. Load up, mean capacity down: -log(sqrt(132 x 100 / (163 x 100))) =
+    # 0.1055, steady. The same pair the other way (load down, mean up) says the same
+    low, high = (
+        TelemetryReference(50.0, TelemetryReadings(163.0, 100.0)),
+        TelemetryReference(70.0, TelemetryReadings(132.0, 100.0)),
+    )
+    assert consistency_evidence([(low, high)]) == pytest.approx(0.1055, abs=1e-4)
+    assert consistency_evidence([(high, low)]) == pytest.approx(0.1055, abs=1e-4)
+    # records at random: random reads 100 at both loads, steady 73.7 then 87.0: load up, mean up:
+    # -log(sqrt(87.0 / 73.7)) = -0.0830, random
+    calm = (
+        TelemetryReference(50.0, TelemetryReadings(100.0, 73.7)),
+        TelemetryReference(70.0, TelemetryReadings(100.0, 87.0)),
+    )
+    assert consistency_evidence([calm]) == pytest.approx(-0.0830, abs=1e-4)
+    # the median over pairs: of 0.1055, 0.1055 and -0.0830
+    assert consistency_evidence([(low, high), (high, low), calm]) == pytest.approx(0.1055, abs=1e-4)
+    # a reading refused under either model is no pair
+    refused = TelemetryReference(70.0, TelemetryReadings(None, 100.0))
+    assert consistency_evidence([(low, refused)]) is None and consistency_evidence([]) is None
+
+
 def test_only_positive_evidence_reads_a_group_as_steady() -> None:
     assert steady_arrivals(None) is None and steady_arrivals(0.0) is None and steady_arrivals(-0.3) is None
     reason = steady_arrivals(0.2)  # e^0.2 - 1 = 22 %
-    assert reason is not None and "steady spacing" in reason and "22% closer" in reason
+    assert reason is not None and "steady spacing" in reason and "22% better" in reason
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])

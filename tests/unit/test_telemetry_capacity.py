@@ -14,6 +14,8 @@ from rebalance_advisor.domain import telemetry
 from rebalance_advisor.domain.estimates import CarriedCapacity
 from rebalance_advisor.domain.telemetry import (
     TelemetryParameters,
+    TelemetryReadings,
+    TelemetryReference,
     TelemetrySample,
     correct_busy,
     telemetry_capacity,
@@ -262,11 +264,12 @@ def _step_with(
     idle_b: float | None = None,
     evidence: dict | None = None,
     elapsed_s: float = 60.0,
+    references: dict | None = None,
 ):
     """Group g: a holds t-0, b holds t-1, both caught up at 1,000 at T0. 60 s later t-0 and t-1 have
     appended 600 each; a pushed ``idle`` 5 s before the snapshot (confluent-kafka), and b
     ``idle_b`` when given. ``evidence``: the carried arrivals evidence by group; ``elapsed_s``: the
-    interval (60 s)."""
+    interval (60 s); ``references``: the carried telemetry references."""
     from rebalance_advisor.domain.estimates import Carried, Observed, ObservedMember, step
 
     carried = Carried(
@@ -280,6 +283,7 @@ def _step_with(
         owners={("g", "t", 0): "a", ("g", "t", 1): "b"},
         capacities=capacities or {},
         arrivals_evidence=evidence or {},
+        telemetry_references=references or {},
     )
     taken = _T0 + timedelta(seconds=elapsed_s)
     pushed = {"a": idle} | ({} if idle_b is None else {"b": idle_b})
@@ -379,10 +383,63 @@ def test_an_interval_without_rates_keeps_the_carried_evidence(halving: None, ela
     assert rates.arrivals_evidence == {"g": -0.5} and carried.arrivals_evidence == {"g": -0.5}
 
 
-def _step_steady(capacities: dict, evidence: dict | None = None, elapsed_s: float = 60.0):
+def test_a_members_readings_at_two_loads_make_its_group_read_as_steady(halving: None) -> None:
+    """No member measured at saturation. a's reference: 5/s read as 28.57/s at random and 14.29/s
+    steady (a steady world of capacity 14.29: busy 0.35, the halving model's random busy 0.175). Now
+    a consumes 10/s at reported busy 0.7: random 10 / 0.55 = 18.18/s, steady 14.29/s. Its load rose
+    x2 while the two models' mean capacity fell: drift -1 x log(sqrt(18.18 x 14.29 / (28.57 x
+    14.29))) = +0.2260, averaged from 0 with alpha 0.03278: 0.00741 > 0. So b (busy 0.5, 10/s) is
+    read as steady, 20/s, and a's reference becomes its readings now."""
+    then = TelemetryReference(5.0, TelemetryReadings(10 / 0.35, 10 / 0.7))
+    rates, carried = _step_steady({}, references={("g", "a"): then})
+    alpha = 1 - math.exp(-60 / 1800)
+    assert rates.arrivals_evidence == {"g": pytest.approx(alpha * 0.2260, abs=1e-4)}
+    b = rates.capacity[("g", "b")]
+    assert (b.capacity, b.source) == (pytest.approx(20.0), "telemetry")
+    assert b.note is not None and "steady spacing" in b.note
+    now_a = carried.telemetry_references[("g", "a")]
+    assert now_a.consumed == pytest.approx(10.0)
+    assert (now_a.readings.random, now_a.readings.steady) == (
+        pytest.approx(18.18, abs=0.01),
+        pytest.approx(14.29, abs=0.01),
+    )
+    assert rates.capacity[("g", "a")].telemetry_reference == now_a  # stored beside its capacity
+    # b had no reference: it starts one (10/s; random 10 / 0.25 = 40, steady 20), and gives no pair
+    assert carried.telemetry_references[("g", "b")] == TelemetryReference(10.0, TelemetryReadings(40.0, 20.0))
+
+
+def test_readings_at_nearly_the_same_load_keep_the_reference(halving: None) -> None:
+    """a's reference was read at 9/s; now 10/s is under the 1.25 x change: no pair, no evidence,
+    the reference stays; b is read at random, 40/s."""
+    then = TelemetryReference(9.0, TelemetryReadings(30.0, 12.0))
+    rates, carried = _step_steady({}, references={("g", "a"): then, ("g", "gone"): then})
+    assert rates.arrivals_evidence == {}
+    assert rates.capacity[("g", "b")].capacity == pytest.approx(40.0)
+    assert carried.telemetry_references[("g", "a")] == then
+    assert ("g", "gone") not in carried.telemetry_references  # a member that left is dropped
+
+
+def test_a_saturation_pair_outranks_the_readings_at_two_loads(halving: None) -> None:
+    """a measured at 14/s and a reference that would read random (its steady reading moved, its
+    random one did not): the saturation pair decides, 0.2408 as taken alone."""
+    measured = {("g", "a"): CarriedCapacity(14.0, _T0 - timedelta(minutes=30), "measured")}
+    then = TelemetryReference(5.0, TelemetryReadings(10 / 0.55, 5.0))
+    rates, _ = _step_steady(measured, references={("g", "a"): then})
+    assert rates.arrivals_evidence == {"g": pytest.approx(0.2408, abs=1e-3)}
+
+
+def _step_steady(
+    capacities: dict, evidence: dict | None = None, elapsed_s: float = 60.0, references: dict | None = None
+):
     """a and b consumed 600 in 60 s (10/s), caught up; a pushed idle 0.3 (reported busy 0.7), b 0.5."""
     return _step_with(
-        0.3, {0: 1600, 1: 1600}, capacities=capacities, idle_b=0.5, evidence=evidence, elapsed_s=elapsed_s
+        0.3,
+        {0: 1600, 1: 1600},
+        capacities=capacities,
+        idle_b=0.5,
+        evidence=evidence,
+        elapsed_s=elapsed_s,
+        references=references,
     )
 
 

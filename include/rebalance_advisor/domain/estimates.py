@@ -56,8 +56,10 @@ from rebalance_advisor.domain.telemetry import (
     TelemetryCapacity,
     TelemetryParameters,
     TelemetryReadings,
+    TelemetryReference,
     TelemetrySample,
     arrivals_evidence,
+    consistency_evidence,
     steady_arrivals,
     telemetry_capacity,
 )
@@ -474,6 +476,9 @@ class Carried:
     #: group -> the averaged evidence that its telemetry reads as records at a steady spacing
     #: (:func:`rebalance_advisor.domain.telemetry.arrivals_evidence`)
     arrivals_evidence: Mapping[str, float] = field(default_factory=dict)
+    #: (group, member key) -> its telemetry readings at a consume rate, to compare with readings at
+    #: another (:func:`rebalance_advisor.domain.telemetry.consistency_evidence`)
+    telemetry_references: Mapping[MemberRef, TelemetryReference] = field(default_factory=dict)
     snapshot_id: int | None = None
 
     def after_plan(
@@ -580,13 +585,14 @@ def step(
     rates.interval_s = interval.elapsed_s if interval.gives_rates else None
     context = _StepContext(carried, observed, params, interval, samples, rates)
     evidence = [_member_evidence(m, context) for m in observed.members]
-    rates.arrivals_evidence = _arrivals_by_group(evidence, context)
+    moved, references = _telemetry_references(evidence, context)
+    rates.arrivals_evidence = _arrivals_by_group(evidence, context, moved)
     estimates = [
         _member_estimate(e, context, steady_arrivals(rates.arrivals_evidence.get(e.member.group_id)))
         for e in evidence
     ]
-    rates.capacity = _filled_capacities(estimates, observed, params)
-    return rates, _next_carried(carried, observed, rates, estimates, params)
+    rates.capacity = _filled_capacities(estimates, observed, params, references)
+    return rates, _next_carried(carried, observed, rates, estimates, params, references)
 
 
 def _produce_rates(
@@ -708,12 +714,23 @@ def _telemetry_reading(
     )
 
 
-def _arrivals_by_group(evidence: Sequence[_Evidence], context: _StepContext) -> dict[str, float]:
-    """group -> the evidence that its telemetry reads as records at a steady spacing
-    (:func:`rebalance_advisor.domain.telemetry.arrivals_evidence`), averaged over time
-    (``TelemetryParameters.arrivals_time_constant_s``) into the carried value; kept as carried
-    while no member measured at saturation reads (or the interval gives no rates), dropped with the
-    group."""
+#: (a member's telemetry reference, its readings now at another consume rate)
+_ReferencePair = tuple[TelemetryReference, TelemetryReference]
+#: group -> its members' reference pairs
+_MovedReadings = Mapping[str, Sequence[_ReferencePair]]
+
+
+def _arrivals_by_group(
+    evidence: Sequence[_Evidence], context: _StepContext, moved: _MovedReadings
+) -> dict[str, float]:
+    """group -> the evidence that its telemetry reads as records at a steady spacing, averaged over
+    time (``TelemetryParameters.arrivals_time_constant_s``) into the carried value: against its
+    members measured at saturation (:func:`rebalance_advisor.domain.telemetry.arrivals_evidence`),
+    else across its members' own load changes (``moved``:
+    :func:`rebalance_advisor.domain.telemetry.consistency_evidence`, averaged from 0: one noisy pair
+    must not decide; bench/drain.py cap2x-z1.5-telemetry, 20 seeds: overloaded 2.0 % taken as it is,
+    1.7 % from 0). Kept as carried without either (or when the interval gives no rates), dropped with
+    the group."""
     carried = context.carried.arrivals_evidence if context.carried is not None else {}
     groups = {m.group_id for m in context.observed.members}
     kept = {group: value for group, value in carried.items() if group in groups}
@@ -721,11 +738,51 @@ def _arrivals_by_group(evidence: Sequence[_Evidence], context: _StepContext) -> 
         return kept
     tau = TelemetryParameters().arrivals_time_constant_s
     alpha = smoothing_weight(context.interval.elapsed_s, context.params, tau)
-    for group, pairs in _arrival_pairs(evidence, context).items():
-        sample = arrivals_evidence(pairs)
-        if sample is not None:
-            kept[group] = smooth_rate(sample, kept.get(group), alpha)
+    saturated = _arrival_pairs(evidence, context)
+    for group in sorted(saturated.keys() | moved.keys()):
+        against_truth = arrivals_evidence(saturated.get(group, ()))
+        if against_truth is not None:  # a truth to compare with: taken as it is when none is carried
+            kept[group] = smooth_rate(against_truth, kept.get(group), alpha)
+            continue
+        drift = consistency_evidence(moved.get(group, ()))
+        if drift is not None:  # noisier, a few pairs a run: averaged from no preference (0)
+            kept[group] = smooth_rate(drift, kept.get(group, 0.0), alpha)
     return kept
+
+
+def _telemetry_references(
+    evidence: Sequence[_Evidence], context: _StepContext
+) -> tuple[dict[str, list[_ReferencePair]], dict[MemberRef, TelemetryReference]]:
+    """Each member's telemetry reference after this snapshot, and per group the members whose
+    consume rate moved past ``TelemetryParameters.reference_rate_change`` since theirs (the pair,
+    whose newer half becomes the reference). A member without readings now keeps its reference."""
+    carried = context.carried.telemetry_references if context.carried is not None else {}
+    factor = TelemetryParameters().reference_rate_change
+    moved: dict[str, list[_ReferencePair]] = {}
+    references: dict[MemberRef, TelemetryReference] = {}
+    for e in evidence:
+        ref = (e.member.group_id, e.member.key)
+        then, now = carried.get(ref), _reference_now(e, context)
+        if now is not None and then is not None and then.moved(now, factor):
+            moved.setdefault(e.member.group_id, []).append((then, now))
+        keep_then = then is not None and (now is None or not then.moved(now, factor))
+        if keep_then or now is not None:
+            references[ref] = then if keep_then else now  # type: ignore[assignment]
+    return moved, references
+
+
+def _reference_now(evidence: _Evidence, context: _StepContext) -> TelemetryReference | None:
+    """The member's telemetry read under both models at its consume rate over the interval; None
+    when it pushed none, consumed nothing, or either model refuses the sample."""
+    consumed = evidence.work.consumed
+    if evidence.telemetry is None or not consumed or consumed <= 0:
+        return None
+    readings = TelemetryReadings(
+        _telemetry_reading(evidence, context).capacity, _telemetry_reading(evidence, context, STEADY).capacity
+    )
+    if readings.random is None or readings.steady is None:
+        return None
+    return TelemetryReference(consumed, readings)
 
 
 def _arrival_pairs(
@@ -830,10 +887,13 @@ def _busy_sample(member: ObservedMember, carried: Carried, context: _StepContext
 
 
 def _filled_capacities(
-    estimates: Sequence[_MemberEstimate], observed: Observed, params: RateParameters
+    estimates: Sequence[_MemberEstimate],
+    observed: Observed,
+    params: RateParameters,
+    references: Mapping[MemberRef, TelemetryReference],
 ) -> dict[MemberRef, MemberCapacity]:
     """(group, member id) -> capacity: measured ones as they are, the rest filled per group
-    (:func:`fill_capacities`)."""
+    (:func:`fill_capacities`); each with the member's telemetry reference, stored beside it."""
     by_group: dict[str, list[_MemberEstimate]] = {}
     for e in estimates:
         by_group.setdefault(e.member.group_id, []).append(e)
@@ -849,7 +909,8 @@ def _filled_capacities(
         )
         for e, (value, source) in zip(members, filled, strict=True):
             at = e.at if source in MEASURED_CAPACITY_SOURCES else None
-            out[(group_id, e.member.member_id)] = MemberCapacity(value, source, at, e.note)
+            reference = references.get((group_id, e.member.key))
+            out[(group_id, e.member.member_id)] = MemberCapacity(value, source, at, e.note, reference)
     return out
 
 
@@ -859,6 +920,7 @@ def _next_carried(
     rates: SnapshotRates,
     estimates: Sequence[_MemberEstimate],
     params: RateParameters,
+    references: Mapping[MemberRef, TelemetryReference],
 ) -> Carried:
     """What the next step needs of this snapshot: what the store saves with it and loads back."""
     cutoff = observed.taken_at - timedelta(seconds=params.recent_moves_s)
@@ -883,6 +945,7 @@ def _next_carried(
         },
         recent_moves=recent,
         arrivals_evidence=rates.arrivals_evidence,
+        telemetry_references=references,
         snapshot_id=observed.snapshot_id,
     )
 

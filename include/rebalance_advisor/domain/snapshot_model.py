@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import NamedTuple
 
-from rebalance_advisor.domain.telemetry import TelemetrySample
+from rebalance_advisor.domain.telemetry import TelemetryReference, TelemetrySample
 
 
 class PartitionOffsets(NamedTuple):
@@ -156,6 +156,9 @@ class MemberCapacity(NamedTuple):
     measured_at: datetime | None = None
     #: why a source the member has was not used (its telemetry distrusted: domain/telemetry.py)
     note: str | None = None
+    #: its telemetry readings at a consume rate, carried to the next snapshot
+    #: (``rebalance_advisor.domain.telemetry.consistency_evidence``)
+    telemetry_reference: TelemetryReference | None = None
 
 
 @dataclass

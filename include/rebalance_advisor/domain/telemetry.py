@@ -86,6 +86,10 @@ class TelemetryParameters:
     #: models' difference near full load (bench/drain.py cap2x-z1.5-telemetry-regular, 20 seeds:
     #: overloaded 8.3 % decided snapshot by snapshot, 5.2 % at 600 s, 4.9 % at 1,800 s)
     arrivals_time_constant_s: float = 1800.0
+    #: a member's readings count as evidence of their own (:func:`consistency_evidence`) once its
+    #: consume rate differs from its reference's by this factor, either way: the two models part by
+    #: busy share, and over a smaller change one snapshot's noise outweighs their difference
+    reference_rate_change: float = 1.25
 
 
 @dataclass(frozen=True)
@@ -103,6 +107,45 @@ class TelemetryReadings:
 
     random: float | None
     steady: float | None
+
+
+@dataclass(frozen=True)
+class TelemetryReference:
+    """One member's telemetry readings at the consume rate they were read at, kept until it consumes
+    at another rate (:attr:`TelemetryParameters.reference_rate_change`)."""
+
+    consumed: float
+    readings: TelemetryReadings
+
+    def moved(self, now: TelemetryReference, factor: float) -> bool:
+        """Whether ``now`` was read at a consume rate at least ``factor`` away from this one's."""
+        return max(now.consumed / self.consumed, self.consumed / now.consumed) >= factor
+
+
+def consistency_evidence(pairs: Sequence[tuple[TelemetryReference, TelemetryReference]]) -> float | None:
+    """Which way a group's telemetry drifts across its members' own load changes: each pair is a
+    member's reference and its readings now, at another consume rate. Per pair, how much the two
+    models' mean capacity (geometric) fell as the member's load rose (or rose as it fell), in log
+    units; the median over pairs; positive for records at a steady spacing; None without a pair.
+
+    Why: a member's capacity does not change with its load, but each model's error where it is wrong
+    does, growing as the member idles (docs/operations/telemetry.md, "Records at a steady spacing"):
+    the random model over-reads steady records, so its capacity falls as load rises; the steady model
+    under-reads random ones, so its capacity rises. The signs differ, so noise, which the models
+    amplify differently, averages out instead of favouring one. Needs no member measured at
+    saturation, which a group kept under its capacity never gives.
+    """
+    drifts = [
+        math.copysign(1.0, then.consumed - now.consumed)
+        * math.log(
+            math.sqrt(
+                now.readings.random * now.readings.steady / (then.readings.random * then.readings.steady)
+            )
+        )
+        for then, now in pairs
+        if then.readings.random and then.readings.steady and now.readings.random and now.readings.steady
+    ]
+    return statistics.median(drifts) if drifts else None
 
 
 def arrivals_evidence(pairs: Sequence[tuple[float, TelemetryReadings]]) -> float | None:
@@ -131,8 +174,8 @@ def steady_arrivals(evidence: float | None) -> str | None:
     if evidence is None or evidence <= 0:
         return None
     return (
-        "telemetry read as records at a steady spacing: against members measured at saturation "
-        f"it reads {math.expm1(evidence):.0%} closer so"
+        "telemetry read as records at a steady spacing: it fits the group's evidence (members measured "
+        f"at saturation, else members' readings at two loads) {math.expm1(evidence):.0%} better so"
     )
 
 

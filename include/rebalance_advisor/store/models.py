@@ -117,6 +117,11 @@ class GroupMemberRow(Base):
     #: why a capacity source the member has was not used (``MemberCapacity.note``), e.g. distrusted
     #: telemetry
     capacity_note: Mapped[str | None] = mapped_column(sa.Text)
+    #: its telemetry read at a consume rate (``domain.telemetry.TelemetryReference``), carried to the
+    #: next snapshot: that rate and the capacity under each arrival model; NULL: none
+    telemetry_reference_consumed: Mapped[float | None] = mapped_column(sa.Float)
+    telemetry_reference_random: Mapped[float | None] = mapped_column(sa.Float)
+    telemetry_reference_steady: Mapped[float | None] = mapped_column(sa.Float)
 
 
 class AssignedCapacityRow(Base):

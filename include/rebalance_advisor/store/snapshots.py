@@ -33,6 +33,7 @@ from rebalance_advisor.domain.snapshot_model import (
     SnapshotRates,
     TimeLag,
 )
+from rebalance_advisor.domain.telemetry import TelemetryReadings, TelemetryReference
 from rebalance_advisor.domain.timestamps import assume_utc as _aware
 from rebalance_advisor.errors import AdvisorError
 from rebalance_advisor.gcpause import gc_paused
@@ -153,7 +154,7 @@ def load_carried(
     snapshot_id, taken_at, isolation = head
     log_ends, lag_ends, produce = _carried_offsets(conn, snapshot_id, isolation)
     committed, consume = _carried_committed(conn, snapshot_id)
-    owners, capacities = _carried_members(conn, snapshot_id)
+    owners, capacities, references = _carried_members(conn, snapshot_id)
     plans, assigned_capacities = _carried_assigned(conn, snapshot_id)
     capacities.update(assigned_capacities)
     owners.update(_plan_owners(conn, plans, manual or {}))
@@ -174,6 +175,7 @@ def load_carried(
         owners=owners,
         capacities=capacities,
         arrivals_evidence={group_id: value for group_id, value in arrivals},
+        telemetry_references=references,
         snapshot_id=snapshot_id,
     )
 
@@ -223,19 +225,30 @@ def _carried_committed(conn: Connection, snapshot_id: int) -> tuple[dict, dict]:
 
 def _carried_members(
     conn: Connection, snapshot_id: int
-) -> tuple[dict[tuple[str, str, int], str], dict[tuple[str, str], CarriedCapacity]]:
-    """Owners by member key, and the measured capacities, of the members the broker listed."""
+) -> tuple[
+    dict[tuple[str, str, int], str],
+    dict[tuple[str, str], CarriedCapacity],
+    dict[tuple[str, str], TelemetryReference],
+]:
+    """Owners by member key, the measured capacities and the telemetry references of the members the
+    broker listed."""
     m, a = GroupMemberRow.__table__, MemberAssignmentRow.__table__
     keys: dict[tuple[str, str], str] = {}
     capacities: dict[tuple[str, str], CarriedCapacity] = {}
-    for group_id, member_id, full_id, instance_id, capacity, source, measured_at in conn.execute(
+    references: dict[tuple[str, str], TelemetryReference] = {}
+    for (group_id, member_id, full_id, instance_id, capacity, source, measured_at, consumed, random,
+         steady) in conn.execute(
         sa.select(m.c.group_id, m.c.member_id, m.c.member_id_full, m.c.group_instance_id, m.c.capacity,
-                  m.c.capacity_source, m.c.capacity_measured_at).where(m.c.snapshot_id == snapshot_id)
+                  m.c.capacity_source, m.c.capacity_measured_at, m.c.telemetry_reference_consumed,
+                  m.c.telemetry_reference_random, m.c.telemetry_reference_steady)
+        .where(m.c.snapshot_id == snapshot_id)
     ):  # fmt: skip
         # the whole id, as the next snapshot's members carry it (store/id_limits.py)
         key = keys[(group_id, member_id)] = member_key(full_id or member_id, instance_id)
         if source in MEASURED_CAPACITY_SOURCES and capacity is not None and measured_at is not None:
             capacities[(group_id, key)] = CarriedCapacity(capacity, _aware(measured_at), source)
+        if (reference := _stored_reference(consumed, random, steady)) is not None:
+            references[(group_id, key)] = reference
     owners = {
         (group_id, topic, partition): keys.get((group_id, member_id), member_id)
         for group_id, member_id, topic, partition in raw_rows(
@@ -245,7 +258,7 @@ def _carried_members(
             ),
         )
     }
-    return owners, capacities
+    return owners, capacities, references
 
 
 def _carried_assigned(
@@ -414,8 +427,7 @@ def _insert_groups(conn: Connection, snapshot_id: int, snapshot: Snapshot, rates
             {"snapshot_id": snapshot_id, "group_id": g.group_id, "member_id": stored_key,
              "member_id_full": None if stored_key == m.member_id else m.member_id, "position": m.position, "group_instance_id": m.group_instance_id, "client_id": m.client_id,
              "host": m.host, "rack": m.rack, "subscribed_topics": list(m.subscribed_topics),
-             **dict(zip(("capacity", "capacity_source", "capacity_measured_at", "capacity_note"),
-                        rates.capacity.get((g.group_id, m.member_id), _EQUAL), strict=True))}
+             **_capacity_columns(rates.capacity.get((g.group_id, m.member_id), _EQUAL))}
             for g in snapshot.groups
             for m in g.members
             for stored_key in (member_storage_key(m.member_id),)  # store/id_limits.py
@@ -428,6 +440,30 @@ def _insert_groups(conn: Connection, snapshot_id: int, snapshot: Snapshot, rates
         [(snapshot_id, g.group_id, member_storage_key(m.member_id), t, p) for g in snapshot.groups
          for m in g.members for t, p in m.assignment],
     )  # fmt: skip
+
+
+def _capacity_columns(capacity: MemberCapacity) -> dict[str, object]:
+    """A member's capacity as its ``group_members`` columns, its telemetry reference in three."""
+    reference = capacity.telemetry_reference
+    readings = reference.readings if reference is not None else None
+    return {
+        "capacity": capacity.capacity,
+        "capacity_source": capacity.source,
+        "capacity_measured_at": capacity.measured_at,
+        "capacity_note": capacity.note,
+        "telemetry_reference_consumed": reference.consumed if reference is not None else None,
+        "telemetry_reference_random": readings.random if readings is not None else None,
+        "telemetry_reference_steady": readings.steady if readings is not None else None,
+    }
+
+
+def _stored_reference(
+    consumed: float | None, random: float | None, steady: float | None
+) -> TelemetryReference | None:
+    """The telemetry reference of a member's three stored columns; None when any is NULL."""
+    if consumed is None or random is None or steady is None:
+        return None
+    return TelemetryReference(consumed, TelemetryReadings(random, steady))
 
 
 def _insert_assigned_capacities(
@@ -667,7 +703,8 @@ def _load_members(rows: _Rows, rates: SnapshotRates) -> dict[str, list[GroupMemb
             measured_at = m["capacity_measured_at"]
             rates.capacity[(m["group_id"], member_id)] = MemberCapacity(
                 m["capacity"], m["capacity_source"], _aware(measured_at) if measured_at else None,
-                m["capacity_note"],
+                m["capacity_note"], _stored_reference(m["telemetry_reference_consumed"],
+                m["telemetry_reference_random"], m["telemetry_reference_steady"]),
             )  # fmt: skip
         members.setdefault(m["group_id"], []).append(
             GroupMemberSnapshot(
