@@ -763,11 +763,15 @@ def _telemetry_references(
     for e in evidence:
         ref = (e.member.group_id, e.member.key)
         then, now = carried.get(ref), _reference_now(e, context)
-        if now is not None and then is not None and then.moved(now, factor):
+        if then is None or now is None:
+            current = now or then
+        elif then.moved(now, factor):
             moved.setdefault(e.member.group_id, []).append((then, now))
-        keep_then = then is not None and (now is None or not then.moved(now, factor))
-        if keep_then or now is not None:
-            references[ref] = then if keep_then else now  # type: ignore[assignment]
+            current = now
+        else:
+            current = then
+        if current is not None:
+            references[ref] = current
     return moved, references
 
 
