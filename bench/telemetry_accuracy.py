@@ -22,6 +22,7 @@ Writes bench/results/telemetry_accuracy.json; records ``uptime`` (the machine is
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import statistics
@@ -329,6 +330,46 @@ def print_table(rows: list[dict]) -> None:
               f"{text[7]:>9}{text[8]:>8}{text[9]:>8}{text[10]:>8}  {r['rule_reason']}")  # fmt: skip
 
 
+def load_drifts(rows: list[dict]) -> list[dict]:
+    """Per client and each two busy levels of its single-threaded consumers: which way the two
+    models' mean capacity drifts between them (``telemetry.consistency_evidence``; positive reads
+    as records at a steady spacing), what the advisor's evidence sees when a member's load moves."""
+    from rebalance_advisor.domain.telemetry import (
+        TelemetryParameters,
+        TelemetryReadings,
+        TelemetryReference,
+        consistency_evidence,
+    )
+
+    floor = TelemetryParameters().min_busy  # the source's gate, under each model
+
+    def reference(row: dict) -> TelemetryReference | None:
+        if not (row.get("rate") and row.get("capacity") and row.get("steady_capacity")):
+            return None
+        if min(row.get("corrected_busy") or 0.0, row.get("steady_busy") or 0.0) < floor:
+            return None
+        return TelemetryReference(row["rate"], TelemetryReadings(row["capacity"], row["steady_capacity"]))
+
+    inline = sorted((r for r in rows if r["mode"] == "inline"), key=lambda r: (r["language"], r["rate"]))
+    out = []
+    for low, high in itertools.combinations(inline, 2):
+        a, b = reference(low), reference(high)
+        if low["language"] != high["language"] or a is None or b is None:
+            continue
+        drift = consistency_evidence([(a, b)])
+        out.append(
+            {"language": low["language"], "levels": [low["level"], high["level"]], "drift": round(drift, 3)}
+        )  # type: ignore[arg-type]
+    return out
+
+
+def print_drifts(drifts: list[dict]) -> None:
+    print("a member's readings at two loads (drift > 0: read as records at a steady spacing)")
+    for d in drifts:
+        verdict = "steady" if d["drift"] > 0 else "random"
+        print(f"{d['language']:<8}{d['levels'][0]:>5} -> {d['levels'][1]:<5}{d['drift']:>+8.3f}  {verdict}")
+
+
 def _levels(text: str) -> tuple[float, ...]:
     try:
         levels = tuple(float(x) for x in text.split(","))
@@ -411,10 +452,13 @@ def main(argv: list[str] | None = None) -> int:
             local_kafka.stop(work / "kafka")
     print_table(rows)
     print_summaries(rows)
+    drifts = load_drifts(rows)
+    print_drifts(drifts)
     print(f"load averages (1/5/15 min) at start and end of the measurement: {loads}")
     result = {
         "args": vars(args),
         "rows": rows,
+        "drifts": drifts,
         "loadavg": loads,
         "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }

@@ -111,3 +111,34 @@ def test_the_simulators_steady_world_is_read_as_steady(monkeypatch: pytest.Monke
         parse_scenario({**data, "name": name}, strategy="rate_aware", seed=seed, hours=2), keep_time_lag=False
     )
     assert seen and seen[-1] > 0
+
+
+def test_the_accuracy_bench_pairs_each_clients_levels_into_drifts() -> None:
+    """bench/telemetry_accuracy.py: the readings at 50 and 70 % busy of the worked example above
+    (0.1055, steady); a saturated row, a row refused under a model, a row under the 20 % busy gate
+    and another client's are no pair."""
+    bench = load_bench("telemetry_accuracy")
+    keys = (
+        "language",
+        "mode",
+        "level",
+        "rate",
+        "capacity",
+        "steady_capacity",
+        "corrected_busy",
+        "steady_busy",
+    )
+    rows = [
+        dict(zip(keys, values, strict=True))
+        for values in [
+            ("python", "inline", 0.5, 50.0, 163.0, 100.0, 0.31, 0.5),
+            ("python", "inline", 0.7, 70.0, 132.0, 100.0, 0.53, 0.7),
+            ("python", "inline", 0.2, 20.0, None, 90.0, None, 0.2),  # refused under the random model
+            ("python", "inline", 0.3, 30.0, 300.0, 100.0, 0.1, 0.3),  # 10 % busy read at random: gated
+            ("python", "saturated", None, 100.0, 100.0, 100.0, 1.0, 1.0),
+            ("java", "inline", 0.9, 90.0, 101.0, 99.0, 0.9, 0.9),  # no other java level
+        ]
+    ]
+    assert bench.load_drifts(rows) == [
+        {"language": "python", "levels": [0.5, 0.7], "drift": pytest.approx(0.1055, abs=1e-3)}
+    ]
