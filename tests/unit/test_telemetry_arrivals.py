@@ -8,6 +8,8 @@ from __future__ import annotations
 import math
 
 import pytest
+from hypothesis import assume, given
+from hypothesis import strategies as st
 from rebalance_advisor.domain import estimates
 from rebalance_advisor.domain.simulation import parse_scenario, simulate
 from rebalance_advisor.domain.telemetry import (
@@ -142,3 +144,32 @@ def test_the_accuracy_bench_pairs_each_clients_levels_into_drifts() -> None:
     assert bench.load_drifts(rows) == [
         {"language": "python", "levels": [0.5, 0.7], "drift": pytest.approx(0.1055, abs=1e-3)}
     ]
+
+
+_capacity = st.floats(min_value=1.0, max_value=1e5, allow_nan=False)
+_rate = st.floats(min_value=0.1, max_value=1e5, allow_nan=False)
+
+
+@given(_rate, _rate, _capacity, _capacity, _capacity, _capacity, st.floats(min_value=0.01, max_value=100.0))
+def test_the_drift_is_the_same_either_way_and_in_any_unit(
+    rate_a: float,
+    rate_b: float,
+    random_a: float,
+    steady_a: float,
+    random_b: float,
+    steady_b: float,
+    scale: float,
+) -> None:
+    """Which reading is the reference does not matter (a load that fell tells what one that rose
+    does), nor the unit capacities are counted in; readings that do not move give no drift."""
+    assume(rate_a != rate_b)
+    a = TelemetryReference(rate_a, TelemetryReadings(random_a, steady_a))
+    b = TelemetryReference(rate_b, TelemetryReadings(random_b, steady_b))
+    drift = consistency_evidence([(a, b)])
+    assert drift is not None
+    assert consistency_evidence([(b, a)]) == pytest.approx(drift, abs=1e-9)
+    scaled_a = TelemetryReference(rate_a, TelemetryReadings(random_a * scale, steady_a * scale))
+    scaled_b = TelemetryReference(rate_b, TelemetryReadings(random_b * scale, steady_b * scale))
+    assert consistency_evidence([(scaled_a, scaled_b)]) == pytest.approx(drift, abs=1e-9)
+    still = TelemetryReference(rate_b, a.readings)
+    assert consistency_evidence([(a, still)]) == pytest.approx(0.0, abs=1e-12)
