@@ -357,9 +357,14 @@ def load_drifts(rows: list[dict]) -> list[dict]:
         if low["language"] != high["language"] or a is None or b is None:
             continue
         drift = consistency_evidence([(a, b)])
-        out.append(
-            {"language": low["language"], "levels": [low["level"], high["level"]], "drift": round(drift, 3)}
-        )  # type: ignore[arg-type]
+        if drift is not None:
+            out.append(
+                {
+                    "language": low["language"],
+                    "levels": [low["level"], high["level"]],
+                    "drift": round(drift, 3),
+                }
+            )
     return out
 
 

@@ -676,14 +676,29 @@ class _Evidence(NamedTuple):
     #: its helper's report, asked only without a busy sample (the simulator draws one when asked)
     reported: float | None
     prior: CarriedCapacity | None
-    #: its newest client telemetry, when it pushed any
-    telemetry: TelemetrySample | None
+    #: what its newest client telemetry says under each arrival model, when it pushed any
+    heard: _Heard | None
 
     @property
-    def asks_telemetry(self) -> bool:
-        """The capacity rule's order: telemetry, when the member pushed some, only without a busy
-        sample or the member's report."""
-        return self.telemetry is not None and self.work.busy is None and self.reported is None
+    def telemetry_asked(self) -> _Heard | None:
+        """Its telemetry, where the capacity rule asks it: only without a busy sample or the
+        member's report."""
+        return self.heard if self.work.busy is None and self.reported is None else None
+
+
+class _Heard(NamedTuple):
+    """What one member's telemetry says over the interval, read under each arrival model: read once
+    per snapshot, for the group's evidence and for the member's estimate."""
+
+    random: TelemetryCapacity
+    steady: TelemetryCapacity
+
+    def read_as(self, arrivals: Arrivals) -> TelemetryCapacity:
+        return self.steady if arrivals == STEADY else self.random
+
+    @property
+    def readings(self) -> TelemetryReadings:
+        return TelemetryReadings(self.random.capacity, self.steady.capacity)
 
 
 def _member_evidence(member: ObservedMember, context: _StepContext) -> _Evidence:
@@ -696,22 +711,26 @@ def _member_evidence(member: ObservedMember, context: _StepContext) -> _Evidence
     ref = (member.group_id, member.key)
     reported = context.observed.reports.get(ref) if work.busy is None else None
     prior = carried.capacities.get(ref) if carried else None
-    return _Evidence(member, work, reported, prior, context.observed.telemetry.get(ref))
+    sample = context.observed.telemetry.get(ref)
+    heard = None if sample is None else _heard(sample, work, context)
+    return _Evidence(member, work, reported, prior, heard)
 
 
-def _telemetry_reading(
-    evidence: _Evidence, context: _StepContext, arrivals: Arrivals = RANDOM
-) -> TelemetryCapacity:
-    """What the member's telemetry says over the interval, read as ``arrivals``."""
-    observed, interval, work = context.observed, context.interval, evidence.work
-    return telemetry_capacity(
-        evidence.telemetry,
-        work.consumed,
-        work.lag_growth,
-        observed.taken_at.timestamp(),
-        window_s=interval.elapsed_s if interval.gives_rates else None,
-        arrivals=arrivals,
+def _heard(sample: TelemetrySample, work: _Work, context: _StepContext) -> _Heard:
+    """What the member's telemetry says over the interval, under each arrival model."""
+    observed, interval = context.observed, context.interval
+    readings = (
+        telemetry_capacity(
+            sample,
+            work.consumed,
+            work.lag_growth,
+            observed.taken_at.timestamp(),
+            window_s=interval.elapsed_s if interval.gives_rates else None,
+            arrivals=arrivals,
+        )
+        for arrivals in (RANDOM, STEADY)
     )
+    return _Heard(*readings)
 
 
 #: (a member's telemetry reference, its readings now at another consume rate)
@@ -762,7 +781,7 @@ def _telemetry_references(
     references: dict[MemberRef, TelemetryReference] = {}
     for e in evidence:
         ref = (e.member.group_id, e.member.key)
-        then, now = carried.get(ref), _reference_now(e, context)
+        then, now = carried.get(ref), _reference_now(e)
         if then is None or now is None:
             current = now or then
         elif then.moved(now, factor):
@@ -775,15 +794,13 @@ def _telemetry_references(
     return moved, references
 
 
-def _reference_now(evidence: _Evidence, context: _StepContext) -> TelemetryReference | None:
+def _reference_now(evidence: _Evidence) -> TelemetryReference | None:
     """The member's telemetry read under both models at its consume rate over the interval; None
     when it pushed none, consumed nothing, or either model refuses the sample."""
     consumed = evidence.work.consumed
-    if evidence.telemetry is None or not consumed or consumed <= 0:
+    if evidence.heard is None or not consumed or consumed <= 0:
         return None
-    readings = TelemetryReadings(
-        _telemetry_reading(evidence, context).capacity, _telemetry_reading(evidence, context, STEADY).capacity
-    )
+    readings = evidence.heard.readings
     if readings.random is None or readings.steady is None:
         return None
     return TelemetryReference(consumed, readings)
@@ -796,15 +813,13 @@ def _arrival_pairs(
     its members whose measurement outranks their telemetry (:func:`saturation_outranks_telemetry`)."""
     pairs: dict[str, list[tuple[float, TelemetryReadings]]] = {}
     for e in evidence:
-        if not e.asks_telemetry or e.prior is None:
+        heard = e.telemetry_asked
+        if heard is None or e.prior is None:
             continue
         if saturation_outranks_telemetry(e.prior, context.observed.taken_at, context.params) is None:
             continue
-        readings = TelemetryReadings(
-            _telemetry_reading(e, context).capacity, _telemetry_reading(e, context, STEADY).capacity
-        )
         measured = max(e.prior.value, e.work.consumed or 0.0)  # as next_capacity raises it
-        pairs.setdefault(e.member.group_id, []).append((measured, readings))
+        pairs.setdefault(e.member.group_id, []).append((measured, heard.readings))
     return pairs
 
 
@@ -815,10 +830,10 @@ def _member_estimate(evidence: _Evidence, context: _StepContext, steady: str | N
     observed, params, interval = context.observed, context.params, context.interval
     member, prior, reported = evidence.member, evidence.prior, evidence.reported
     busy, consumed = evidence.work.busy, evidence.work.consumed
-    heard = None
-    if evidence.asks_telemetry:
-        heard = saturation_outranks_telemetry(prior, observed.taken_at, params) or _telemetry_reading(
-            evidence, context, STEADY if steady else RANDOM
+    heard, asked = None, evidence.telemetry_asked
+    if asked is not None:
+        heard = saturation_outranks_telemetry(prior, observed.taken_at, params) or asked.read_as(
+            STEADY if steady else RANDOM
         )
     sample, fresh_source = capacity_sample(busy, reported, heard.capacity if heard else None)
     source = fresh_source or (prior.source if prior is not None else "measured")
