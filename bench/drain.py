@@ -19,9 +19,10 @@ produce rate (the daily swing's top), split equally or x2 apart; each member's c
 spread of log-rates)), so a feasible assignment exists (without it no planner
 can avoid overload and the comparison says nothing). The table shows the resulting headroom.
 
-The step scenarios (``steps-10``, ``large-50x500-steps``, ``leave-return-steps``): every 10 minutes a
-tenth of the partitions jumps x3 and the tenth that jumped before drops back. ``full-load``: capacity
-1.05 x the peak.
+The step scenarios (``steps-10``, ``steps-cap2x-300s``, ``large-50x500-steps``, ``leave-return-steps``):
+every 10 minutes a tenth of the partitions jumps x3 and the tenth that jumped before drops back;
+``steps-cap2x-300s`` does it to members x2 apart (headroom 1.5) re-planned every 300 s with 30 s
+handovers, where capacities learnt from outside matter most. ``full-load``: capacity 1.05 x the peak.
 
 Per strategy and scenario: means over seeds of the overloaded share of time, p99 time lag (over
 30 s samples of every partition, pooled), the largest time lag of a run (mean, and the worst run),
@@ -326,6 +327,16 @@ def _harder_defs() -> dict[str, dict]:
         _headroom=room,
         _note="10 members, 10x10 partitions Zipf 1.1, every 10 min 10 % of the partitions x3 (the previous ones "
         "back), re-plan 60 s, handover 5 s",
+    )
+    caps, room = _step_capacities(topics, 10, two_apart=True, headroom=1.5)
+    defs["steps-cap2x-300s"] = dict(
+        defs["steps-10"],
+        members=_members(caps),
+        events=_step_events(topics, "steps-cap2x-300s"),
+        replan_interval_s=300,
+        handover_s=30,
+        _headroom=room,
+        _note="steps-10's partitions and steps, 10 members with capacities x2 apart, re-plan 300 s, handover 30 s",
     )
     topics = [{"name": f"l{j:02d}", "partitions": 10, "total_rate": 500.0, "zipf": 1.1} for j in range(50)]
     caps, room = _step_capacities(topics, 50)

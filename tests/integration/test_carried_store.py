@@ -1,5 +1,6 @@
 """The store loads and saves what the advisor carries between snapshots (domain/estimates.py), on
-SQLite and PostgreSQL: what it loads back after a write is what the step carried on, the previous
+SQLite and PostgreSQL: what it loads back after a write is what the step carried on (proven rates
+included), the previous
 snapshot is always of the same cluster, and the rate interval is stored with each snapshot (filled
 in for snapshots stored before migration 0009)."""
 
@@ -16,6 +17,7 @@ from rebalance_advisor.domain.snapshot_model import (
     Group,
     GroupMemberSnapshot,
     PartitionOffsets,
+    ProvenRate,
     Snapshot,
 )
 from rebalance_advisor.domain.telemetry import TelemetrySample
@@ -67,6 +69,8 @@ def test_what_is_loaded_after_a_write_is_what_the_step_carried_on(db_url) -> Non
     assert loaded.snapshot_id == later.snapshot_id and loaded.taken_at == later.taken_at
     assert loaded.owners == {("b", "t", 0): "i1", ("b", "t", 1): "i1", ("b", "t", 2): "m2"}
     assert loaded.capacities == {("b", "i1"): CarriedCapacity(3.5, later.taken_at, "measured")}
+    # m2 kept up with t-2 over the 100 s: 20 records, 0.2/s proven (m1 was busy: measured instead)
+    assert loaded.proven_rates == {("b", "m2"): ProvenRate(pytest.approx(0.2), later.taken_at)}
     assert loaded.produce[("t", 0)] == pytest.approx(2.0) and loaded.consume[("b", "t", 0)] == pytest.approx(
         3.0
     )

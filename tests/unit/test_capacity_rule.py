@@ -73,6 +73,20 @@ def test_a_long_interval_also_measures_a_member_whose_lag_grew_past_the_floor():
     assert RateParameters().growth_sample_min_interval_s == 120.0
 
 
+def test_one_partitions_growth_measures_its_member_only_when_the_members_lag_grew_too():
+    # floors 1,000 each. p0 grew 0 -> 3,000 (past its floor, as above), p1 drained 3,000 -> 0: the
+    # member's lag did not grow, it kept up (p0 stepped up just before the snapshot): no sample
+    assert busy_capacity_sample([0, 3000], [3000, 0], [90.0, 10.0], [1000.0] * 2, growth=True) is None
+    # p1 steady at 0: the member's lag grew by 3,000 > 0.25 x 2,000: saturated, 90 + 10
+    assert busy_capacity_sample([0, 0], [3000, 0], [90.0, 10.0], [1000.0] * 2, growth=True) == 100.0
+    # p0 0 -> 1,100, p1 700 -> 0: grew by 400 < 500 (a quarter of the floors); with no share asked, 400 > 0
+    assert busy_capacity_sample([0, 700], [1100, 0], [90.0, 10.0], [1000.0] * 2, growth=True) is None
+    assert busy_capacity_sample([0, 700], [1100, 0], [90.0, 10.0], [1000.0] * 2, True, 0.0) == 100.0
+    # backlog at both ends needs no growth at all
+    assert busy_capacity_sample([2000, 5000], [1500, 1500], [90.0, 10.0], [1000.0] * 2, growth=True) == 100.0
+    assert RateParameters().growth_sample_member_share == 0.25
+
+
 def test_a_capacity_configured_for_a_member_comes_before_every_estimate():
     # measured 40 and 60 (median 50). Member 1 consumes 10/s, member 3 100/s: without configuration
     # they get the median 50 and 1.2 x 100 = 120 (as above). Configured 30 and 75 for them: those.

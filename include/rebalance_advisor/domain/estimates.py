@@ -21,7 +21,9 @@ up to ``capacity_max_age_s``, never below what it consumed per second; backlog =
 ``busy_backlog_s`` of the partition's produce rate) or reported by its client helper, or read from
 its client telemetry (as records at a steady spacing while the group's evidence says so:
 :attr:`Carried.arrivals_evidence`), else the group's median measured, else the configured value,
-else unknown (``equal``).
+else unknown (``equal``). An estimate (the median, or a factor over the member's own rate) is never
+below the member's proven rate (:class:`ProvenRate`): the most it consumed over an interval it kept up
+through, carried up to ``capacity_max_age_s``.
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ from rebalance_advisor.domain.safe_regex import SafeRegex, compile_safe_regex
 from rebalance_advisor.domain.snapshot_model import (
     MEASURED_CAPACITY_SOURCES,
     MemberCapacity,
+    ProvenRate,
     RateEstimate,
     Snapshot,
     SnapshotRates,
@@ -116,6 +119,12 @@ class RateParameters:
     #: overloaded 15 % -> 2.5 % of the time with it). At shorter intervals the second snapshot comes
     #: soon (medium-50-cap2x, 1 minute: 3.9 % -> 6.0 % with it, 12 seeds)
     growth_sample_min_interval_s: float = 120.0
+    #: ... and only when the member's lag as a whole grew by more than this share of the sum of its
+    #: partitions' floors: one partition stepped up just before the snapshot shows its new rate's
+    #: in-flight records over a floor of the old rate while its member keeps up (bench/drain.py
+    #: steps-cap2x-300s, commits every 5 s: fast members "measured" at 35-56 % of their capacity;
+    #: 41.9 -> 35.0 % overloaded with 0.25; 1.0 cost large-500 3.6 -> 10.6 %, 0 let more through)
+    growth_sample_member_share: float = 0.25
     #: a member's own capacity report (written by the client helper into its commits' marks,
     #: rebalance_advisor_client.capacity_report) is a new sample when written after the previous
     #: snapshot; at a cluster's first snapshot, when written at most this many seconds before it
@@ -259,6 +268,7 @@ def busy_capacity_sample(
     consume_rate: Sequence[float],
     floor: Sequence[float] | None = None,
     growth: bool = False,
+    member_share: float = RateParameters.growth_sample_member_share,
 ) -> float | None:
     """A member's capacity sample over one interval: Σ its partitions' consume rates, when at least
     one of them had backlog at both ends; None otherwise, and None when that sum is 0. Backlog means a
@@ -267,8 +277,10 @@ def busy_capacity_sample(
     backlog).
 
     ``growth`` (long intervals, :attr:`RateParameters.growth_sample_min_interval_s`): a partition
-    whose lag ends above its floor after growing by more than the floor counts too: its member fell
-    behind by more than in-flight records explain, so it was saturated.
+    whose lag ends above its floor after growing by more than the floor counts too, when the member's
+    lag as a whole grew by more than ``member_share`` of the sum of its floors: it fell behind by more
+    than in-flight records explain, so it was saturated. One partition's growth alone is no evidence
+    (:attr:`RateParameters.growth_sample_member_share`).
 
     One backlogged partition is enough: a consumer shares its fetches fairly among the partitions
     that have records, so while any of them has backlog it works at its full rate, and its light
@@ -278,9 +290,11 @@ def busy_capacity_sample(
     partitions over the interval, with no handover pause.
     """
     floors = [0.0] * len(lag_before) if floor is None else floor
-    busy = any(
-        a > f and (b > f or (growth and a - b > f))
-        for b, a, f in zip(lag_before, lag_after, floors, strict=True)
+    pairs = list(zip(lag_before, lag_after, floors, strict=True))
+    busy = any(a > f and b > f for b, a, f in pairs) or (
+        growth
+        and any(a > f and a - b > f for b, a, f in pairs)
+        and sum(lag_after) - sum(lag_before) > member_share * sum(floors)
     )
     if not busy:
         return None
@@ -398,6 +412,7 @@ def fill_capacities(
     factor: float | None = None,
     configured_members: Sequence[float | None] | None = None,
     measured_sources: Sequence[str] | None = None,
+    proven: Sequence[float | None] | None = None,
 ) -> list[tuple[float | None, str]]:
     """(capacity, source) per member (``snapshot_model.CAPACITY_SOURCES``) from the measured ones.
 
@@ -412,7 +427,11 @@ def fill_capacities(
     unknown (``equal``). ``configured_members``: a value configured for one member
     (:meth:`CapacityPolicy.for_member`) comes before every estimate while the member is not measured;
     the median is of measured capacities only. ``measured_sources``: how each measured value was
-    measured (``measured`` by default, ``reported`` by the member's client helper).
+    measured (``measured`` by default, ``reported`` by the member's client helper). ``proven``: each
+    member's proven rate (:class:`ProvenRate`), under which no estimate goes: the median of the
+    saturated (slow) members held the fast ones of a group x2 apart at half their capacity, and an
+    own-rate estimate forgets what the member held before a step down (bench/drain.py
+    steps-cap2x-300s, docs/benchmarks/drain.md).
     """
     factor = RateParameters.unmeasured_capacity_factor if factor is None else factor
     known = [c for c in measured if c is not None]
@@ -420,15 +439,17 @@ def fill_capacities(
     rates = list(own_rate) if own_rate is not None else [None] * len(measured)
     declared = list(configured_members) if configured_members is not None else [None] * len(measured)
     how = list(measured_sources) if measured_sources is not None else ["measured"] * len(measured)
+    floors = list(proven) if proven is not None else [None] * len(measured)
     out: list[tuple[float | None, str]] = []
-    for value, rate, mine, source in zip(measured, rates, declared, how, strict=True):
+    for value, rate, mine, source, floor in zip(measured, rates, declared, how, floors, strict=True):
         if value is not None:
             out.append((value, source))
         elif mine is not None:
             out.append((mine, "configured"))
         elif median is not None:
             faster = rate is not None and rate > median
-            out.append((factor * rate, "own_rate") if faster else (median, "group_median"))  # type: ignore[operator]
+            guess, kind = (factor * rate, "own_rate") if faster else (median, "group_median")  # type: ignore[operator]
+            out.append((max(guess, floor or 0.0), kind))
         elif configured is not None:
             out.append((configured, "configured"))
         else:
@@ -479,6 +500,8 @@ class Carried:
     #: (group, member key) -> its telemetry readings at a consume rate, to compare with readings at
     #: another (:func:`rebalance_advisor.domain.telemetry.consistency_evidence`)
     telemetry_references: Mapping[MemberRef, TelemetryReference] = field(default_factory=dict)
+    #: (group, member key) -> the most it consumed over an interval it kept up through
+    proven_rates: Mapping[MemberRef, ProvenRate] = field(default_factory=dict)
     snapshot_id: int | None = None
 
     def after_plan(
@@ -591,8 +614,9 @@ def step(
         _member_estimate(e, context, steady_arrivals(rates.arrivals_evidence.get(e.member.group_id)))
         for e in evidence
     ]
-    rates.capacity = _filled_capacities(estimates, observed, params, references)
-    return rates, _next_carried(carried, observed, rates, estimates, params, references)
+    proven = _proven_rates(evidence, context)
+    rates.capacity = _filled_capacities(estimates, observed, params, _Kept(references, proven))
+    return rates, _next_carried(carried, observed, rates, estimates, params, _Kept(references, proven))
 
 
 def _produce_rates(
@@ -874,6 +898,8 @@ class _Work(NamedTuple):
     busy: float | None
     consumed: float | None
     lag_growth: float | None
+    #: Σ its partitions' backlog floors: lag that is records in flight, not backlog
+    in_flight: float = 0.0
 
 
 _NO_WORK = _Work(None, None, None)
@@ -901,18 +927,61 @@ def _busy_sample(member: ObservedMember, carried: Carried, context: _StepContext
     growth = context.interval.elapsed_s >= params.growth_sample_min_interval_s
     # the bound is NumPy's (pairwise) sum, as the simulator first summed its arrays: bench/drain.py's
     # results stay identical to the last bit (the busy sample's own sum is a plain one, as before)
-    busy = busy_capacity_sample(before, after, consumed, floors, growth)
-    return _Work(busy, float(np.sum(consumed)), float(sum(after) - sum(before)))
+    busy = busy_capacity_sample(before, after, consumed, floors, growth, params.growth_sample_member_share)
+    return _Work(busy, float(np.sum(consumed)), float(sum(after) - sum(before)), float(sum(floors)))
+
+
+class _Kept(NamedTuple):
+    """What a step carries per member besides its measured capacity, stored beside it."""
+
+    references: Mapping[MemberRef, TelemetryReference]
+    proven: Mapping[MemberRef, ProvenRate]
+
+
+def next_proven_rate(
+    prior: ProvenRate | None, kept_up: float | None, now: datetime, params: RateParameters
+) -> ProvenRate | None:
+    """A member's proven rate after an interval in which it kept up at ``kept_up`` records/s (None:
+    it was busy, or did not hold its partitions throughout): the higher of the two, the carried one
+    while it is at most ``capacity_max_age_s`` old (a member redeployed slower is not held to it)."""
+    if prior is not None and (now - prior.at).total_seconds() > params.capacity_max_age_s:
+        prior = None
+    if kept_up is None or kept_up <= 0 or (prior is not None and kept_up <= prior.value):
+        return prior
+    return ProvenRate(kept_up, now)
+
+
+def _kept_up(work: _Work, elapsed_s: float) -> float | None:
+    """What a member consumed per second over an interval without backlog, less the part of any lag
+    it drained that was records in flight: commits late at the start must not read as a faster member
+    (a proven rate keeps the highest sample, and would keep that noise), while a backlog it drained
+    was real work."""
+    if work.busy is not None or work.consumed is None or work.lag_growth is None or elapsed_s <= 0:
+        return None
+    drained = max(0.0, -work.lag_growth)
+    return work.consumed - min(drained, work.in_flight) / elapsed_s
+
+
+def _proven_rates(evidence: Sequence[_Evidence], context: _StepContext) -> dict[MemberRef, ProvenRate]:
+    """(group, member key) -> proven rate of each member in the snapshot (:func:`next_proven_rate`);
+    a member that left is dropped."""
+    carried = context.carried.proven_rates if context.carried is not None else {}
+    out: dict[MemberRef, ProvenRate] = {}
+    for e in evidence:
+        ref = (e.member.group_id, e.member.key)
+        kept_up = _kept_up(e.work, context.interval.elapsed_s)
+        proven = next_proven_rate(carried.get(ref), kept_up, context.observed.taken_at, context.params)
+        if proven is not None:
+            out[ref] = proven
+    return out
 
 
 def _filled_capacities(
-    estimates: Sequence[_MemberEstimate],
-    observed: Observed,
-    params: RateParameters,
-    references: Mapping[MemberRef, TelemetryReference],
+    estimates: Sequence[_MemberEstimate], observed: Observed, params: RateParameters, kept: _Kept
 ) -> dict[MemberRef, MemberCapacity]:
     """(group, member id) -> capacity: measured ones as they are, the rest filled per group
-    (:func:`fill_capacities`); each with the member's telemetry reference, stored beside it."""
+    (:func:`fill_capacities`, no estimate under a proven rate); each with the member's telemetry
+    reference and proven rate, stored beside it."""
     by_group: dict[str, list[_MemberEstimate]] = {}
     for e in estimates:
         by_group.setdefault(e.member.group_id, []).append(e)
@@ -925,11 +994,14 @@ def _filled_capacities(
             params.unmeasured_capacity_factor,
             [e.member.configured_capacity for e in members],
             [e.source for e in members],
+            [p.value if (p := kept.proven.get((group_id, e.member.key))) else None for e in members],
         )
         for e, (value, source) in zip(members, filled, strict=True):
             at = e.at if source in MEASURED_CAPACITY_SOURCES else None
-            reference = references.get((group_id, e.member.key))
-            out[(group_id, e.member.member_id)] = MemberCapacity(value, source, at, e.note, reference)
+            ref = (group_id, e.member.key)
+            out[(group_id, e.member.member_id)] = MemberCapacity(
+                value, source, at, e.note, kept.references.get(ref), kept.proven.get(ref)
+            )
     return out
 
 
@@ -939,7 +1011,7 @@ def _next_carried(
     rates: SnapshotRates,
     estimates: Sequence[_MemberEstimate],
     params: RateParameters,
-    references: Mapping[MemberRef, TelemetryReference],
+    per_member: _Kept,
 ) -> Carried:
     """What the next step needs of this snapshot: what the store saves with it and loads back."""
     cutoff = observed.taken_at - timedelta(seconds=params.recent_moves_s)
@@ -964,7 +1036,8 @@ def _next_carried(
         },
         recent_moves=recent,
         arrivals_evidence=rates.arrivals_evidence,
-        telemetry_references=references,
+        telemetry_references=per_member.references,
+        proven_rates=per_member.proven,
         snapshot_id=observed.snapshot_id,
     )
 

@@ -147,6 +147,16 @@ def own_rate_capacity_members(sources: Iterable[tuple[str, str | None]]) -> froz
     return frozenset(str(m) for m, source in sources if source == "own_rate")
 
 
+class ProvenRate(NamedTuple):
+    """The most a member consumed per second over a whole interval in which it held its partitions
+    and kept up (no backlog): its capacity is at least this, whatever an estimate says
+    (``rebalance_advisor.domain.estimates.fill_capacities``)."""
+
+    value: float
+    #: the snapshot that ended that interval
+    at: datetime
+
+
 class MemberCapacity(NamedTuple):
     """Records/s a member can consume (None with source ``equal``) and its provenance."""
 
@@ -159,6 +169,8 @@ class MemberCapacity(NamedTuple):
     #: its telemetry readings at a consume rate, carried to the next snapshot
     #: (``rebalance_advisor.domain.telemetry.consistency_evidence``)
     telemetry_reference: TelemetryReference | None = None
+    #: its proven rate, carried to the next snapshot
+    proven_rate: ProvenRate | None = None
 
 
 @dataclass

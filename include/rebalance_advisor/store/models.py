@@ -122,6 +122,10 @@ class GroupMemberRow(Base):
     telemetry_reference_consumed: Mapped[float | None] = mapped_column(sa.Float)
     telemetry_reference_random: Mapped[float | None] = mapped_column(sa.Float)
     telemetry_reference_steady: Mapped[float | None] = mapped_column(sa.Float)
+    #: its proven rate (``domain.snapshot_model.ProvenRate``), carried to the next snapshot: the most
+    #: it consumed over an interval it kept up through, and when; NULL: none
+    proven_rate: Mapped[float | None] = mapped_column(sa.Float)
+    proven_rate_at: Mapped[datetime | None] = mapped_column(sa.DateTime(timezone=True))
 
 
 class AssignedCapacityRow(Base):
@@ -141,6 +145,9 @@ class AssignedCapacityRow(Base):
     capacity: Mapped[float | None] = mapped_column(sa.Float)
     capacity_source: Mapped[str] = mapped_column(sa.String(16))
     capacity_measured_at: Mapped[datetime | None] = mapped_column(sa.DateTime(timezone=True))
+    #: its proven rate, as in ``group_members``
+    proven_rate: Mapped[float | None] = mapped_column(sa.Float)
+    proven_rate_at: Mapped[datetime | None] = mapped_column(sa.DateTime(timezone=True))
 
 
 class MemberAssignmentRow(Base):

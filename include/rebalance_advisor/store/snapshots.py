@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import NamedTuple
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, RowMapping
@@ -27,6 +28,7 @@ from rebalance_advisor.domain.snapshot_model import (
     GroupMemberSnapshot,
     MemberCapacity,
     PartitionOffsets,
+    ProvenRate,
     RateEstimate,
     Snapshot,
     SnapshotError,
@@ -154,9 +156,10 @@ def load_carried(
     snapshot_id, taken_at, isolation = head
     log_ends, lag_ends, produce = _carried_offsets(conn, snapshot_id, isolation)
     committed, consume = _carried_committed(conn, snapshot_id)
-    owners, capacities, references = _carried_members(conn, snapshot_id)
-    plans, assigned_capacities = _carried_assigned(conn, snapshot_id)
+    owners, capacities, kept = _carried_members(conn, snapshot_id)
+    plans, assigned_capacities, assigned_proven = _carried_assigned(conn, snapshot_id)
     capacities.update(assigned_capacities)
+    kept.proven.update(assigned_proven)
     owners.update(_plan_owners(conn, plans, manual or {}))
     g = ConsumerGroupRow.__table__
     arrivals = conn.execute(
@@ -175,7 +178,8 @@ def load_carried(
         owners=owners,
         capacities=capacities,
         arrivals_evidence={group_id: value for group_id, value in arrivals},
-        telemetry_references=references,
+        telemetry_references=kept.references,
+        proven_rates=kept.proven,
         snapshot_id=snapshot_id,
     )
 
@@ -223,24 +227,28 @@ def _carried_committed(conn: Connection, snapshot_id: int) -> tuple[dict, dict]:
     return committed, consume
 
 
+class _CarriedPerMember(NamedTuple):
+    """What the members the broker listed carry besides capacities (``estimates.Carried``)."""
+
+    references: dict[tuple[str, str], TelemetryReference]
+    proven: dict[tuple[str, str], ProvenRate]
+
+
 def _carried_members(
     conn: Connection, snapshot_id: int
-) -> tuple[
-    dict[tuple[str, str, int], str],
-    dict[tuple[str, str], CarriedCapacity],
-    dict[tuple[str, str], TelemetryReference],
-]:
-    """Owners by member key, the measured capacities and the telemetry references of the members the
-    broker listed."""
+) -> tuple[dict[tuple[str, str, int], str], dict[tuple[str, str], CarriedCapacity], _CarriedPerMember]:
+    """Owners by member key, the measured capacities, and the telemetry references and proven rates
+    of the members the broker listed."""
     m, a = GroupMemberRow.__table__, MemberAssignmentRow.__table__
     keys: dict[tuple[str, str], str] = {}
     capacities: dict[tuple[str, str], CarriedCapacity] = {}
-    references: dict[tuple[str, str], TelemetryReference] = {}
+    kept = _CarriedPerMember({}, {})
     for (group_id, member_id, full_id, instance_id, capacity, source, measured_at, consumed, random,
-         steady) in conn.execute(
+         steady, proven, proven_at) in conn.execute(
         sa.select(m.c.group_id, m.c.member_id, m.c.member_id_full, m.c.group_instance_id, m.c.capacity,
                   m.c.capacity_source, m.c.capacity_measured_at, m.c.telemetry_reference_consumed,
-                  m.c.telemetry_reference_random, m.c.telemetry_reference_steady)
+                  m.c.telemetry_reference_random, m.c.telemetry_reference_steady, m.c.proven_rate,
+                  m.c.proven_rate_at)
         .where(m.c.snapshot_id == snapshot_id)
     ):  # fmt: skip
         # the whole id, as the next snapshot's members carry it (store/id_limits.py)
@@ -248,7 +256,9 @@ def _carried_members(
         if source in MEASURED_CAPACITY_SOURCES and capacity is not None and measured_at is not None:
             capacities[(group_id, key)] = CarriedCapacity(capacity, _aware(measured_at), source)
         if (reference := _stored_reference(consumed, random, steady)) is not None:
-            references[(group_id, key)] = reference
+            kept.references[(group_id, key)] = reference
+        if (rate := _stored_proven(proven, proven_at)) is not None:
+            kept.proven[(group_id, key)] = rate
     owners = {
         (group_id, topic, partition): keys.get((group_id, member_id), member_id)
         for group_id, member_id, topic, partition in raw_rows(
@@ -258,25 +268,29 @@ def _carried_members(
             ),
         )
     }
-    return owners, capacities, references
+    return owners, capacities, kept
 
 
 def _carried_assigned(
     conn: Connection, snapshot_id: int
-) -> tuple[dict[str, int], dict[tuple[str, str], CarriedCapacity]]:
-    """Of the registered manual-assign members: group -> the plan they were measured against, and
-    their measured capacities."""
+) -> tuple[dict[str, int], dict[tuple[str, str], CarriedCapacity], dict[tuple[str, str], ProvenRate]]:
+    """Of the registered manual-assign members: group -> the plan they were measured against, their
+    measured capacities and their proven rates."""
     ac = AssignedCapacityRow.__table__
     plans: dict[str, int] = {}
     capacities: dict[tuple[str, str], CarriedCapacity] = {}
-    for group_id, member_id, plan_id, capacity, source, measured_at in conn.execute(
+    proven: dict[tuple[str, str], ProvenRate] = {}
+    for group_id, member_id, plan_id, capacity, source, measured_at, rate, rate_at in conn.execute(
         sa.select(ac.c.group_id, ac.c.member_id, ac.c.plan_id, ac.c.capacity, ac.c.capacity_source,
-                  ac.c.capacity_measured_at).where(ac.c.snapshot_id == snapshot_id)
+                  ac.c.capacity_measured_at, ac.c.proven_rate, ac.c.proven_rate_at)
+        .where(ac.c.snapshot_id == snapshot_id)
     ):  # fmt: skip
         plans[group_id] = plan_id
         if source in MEASURED_CAPACITY_SOURCES and capacity is not None and measured_at is not None:
             capacities[(group_id, member_id)] = CarriedCapacity(capacity, _aware(measured_at), source)
-    return plans, capacities
+        if (stored := _stored_proven(rate, rate_at)) is not None:
+            proven[(group_id, member_id)] = stored
+    return plans, capacities, proven
 
 
 def _plan_owners(
@@ -442,8 +456,19 @@ def _insert_groups(conn: Connection, snapshot_id: int, snapshot: Snapshot, rates
     )  # fmt: skip
 
 
+#: the columns of ``assigned_capacities`` that :func:`_capacity_columns` fills
+_ASSIGNED_CAPACITY_COLUMNS = (
+    "capacity",
+    "capacity_source",
+    "capacity_measured_at",
+    "proven_rate",
+    "proven_rate_at",
+)
+
+
 def _capacity_columns(capacity: MemberCapacity) -> dict[str, object]:
-    """A member's capacity as its ``group_members`` columns, its telemetry reference in three."""
+    """A member's capacity as its ``group_members`` columns, its telemetry reference in three and its
+    proven rate in two."""
     reference = capacity.telemetry_reference
     readings = reference.readings if reference is not None else None
     return {
@@ -454,7 +479,14 @@ def _capacity_columns(capacity: MemberCapacity) -> dict[str, object]:
         "telemetry_reference_consumed": reference.consumed if reference is not None else None,
         "telemetry_reference_random": readings.random if readings is not None else None,
         "telemetry_reference_steady": readings.steady if readings is not None else None,
+        "proven_rate": capacity.proven_rate.value if capacity.proven_rate is not None else None,
+        "proven_rate_at": capacity.proven_rate.at if capacity.proven_rate is not None else None,
     }
+
+
+def _stored_proven(value: float | None, at: datetime | None) -> ProvenRate | None:
+    """The proven rate of a member's two stored columns; None when either is NULL."""
+    return None if value is None or at is None else ProvenRate(value, _aware(at))
 
 
 def _stored_reference(
@@ -477,8 +509,8 @@ def _insert_assigned_capacities(
         AssignedCapacityRow,
         [
             {"snapshot_id": snapshot_id, "group_id": group_id, "member_id": member_id, "plan_id": plan_id,
-             **dict(zip(("capacity", "capacity_source", "capacity_measured_at"),
-                        rates.capacity.get((group_id, member_id), _EQUAL)[:3], strict=True))}
+             **{k: v for k, v in _capacity_columns(rates.capacity.get((group_id, member_id), _EQUAL)).items()
+                if k in _ASSIGNED_CAPACITY_COLUMNS}}
             for group_id, (plan_id, held) in manual.items()
             for member_id in held
         ],
@@ -705,6 +737,7 @@ def _load_members(rows: _Rows, rates: SnapshotRates) -> dict[str, list[GroupMemb
                 m["capacity"], m["capacity_source"], _aware(measured_at) if measured_at else None,
                 m["capacity_note"], _stored_reference(m["telemetry_reference_consumed"],
                 m["telemetry_reference_random"], m["telemetry_reference_steady"]),
+                _stored_proven(m["proven_rate"], m["proven_rate_at"]),
             )  # fmt: skip
         members.setdefault(m["group_id"], []).append(
             GroupMemberSnapshot(
