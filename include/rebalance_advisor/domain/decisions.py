@@ -345,15 +345,18 @@ def proportionate(candidate: CandidatePlan, state: GroupState, forced: int, thre
 
 
 def repack_gain(candidate: CandidatePlan, state: GroupState) -> float:
-    """What a repack buys: the larger relative drop of the max member load and of the excess inflow
-    (how fast overloaded members' backlog grows). Measured on the worst member alone, a 985-handover
-    repack in medium-50-cap2x gained 1.7 % (worst 108.2 % -> 106.4 %) but cut the excess inflow by
-    15 % (628 -> 535/s); refusing such repacks raised its overloaded share from 3.4 % to 5.6 % and
-    its flaps from 0.6 to 5 per run (bench/drain.py, 5 seeds x 6 h; docs/benchmarks/drain.md)."""
+    """What a repack buys: the relative drop of the max member load, or, when the repack leaves no
+    member overloaded, the larger drop of the excess inflow (how fast overloaded members' backlog
+    grows; all of it when the overload is gone). A repack that leaves overload and only spreads it
+    over more members buys a lower excess on paper: with a partition stepped above every member's
+    capacity, or capacities still estimates, the next snapshot shows the overload again, and the
+    next repack moves nearly every partition once more (bench/drain.py medium-50-cap2x: 292 -> 129
+    handovers per hour and 3.1 -> 0.9 % overloaded without them; docs/benchmarks/drain.md)."""
     load, cur = candidate.load, state.load
-    return max(
-        _relative_drop(cur.max_load, load.max_load), _relative_drop(cur.excess_inflow, load.excess_inflow)
-    )
+    gain = _relative_drop(cur.max_load, load.max_load)
+    if load.overloaded > 0:
+        return gain
+    return max(gain, _relative_drop(cur.excess_inflow, load.excess_inflow))
 
 
 def cooldown_until(
