@@ -6,45 +6,21 @@ in for snapshots stored before migration 0009)."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 import pytest
 import sqlalchemy as sa
 from rebalance_advisor import store
 from rebalance_advisor.domain.estimates import CarriedCapacity, observe_snapshot, step
-from rebalance_advisor.domain.snapshot_model import (
-    CommittedOffset,
-    Group,
-    GroupMemberSnapshot,
-    PartitionOffsets,
-    ProvenRate,
-    Snapshot,
-)
+from rebalance_advisor.domain.snapshot_model import ProvenRate
 from rebalance_advisor.domain.telemetry import TelemetrySample
 from rebalance_advisor.store import db
 from rebalance_advisor.store.models import SnapshotRow
 from rebalance_advisor.store.snapshot_reader import read_snapshot_tables
 from rebalance_advisor.store.snapshots import load_carried
 
-T0 = datetime(2030, 1, 1, tzinfo=UTC)
-BOOTSTRAP = "hand-made:9092"
-
-
-def _snap(seconds: float, ends: dict[int, int], committed: dict[int, int], cluster: str = "c1") -> Snapshot:
-    """Group b on topic t: m1 (static instance i1) holds t-0 and t-1, m2 holds t-2."""
-    members = (
-        GroupMemberSnapshot("m1", "client", "/h", "i1", None, ("t",), (("t", 0), ("t", 1)), 0),
-        GroupMemberSnapshot("m2", "client", "/h", None, None, ("t",), (("t", 2),), 1),
-    )
-    return Snapshot(
-        taken_at=T0 + timedelta(seconds=seconds),
-        bootstrap_servers=BOOTSTRAP,
-        cluster_id=cluster,
-        duration_s=0.1,
-        groups=[Group("b", "stable", "classic", "range", 1, "h:1", members)],
-        committed=[CommittedOffset("b", "t", p, o) for p, o in committed.items()],
-        partitions=[PartitionOffsets("t", p, 0, e, 1) for p, e in ends.items()],
-    )
+from tests.support.hand_made import BOOTSTRAP, T0
+from tests.support.hand_made import group_b_snapshot as _snap
 
 
 def _carried(url: str, cluster: str = "c1", before_id: int | None = None):

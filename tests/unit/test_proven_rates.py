@@ -4,7 +4,7 @@ after ``capacity_max_age_s``. Hand-worked numbers throughout."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 
 import pytest
 from rebalance_advisor.domain.estimates import (
@@ -16,16 +16,11 @@ from rebalance_advisor.domain.estimates import (
     observe_snapshot,
     step,
 )
-from rebalance_advisor.domain.snapshot_model import (
-    CommittedOffset,
-    Group,
-    GroupMemberSnapshot,
-    PartitionOffsets,
-    ProvenRate,
-    Snapshot,
-)
+from rebalance_advisor.domain.snapshot_model import ProvenRate
 
-T0 = datetime(2030, 1, 1, tzinfo=UTC)
+from tests.support.hand_made import T0
+from tests.support.hand_made import group_b_snapshot as _snap
+
 PARAMS = RateParameters()
 
 
@@ -65,25 +60,8 @@ def test_no_estimate_goes_under_a_proven_rate() -> None:
     assert filled[2][0] == pytest.approx(1320.0) and filled[2][1] == "own_rate"
 
 
-def _snap(seconds: float, ends: dict[int, int], committed: dict[int, int]) -> Snapshot:
-    """Group b on topic t: m1 holds t-0 and t-1, m2 holds t-2."""
-    members = (
-        GroupMemberSnapshot("m1", "client", "/h", None, None, ("t",), (("t", 0), ("t", 1)), 0),
-        GroupMemberSnapshot("m2", "client", "/h", None, None, ("t",), (("t", 2),), 1),
-    )
-    return Snapshot(
-        taken_at=T0 + timedelta(seconds=seconds),
-        bootstrap_servers="hand-made:9092",
-        cluster_id="c1",
-        duration_s=0.1,
-        groups=[Group("b", "stable", "classic", "range", 1, "h:1", members)],
-        committed=[CommittedOffset("b", "t", p, o) for p, o in committed.items()],
-        partitions=[PartitionOffsets("t", p, 0, e, 1) for p, e in ends.items()],
-    )
-
-
 def test_a_member_whose_load_fell_keeps_the_capacity_it_proved() -> None:
-    """m1 has backlog on t-0 throughout: measured 3/s + 0.5/s = 3.5/s, the group's median. m2 keeps up
+    """Group b (tests/support/hand_made.py). m1 has backlog on t-0 throughout: measured 3/s + 0.5/s = 3.5/s, the group's median. m2 keeps up
     with 8/s from 0 to 100 s, then with 1/s. At 200 s its smoothed rate is 8 + (1 - 8)(1 - e^(-100/120))
     = 4.04/s, above the median, so its estimate would be 1.2 x 4.04 = 4.85/s; it proved 8/s."""
     carried = None

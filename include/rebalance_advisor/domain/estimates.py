@@ -614,9 +614,9 @@ def step(
         _member_estimate(e, context, steady_arrivals(rates.arrivals_evidence.get(e.member.group_id)))
         for e in evidence
     ]
-    proven = _proven_rates(evidence, context)
-    rates.capacity = _filled_capacities(estimates, observed, params, _Kept(references, proven))
-    return rates, _next_carried(carried, observed, rates, estimates, params, _Kept(references, proven))
+    per_member = CarriedPerMember(references, _proven_rates(evidence, context))
+    rates.capacity = _filled_capacities(estimates, observed, params, per_member)
+    return rates, _next_carried(carried, observed, rates, estimates, params, per_member)
 
 
 def _produce_rates(
@@ -931,8 +931,9 @@ def _busy_sample(member: ObservedMember, carried: Carried, context: _StepContext
     return _Work(busy, float(np.sum(consumed)), float(sum(after) - sum(before)), float(sum(floors)))
 
 
-class _Kept(NamedTuple):
-    """What a step carries per member besides its measured capacity, stored beside it."""
+class CarriedPerMember(NamedTuple):
+    """What a step carries per member besides its measured capacity, stored beside it (the store
+    loads it back in this shape)."""
 
     references: Mapping[MemberRef, TelemetryReference]
     proven: Mapping[MemberRef, ProvenRate]
@@ -977,7 +978,7 @@ def _proven_rates(evidence: Sequence[_Evidence], context: _StepContext) -> dict[
 
 
 def _filled_capacities(
-    estimates: Sequence[_MemberEstimate], observed: Observed, params: RateParameters, kept: _Kept
+    estimates: Sequence[_MemberEstimate], observed: Observed, params: RateParameters, kept: CarriedPerMember
 ) -> dict[MemberRef, MemberCapacity]:
     """(group, member id) -> capacity: measured ones as they are, the rest filled per group
     (:func:`fill_capacities`, no estimate under a proven rate); each with the member's telemetry
@@ -1011,7 +1012,7 @@ def _next_carried(
     rates: SnapshotRates,
     estimates: Sequence[_MemberEstimate],
     params: RateParameters,
-    per_member: _Kept,
+    per_member: CarriedPerMember,
 ) -> Carried:
     """What the next step needs of this snapshot: what the store saves with it and loads back."""
     cutoff = observed.taken_at - timedelta(seconds=params.recent_moves_s)

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import NamedTuple
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, RowMapping
@@ -14,6 +13,7 @@ from rebalance_advisor.domain.estimates import (
     CapacityPolicy,
     Carried,
     CarriedCapacity,
+    CarriedPerMember,
     RateParameters,
     cluster_key,
     member_key,
@@ -159,7 +159,6 @@ def load_carried(
     owners, capacities, kept = _carried_members(conn, snapshot_id)
     plans, assigned_capacities, assigned_proven = _carried_assigned(conn, snapshot_id)
     capacities.update(assigned_capacities)
-    kept.proven.update(assigned_proven)
     owners.update(_plan_owners(conn, plans, manual or {}))
     g = ConsumerGroupRow.__table__
     arrivals = conn.execute(
@@ -179,7 +178,7 @@ def load_carried(
         capacities=capacities,
         arrivals_evidence={group_id: value for group_id, value in arrivals},
         telemetry_references=kept.references,
-        proven_rates=kept.proven,
+        proven_rates={**kept.proven, **assigned_proven},
         snapshot_id=snapshot_id,
     )
 
@@ -227,22 +226,16 @@ def _carried_committed(conn: Connection, snapshot_id: int) -> tuple[dict, dict]:
     return committed, consume
 
 
-class _CarriedPerMember(NamedTuple):
-    """What the members the broker listed carry besides capacities (``estimates.Carried``)."""
-
-    references: dict[tuple[str, str], TelemetryReference]
-    proven: dict[tuple[str, str], ProvenRate]
-
-
 def _carried_members(
     conn: Connection, snapshot_id: int
-) -> tuple[dict[tuple[str, str, int], str], dict[tuple[str, str], CarriedCapacity], _CarriedPerMember]:
+) -> tuple[dict[tuple[str, str, int], str], dict[tuple[str, str], CarriedCapacity], CarriedPerMember]:
     """Owners by member key, the measured capacities, and the telemetry references and proven rates
     of the members the broker listed."""
     m, a = GroupMemberRow.__table__, MemberAssignmentRow.__table__
     keys: dict[tuple[str, str], str] = {}
     capacities: dict[tuple[str, str], CarriedCapacity] = {}
-    kept = _CarriedPerMember({}, {})
+    references: dict[tuple[str, str], TelemetryReference] = {}
+    proven_rates: dict[tuple[str, str], ProvenRate] = {}
     for (group_id, member_id, full_id, instance_id, capacity, source, measured_at, consumed, random,
          steady, proven, proven_at) in conn.execute(
         sa.select(m.c.group_id, m.c.member_id, m.c.member_id_full, m.c.group_instance_id, m.c.capacity,
@@ -256,9 +249,9 @@ def _carried_members(
         if source in MEASURED_CAPACITY_SOURCES and capacity is not None and measured_at is not None:
             capacities[(group_id, key)] = CarriedCapacity(capacity, _aware(measured_at), source)
         if (reference := _stored_reference(consumed, random, steady)) is not None:
-            kept.references[(group_id, key)] = reference
+            references[(group_id, key)] = reference
         if (rate := _stored_proven(proven, proven_at)) is not None:
-            kept.proven[(group_id, key)] = rate
+            proven_rates[(group_id, key)] = rate
     owners = {
         (group_id, topic, partition): keys.get((group_id, member_id), member_id)
         for group_id, member_id, topic, partition in raw_rows(
@@ -268,7 +261,7 @@ def _carried_members(
             ),
         )
     }
-    return owners, capacities, kept
+    return owners, capacities, CarriedPerMember(references, proven_rates)
 
 
 def _carried_assigned(

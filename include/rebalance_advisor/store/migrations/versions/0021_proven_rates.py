@@ -1,6 +1,7 @@
-"""Each group member's and registered manual-assign member's proven rate (``rebalance_advisor.domain.snapshot_model.ProvenRate``): the most
-it consumed over an interval it kept up through, and when, carried from one snapshot to the next as a
-floor under its capacity estimate. NULL for every stored snapshot: the first snapshots after the
+"""Each group member's and registered manual-assign member's proven rate
+(``rebalance_advisor.domain.snapshot_model.ProvenRate``): the most it consumed over an interval it
+kept up through, and when, carried from one snapshot to the next as a floor under its capacity
+estimate. NULL for every stored snapshot: the first snapshots after the
 upgrade prove each member's rate again.
 
 Revision ID: 0021_proven_rates
