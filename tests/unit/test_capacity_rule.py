@@ -12,6 +12,7 @@ from rebalance_advisor.domain.estimates import (
     busy_capacity_sample,
     fill_capacities,
     next_capacity,
+    peer_capacity,
 )
 from rebalance_advisor.errors import AdvisorError
 
@@ -44,13 +45,14 @@ def test_next_capacity_smooths_carries_and_forgets():
 
 
 def test_fill_capacities_median_own_rate_configured_equal():
-    # measured 40 and 60 -> median 50. The unmeasured ones: consume 10/s -> 1.2 x 10 = 12 < 50 ->
-    # group_median 50; consume 100/s -> 120 > 50 -> own_rate 120; consume unknown -> median 50.
-    filled = fill_capacities([40.0, None, 60.0, None, None], [30.0, 10.0, 55.0, 100.0, None], 999.0)
+    # measured 45 and 55 (one class: 55 <= 1.3 x 45 = 58.5) -> median 50. The unmeasured ones:
+    # consume 10/s -> 1.2 x 10 = 12 < 50 -> group_median 50; consume 100/s -> 120 > 50 -> own_rate
+    # 120; consume unknown -> median 50.
+    filled = fill_capacities([45.0, None, 55.0, None, None], [30.0, 10.0, 55.0, 100.0, None], 999.0)
     assert filled == [
-        (40.0, "measured"),
+        (45.0, "measured"),
         (50.0, "group_median"),
-        (60.0, "measured"),
+        (55.0, "measured"),
         (pytest.approx(120.0), "own_rate"),
         (50.0, "group_median"),
     ]
@@ -59,6 +61,42 @@ def test_fill_capacities_median_own_rate_configured_equal():
     assert fill_capacities([None], [100.0]) == [(None, "equal")]
     # the factor is a parameter: 2 x 100 = 200
     assert fill_capacities([50.0, None], [None, 100.0], factor=2.0)[1] == (200.0, "own_rate")
+
+
+def test_an_unmeasured_member_is_estimated_from_the_slowest_class_that_covers_what_it_did():
+    # measured 40, 50 (one class: 50 <= 1.3 x 40 = 52) and 100, 110 (110 <= 130): medians 45 and 105;
+    # the median of all four, 75, is neither. Consumes 10/s: the slow class, 45 (not 75, 1.7 x
+    # its class). Consumes 30/s but proved 60/s: faster than the slow class's fastest (50), so
+    # the fast class, 105. Consumes 40/s, proved 48/s: within the slow class (<= 50), 45, but
+    # never under what it proved: 48. Consumes 48/s: the slow class, but above its median, so
+    # (as with one class) its own rate, 1.2 x 48 = 57.6. Consumes 120/s, faster than every
+    # class: 1.2 x 120 = 144.
+    filled = fill_capacities(
+        [40.0, 50.0, 100.0, 110.0, None, None, None, None, None],
+        [None, None, None, None, 10.0, 30.0, 40.0, 48.0, 120.0],
+        proven=[None, None, None, None, None, 60.0, 48.0, None, None],
+    )
+    assert filled[4:] == [
+        (45.0, "group_median"),
+        (105.0, "group_median"),
+        (48.0, "group_median"),
+        (pytest.approx(57.6), "own_rate"),
+        (pytest.approx(144.0), "own_rate"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("measured", "shown", "expected"),
+    [
+        ([100.0], 10.0, 100.0),  # one measured: its value
+        ([100.0, 120.0, 129.0], 500.0, 120.0),  # one class (129 <= 130): its median, even when beaten
+        ([100.0, 131.0], 90.0, 100.0),  # 131 > 130: two classes, the slow one covers 90
+        ([100.0, 131.0], 101.0, 131.0),  # ... but not 101
+        ([200.0, 100.0, 210.0, 95.0], 0.0, 97.5),  # unsorted in: classes {95, 100} and {200, 210}
+    ],
+)
+def test_peer_capacity_classes(measured, shown, expected):
+    assert peer_capacity(measured, shown, 1.3) == pytest.approx(expected)
 
 
 def test_a_long_interval_also_measures_a_member_whose_lag_grew_past_the_floor():
@@ -88,18 +126,18 @@ def test_one_partitions_growth_measures_its_member_only_when_the_members_lag_gre
 
 
 def test_a_capacity_configured_for_a_member_comes_before_every_estimate():
-    # measured 40 and 60 (median 50). Member 1 consumes 10/s, member 3 100/s: without configuration
+    # measured 45 and 55 (median 50). Member 1 consumes 10/s, member 3 100/s: without configuration
     # they get the median 50 and 1.2 x 100 = 120 (as above). Configured 30 and 75 for them: those.
     # Member 0 is measured, so its configured 999 is not used; member 4 has none: the median.
     filled = fill_capacities(
-        [40.0, None, 60.0, None, None],
+        [45.0, None, 55.0, None, None],
         [30.0, 10.0, 55.0, 100.0, None],
         configured_members=[999.0, 30.0, None, 75.0, None],
     )
     assert filled == [
-        (40.0, "measured"),
+        (45.0, "measured"),
         (30.0, "configured"),
-        (60.0, "measured"),
+        (55.0, "measured"),
         (75.0, "configured"),
         (50.0, "group_median"),
     ]

@@ -227,11 +227,11 @@ def test_an_unmeasured_member_gets_at_least_1_2_times_its_own_consume_rate():
 
 
 def test_an_unmeasured_member_below_the_median_gets_the_median():
-    # three members; b and c overloaded (80 and 90 msg/s on capacities 40 and 60) are measured at
-    # 40 and 60; a reads 10 msg/s: 1.2 x 10 = 12 < median(40, 60) = 50, so a gets 50 (group_median).
+    # three members; b and c overloaded (80 and 90 msg/s on capacities 45 and 55) are measured at
+    # 45 and 55; a reads 10 msg/s: 1.2 x 10 = 12 < median(45, 55) = 50, so a gets 50 (group_median).
     data = {
         "topics": [{"name": "t", "partitions": 3, "rates": [10, 80, 90]}],
-        "members": [{"id": "a", "capacity": 500}, {"id": "b", "capacity": 40}, {"id": "c", "capacity": 60}],
+        "members": [{"id": "a", "capacity": 500}, {"id": "b", "capacity": 45}, {"id": "c", "capacity": 55}],
         "hours": 0.1,
     }
     rec = Recorder()
@@ -239,7 +239,7 @@ def test_an_unmeasured_member_below_the_median_gets_the_median():
     obs, _ = rec.seen[-1]
     assert obs.owner.tolist() == [0, 1, 2]
     assert obs.capacity_source == ("group_median", "measured", "measured")
-    np.testing.assert_allclose(obs.capacity, [50, 40, 60], atol=0.05)
+    np.testing.assert_allclose(obs.capacity, [50, 45, 55], atol=0.05)
 
 
 def test_a_configured_capacity_is_what_the_planner_sees_until_the_member_is_measured():

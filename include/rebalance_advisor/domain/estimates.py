@@ -20,7 +20,8 @@ partitions with backlog on at least one at both ends, smoothed like rates, carri
 up to ``capacity_max_age_s``, never below what it consumed per second; backlog = lag above
 ``busy_backlog_s`` of the partition's produce rate) or reported by its client helper, or read from
 its client telemetry (as records at a steady spacing while the group's evidence says so:
-:attr:`Carried.arrivals_evidence`), else the group's median measured, else the configured value,
+:attr:`Carried.arrivals_evidence`), else the median measured of the slowest class of measured
+members that covers what it has done (:func:`peer_capacity`), else the configured value,
 else unknown (``equal``). An estimate (the median, or a factor over the member's own rate) is never
 below the member's proven rate (:class:`ProvenRate`): the most it consumed over an interval it kept up
 through, carried up to ``capacity_max_age_s``.
@@ -104,6 +105,13 @@ class RateParameters:
     #: it can do at least that, and the median is biased low for it (the members that get measured
     #: are the saturated, i.e. the slow, ones; bench/drain.py, capacities x2 apart).
     unmeasured_capacity_factor: float = 1.2
+    #: measured capacities within this ratio of a class's lowest are one class of members (the same
+    #: machine and code); an unmeasured member is estimated from the lowest class whose fastest
+    #: member covers what it has shown it can do (:func:`peer_capacity`). The median of all measured
+    #: capacities gave the slow members of a group x2 apart the middle of both classes once a fast
+    #: member was measured: 1.5x their capacity (bench/drain.py cap2x-z1.5, seed 2: 202 s behind;
+    #: docs/benchmarks/drain.md, "Classes of measured capacities"). Noise within a class is under 1.3.
+    capacity_class_ratio: float = 1.3
     #: a partition counts as backlogged (so its member as busy, :func:`busy_capacity_sample`) only
     #: while its lag is more than this many seconds of its produce rate. A caught-up consumer still
     #: shows lag: what it fetched but has not committed yet (commits every 1-5 s, prefetched records).
@@ -417,10 +425,11 @@ def fill_capacities(
     """(capacity, source) per member (``snapshot_model.CAPACITY_SOURCES``) from the measured ones.
 
     Unmeasured members, when some member of the group is measured, get the median measured capacity
-    (``group_median``), unless their own consume rate is above it: then ``factor`` x that rate
-    (``own_rate``). An unmeasured member keeps up, so it can do at least its consume rate; one that
-    consumes more than the median is faster than the measured (saturated, i.e. slow) ones, and the
-    median would be biased low for it. Only then: raising every unmeasured member to ``factor`` x its
+    (``group_median``) of the slowest class of measured members that covers what they have done
+    (:func:`peer_capacity`), unless their own consume rate is above that median: then ``factor`` x
+    that rate (``own_rate``). An unmeasured member keeps up, so it can do at least its consume
+    rate; one that consumes more than the median is faster than the measured (saturated, i.e. slow)
+    ones, and the median would be biased low for it. Only then: raising every unmeasured member to ``factor`` x its
     rate would overestimate a nearly saturated member of a group of equal members (bench/drain.py
     large-500: overloaded 21 % -> 51 % of the time). ``factor`` defaults to
     :attr:`RateParameters.unmeasured_capacity_factor`. With none measured: the configured value, else
@@ -434,8 +443,8 @@ def fill_capacities(
     steps-cap2x-300s, docs/benchmarks/drain.md).
     """
     factor = RateParameters.unmeasured_capacity_factor if factor is None else factor
+    class_ratio = RateParameters.capacity_class_ratio
     known = [c for c in measured if c is not None]
-    median = statistics.median(known) if known else None
     rates = list(own_rate) if own_rate is not None else [None] * len(measured)
     declared = list(configured_members) if configured_members is not None else [None] * len(measured)
     how = list(measured_sources) if measured_sources is not None else ["measured"] * len(measured)
@@ -446,15 +455,32 @@ def fill_capacities(
             out.append((value, source))
         elif mine is not None:
             out.append((mine, "configured"))
-        elif median is not None:
-            faster = rate is not None and rate > median
-            guess, kind = (factor * rate, "own_rate") if faster else (median, "group_median")  # type: ignore[operator]
+        elif known:
+            peer = peer_capacity(known, max(rate or 0.0, floor or 0.0), class_ratio)
+            faster = rate is not None and rate > peer
+            guess, kind = (factor * rate, "own_rate") if faster else (peer, "group_median")  # type: ignore[operator]
             out.append((max(guess, floor or 0.0), kind))
         elif configured is not None:
             out.append((configured, "configured"))
         else:
             out.append((None, "equal"))
     return out
+
+
+def peer_capacity(measured: Sequence[float], shown: float, class_ratio: float) -> float:
+    """The capacity of an unmeasured member that has shown it can do ``shown`` records/s: the median
+    of the lowest class of measured capacities (each within ``class_ratio`` of its class's lowest)
+    whose fastest member did at least that, else of the highest class. The members that get
+    measured are the saturated ones, so the lowest class that fits is the cautious guess
+    (:attr:`RateParameters.capacity_class_ratio`); with one class, the median of all."""
+    classes: list[list[float]] = []
+    for value in sorted(measured):
+        if classes and value <= class_ratio * classes[-1][0]:
+            classes[-1].append(value)
+        else:
+            classes.append([value])
+    fits = next((members for members in classes if members[-1] >= shown), classes[-1])
+    return statistics.median(fits)
 
 
 # ---- the carried state and one step ----------------------------------------------------------
