@@ -10,8 +10,8 @@ catch-up infinite.
 Unknowns (documented choices):
 - produce rate unknown for some partitions: they get the group's median known rate; unknown for
   all (a first snapshot): every rate is 0, so the model plans on backlog alone (:attr:`LoadInputs.note`).
-- capacity unknown for some members: they get the group's median known capacity (the one fill
-  rule, ``estimates.fill_capacities``; snapshots and the simulator also raise it to 1.2 x a
+- capacity unknown for some members: they get the median of the slowest class of known capacities
+  (with one class, the group's median; the one fill rule, ``estimates.fill_capacities``; snapshots and the simulator also raise it to 1.2 x a
   member's own consume rate, which a spec does not carry); unknown for all:
   capacities are *unknown* — no overload or catch-up time can be predicted, and the model only
   compares member load w = Λ + B / horizon ("equal capacities"): the throughput a member needs to
@@ -64,10 +64,12 @@ def load_inputs(spec: GroupSpec) -> LoadInputs:
     if caps is not None:
         unknown = np.isnan(caps)
         if unknown.any():
-            # the one fill rule (estimates.fill_capacities); a spec carries no consume rates, so the median
+            # the one fill rule (estimates.fill_capacities); a spec carries no consume rates, so the slowest class
             filled = fill_capacities([None if u else float(c) for u, c in zip(unknown, caps, strict=True)])
             caps = np.asarray([value for value, _ in filled], dtype=np.float64)
-            notes.append(f"capacity unknown for {int(unknown.sum())} member(s): group median used")
+            notes.append(
+                f"capacity unknown for {int(unknown.sum())} member(s): median of the slowest class used"
+            )
     for arr in (rate, caps):
         if arr is not None:
             arr.setflags(write=False)
@@ -90,8 +92,8 @@ def with_interval_evidence(
       ``growth_floor_s`` seconds of its inflow did not keep up: its partitions plan on the interval's
       rates whatever ``departure`` says, and its capacity is at most what it consumed (the interval's
       inflow less the growth), so the rule sees it overloaded now. Without any capacity known, that
-      one is the group's measured capacity and the others get its median (``fill_capacities``), as
-      when a snapshot measures one member.
+      one is the group's measured capacity and the others get the median of its slowest class
+      (``fill_capacities``), as when a snapshot measures one member.
 
     ``departure`` and ``growth_floor_s`` are the guards against a single noisy interval: a caught-up
     consumer shows up to its commit interval of production as lag (bench/drain.py --commit-interval
