@@ -11,25 +11,20 @@ t-0's interval rate, 554/s, and m0 is overloaded at 1,376/s.
 from __future__ import annotations
 
 import math
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 
 import pytest
 from rebalance_advisor import store
 from rebalance_advisor.domain.decisions import Thresholds
 from rebalance_advisor.domain.estimates import CapacityPolicy
 from rebalance_advisor.domain.group_planning import plan_group
-from rebalance_advisor.domain.snapshot_model import (
-    CommittedOffset,
-    Group,
-    GroupMemberSnapshot,
-    PartitionOffsets,
-    Snapshot,
-)
+from rebalance_advisor.domain.snapshot_model import Snapshot
 from rebalance_advisor.domain.spec_documents import build_docs_from_tables
 from rebalance_advisor.store import db
 from rebalance_advisor.store.planner_inputs import read_planner_inputs
 
-T0 = datetime(2030, 1, 1, tzinfo=UTC)
+from tests.support.hand_made import T0, hand_made_snapshot
+
 OWNERS = {0: "m0", 1: "m0", 2: "m0", 3: "m0", 4: "m1", 5: "m1"}
 RATES = (
     {p: 274 if p < 4 else 300 for p in OWNERS},
@@ -40,19 +35,11 @@ RULE = Thresholds(strategies=("rate_aware", "rate_aware_sticky"))
 
 def _snapshot(k: int) -> Snapshot:
     ends = {p: 100_000 + sum(RATES[min(i, 1)][p] * 60 for i in range(k)) for p in OWNERS}
-    members = tuple(
-        GroupMemberSnapshot(m, "client", "/127.0.0.1", None, None, ("t",),
-                            tuple(("t", p) for p, o in OWNERS.items() if o == m), i)
-        for i, m in enumerate(("m0", "m1"))
-    )  # fmt: skip
-    return Snapshot(
-        taken_at=T0 + timedelta(seconds=60 * k),
-        bootstrap_servers="hand-made:9092",
-        cluster_id="c1",
-        duration_s=0.1,
-        groups=[Group("g", "stable", "classic", "range", 1, "h:1", members)],
-        committed=[CommittedOffset("g", "t", p, e - 1000) for p, e in ends.items()],
-        partitions=[PartitionOffsets("t", p, 0, e, 1) for p, e in sorted(ends.items())],
+    return hand_made_snapshot(
+        T0 + timedelta(seconds=60 * k),
+        {("t", p): e for p, e in ends.items()},
+        {("g", "t", p): e - 1000 for p, e in ends.items()},
+        [("g", m, None, [("t", p) for p, o in OWNERS.items() if o == m]) for m in ("m0", "m1")],
     )
 
 

@@ -19,16 +19,10 @@ from rebalance_advisor import store
 from rebalance_advisor.adapters import kafka_snapshot
 from rebalance_advisor.cli import main
 from rebalance_advisor.domain import estimates
-from rebalance_advisor.domain.snapshot_model import (
-    CommittedOffset,
-    Group,
-    GroupMemberSnapshot,
-    PartitionOffsets,
-    Snapshot,
-)
 from rebalance_advisor.domain.spec_documents import build_docs_from_tables
 from rebalance_advisor.store.snapshot_reader import read_snapshot_tables
 
+from tests.support.hand_made import hand_made_snapshot as _snap
 from tests.support.kafka_offsets import admin as _admin
 from tests.support.kafka_offsets import commit as _commit
 from tests.support.kafka_offsets import new_topic as _topic
@@ -245,30 +239,6 @@ def test_rates_within_ten_percent_of_known_rates_across_two_snapshots(
     cells = lines[0].split()
     assert cells[-4] == "rate_estimate" and float(cells[-3]) == pytest.approx(200.0, rel=0.10)
     store.db.dispose(db_url)
-
-
-def _snap(taken_at: datetime, ends: dict, committed: dict, members=(), cluster="c1") -> Snapshot:
-    """Hand-made snapshot: ends {(t, p): log end}, committed {(g, t, p): offset}, members
-    [(group, member_id, instance_id, [(t, p)...])]."""
-    groups: dict[str, list[GroupMemberSnapshot]] = {g: [] for g, _, _ in committed}
-    for group, member_id, instance, assignment in members:
-        groups.setdefault(group, []).append(
-            GroupMemberSnapshot(
-                member_id, "client", "/127.0.0.1", instance, None, tuple(sorted({t for t, _ in assignment})),
-                tuple(sorted(assignment)), len(groups[group]),
-            )
-        )  # fmt: skip
-    return Snapshot(
-        taken_at=taken_at,
-        bootstrap_servers="hand-made:9092",
-        cluster_id=cluster,
-        duration_s=0.1,
-        groups=[
-            Group(g, "stable", "classic", "range", 1, "h:1", tuple(ms)) for g, ms in sorted(groups.items())
-        ],
-        committed=[CommittedOffset(g, t, p, o) for (g, t, p), o in committed.items()],
-        partitions=[PartitionOffsets(t, p, 0, e, 1) for (t, p), e in sorted(ends.items())],
-    )
 
 
 def test_unknown_rates_say_why_and_a_recreated_topic_restarts_the_average(sqlite_url) -> None:
