@@ -429,9 +429,9 @@ def fill_capacities(
     (:func:`peer_capacity`), unless their own consume rate is above that median: then ``factor`` x
     that rate (``own_rate``). An unmeasured member keeps up, so it can do at least its consume
     rate; one that consumes more than the median is faster than the measured (saturated, i.e. slow)
-    ones, and the median would be biased low for it. Only then: raising every unmeasured member to ``factor`` x its
-    rate would overestimate a nearly saturated member of a group of equal members (bench/drain.py
-    large-500: overloaded 21 % -> 51 % of the time). ``factor`` defaults to
+    ones, and the median would be biased low for it. Only then: raising every unmeasured member to
+    ``factor`` x its rate would overestimate a nearly saturated member of a group of equal members
+    (bench/drain.py large-500: overloaded 21 % -> 51 % of the time). ``factor`` defaults to
     :attr:`RateParameters.unmeasured_capacity_factor`. With none measured: the configured value, else
     unknown (``equal``). ``configured_members``: a value configured for one member
     (:meth:`CapacityPolicy.for_member`) comes before every estimate while the member is not measured;

@@ -11,8 +11,9 @@ Unknowns (documented choices):
 - produce rate unknown for some partitions: they get the group's median known rate; unknown for
   all (a first snapshot): every rate is 0, so the model plans on backlog alone (:attr:`LoadInputs.note`).
 - capacity unknown for some members: they get the median of the slowest class of known capacities
-  (with one class, the group's median; the one fill rule, ``estimates.fill_capacities``; snapshots and the simulator also raise it to 1.2 x a
-  member's own consume rate, which a spec does not carry); unknown for all:
+  (with one class, the group's median; the one fill rule, ``estimates.fill_capacities``; snapshots
+  and the simulator also raise it to 1.2 x a member's own consume rate, which a spec does not
+  carry); unknown for all:
   capacities are *unknown* — no overload or catch-up time can be predicted, and the model only
   compares member load w = Λ + B / horizon ("equal capacities"): the throughput a member needs to
   be caught up within the horizon.
@@ -64,7 +65,7 @@ def load_inputs(spec: GroupSpec) -> LoadInputs:
     if caps is not None:
         unknown = np.isnan(caps)
         if unknown.any():
-            # the one fill rule (estimates.fill_capacities); a spec carries no consume rates, so the slowest class
+            # the one fill rule (estimates.fill_capacities); no consume rates: the slowest class
             filled = fill_capacities([None if u else float(c) for u, c in zip(unknown, caps, strict=True)])
             caps = np.asarray([value for value, _ in filled], dtype=np.float64)
             notes.append(
