@@ -443,8 +443,8 @@ def fill_capacities(
     steps-cap2x-300s, docs/benchmarks/drain.md).
     """
     factor = RateParameters.unmeasured_capacity_factor if factor is None else factor
-    class_ratio = RateParameters.capacity_class_ratio
     known = [c for c in measured if c is not None]
+    classes = capacity_classes(known, RateParameters.capacity_class_ratio)
     rates = list(own_rate) if own_rate is not None else [None] * len(measured)
     declared = list(configured_members) if configured_members is not None else [None] * len(measured)
     how = list(measured_sources) if measured_sources is not None else ["measured"] * len(measured)
@@ -456,7 +456,7 @@ def fill_capacities(
         elif mine is not None:
             out.append((mine, "configured"))
         elif known:
-            peer = peer_capacity(known, max(rate or 0.0, floor or 0.0), class_ratio)
+            peer = class_capacity(classes, max(rate or 0.0, floor or 0.0))
             faster = rate is not None and rate > peer
             guess, kind = (factor * rate, "own_rate") if faster else (peer, "group_median")  # type: ignore[operator]
             out.append((max(guess, floor or 0.0), kind))
@@ -473,14 +473,23 @@ def peer_capacity(measured: Sequence[float], shown: float, class_ratio: float) -
     whose fastest member did at least that, else of the highest class. The members that get
     measured are the saturated ones, so the lowest class that fits is the cautious guess
     (:attr:`RateParameters.capacity_class_ratio`); with one class, the median of all."""
+    return class_capacity(capacity_classes(measured, class_ratio), shown)
+
+
+def capacity_classes(measured: Sequence[float], class_ratio: float) -> list[tuple[float, float]]:
+    """(fastest, median) of each class of ``measured`` (:func:`peer_capacity`), slowest first."""
     classes: list[list[float]] = []
     for value in sorted(measured):
         if classes and value <= class_ratio * classes[-1][0]:
             classes[-1].append(value)
         else:
             classes.append([value])
-    fits = next((members for members in classes if members[-1] >= shown), classes[-1])
-    return statistics.median(fits)
+    return [(members[-1], statistics.median(members)) for members in classes]
+
+
+def class_capacity(classes: Sequence[tuple[float, float]], shown: float) -> float:
+    """:func:`peer_capacity` on classes built once (:func:`capacity_classes`) for a whole group."""
+    return next((median for fastest, median in classes if fastest >= shown), classes[-1][1])
 
 
 # ---- the carried state and one step ----------------------------------------------------------
