@@ -422,8 +422,9 @@ class _Candidates:
     """Every plan measured the same way, a strategy's or a rescue's: its metrics, load and moves.
     Strategies often agree (range, sticky and the current owners); the numbers depend on the owners
     alone, so equal owners are measured once. A ranged key_range plan is measured in its range view.
-    A plan is judged on the capacities of :func:`untested_capacities`: no estimate relied on for a
-    partition no measured member can hold."""
+    A plan is judged on the capacities of :func:`untested_capacities` and
+    :func:`no_gain_between_peers`: no estimate relied on for a partition no measured member can
+    hold, and no gain counted from moving one that no member can hold to a peer measured higher."""
 
     def __init__(
         self,
@@ -471,6 +472,7 @@ class _Candidates:
         t = self.thresholds
         if s is self.current.spec:
             inputs = untested_capacities(s, so, inputs, self.estimated, t.capacity_margin_in_force)
+            inputs = no_gain_between_peers(s, so, inputs, t.capacity_margin_in_force)
         handovers = int(np.count_nonzero((so >= 0) & (so != s.owner)))
         max_lag, imbalance, metrics = candidate_numbers(s, so, bound, handovers)
         load = load_summary(s, so, inputs, t.horizon_s, t.handover_cost_s, t.capacity_margin_in_force)
@@ -667,6 +669,41 @@ def untested_capacities(
         return inputs
     capped = caps.copy()
     np.minimum.at(capped, owners[unholdable], fastest[unholdable])
+    capped.setflags(write=False)
+    return dataclasses.replace(inputs, capacity=capped)
+
+
+def no_gain_between_peers(
+    spec: GroupSpec, owners: np.ndarray, inputs: LoadInputs, margin: float
+) -> LoadInputs:
+    """The capacities a plan is judged on, after :func:`untested_capacities`: a member that the
+    plan hands a partition no member can hold (its rate at or above every subscriber's usable
+    capacity) from a peer of its capacity class (capacities within
+    ``RateParameters.capacity_class_ratio``) is credited with no more than that peer's capacity.
+
+    Such a partition overloads whoever holds it; between alike members the one with the higher
+    capacity is the one whose measurement came out higher, by noise (a consumer's commit interval
+    shifts an interval's consume rate by up to 8 % at 5-s commits, 60-s snapshots). Full repacks
+    chased that noise: 470-490 handovers each to move one such partition to the member measured
+    highest, which saturated, measured lower, and the next repack moved it on (bench/drain.py
+    large-50x500-steps --commit-interval 5, docs/benchmarks/drain.md). A member of a faster class is
+    credited in full: there the gain is real.
+    """
+    caps = inputs.capacity
+    if caps is None or not spec.num_partitions:
+        return inputs
+    received = (owners >= 0) & (spec.owner >= 0) & (owners != spec.owner)
+    if not (inputs.rate[received] >= usable_capacity(caps, margin).max()).any():
+        return inputs  # nothing handed over is hotter than the group's fastest member
+    subscribed = spec.class_topics[spec.member_class]  # [M, T]
+    fastest = np.max(np.where(subscribed, caps[:, None], -np.inf), axis=0)[spec.topic_index]  # [P]
+    unholdable = received & np.isfinite(fastest) & (inputs.rate >= usable_capacity(fastest, margin))
+    giver, taker = spec.owner[unholdable], owners[unholdable]
+    alike = caps[taker] < RateParameters.capacity_class_ratio * caps[giver]
+    if not alike.any():
+        return inputs
+    capped = caps.copy()
+    np.minimum.at(capped, taker[alike], caps[giver[alike]])
     capped.setflags(write=False)
     return dataclasses.replace(inputs, capacity=capped)
 
