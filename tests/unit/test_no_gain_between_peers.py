@@ -1,10 +1,11 @@
-"""Moving a partition no member can hold to a peer measured higher is no relief
-(group_planning.no_gain_between_peers; docs/benchmarks/drain.md, "Full repacks under 5-s commits").
+"""Putting a partition no member can hold, or one alone, on a peer measured higher is no relief
+(group_planning.no_gain_between_peers; docs/benchmarks/drain.md, "A partition that fills a member
+is no relief moved to a peer measured higher").
 
 Numbers worked out by hand. Group g, topic t, every capacity measured, margin 0.02 (usable = 0.98
-x capacity): ``a`` 100/s, ``b`` 106/s (a's class: under 1.3 x 100), ``f`` 140/s (a faster class:
-at least 130); p0 at 150/s with 2,000 lag on ``a``: 150 >= 0.98 x 140 = 137.2, so no member can
-hold it alone; p1 10/s on ``b``, p2 10/s on ``f``, caught up.
+x capacity): ``a`` 100/s, ``b`` 106/s (alike to a: under the 1.15 x 100 = 115 its measurements
+may spread), ``f`` 140/s (faster than that); p0 at 150/s with 2,000 lag on ``a``: 150 >= 0.98 x
+140 = 137.2, so no member can hold it alone; p1 10/s on ``b``, p2 10/s on ``f``, caught up.
 """
 
 from __future__ import annotations
@@ -47,22 +48,43 @@ def _capacities(doc: dict, owners: list[int]) -> list[float]:
 def test_a_peer_handed_a_partition_no_member_holds_is_credited_with_its_givers_capacity():
     # p0 -> b, p1 -> a: b is judged at a's 100/s, not its 106/s
     assert _capacities(_doc(), [1, 0, 2]) == [100.0, 100.0, 140.0]
-    # p0 -> f: f is of a faster class (140 >= 1.3 x 100 = 130), credited in full
+    # the same while b keeps p1: p0 is still one no member can hold
+    assert _capacities(_doc(), [1, 1, 2]) == [100.0, 100.0, 140.0]
+    # p0 -> f: f is faster than a's 115 (140), credited in full
     assert _capacities(_doc(), [2, 1, 0]) == [100.0, 106.0, 140.0]
     # nothing handed over: the capacities stand
     assert _capacities(_doc(), [0, 1, 2]) == [100.0, 106.0, 140.0]
-    # at 130/s (< 137.2) f can hold p0: a gain elsewhere may be real, nothing is capped
-    assert _capacities(_doc(130.0), [1, 0, 2]) == [100.0, 106.0, 140.0]
+
+
+def test_a_peer_left_holding_only_a_partition_it_received_is_credited_with_its_givers_capacity():
+    # at 130/s (< 137.2) f can hold p0; alone on b (p1 -> a) b is judged at a's 100/s
+    assert _capacities(_doc(130.0), [1, 0, 2]) == [100.0, 100.0, 140.0]
+    # b keeps p1 beside it: a balancing move, b's 106/s stands
+    assert _capacities(_doc(130.0), [1, 1, 2]) == [100.0, 106.0, 140.0]
+    # p0 -> f, p1 -> a, p2 -> b, each alone: f is faster than its giver a (140 >= 115), credited in
+    # full; a and b at most their givers' 106 and 140, above their own: unchanged
+    assert _capacities(_doc(130.0), [2, 0, 1]) == [100.0, 106.0, 140.0]
 
 
 def test_no_plan_relieves_a_partition_too_hot_for_every_member_by_moving_it_to_a_peer():
-    # f at 125/s (a's class too: under 130). On the capacities as measured, p0 alone on f is at
-    # 150 / (0.98 x 125) = 122.4 % (severity 0.224^2 = 0.050), alone on b at 150 / (0.98 x 106) =
-    # 144.4 %, against a's 150 / 98 = 153.1 % (0.531^2 = 0.282): the sticky plan "relieves" a by
-    # 2 handovers (without this rule: recommended, 153.1 % -> 122.4 %). Each receiver credited with
-    # a's 100/s, p0 is at 153.1 % wherever it goes: no relief, nothing recommended
-    advice = plan_group(_doc(fast=125.0), Thresholds(), T0)
+    # f at 110/s (alike to a too: under 115). On the capacities as measured, p0 alone on f is at
+    # 150 / (0.98 x 110) = 139.1 % (severity 0.391^2 = 0.153), alone on b at 150 / (0.98 x 106) =
+    # 144.4 %, against a's 150 / 98 = 153.1 % (0.531^2 = 0.282): a plan "relieves" a by moving p0
+    # (without this rule: recommended, 153.1 % -> 139.1 %). Each receiver credited with a's 100/s,
+    # p0 is at 153.1 % wherever it goes: no relief, nothing recommended
+    advice = plan_group(_doc(fast=110.0), Thresholds(), T0)
     assert advice.outcome == "no_better_plan", advice.reason
     assert advice.plan is None or advice.plan.status != "recommended"
     best = min(c.load.overload_severity for c in advice.candidates)
     assert best == pytest.approx((150 / 98 - 1) ** 2)
+
+
+def test_a_member_measured_a_fifth_faster_still_relieves_its_peer():
+    # f at 125/s is 1.25 x a's 100, more than measurements spread: p0 at 115/s (a at 117.3 % of its
+    # 98/s usable) fits f alone, 115 / (0.98 x 125) = 93.9 %, and the plan moving it there is
+    # recommended (judged at a's 100/s, f would be at 117.3 % too, and nothing would be)
+    advice = plan_group(_doc(hot_rate=115.0, fast=125.0), Thresholds(), T0)
+    assert advice.outcome == "recommended", advice.reason
+    assert advice.plan is not None
+    owners = {p: m for m, _t, p, _lag in advice.plan.assignments}
+    assert owners[0] == "f", owners

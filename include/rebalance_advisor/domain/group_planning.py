@@ -424,7 +424,8 @@ class _Candidates:
     alone, so equal owners are measured once. A ranged key_range plan is measured in its range view.
     A plan is judged on the capacities of :func:`untested_capacities` and
     :func:`no_gain_between_peers`: no estimate relied on for a partition no measured member can
-    hold, and no gain counted from moving one that no member can hold to a peer measured higher."""
+    hold, and no gain counted from putting a partition no member can hold, or one alone, on a peer
+    measured higher."""
 
     def __init__(
         self,
@@ -677,29 +678,35 @@ def no_gain_between_peers(
     spec: GroupSpec, owners: np.ndarray, inputs: LoadInputs, margin: float
 ) -> LoadInputs:
     """The capacities a plan is judged on, after :func:`untested_capacities`: a member that the
-    plan hands a partition no member can hold (its rate at or above every subscriber's usable
-    capacity) from a peer of its capacity class (capacities within
-    ``RateParameters.capacity_class_ratio``) is credited with no more than that peer's capacity.
+    plan hands a partition from a peer it is alike to (its capacity under
+    ``RateParameters.capacity_noise_ratio`` times the peer's) is credited with no more than that
+    peer's capacity when the partition is one no member can hold (its rate at or above every
+    subscriber's usable capacity) or the only one the plan leaves it.
 
-    Such a partition overloads whoever holds it; between alike members the one with the higher
-    capacity is the one whose measurement came out higher, by noise (a consumer's commit interval
-    shifts an interval's consume rate by up to 8 % at 5-s commits, 60-s snapshots). Full repacks
-    chased that noise: 470-490 handovers each to move one such partition to the member measured
-    highest, which saturated, measured lower, and the next repack moved it on (bench/drain.py
-    large-50x500-steps --commit-interval 5, docs/benchmarks/drain.md). A member of a faster class is
-    credited in full: there the gain is real.
+    Between alike members the one with the higher capacity is the one whose measurement came out
+    higher, by noise (a consumer's commit interval shifts an interval's consume rate by up to 8 %
+    at 5-s commits and 60-s snapshots), and a partition that fills a member alone goes wherever that
+    noise points. Full repacks chased it: 470-490 handovers each to put one such partition on the
+    member measured highest, which saturated, measured lower, and the next repack moved it on
+    (bench/drain.py large-50x500-steps --commit-interval 5, docs/benchmarks/drain.md). A member
+    faster than that is credited in full: there the gain is real. One whose capacity is a guess is not
+    (the group median, or 1.2 x what it consumes): a guess is no reason to move a partition that
+    fills a member; testing it is the capacity probe's one handover (domain/rescues.py).
     """
     caps = inputs.capacity
     if caps is None or not spec.num_partitions:
         return inputs
     received = (owners >= 0) & (spec.owner >= 0) & (owners != spec.owner)
-    if not (inputs.rate[received] >= usable_capacity(caps, margin).max()).any():
-        return inputs  # nothing handed over is hotter than the group's fastest member
+    if not received.any():
+        return inputs
+    held = np.bincount(owners[owners >= 0], minlength=spec.num_members)
+    alone = received & (held[np.maximum(owners, 0)] == 1)
     subscribed = spec.class_topics[spec.member_class]  # [M, T]
     fastest = np.max(np.where(subscribed, caps[:, None], -np.inf), axis=0)[spec.topic_index]  # [P]
     unholdable = received & np.isfinite(fastest) & (inputs.rate >= usable_capacity(fastest, margin))
-    giver, taker = spec.owner[unholdable], owners[unholdable]
-    alike = caps[taker] < RateParameters.capacity_class_ratio * caps[giver]
+    noisy = alone | unholdable
+    giver, taker = spec.owner[noisy], owners[noisy]
+    alike = caps[taker] < RateParameters.capacity_noise_ratio * caps[giver]
     if not alike.any():
         return inputs
     capped = caps.copy()
