@@ -640,6 +640,19 @@ def no_faster_than_measured(
     return dataclasses.replace(inputs, capacity=capped)
 
 
+def beyond_every_subscriber(
+    spec: GroupSpec, rate: np.ndarray, caps: np.ndarray, margin: float, among: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per partition, the fastest capacity among the members (``among``: a [M] mask, None: all)
+    subscribed to its topic (-inf: none), and whether its rate is at or above that member's usable
+    capacity: no such member can hold it, even alone."""
+    subscribed = spec.class_topics[spec.member_class]  # [M, T]
+    if among is not None:
+        subscribed = subscribed & among[:, None]
+    fastest = np.max(np.where(subscribed, caps[:, None], -np.inf), axis=0)[spec.topic_index]  # [P]
+    return fastest, np.isfinite(fastest) & (rate >= usable_capacity(fastest, margin))
+
+
 def untested_capacities(
     spec: GroupSpec, owners: np.ndarray, inputs: LoadInputs, estimated: frozenset[str], margin: float
 ) -> LoadInputs:
@@ -663,9 +676,8 @@ def untested_capacities(
     received[received] = est[owners[received]]
     if est.all() or not received.any():
         return inputs
-    subscribed = spec.class_topics[spec.member_class] & ~est[:, None]  # [M, T]: measured subscribers
-    fastest = np.max(np.where(subscribed, caps[:, None], -np.inf), axis=0)[spec.topic_index]  # [P]
-    unholdable = received & np.isfinite(fastest) & (inputs.rate >= usable_capacity(fastest, margin))
+    fastest, beyond = beyond_every_subscriber(spec, inputs.rate, caps, margin, ~est)  # measured ones
+    unholdable = received & beyond
     if not unholdable.any():
         return inputs
     capped = caps.copy()
@@ -700,11 +712,9 @@ def no_gain_between_peers(
     if not received.any():
         return inputs
     held = np.bincount(owners[owners >= 0], minlength=spec.num_members)
-    alone = received & (held[np.maximum(owners, 0)] == 1)
-    subscribed = spec.class_topics[spec.member_class]  # [M, T]
-    fastest = np.max(np.where(subscribed, caps[:, None], -np.inf), axis=0)[spec.topic_index]  # [P]
-    unholdable = received & np.isfinite(fastest) & (inputs.rate >= usable_capacity(fastest, margin))
-    noisy = alone | unholdable
+    noisy = received & (held[np.maximum(owners, 0)] == 1)  # the only partition the plan leaves it
+    if (inputs.rate[received] >= usable_capacity(caps, margin).max()).any():  # else none is beyond all
+        noisy |= received & beyond_every_subscriber(spec, inputs.rate, caps, margin)[1]
     giver, taker = spec.owner[noisy], owners[noisy]
     alike = caps[taker] < RateParameters.capacity_noise_ratio * caps[giver]
     if not alike.any():
