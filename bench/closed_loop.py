@@ -40,7 +40,8 @@ record's CreateTime, i.e. how far behind its consumer was when it got to it) -> 
 and per 30 s window; every 5 s the group's lag per partition (log end - committed, read by a
 sampler process that never joins the group) ->
 max member lag over time (members' owned partitions as they report them); a member is *overloaded*
-in a sample when its lag grew by more than 1 s of its capacity over the previous 30 s; moves =
+in a sample when its lag grew by more than 1 s of its capacity over the previous 30 s (the JSON's
+series keeps each sample's member lags and names the members overloaded in it); moves =
 partitions that changed owner between reports. Target: run B's p99 time lag <= 1/10 of run A's.
 
 Everything runs in its own process group and is stopped on exit (also on SIGTERM, and SIGHUP unless
@@ -391,7 +392,12 @@ def analyse(
             continue
         lags = {m: sum(s["lag"].get(p, 0) for p in owned_at(m, s["t"])) for m in capacities}
         series.append(
-            {"t": s["t"] - t0, "max_member_lag": max(lags.values()), "total_lag": sum(s["lag"].values())}
+            {
+                "t": s["t"] - t0,
+                "max_member_lag": max(lags.values()),
+                "total_lag": sum(s["lag"].values()),
+                "member_lags": lags,
+            }
         )
         member_lag_hist.append((s["t"], lags))
     overloaded = 0
@@ -400,9 +406,10 @@ def analyse(
         if not before:
             continue
         old = before[-1][1]
-        if any(lags[m] - old[m] > capacities[m] for m in capacities):
+        behind = sorted(m for m in capacities if lags[m] - old[m] > capacities[m])
+        if behind:
             overloaded += 1
-            series[i]["overloaded"] = True
+            series[i]["overloaded"] = behind
     measured = sum(1 for s in series if s["t"] >= WINDOW_S)
     moves = 0
     for _member, rs in by_member.items():

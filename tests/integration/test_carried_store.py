@@ -85,6 +85,8 @@ def test_the_groups_arrivals_evidence_is_carried_through_the_store(db_url) -> No
     assert m2.telemetry_reference is not None and m2.telemetry_reference.consumed == pytest.approx(0.2)
     assert m2.telemetry_reference.readings.steady == pytest.approx(0.4)
     assert loaded.telemetry_references[("b", "m2")] == m2.telemetry_reference
+    # its first telemetry reading: the plain mean of one, stored and carried (the next weighs 1/2)
+    assert m2.sample_count == 1 and loaded.capacities[("b", "m2")].sample_count == 1
     store.db.dispose(db_url)
 
 

@@ -32,16 +32,44 @@ def test_no_sample_without_backlog_at_both_ends_or_without_consumption():
 
 def test_next_capacity_smooths_carries_and_forgets():
     params = RateParameters(time_constant_s=300.0, capacity_max_age_s=3600.0)
-    # first sample taken as is
-    assert next_capacity(80.0, None, 0.0, 60.0, params) == (80.0, True)
-    # a new sample after 300 s: alpha = 1 - e^-1 = 0.632...; 100 + 0.632 x (200 - 100) = 163.2
-    value, fresh = next_capacity(200.0, 100.0, 300.0, 300.0, params)
-    assert fresh and value == pytest.approx(100 + (1 - math.exp(-1)) * 100)
-    # no sample: carried while at most an hour old, then unknown
-    assert next_capacity(None, 100.0, 3600.0, 60.0, params) == (100.0, False)
+    # first sample taken as is; a busy sample is not counted (its EWMA is short), a report is
+    assert next_capacity(80.0, None, 0.0, 60.0, params) == (80.0, True, None)
+    assert next_capacity(80.0, None, 0.0, 60.0, params, reported=True) == (80.0, True, 1)
+    # a settled value (no count) and a new sample after 300 s: alpha = 1 - e^-1 = 0.632...;
+    # 100 + 0.632 x (200 - 100) = 163.2
+    value, fresh, count = next_capacity(200.0, 100.0, 300.0, 300.0, params)
+    assert fresh and value == pytest.approx(100 + (1 - math.exp(-1)) * 100) and count is None
+    # no sample: carried while at most an hour old (its count with it), then unknown
+    assert next_capacity(None, 100.0, 3600.0, 60.0, params, sample_count=3) == (100.0, False, 3)
     assert next_capacity(None, 100.0, 3601.0, 60.0, params) is None
     # a sample after the carried one aged out starts afresh
-    assert next_capacity(70.0, 100.0, 3601.0, 60.0, params) == (70.0, True)
+    assert next_capacity(70.0, 100.0, 3601.0, 60.0, params, reported=True, sample_count=5) == (70.0, True, 1)
+    # a busy sample smooths with the EWMA whatever the count: 100 + (1 - e^-0.2) x 100 = 118.1
+    value, _, count = next_capacity(200.0, 100.0, 60.0, 60.0, params, sample_count=1)
+    assert value == pytest.approx(100 + (1 - math.exp(-0.2)) * 100) and count is None
+
+
+def test_first_samples_are_averaged_with_equal_weight():
+    """A consumer's first telemetry reading 132/s, then 113/s every 30 s (the closed loop's c0, whose
+    true capacity is 111/s): reports and telemetry smooth with tau = 600 s, alpha = 1 - e^-0.05 =
+    0.0488 per 30 s. The second reading weighs 1/2, the third 1/3: 132 -> 122.5 -> 119.33."""
+    params = RateParameters()
+    assert params.capacity_report_time_constant_s == 600.0
+    value, _, count = next_capacity(113.0, 132.0, 30.0, 30.0, params, reported=True, sample_count=1)
+    assert (value, count) == (122.5, 2)
+    value, _, count = next_capacity(113.0, value, 30.0, 30.0, params, reported=True, sample_count=count)
+    assert value == pytest.approx(119.0 + 1 / 3) and count == 3
+    # after ten readings the plain mean (132 + 9 x 113) / 10 = 114.9; the EWMA alone kept
+    # 113 + 19 x e^(-9 x 0.05) = 125.1
+    for _ in range(7):
+        value, _, count = next_capacity(113.0, value, 30.0, 30.0, params, reported=True, sample_count=count)
+    assert value == pytest.approx(114.9) and count == 10
+    # the mean hands over to the EWMA once 1 / (n + 1) <= alpha: 1/20 = 0.05 > 0.0488 still
+    # averages (count 20); 1/21 = 0.0476 does not, and the value is settled (count None)
+    _, _, count = next_capacity(113.0, 113.0, 30.0, 30.0, params, reported=True, sample_count=19)
+    assert count == 20
+    value, _, count = next_capacity(133.0, 113.0, 30.0, 30.0, params, reported=True, sample_count=20)
+    assert count is None and value == pytest.approx(113.0 + 20.0 * (1 - math.exp(-0.05)))
 
 
 def test_fill_capacities_median_own_rate_configured_equal():

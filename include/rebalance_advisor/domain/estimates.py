@@ -318,6 +318,16 @@ def busy_capacity_sample(
     return total if total > 0 else None
 
 
+class NextCapacity(NamedTuple):
+    """A member's measured capacity after a step (:func:`next_capacity`)."""
+
+    value: float
+    #: measured at this step (a new sample, or raised to what it consumed)
+    fresh: bool
+    #: the samples the value is the plain mean of (None: settled, the EWMA weighs each new one)
+    sample_count: int | None
+
+
 def next_capacity(
     sample: float | None,
     carried: float | None,
@@ -326,28 +336,40 @@ def next_capacity(
     params: RateParameters,
     consumed: float | None = None,
     reported: bool = False,
-) -> tuple[float, bool] | None:
-    """A member's measured capacity after an interval of ``elapsed_s``: (value, freshly measured).
+    sample_count: int | None = None,
+) -> NextCapacity | None:
+    """A member's measured capacity after an interval of ``elapsed_s``.
 
     A new sample is smoothed into the carried value like a rate (EWMA, τ = ``time_constant_s``, or
-    ``capacity_report_time_constant_s`` for a member's own report: ``reported``); without
-    one the carried value stays while it is at most ``capacity_max_age_s`` old; else unknown (None).
-    ``consumed``: what the member consumed per second over the interval, busy or not. A member can
-    not consume faster than its capacity, so a measured value below it is raised to it (fresh): an
-    estimate taken while the member was slowed (or on a noisy interval) does not stick for a day.
+    ``capacity_report_time_constant_s`` for a member's own report or telemetry: ``reported``), but
+    the first of those are averaged with equal weight (``sample_count`` of them so far) until the
+    EWMA gives a new one more: with τ = 600 s and telemetry every 30 s the first reading would
+    otherwise keep 64 % of its weight for 4.5 minutes, and one read 18 % high at a consumer's start
+    did (docs/benchmarks/closed-loop.md, the run of 2026-11-29 14:52). Busy samples (τ = 120 s)
+    are not counted: their EWMA weighs a new one 0.22-0.39 at 30-60 s already (bench/drain.py
+    medium-50-cap2x, counted: 0.8 -> 1.3 % overloaded). Without a sample the carried value stays
+    while it is at most ``capacity_max_age_s`` old; else unknown (None). ``consumed``: what the member
+    consumed per second over the interval, busy or not. A member can not consume faster than its
+    capacity, so a measured value below it is raised to it (fresh): an estimate taken while the
+    member was slowed (or on a noisy interval) does not stick for a day.
     """
     if carried is not None and carried_age_s > params.capacity_max_age_s:
         carried = None
-    if sample is not None:
+    if sample is not None and carried is None:
+        value, fresh, count = sample, True, 1 if reported else None
+    elif sample is not None:
         tau = params.capacity_report_time_constant_s if reported else None
-        value, fresh = smooth_rate(sample, carried, smoothing_weight(elapsed_s, params, tau)), True
+        alpha = smoothing_weight(elapsed_s, params, tau)
+        mean_weight = 1.0 / (sample_count + 1) if reported and sample_count is not None else 0.0
+        value, fresh = smooth_rate(sample, carried, max(alpha, mean_weight)), True
+        count = sample_count + 1 if mean_weight > alpha else None
     elif carried is not None:
-        value, fresh = carried, False
+        value, fresh, count = carried, False, sample_count
     else:
         return None
     if consumed is not None and consumed > value:
-        return consumed, True
-    return value, fresh
+        return NextCapacity(consumed, True, count)
+    return NextCapacity(value, fresh, count)
 
 
 def capacity_sample(
@@ -511,6 +533,9 @@ class CarriedCapacity:
     value: float
     at: datetime
     source: str = "measured"
+    #: the samples it is the plain mean of, while the EWMA would weigh a new one less
+    #: (:func:`next_capacity`); None: settled, or carried from before the count existed
+    sample_count: int | None = None
 
 
 @dataclass(frozen=True)
@@ -722,6 +747,8 @@ class _MemberEstimate:
     own_rate: float | None
     #: why its telemetry gave no sample, when it was asked and refused (distrusted, too idle, stale)
     note: str | None = None
+    #: the samples its measured capacity is the plain mean of (:attr:`CarriedCapacity.sample_count`)
+    sample_count: int | None = None
 
 
 class _StepContext(NamedTuple):
@@ -909,16 +936,24 @@ def _member_estimate(evidence: _Evidence, context: _StepContext, steady: str | N
         prior = None
     age = (observed.taken_at - prior.at).total_seconds() if prior is not None else 0.0
     value = next_capacity(
-        sample, prior.value if prior else None, age, interval.elapsed_s, params, consumed, own_report
+        sample,
+        prior.value if prior else None,
+        age,
+        interval.elapsed_s,
+        params,
+        consumed,
+        own_report,
+        prior.sample_count if prior else None,
     )
-    at = None if value is None else (observed.taken_at if value[1] or prior is None else prior.at)
+    at = None if value is None else (observed.taken_at if value.fresh or prior is None else prior.at)
     own = [context.rates.consume.get((member.group_id, t, p), _UNKNOWN).rate for t, p in member.partitions]
     known = [r for r in own if r is not None]
-    measured = None if value is None else value[0]
+    measured = None if value is None else value.value
     note = heard.reason if heard is not None and heard.capacity is None else None
     if steady is not None and source == TELEMETRY_SOURCE and note is None:
         note = steady
-    return _MemberEstimate(member, measured, at, source, sum(known) if known else None, note)
+    count = None if value is None else value.sample_count
+    return _MemberEstimate(member, measured, at, source, sum(known) if known else None, note, count)
 
 
 _UNKNOWN = RateEstimate(None)
@@ -1041,10 +1076,16 @@ def _filled_capacities(
             [p.value if (p := kept.proven.get((group_id, e.member.key))) else None for e in members],
         )
         for e, (value, source) in zip(members, filled, strict=True):
-            at = e.at if source in MEASURED_CAPACITY_SOURCES else None
+            measured = source in MEASURED_CAPACITY_SOURCES
             ref = (group_id, e.member.key)
             out[(group_id, e.member.member_id)] = MemberCapacity(
-                value, source, at, e.note, kept.references.get(ref), kept.proven.get(ref)
+                value,
+                source,
+                e.at if measured else None,
+                e.note,
+                kept.references.get(ref),
+                kept.proven.get(ref),
+                e.sample_count if measured else None,
             )
     return out
 
@@ -1074,7 +1115,7 @@ def _next_carried(
         consume={k: r.rate for k, r in rates.consume.items()},
         owners={(m.group_id, t, p): m.key for m in observed.members for t, p in m.partitions},
         capacities={
-            (e.member.group_id, e.member.key): CarriedCapacity(e.measured, e.at, e.source)
+            (e.member.group_id, e.member.key): CarriedCapacity(e.measured, e.at, e.source, e.sample_count)
             for e in estimates
             if e.measured is not None and e.at is not None
         },

@@ -171,6 +171,9 @@ class MemberCapacity(NamedTuple):
     telemetry_reference: TelemetryReference | None = None
     #: its proven rate, carried to the next snapshot
     proven_rate: ProvenRate | None = None
+    #: the samples its measured capacity is the plain mean of, carried to the next snapshot
+    #: (``rebalance_advisor.domain.estimates.CarriedCapacity.sample_count``)
+    sample_count: int | None = None
 
 
 @dataclass

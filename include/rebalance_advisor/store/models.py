@@ -126,6 +126,9 @@ class GroupMemberRow(Base):
     #: it consumed over an interval it kept up through, and when; NULL: none
     proven_rate: Mapped[float | None] = mapped_column(sa.Float)
     proven_rate_at: Mapped[datetime | None] = mapped_column(sa.DateTime(timezone=True))
+    #: the samples its measured capacity is the plain mean of while they are few
+    #: (``domain.estimates.CarriedCapacity.sample_count``); NULL: settled, or none
+    capacity_sample_count: Mapped[int | None] = mapped_column(sa.Integer)
 
 
 class AssignedCapacityRow(Base):
@@ -145,9 +148,10 @@ class AssignedCapacityRow(Base):
     capacity: Mapped[float | None] = mapped_column(sa.Float)
     capacity_source: Mapped[str] = mapped_column(sa.String(16))
     capacity_measured_at: Mapped[datetime | None] = mapped_column(sa.DateTime(timezone=True))
-    #: its proven rate, as in ``group_members``
+    #: its proven rate and capacity sample count, as in ``group_members``
     proven_rate: Mapped[float | None] = mapped_column(sa.Float)
     proven_rate_at: Mapped[datetime | None] = mapped_column(sa.DateTime(timezone=True))
+    capacity_sample_count: Mapped[int | None] = mapped_column(sa.Integer)
 
 
 class MemberAssignmentRow(Base):

@@ -237,17 +237,19 @@ def _carried_members(
     references: dict[tuple[str, str], TelemetryReference] = {}
     proven_rates: dict[tuple[str, str], ProvenRate] = {}
     for (group_id, member_id, full_id, instance_id, capacity, source, measured_at, consumed, random,
-         steady, proven, proven_at) in conn.execute(
+         steady, proven, proven_at, count) in conn.execute(
         sa.select(m.c.group_id, m.c.member_id, m.c.member_id_full, m.c.group_instance_id, m.c.capacity,
                   m.c.capacity_source, m.c.capacity_measured_at, m.c.telemetry_reference_consumed,
                   m.c.telemetry_reference_random, m.c.telemetry_reference_steady, m.c.proven_rate,
-                  m.c.proven_rate_at)
+                  m.c.proven_rate_at, m.c.capacity_sample_count)
         .where(m.c.snapshot_id == snapshot_id)
     ):  # fmt: skip
         # the whole id, as the next snapshot's members carry it (store/id_limits.py)
         key = keys[(group_id, member_id)] = member_key(full_id or member_id, instance_id)
         if source in MEASURED_CAPACITY_SOURCES and capacity is not None and measured_at is not None:
-            capacities[(group_id, key)] = CarriedCapacity(capacity, _aware(measured_at), source)
+            capacities[(group_id, key)] = CarriedCapacity(
+                capacity, _aware(measured_at), source, _stored_count(count)
+            )
         if (reference := _stored_reference(consumed, random, steady)) is not None:
             references[(group_id, key)] = reference
         if (rate := _stored_proven(proven, proven_at)) is not None:
@@ -273,14 +275,17 @@ def _carried_assigned(
     plans: dict[str, int] = {}
     capacities: dict[tuple[str, str], CarriedCapacity] = {}
     proven: dict[tuple[str, str], ProvenRate] = {}
-    for group_id, member_id, plan_id, capacity, source, measured_at, rate, rate_at in conn.execute(
+    for group_id, member_id, plan_id, capacity, source, measured_at, rate, rate_at, count in conn.execute(
         sa.select(ac.c.group_id, ac.c.member_id, ac.c.plan_id, ac.c.capacity, ac.c.capacity_source,
-                  ac.c.capacity_measured_at, ac.c.proven_rate, ac.c.proven_rate_at)
+                  ac.c.capacity_measured_at, ac.c.proven_rate, ac.c.proven_rate_at,
+                  ac.c.capacity_sample_count)
         .where(ac.c.snapshot_id == snapshot_id)
     ):  # fmt: skip
         plans[group_id] = plan_id
         if source in MEASURED_CAPACITY_SOURCES and capacity is not None and measured_at is not None:
-            capacities[(group_id, member_id)] = CarriedCapacity(capacity, _aware(measured_at), source)
+            capacities[(group_id, member_id)] = CarriedCapacity(
+                capacity, _aware(measured_at), source, _stored_count(count)
+            )
         if (stored := _stored_proven(rate, rate_at)) is not None:
             proven[(group_id, member_id)] = stored
     return plans, capacities, proven
@@ -456,12 +461,13 @@ _ASSIGNED_CAPACITY_COLUMNS = (
     "capacity_measured_at",
     "proven_rate",
     "proven_rate_at",
+    "capacity_sample_count",
 )
 
 
 def _capacity_columns(capacity: MemberCapacity) -> dict[str, object]:
-    """A member's capacity as its ``group_members`` columns, its telemetry reference in three and its
-    proven rate in two."""
+    """A member's capacity as its ``group_members`` columns, its telemetry reference in three, its
+    proven rate in two and its capacity sample count."""
     reference = capacity.telemetry_reference
     readings = reference.readings if reference is not None else None
     return {
@@ -474,12 +480,18 @@ def _capacity_columns(capacity: MemberCapacity) -> dict[str, object]:
         "telemetry_reference_steady": readings.steady if readings is not None else None,
         "proven_rate": capacity.proven_rate.value if capacity.proven_rate is not None else None,
         "proven_rate_at": capacity.proven_rate.at if capacity.proven_rate is not None else None,
+        "capacity_sample_count": capacity.sample_count,
     }
 
 
 def _stored_proven(value: float | None, at: datetime | None) -> ProvenRate | None:
     """The proven rate of a member's two stored columns; None when either is NULL."""
     return None if value is None or at is None else ProvenRate(value, _aware(at))
+
+
+def _stored_count(count: int | None) -> int | None:
+    """A capacity's stored sample count; None (settled) unless it is a count of at least one."""
+    return count if isinstance(count, int) and count >= 1 else None
 
 
 def _stored_reference(
@@ -731,6 +743,7 @@ def _load_members(rows: _Rows, rates: SnapshotRates) -> dict[str, list[GroupMemb
                 m["capacity_note"], _stored_reference(m["telemetry_reference_consumed"],
                 m["telemetry_reference_random"], m["telemetry_reference_steady"]),
                 _stored_proven(m["proven_rate"], m["proven_rate_at"]),
+                _stored_count(m["capacity_sample_count"]),
             )  # fmt: skip
         members.setdefault(m["group_id"], []).append(
             GroupMemberSnapshot(
