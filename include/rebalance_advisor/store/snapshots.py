@@ -246,10 +246,8 @@ def _carried_members(
     ):  # fmt: skip
         # the whole id, as the next snapshot's members carry it (store/id_limits.py)
         key = keys[(group_id, member_id)] = member_key(full_id or member_id, instance_id)
-        if source in MEASURED_CAPACITY_SOURCES and capacity is not None and measured_at is not None:
-            capacities[(group_id, key)] = CarriedCapacity(
-                capacity, _aware(measured_at), source, _stored_count(count)
-            )
+        if (carried := _stored_capacity(capacity, source, measured_at, count)) is not None:
+            capacities[(group_id, key)] = carried
         if (reference := _stored_reference(consumed, random, steady)) is not None:
             references[(group_id, key)] = reference
         if (rate := _stored_proven(proven, proven_at)) is not None:
@@ -282,10 +280,8 @@ def _carried_assigned(
         .where(ac.c.snapshot_id == snapshot_id)
     ):  # fmt: skip
         plans[group_id] = plan_id
-        if source in MEASURED_CAPACITY_SOURCES and capacity is not None and measured_at is not None:
-            capacities[(group_id, member_id)] = CarriedCapacity(
-                capacity, _aware(measured_at), source, _stored_count(count)
-            )
+        if (carried := _stored_capacity(capacity, source, measured_at, count)) is not None:
+            capacities[(group_id, member_id)] = carried
         if (stored := _stored_proven(rate, rate_at)) is not None:
             proven[(group_id, member_id)] = stored
     return plans, capacities, proven
@@ -487,6 +483,17 @@ def _capacity_columns(capacity: MemberCapacity) -> dict[str, object]:
 def _stored_proven(value: float | None, at: datetime | None) -> ProvenRate | None:
     """The proven rate of a member's two stored columns; None when either is NULL."""
     return None if value is None or at is None else ProvenRate(value, _aware(at))
+
+
+def _stored_capacity(
+    capacity: float | None, source: str | None, measured_at: datetime | None, count: int | None
+) -> CarriedCapacity | None:
+    """The carried capacity of a member's stored capacity columns (group member or registered
+    manual-assign member alike); None unless it was measured (a source of
+    ``MEASURED_CAPACITY_SOURCES``, with its value and time)."""
+    if source not in MEASURED_CAPACITY_SOURCES or capacity is None or measured_at is None:
+        return None
+    return CarriedCapacity(capacity, _aware(measured_at), source, _stored_count(count))
 
 
 def _stored_count(count: int | None) -> int | None:
