@@ -23,7 +23,14 @@ from pathlib import Path
 import pytest
 from rebalance_advisor.devtools.local_kafka import free_port
 
-from tests.support.browser import browser, chart_geometry, chart_text_boxes, needs_chromium, overlapping  # noqa: F401
+from tests.support.browser import (  # noqa: F401
+    browser,
+    chart_geometry,
+    chart_text_boxes,
+    needs_chromium,
+    overlapping,
+    replaced,
+)
 from tests.support.planned_demo import PlannedDb, copy_of, planned_demo_db  # noqa: F401
 
 pytestmark = [
@@ -175,8 +182,9 @@ def test_login_see_imbalance_and_approve_in_chromium(api_server, browser, tmp_pa
     before = browser.find_element(By.ID, "plan-status")
     browser.find_element(By.ID, "confirm-yes").click()
     # the page reloads once the decision is stored (decide.js): read the new page's status, not the
-    # old one while it is being replaced (Chrome then answers "Node ... does not belong to the document")
-    wait.until(ec.staleness_of(before))
+    # old one while it is being replaced (Chrome then answers "Node ... does not belong to the document",
+    # to the staleness check too: tests/support/browser.replaced)
+    wait.until(replaced(before))
     wait.until(ec.text_to_be_present_in_element((By.ID, "plan-status"), "approved"))
     assert not browser.find_elements(By.ID, "approve")
     link = browser.find_element(By.ID, "trigger-link")  # to the approval DAG, whose Trigger opens the form

@@ -89,3 +89,23 @@ def chart_geometry(driver) -> list[dict]:
              bars_x: svg.querySelector('rect.bar') ? Math.min(...[...svg.querySelectorAll('rect.bar')].map(
                r => r.x.baseVal.value)) : null}));"""
     )
+
+
+def replaced(element):
+    """A wait condition: ``element`` is no longer in the page. Selenium's ``staleness_of`` knows only
+    StaleElementReferenceException; Chrome answers a node of a page being replaced with "Node with
+    given id does not belong to the document" instead, which says the same."""
+    from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
+
+    def gone(_driver) -> bool:
+        try:
+            element.is_enabled()
+        except StaleElementReferenceException:
+            return True
+        except WebDriverException as error:
+            if "does not belong to the document" in (error.msg or ""):
+                return True
+            raise
+        return False
+
+    return gone
