@@ -32,7 +32,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from functools import cached_property
@@ -572,17 +572,14 @@ class Carried:
     proven_rates: Mapping[MemberRef, ProvenRate] = field(default_factory=dict)
     snapshot_id: int | None = None
 
-    def after_plan(
-        self, group_id: str, moves: Sequence[RecentMove], released: Iterable[TopicPartition]
-    ) -> Carried:
+    def after_plan(self, group_id: str, moves: Sequence[RecentMove]) -> Carried:
         """This state after a plan applied at its own instant (the simulator applies each plan as it
-        observes): ``moves`` join the recent moves, and the partitions whose owner changed
-        (``released``: moved or left unowned) count as held by nobody over the next interval, so
-        their new owner is not measured over it while their old one keeps its other partitions."""
-        gone = {(group_id, t, p) for t, p in released}
-        owners = {k: v for k, v in self.owners.items() if k not in gone}
+        observes): ``moves`` join the recent moves. The owners stay the snapshot's, as the store
+        carries them: a member that gained or lost a partition is not measured over the next
+        interval, its old owner included (docs/benchmarks/drain.md, "The simulator measured an
+        old owner that production does not")."""
         recent = {**self.recent_moves, group_id: (*self.recent_moves.get(group_id, ()), *moves)}
-        return replace(self, owners=owners, recent_moves=recent)
+        return replace(self, recent_moves=recent)
 
     @cached_property
     def held_counts(self) -> Counter[MemberRef]:

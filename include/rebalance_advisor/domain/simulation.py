@@ -27,7 +27,8 @@ consume rates (EWMA, time constant ``rate_time_constant_s``), capacities measure
 carried and filled as a stored snapshot gets them, recent moves. With ``capacity_reports``, a member
 that processed records over the interval reports its capacity, as the client helper does
 (x 1 +- ``capacity_report_error``). A plan is applied at the snapshot's instant, and the carried state
-learns it (``Carried.after_plan``). The planner gets an :class:`Observation` of that snapshot (integer
+learns its moves (``Carried.after_plan``; the owners stay the snapshot's, so neither the old owner nor
+the new one of a moved partition is measured over the next interval, as in production). The planner gets an :class:`Observation` of that snapshot (integer
 lags, owners, those rates and capacities, or the true capacities with ``capacities_known``, and the
 recent moves) as production's planner does (``advise_group`` with the members whose capacity is an
 estimate, ``snapshot_model.estimated_capacity_members``). Only the oracle also gets the
@@ -1112,7 +1113,6 @@ class _Run:
         """New owners from step ``i`` on: moved partitions pause for the handover; moves and flaps
         are counted; the carried state learns the plan (``Carried.after_plan``). Returns the moves."""
         lay, owner = self.lay, self.owner
-        released = np.flatnonzero(new != owner)
         moved = np.flatnonzero((new != owner) & (new >= 0))
         moves: list[RecentMove] = []
         if moved.size:
@@ -1133,7 +1133,7 @@ class _Run:
         owner[(new != owner) & (new < 0)] = -1
         owner[moved] = new[moved]
         assert self.carried is not None
-        self.carried = self.carried.after_plan(GROUP, moves, [lay.keys[k] for k in released.tolist()])
+        self.carried = self.carried.after_plan(GROUP, moves)
         return int(moved.size)
 
     def advance(self, i: int, t: float, rate: np.ndarray) -> None:
