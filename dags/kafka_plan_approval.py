@@ -9,7 +9,7 @@ from datetime import datetime, timedelta
 from airflow.providers.standard.operators.hitl import HITLOperator
 from airflow.sdk import dag, task
 from rebalance_advisor.dag_tasks import publishing_tasks
-from rebalance_advisor.dag_tasks.capacity_pass_trigger import CapacityPassTrigger
+from rebalance_advisor.dag_tasks.capacity_pass_trigger import capacity_pass_triggers
 from rebalance_advisor.dag_tasks.error_policy import retry_args
 from rebalance_advisor.dag_tasks.forms import dag_params
 from rebalance_advisor.dag_tasks.schema_tasks import upgrade_schema_task
@@ -53,7 +53,7 @@ def kafka_plan_approval() -> None:
     decided, described = apply_decision(), describe_plan()
     upgrade_schema_task(ApprovalParams) >> route() >> [described, decided]
     described >> ask >> decided
-    decided >> CapacityPassTrigger(publishing_task_id="apply_decision", params_model=ApprovalParams)
+    decided >> capacity_pass_triggers(publishing_task_id="apply_decision", params_model=ApprovalParams)
 
 
 kafka_plan_approval()

@@ -9,7 +9,7 @@ from airflow.providers.standard.operators.empty import EmptyOperator
 from airflow.sdk import dag, task
 from rebalance_advisor.adapters.airflow_connections import SNAPSHOT_ASSET
 from rebalance_advisor.dag_tasks import advisor_tasks
-from rebalance_advisor.dag_tasks.capacity_pass_trigger import CapacityPassTrigger
+from rebalance_advisor.dag_tasks.capacity_pass_trigger import capacity_pass_triggers
 from rebalance_advisor.dag_tasks.error_policy import retry_args
 from rebalance_advisor.dag_tasks.forms import dag_params
 from rebalance_advisor.dag_tasks.schema_tasks import upgrade_schema_task
@@ -53,7 +53,7 @@ def kafka_rebalance_advisor() -> None:
     result = plan(snapshot_id)
     handed = hand_to_publishing(result)
     any_group_flagged(result) >> [EmptyOperator(task_id="no_group_flagged"), handed] >> summary(result)
-    handed >> CapacityPassTrigger()  # docs/architecture.md, "The capacity pass"
+    handed >> capacity_pass_triggers()  # docs/architecture.md, "The capacity pass"
 
 
 kafka_rebalance_advisor()

@@ -157,15 +157,17 @@ def test_plan_approval_dag(
     before = datetime.now(UTC)
     run = dag.test(run_conf={"plan_id": plan_id, "decision": "approve"})
     assert run.state == "success", _states(run)
-    # planned without capacities and published now: the snapshot DAG is triggered 120 s later
-    assert _states(run)["capacity_pass"] == "success"
-    ((run_type, state, run_after, note),) = _snapshot_runs_after(before, group)
-    assert (run_type, state, note) == (
-        "operator_triggered",
-        "queued",
-        f"capacity pass: plans published on unknown capacities for {group}",
-    )
-    assert before + timedelta(seconds=120) <= run_after <= datetime.now(UTC) + timedelta(seconds=120)
+    # planned without capacities and published now: the snapshot DAG is triggered 40 s later (the
+    # handovers over) and 120 s after that (which measures the members the plan loaded)
+    assert _states(run)["capacity_pass"] == _states(run)["capacity_pass_settle"] == "success"
+    runs = sorted(_snapshot_runs_after(before, group), key=lambda r: r[2])
+    note = f"capacity pass: plans published on unknown capacities for {group}"
+    assert [(run_type, state, n) for run_type, state, _, n in runs] == [
+        ("operator_triggered", "queued", note)
+    ] * 2
+    now = datetime.now(UTC)
+    for (_, _, run_after, _), seconds in zip(runs, (40, 160), strict=True):
+        assert before + timedelta(seconds=seconds) <= run_after <= now + timedelta(seconds=seconds)
     plan = get_plan(plan_id, url)
     assert plan.status == "published" and plan.epoch >= 1
     assert [(t.to_status, t.airflow_run_id) for t in plan.transitions[1:]] == [
@@ -177,7 +179,8 @@ def test_plan_approval_dag(
     # again: a no-op (the plan is published), not an error, and no second pass
     again = dag.test(run_conf={"plan_id": plan_id, "decision": "approve"})
     assert again.state == "success" and _states(again)["capacity_pass"] == "skipped"
-    assert len(_snapshot_runs_after(before, group)) == 1
+    assert _states(again)["capacity_pass_settle"] == "skipped"
+    assert len(_snapshot_runs_after(before, group)) == 2
     assert len(get_plan(plan_id, url).transitions) == 3
     # refused transitions and unknown plans fail the run at once (no retries)
     started = time.monotonic()
@@ -218,7 +221,7 @@ def test_advisor_static_mode_end_to_end(
 ) -> None:
     """Snapshot -> advisor DAG (publish mode static) -> auto-approved, published -> consumers move.
     The plan was made before any member's capacity was known: the run triggers the snapshot DAG to
-    run 120 s later (the capacity pass), as the schedule's next snapshot comes later than that."""
+    run 40 s and 160 s later (the capacity pass), as the schedule's next snapshot comes later."""
     from rebalance_advisor import store
     from rebalance_advisor.adapters import kafka_snapshot
     from rebalance_advisor.services import static_members
@@ -253,11 +256,16 @@ def test_advisor_static_mode_end_to_end(
         )
         after = datetime.now(UTC)
         assert run.state == "success", _states(run)
-        assert _states(run)["capacity_pass"] == "success"
-        ((run_type, state, run_after, note),) = _snapshot_runs_after(before, scenario.group)
-        assert (run_type, state) == ("operator_triggered", "queued")  # the scheduler starts it at run_after
-        assert before + timedelta(seconds=120) <= run_after <= after + timedelta(seconds=120)
-        assert note.startswith("capacity pass: ") and scenario.group in note
+        assert _states(run)["capacity_pass"] == _states(run)["capacity_pass_settle"] == "success"
+        runs = sorted(_snapshot_runs_after(before, scenario.group), key=lambda r: r[2])
+        assert len(runs) == 2
+        for (run_type, state, run_after, note), seconds in zip(runs, (40, 160), strict=True):
+            assert (run_type, state) == (
+                "operator_triggered",
+                "queued",
+            )  # the scheduler starts it at run_after
+            assert before + timedelta(seconds=seconds) <= run_after <= after + timedelta(seconds=seconds)
+            assert note.startswith("capacity pass: ") and scenario.group in note
         (outcome,) = run_outcomes(None, url)
         assert outcome.outcome == "recommended", outcome
         plan = get_plan(outcome.plan_id, url)

@@ -30,7 +30,8 @@ def test_a_plan_on_unknown_capacities_asks_for_a_pass_at_its_time(sqlite_url):
 
     due = capacity_pass([unknown, known], sqlite_url, pass_s=120, now=NOW, next_scheduled=LATER)
     assert due is not None and due.groups == ("unknown-caps",)
-    assert due.run_after == NOW + timedelta(seconds=120)
+    # once the handovers are over (40 s), and 120 s after that
+    assert (due.settle_after, due.run_after) == (NOW + timedelta(seconds=40), NOW + timedelta(seconds=160))
     assert "unknown-caps" in due.note()
     # no schedule known (not a cron): the pass is taken
     assert capacity_pass([unknown], sqlite_url, pass_s=120, now=NOW, next_scheduled=None) is not None
@@ -43,20 +44,24 @@ def test_no_pass_when_off_when_the_schedule_comes_first_or_when_capacities_were_
     assert capacity_pass([unknown], sqlite_url, pass_s=0, now=NOW, next_scheduled=LATER) is None
     assert capacity_pass([], sqlite_url, pass_s=120, now=NOW, next_scheduled=LATER) is None
     assert capacity_pass([known], sqlite_url, pass_s=120, now=NOW, next_scheduled=LATER) is None
-    # the scheduled snapshot at 12:02:30 or sooner comes no later than the pass would: none
-    first = NOW + timedelta(seconds=120)
-    assert capacity_pass([unknown], sqlite_url, pass_s=120, now=NOW, next_scheduled=first) is None
-    assert capacity_pass(
-        [unknown], sqlite_url, pass_s=120, now=NOW, next_scheduled=first + timedelta(seconds=1)
+    # a scheduled snapshot at 12:01:10 or sooner comes no later than either would: none; one before
+    # 12:03:10 leaves the settling snapshot alone (it makes the scheduled one the measuring one)
+    settle, measure = NOW + timedelta(seconds=40), NOW + timedelta(seconds=160)
+    assert capacity_pass([unknown], sqlite_url, pass_s=120, now=NOW, next_scheduled=settle) is None
+    alone = capacity_pass([unknown], sqlite_url, pass_s=120, now=NOW, next_scheduled=measure)
+    assert alone is not None and (alone.settle_after, alone.run_after) == (settle, None)
+    both = capacity_pass(
+        [unknown], sqlite_url, pass_s=120, now=NOW, next_scheduled=measure + timedelta(seconds=1)
     )
+    assert both is not None and both.run_after == measure
 
 
 def test_the_note_fits_airflow_whatever_the_group_ids():
-    many = CapacityPass(NOW, tuple(f"{'g' * 400}{n}" for n in range(7)))  # Kafka sets no length limit
+    many = CapacityPass(NOW, NOW, tuple(f"{'g' * 400}{n}" for n in range(7)))  # Kafka sets no length limit
     note = many.note()
     assert len(note) <= NOTE_LIMIT and note.endswith("... and 4 more") and note.startswith("capacity pass: ")
     assert (
-        CapacityPass(NOW, ("a", "b")).note()
+        CapacityPass(None, NOW, ("a", "b")).note()
         == "capacity pass: plans published on unknown capacities for a, b"
     )
 

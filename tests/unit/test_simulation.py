@@ -283,6 +283,7 @@ def test_moves_and_flaps_counted():
         "topics": [{"name": "t", "partitions": 2, "rates": [10, 10]}],
         "members": [{"id": "a", "capacity": 100}, {"id": "b", "capacity": 100}],
         "hours": 10 / 60,
+        "capacity_pass_s": 0,  # no snapshots but the ticks
     }
     s = simulate(parse_scenario(data), Flipper()).summary
     assert s.moves == 10 and s.flaps == 9
@@ -601,12 +602,13 @@ PASSING = {
 @pytest.mark.parametrize(
     ("changes", "asked"),
     [
-        # the plan at 30 s (after the rate pass) moved partitions on unknown capacities: one more at 150 s
-        ({}, [30.0, 150.0, 300.0, 600.0]),
-        # the pass off, or not before the next scheduled plan (300 s): none
+        # the plan at 30 s (after the rate pass) moved partitions on unknown capacities: two more, at
+        # 30 + 40 = 70 s (its handovers over) and 70 + 120 = 190 s (which measures the members loaded)
+        ({}, [30.0, 70.0, 190.0, 300.0, 600.0]),
+        # the pass off: none; each of the two only before the next scheduled plan (300 s)
         ({"capacity_pass_s": 0}, [30.0, 300.0, 600.0]),
-        ({"capacity_pass_s": 290}, [30.0, 300.0, 600.0]),
-        ({"capacity_pass_s": 240}, [30.0, 270.0, 300.0, 600.0]),
+        ({"capacity_pass_s": 230}, [30.0, 70.0, 300.0, 600.0]),
+        ({"capacity_pass_s": 200}, [30.0, 70.0, 270.0, 300.0, 600.0]),
         # capacities known from the start: no member is unknown, no pass
         ({"capacities_known": True}, [30.0, 300.0, 600.0]),
     ],

@@ -153,10 +153,10 @@ def newly_published(handed: Mapping[str, Any] | None) -> list[int]:
 def capacity_pass_due(
     handed: Mapping[str, Any] | None, params: Mapping[str, Any], params_model: Any = None
 ) -> dict[str, str] | None:
-    """The extra snapshot after a publishing task published plans made on unknown capacities
-    (services/capacity_pass.py): ``{"run_after": ISO time, "note": why}``, or None when none is due
-    (nothing newly published, the pass off, or the scheduled snapshot comes first). ``params_model``:
-    the DAG's parameter model (default: the advisor's)."""
+    """The extra snapshots after a publishing task published plans made on unknown capacities
+    (services/capacity_pass.py): ``{"settle_after": ISO time or None, "run_after": ISO time or None,
+    "note": why}``, or None when none is due (nothing newly published, the pass off, or the scheduled
+    snapshot comes first). ``params_model``: the DAG's parameter model (default: the advisor's)."""
     from datetime import UTC, datetime
 
     from rebalance_advisor import settings
@@ -179,8 +179,10 @@ def capacity_pass_due(
     if found is None:
         return None
     note = found.note()
-    log.info("%s: snapshot DAG triggered to run after %s", note, found.run_after.isoformat())
-    return {"run_after": found.run_after.isoformat(), "note": note}
+    times = {"settle_after": found.settle_after, "run_after": found.run_after}
+    due = {key: t.isoformat() if t is not None else None for key, t in times.items()}
+    log.info("%s: snapshot DAG to run after %s", note, " and ".join(t for t in due.values() if t))
+    return {**due, "note": note}
 
 
 def next_cron_time(schedule: str, now: Any) -> Any:

@@ -157,12 +157,18 @@ class RateParameters:
     #: between snapshots"). Without it a 5-minute schedule leaves a fresh advisor blind for 5 minutes,
     #: in which every seed of bench/drain.py cap2x-z1.5 had a partition fall more than 30 s behind
     rate_pass_s: float = 30.0
-    #: a plan applied while some member's capacity was unknown (``equal``) is followed by one more
-    #: snapshot and advice this many seconds later, before the next scheduled one, so the members
-    #: it loaded are measured soon (:func:`wants_capacity_pass`; docs/benchmarks/drain.md, "The
-    #: capacity pass"). On a 5-minute schedule bench/drain.py cap2x-z1.5 otherwise ran 5 minutes
-    #: on an even share that overloaded its slow members
+    #: a plan applied while some member's capacity was unknown (``equal``) is followed by two more
+    #: snapshots and advice, before the next scheduled one, so the members it loaded are measured
+    #: soon (:func:`wants_capacity_pass`; docs/benchmarks/drain.md, "The capacity pass"): one
+    #: ``capacity_pass_settle_s`` after the plan, its handovers over, which starts an interval over
+    #: which those members hold their partitions (one that gained a partition is not measured over
+    #: the interval it gained it in), and one this many seconds after that, which measures them.
+    #: On a 5-minute schedule bench/drain.py cap2x-z1.5 otherwise ran 5 minutes on an even share
+    #: that overloaded its slow members
     capacity_pass_s: float = 120.0
+    #: see ``capacity_pass_s``; after the handovers of a plan (bench/drain.py's are 5 or 30 s, the
+    #: broker-side assignor's plans are in force within 3 s, docs/benchmarks/closed-loop.md)
+    capacity_pass_settle_s: float = 40.0
     #: moves older than this are not carried: the hysteresis window (``Thresholds.hysteresis_window_s``,
     #: 1,800 s) and the simulator's flap window look back no further
     recent_moves_s: float = 1800.0

@@ -247,16 +247,17 @@ CapacityPassSeconds = Annotated[
     float | None,
     surface(
         None, ge=0.0, le=3600.0,
-        description="after publishing a plan made while some member's capacity was unknown, trigger one more "
-        "snapshot this many seconds later, unless the scheduled one comes first, so the members it loaded "
-        "are measured soon (0: never; empty: 120 s)",
+        description="after publishing a plan made while some member's capacity was unknown, trigger two more "
+        "snapshots, 40 s later (its handovers over) and this many seconds after that, each unless the "
+        "scheduled one comes first, so the members it loaded are measured soon (0: never; empty: 120 s)",
     ),
 ]  # fmt: skip
 
 
 def capacity_pass_seconds(value: float | None) -> float:
-    """Seconds from a plan published on unknown capacities to its extra snapshot (0: none;
-    ``estimates.RateParameters.capacity_pass_s`` when not set)."""
+    """Seconds from the capacity pass's first snapshot to its second, which measures the members a
+    plan published on unknown capacities loaded (0: no pass; ``estimates.RateParameters.capacity_pass_s``
+    when not set)."""
     from rebalance_advisor.domain.estimates import RateParameters
 
     return RateParameters.capacity_pass_s if value is None else value

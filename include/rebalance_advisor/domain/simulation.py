@@ -240,8 +240,9 @@ class Scenario(_Model):
         RATE_PARAMETERS.capacity_pass_s,
         ge=0,
         description="a plan that moved partitions while some member's capacity was unknown is followed by "
-        "one more snapshot and plan this many seconds later, as the advisor DAG triggers one "
-        "(estimates.RateParameters.capacity_pass_s); 0, or not before the next snapshot: none",
+        "two more snapshots and plans, as the advisor DAG triggers them: one "
+        "estimates.RateParameters.capacity_pass_settle_s after it and one this many seconds after that "
+        "(estimates.RateParameters.capacity_pass_s); 0: none; each only before the next snapshot",
     )
     backlog_age_s: float = Field(0.0, ge=0, description="starting lag was produced over this long before 0")
     commit_interval_s: float = Field(
@@ -798,7 +799,7 @@ def simulate(
         t = i * run.dt
         run.apply_events(t)
         rate = run.true_rate(t)
-        if i % run.replan_every == 0 or i in (run.rate_pass_at, run.capacity_pass_at):
+        if i % run.replan_every == 0 or i == run.rate_pass_at or i in run.capacity_pass_at:
             run.replan(i, t, rate)
         run.advance(i, t, rate)
     return run.result(keep_time_lag)
@@ -842,9 +843,14 @@ class _Run:
         self.rate_pass_steps = max(1, round(sc.rate_pass_s / self.dt)) if passing else 0
         self.rate_pass_at = -1  # the step of a second pass under way (Scenario.rate_pass_s)
         self.rates_missing = False  # the last snapshot gave no rates (estimates.wants_rate_pass)
-        passing = 0 < sc.capacity_pass_s < sc.replan_interval_s
-        self.capacity_pass_steps = max(1, round(sc.capacity_pass_s / self.dt)) if passing else 0
-        self.capacity_pass_at = -1  # the step of a capacity pass under way (Scenario.capacity_pass_s)
+        settle = RATE_PARAMETERS.capacity_pass_settle_s
+        self.capacity_pass_steps = (
+            tuple(max(1, round(s / self.dt)) for s in (settle, settle + sc.capacity_pass_s))
+            if sc.capacity_pass_s > 0
+            else ()
+        )
+        #: the steps of the capacity passes under way (Scenario.capacity_pass_s)
+        self.capacity_pass_at: frozenset[int] = frozenset()
         self.rate_params = dataclasses.replace(
             RATE_PARAMETERS, time_constant_s=sc.rate_time_constant_s, recent_moves_s=FLAP_WINDOW_S
         )
@@ -1100,14 +1106,16 @@ class _Run:
         self._schedule_capacity_pass(i, int(np.isnan(obs.capacity).sum()), moved)
 
     def _schedule_capacity_pass(self, i: int, unknown_capacities: int, moved: int) -> None:
-        """One more snapshot and plan ``Scenario.capacity_pass_s`` after a plan that moved partitions
-        on unknown capacities (``estimates.wants_capacity_pass``), as the advisor DAG triggers one;
-        none that would not come before the next scheduled snapshot."""
-        if not self.capacity_pass_steps or not wants_capacity_pass(unknown_capacities, moved):
+        """The capacity pass's two snapshots and plans after a plan that moved partitions on unknown
+        capacities (``estimates.wants_capacity_pass``), as the advisor DAG triggers them: each one
+        that comes before the next scheduled snapshot, beside any still under way."""
+        if not wants_capacity_pass(unknown_capacities, moved):
             return
-        at = i + self.capacity_pass_steps
-        if at < (i // self.replan_every + 1) * self.replan_every:
-            self.capacity_pass_at = at
+        scheduled = (i // self.replan_every + 1) * self.replan_every
+        ahead = {at for at in self.capacity_pass_at if at > i}
+        self.capacity_pass_at = frozenset(
+            ahead | {i + s for s in self.capacity_pass_steps if i + s < scheduled}
+        )
 
     def _apply(self, i: int, t: float, new: np.ndarray) -> int:
         """New owners from step ``i`` on: moved partitions pause for the handover; moves and flaps

@@ -1,10 +1,12 @@
-"""Use case "capacity pass": one more snapshot soon after a plan published on unknown capacities.
+"""Use case "capacity pass": two more snapshots soon after a plan published on unknown capacities.
 
 A plan made while some member's capacity was unknown (source ``equal``) gives every member an even
-share; the members it loaded are measured only by the next snapshot. On a 5-minute schedule that
-left bench/drain.py cap2x-z1.5's slow members overloaded for minutes; a snapshot 120 s after the
-plan halves it (docs/benchmarks/drain.md, "The capacity pass"). The advisor DAG triggers the
-snapshot DAG at :attr:`CapacityPass.run_after`; the simulator takes the same pass
+share. A member that gained partitions is not measured over the interval it gained them in, so the
+members the plan loaded are measured only by the second snapshot after it: on a 5-minute schedule,
+10 minutes of bench/drain.py cap2x-z1.5's slow members overloaded. The pass takes one snapshot when
+the plan's handovers are over (:attr:`CapacityPass.settle_after`) and one that measures them
+(:attr:`CapacityPass.run_after`; docs/benchmarks/drain.md, "The capacity pass"). The advisor DAG
+triggers the snapshot DAG at each; the simulator takes the same pass
 (``simulation.Scenario.capacity_pass_s``), both on ``estimates.wants_capacity_pass``.
 """
 
@@ -14,14 +16,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from rebalance_advisor.domain.estimates import wants_capacity_pass
+from rebalance_advisor.domain.estimates import RateParameters, wants_capacity_pass
 
 
 @dataclass(frozen=True)
 class CapacityPass:
-    """The extra snapshot: when, and the groups whose plans asked for it."""
+    """The extra snapshots (each None when the scheduled one comes first), and the groups whose plans
+    asked for them."""
 
-    run_after: datetime
+    #: the snapshot that starts an interval over which the members the plan loaded hold their partitions
+    settle_after: datetime | None
+    #: the snapshot that measures them
+    run_after: datetime | None
     groups: tuple[str, ...]
 
     def note(self) -> str:
@@ -44,17 +50,22 @@ def capacity_pass(
     pass_s: float,
     now: datetime,
     next_scheduled: datetime | None,
+    settle_s: float = RateParameters.capacity_pass_settle_s,
 ) -> CapacityPass | None:
-    """The extra snapshot after publishing ``plan_ids`` (None: none is due). None when ``pass_s`` is
-    0, when no plan moved partitions on unknown capacities, or when the scheduled snapshot
-    (``next_scheduled``; None: unknown) comes no later than the pass would."""
+    """The extra snapshots after publishing ``plan_ids``: ``settle_s`` later and ``pass_s`` after
+    that (None: none is due). None when ``pass_s`` is 0, when no plan moved partitions on unknown
+    capacities, or when the scheduled snapshot (``next_scheduled``; None: unknown) comes no later
+    than either would; each one it comes no later than is left out."""
     from rebalance_advisor.store.plans import plans_moves_and_unknown_capacities
 
     if pass_s <= 0 or not plan_ids:
         return None
-    run_after = now + timedelta(seconds=pass_s)
-    if next_scheduled is not None and next_scheduled <= run_after:
+    settle_after, run_after = (
+        t if next_scheduled is None or t < next_scheduled else None
+        for t in (now + timedelta(seconds=settle_s), now + timedelta(seconds=settle_s + pass_s))
+    )
+    if settle_after is None and run_after is None:
         return None
     found = plans_moves_and_unknown_capacities(plan_ids, url)
     groups = tuple(g for _, g, moves, unknown in found if wants_capacity_pass(unknown, moves))
-    return CapacityPass(run_after, groups) if groups else None
+    return CapacityPass(settle_after, run_after, groups) if groups else None
