@@ -82,9 +82,13 @@ def _stored(o: Observed) -> Snapshot:
 def test_the_dag_path_decides_as_the_simulator_did(db_url, monkeypatch) -> None:
     snapshots, advice = _simulated(monkeypatch)
     # the first snapshot (0 s) gives no rates: the rule runs from the second pass (30 s) on, so
-    # advice[k] was given on snapshots[k + 1]
-    assert len(snapshots) == len(advice) + 1 == 41
-    assert (snapshots[1].taken_at - snapshots[0].taken_at).total_seconds() == 30.0
+    # advice[k] was given on snapshots[k + 1]. 40 scheduled snapshots, the rate pass, and the
+    # capacity pass's settling snapshots 40 s after the plans at 660 s and 1,260 s (no capacity known;
+    # the one after the plan at 30 s would come after the scheduled one at 60 s)
+    assert len(snapshots) == len(advice) + 1 == 43
+    t0 = snapshots[0].taken_at
+    off_schedule = [(o.taken_at - t0).total_seconds() for o in snapshots if (o.taken_at - t0).seconds % 60]
+    assert off_schedule == [30.0, 700.0, 1300.0]
     acted = [a.outcome == "recommended" for a in advice]
     # a snapshot after a quiet interval, with a plan applied within the last 30 minutes before it
     pick = next(
