@@ -260,10 +260,8 @@ def test_advisor_static_mode_end_to_end(
         runs = sorted(_snapshot_runs_after(before, scenario.group), key=lambda r: r[2])
         assert len(runs) == 2
         for (run_type, state, run_after, note), seconds in zip(runs, (40, 160), strict=True):
-            assert (run_type, state) == (
-                "operator_triggered",
-                "queued",
-            )  # the scheduler starts it at run_after
+            # the scheduler starts each at its run_after
+            assert (run_type, state) == ("operator_triggered", "queued")
             assert before + timedelta(seconds=seconds) <= run_after <= after + timedelta(seconds=seconds)
             assert note.startswith("capacity pass: ") and scenario.group in note
         (outcome,) = run_outcomes(None, url)

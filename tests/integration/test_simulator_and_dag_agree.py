@@ -87,7 +87,9 @@ def test_the_dag_path_decides_as_the_simulator_did(db_url, monkeypatch) -> None:
     # the one after the plan at 30 s would come after the scheduled one at 60 s)
     assert len(snapshots) == len(advice) + 1 == 43
     t0 = snapshots[0].taken_at
-    off_schedule = [(o.taken_at - t0).total_seconds() for o in snapshots if (o.taken_at - t0).seconds % 60]
+    off_schedule = [
+        (o.taken_at - t0).total_seconds() for o in snapshots if (o.taken_at - t0).total_seconds() % 60
+    ]
     assert off_schedule == [30.0, 700.0, 1300.0]
     acted = [a.outcome == "recommended" for a in advice]
     # a snapshot after a quiet interval, with a plan applied within the last 30 minutes before it

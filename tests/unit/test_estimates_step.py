@@ -143,14 +143,21 @@ def test_a_member_that_gained_or_lost_a_partition_is_not_measured_even_after_a_p
     assert planned.owners == before.owners
     rates, after = step(planned, later)
     assert {rates.capacity[("g", m)].source for m in ("a", "b")} == {"equal"}
-    # with a holding t-0 alone before and after, the same interval measures it at 5/s
-    kept = replace(before, owners={("g", "t", 0): "a", ("g", "t", 1): "b", ("g", "t", 2): "b"})
-    a = step(kept, later)[0].capacity[("g", "a")]
+    # with a holding t-0 alone before and after, the same interval measures it at 5/s; b gained
+    # t-2 (no owner before): still not measured
+    kept = replace(before, owners={("g", "t", 0): "a", ("g", "t", 1): "b"})
+    measured = step(kept, later)[0]
+    a = measured.capacity[("g", "a")]
     assert (a.capacity, a.source, a.measured_at) == (
         pytest.approx(5.0),
         "measured",
         T0 + timedelta(seconds=60),
     )
+    # b's own rate: t-1 smoothed from 5 to 5 + 0.3935 x (10 - 5) = 6.97/s, t-2 first seen at 0/s;
+    # 1.2 x 6.97 = 8.36 is above the median 5, so b gets that (own_rate)
+    alpha = 1 - math.exp(-0.5)
+    assert measured.capacity[("g", "b")].source == "own_rate"
+    assert measured.capacity[("g", "b")].capacity == pytest.approx(1.2 * (5 + alpha * 5))
     # the move is carried on, and forgotten once older than recent_moves_s (1,800 s)
     assert after.recent_moves == {"g": (move,)}
     _, much_later = step(after, _observed(1801, {0: 28_000}, {0: 20_000}, {"a": (0,)}))

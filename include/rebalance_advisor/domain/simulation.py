@@ -28,9 +28,10 @@ carried and filled as a stored snapshot gets them, recent moves. With ``capacity
 that processed records over the interval reports its capacity, as the client helper does
 (x 1 +- ``capacity_report_error``). A plan is applied at the snapshot's instant, and the carried state
 learns its moves (``Carried.after_plan``; the owners stay the snapshot's, so neither the old owner nor
-the new one of a moved partition is measured over the next interval, as in production). The planner gets an :class:`Observation` of that snapshot (integer
-lags, owners, those rates and capacities, or the true capacities with ``capacities_known``, and the
-recent moves) as production's planner does (``advise_group`` with the members whose capacity is an
+the new one of a moved partition is measured over the next interval, as in production). The
+planner gets an :class:`Observation` of that snapshot (integer lags, owners, those rates and
+capacities, or the true capacities with ``capacities_known``, and the recent moves) as production's
+planner does (``advise_group`` with the members whose capacity is an
 estimate, ``snapshot_model.estimated_capacity_members``). Only the oracle also gets the
 :class:`Truth` (true rates and capacities). Its answer becomes the new ownership at once
 (auto-approve, publish static assignments). A snapshot that gives no rates (the first) is followed
