@@ -10,6 +10,7 @@ from rebalance_advisor.domain.estimates import (
     CapacityPolicy,
     RateParameters,
     busy_capacity_sample,
+    fell_behind,
     fill_capacities,
     next_capacity,
     peer_capacity,
@@ -151,6 +152,48 @@ def test_one_partitions_growth_measures_its_member_only_when_the_members_lag_gre
     # backlog at both ends needs no growth at all
     assert busy_capacity_sample([2000, 5000], [1500, 1500], [90.0, 10.0], [1000.0] * 2, growth=True) == 100.0
     assert RateParameters().growth_sample_member_share == 0.25
+
+
+def test_a_member_that_fell_behind_is_estimated_at_its_own_rate_not_above_it():
+    # floors 16 x 600 = 9,600 (in flight); a quarter is 2,400. Lag grew by 2,978 over the interval
+    # though no partition was backlogged at both ends: it fell behind. Grew by 2,000, or drained: it
+    # kept up. Unknown growth (an offset missing): no claim.
+    assert fell_behind(2978.0, 9600.0)
+    assert not fell_behind(2000.0, 9600.0)
+    assert not fell_behind(-500.0, 9600.0)
+    assert not fell_behind(None, 9600.0)
+    assert fell_behind(2000.0, 9600.0, member_share=0.2)
+    # measured 960 and 940 (median 950); two unmeasured members consume 965/s. The one that kept up
+    # gets 1.2 x 965 = 1,158; the one that fell behind did what it could: 965, not above it
+    filled = fill_capacities(
+        [960.0, 940.0, None, None], [960.0, 940.0, 965.0, 965.0], fell_behind=[False, False, False, True]
+    )
+    assert filled[2] == (pytest.approx(1158.0), "own_rate")
+    assert filled[3] == (pytest.approx(965.0), "own_rate")
+    # one that fell behind below the median keeps the median; a proven rate still bounds it below
+    below, proved = fill_capacities(
+        [960.0, None, None],
+        [None, 500.0, 1000.0],
+        proven=[None, None, 1100.0],
+        fell_behind=[False, True, True],
+    )[1:]
+    assert below == (960.0, "group_median")
+    assert proved == (1100.0, "own_rate")
+
+
+def test_a_member_that_showed_a_hair_more_than_its_class_is_still_of_that_class():
+    # measured 960, 960, 960 and 1,918: classes {960} and {1,918}. An unmeasured member consuming
+    # 806/s proved 960.5/s (it once consumed at its full rate without being measured): its class is
+    # picked at 960.5 / 1.15 = 835, the slow class's 960, raised to what it proved; not 1,918, twice
+    # its capacity. One that proved 1,200/s (1,043 > 960) is of the fast class; one that consumes
+    # 961/s now is too (what it does now is not discounted).
+    filled = fill_capacities(
+        [960.0, 960.0, 960.0, 1918.0, None, None, None],
+        [None, None, None, None, 806.0, 806.0, 961.0],
+        proven=[None, None, None, None, 960.5, 1200.0, None],
+    )
+    assert filled[4:] == [(960.5, "group_median"), (1918.0, "group_median"), (1918.0, "group_median")]
+    assert RateParameters().capacity_noise_ratio == 1.15
 
 
 def test_a_capacity_configured_for_a_member_comes_before_every_estimate():

@@ -316,7 +316,7 @@ def busy_capacity_sample(
     busy = any(a > f and b > f for b, a, f in pairs) or (
         growth
         and any(a > f and a - b > f for b, a, f in pairs)
-        and sum(lag_after) - sum(lag_before) > member_share * sum(floors)
+        and fell_behind(sum(lag_after) - sum(lag_before), sum(floors), member_share)
     )
     if not busy:
         return None
@@ -457,6 +457,7 @@ def fill_capacities(
     configured_members: Sequence[float | None] | None = None,
     measured_sources: Sequence[str] | None = None,
     proven: Sequence[float | None] | None = None,
+    fell_behind: Sequence[bool] | None = None,
 ) -> list[tuple[float | None, str]]:
     """(capacity, source) per member (``snapshot_model.CAPACITY_SOURCES``) from the measured ones.
 
@@ -476,7 +477,8 @@ def fill_capacities(
     member's proven rate (:class:`ProvenRate`), under which no estimate goes: the median of the
     saturated (slow) members held the fast ones of a group x2 apart at half their capacity, and an
     own-rate estimate forgets what the member held before a step down (bench/drain.py
-    steps-cap2x-300s, docs/benchmarks/drain.md).
+    steps-cap2x-300s, docs/benchmarks/drain.md). ``fell_behind``: members whose lag grew over the
+    interval (:func:`fell_behind`; :func:`unmeasured_estimate`).
     """
     factor = RateParameters.unmeasured_capacity_factor if factor is None else factor
     known = [c for c in measured if c is not None]
@@ -485,22 +487,41 @@ def fill_capacities(
     declared = list(configured_members) if configured_members is not None else [None] * len(measured)
     how = list(measured_sources) if measured_sources is not None else ["measured"] * len(measured)
     floors = list(proven) if proven is not None else [None] * len(measured)
+    behind = list(fell_behind) if fell_behind is not None else [False] * len(measured)
     out: list[tuple[float | None, str]] = []
-    for value, rate, mine, source, floor in zip(measured, rates, declared, how, floors, strict=True):
+    for value, rate, mine, source, floor, late in zip(
+        measured, rates, declared, how, floors, behind, strict=True
+    ):
         if value is not None:
             out.append((value, source))
         elif mine is not None:
             out.append((mine, "configured"))
         elif known:
-            peer = class_capacity(classes, max(rate or 0.0, floor or 0.0))
-            faster = rate is not None and rate > peer
-            guess, kind = (factor * rate, "own_rate") if faster else (peer, "group_median")  # type: ignore[operator]
-            out.append((max(guess, floor or 0.0), kind))
+            out.append(unmeasured_estimate(classes, rate, floor, 1.0 if late else factor))
         elif configured is not None:
             out.append((configured, "configured"))
         else:
             out.append((None, "equal"))
     return out
+
+
+def unmeasured_estimate(
+    classes: Sequence[tuple[float, float]], rate: float | None, proven: float | None, factor: float
+) -> tuple[float, str]:
+    """(capacity, source) of an unmeasured member of a group with measured ones
+    (:func:`fill_capacities`): its class's median, or ``factor`` x its own rate above it; never under
+    its ``proven`` rate. A member that fell behind gets factor 1: it did not keep up, so it can do
+    no more than it did (bench/drain.py cap2x-z1.5: a slow member 1.04x over its capacity, its lag's
+    growth spread over 16 partitions, was estimated at 1.2x what it consumed and loaded to 1.10x).
+    A proven rate picks the class at 1 / :attr:`RateParameters.capacity_noise_ratio` of its value:
+    it is the highest of many readings, and a slow member that once consumed at its full rate
+    without being measured proved a hair more than its measured peers, so the fast class took it, at
+    twice its capacity (211 s behind; docs/benchmarks/drain.md, "A member that fell behind is not
+    estimated above its rate")."""
+    shown = max(rate or 0.0, (proven or 0.0) / RateParameters.capacity_noise_ratio)
+    peer = class_capacity(classes, shown)
+    guess, kind = (factor * rate, "own_rate") if rate is not None and rate > peer else (peer, "group_median")
+    return max(guess, proven or 0.0), kind
 
 
 def peer_capacity(measured: Sequence[float], shown: float, class_ratio: float) -> float:
@@ -752,6 +773,8 @@ class _MemberEstimate:
     note: str | None = None
     #: the samples its measured capacity is the plain mean of (:attr:`CarriedCapacity.sample_count`)
     sample_count: int | None = None
+    #: its lag grew over the interval, though it gave no busy sample (:func:`fell_behind`)
+    fell_behind: bool = False
 
 
 class _StepContext(NamedTuple):
@@ -956,7 +979,11 @@ def _member_estimate(evidence: _Evidence, context: _StepContext, steady: str | N
     if steady is not None and source == TELEMETRY_SOURCE and note is None:
         note = steady
     count = None if value is None else value.sample_count
-    return _MemberEstimate(member, measured, at, source, sum(known) if known else None, note, count)
+    work = evidence.work
+    late = work.busy is None and fell_behind(
+        work.lag_growth, work.in_flight, params.growth_sample_member_share
+    )
+    return _MemberEstimate(member, measured, at, source, sum(known) if known else None, note, count, late)
 
 
 _UNKNOWN = RateEstimate(None)
@@ -1033,6 +1060,19 @@ def next_proven_rate(
     return ProvenRate(kept_up, now)
 
 
+def fell_behind(
+    lag_growth: float | None,
+    in_flight: float,
+    member_share: float = RateParameters.growth_sample_member_share,
+) -> bool:
+    """Whether a member that held its partitions fell behind: its lag as a whole grew by more than
+    ``member_share`` of its partitions' floors (``in_flight``), more than records in flight explain,
+    though no partition's backlog may have measured it: the growth sample's own test
+    (:func:`busy_capacity_sample`). Its own rate is then what it can do, not a lower bound
+    (:func:`unmeasured_estimate`)."""
+    return lag_growth is not None and lag_growth > member_share * in_flight
+
+
 def _kept_up(work: _Work, elapsed_s: float) -> float | None:
     """What a member consumed per second over an interval without backlog, less the part of any lag
     it drained that was records in flight: commits late at the start must not read as a faster member
@@ -1077,6 +1117,7 @@ def _filled_capacities(
             [e.member.configured_capacity for e in members],
             [e.source for e in members],
             [p.value if (p := kept.proven.get((group_id, e.member.key))) else None for e in members],
+            [e.fell_behind for e in members],
         )
         for e, (value, source) in zip(members, filled, strict=True):
             measured = source in MEASURED_CAPACITY_SOURCES
