@@ -166,7 +166,7 @@ def test_a_member_that_fell_behind_is_estimated_at_its_own_rate_not_above_it():
     # measured 960 and 940 (median 950); two unmeasured members consume 965/s. The one that kept up
     # gets 1.2 x 965 = 1,158; the one that fell behind did what it could: 965, not above it
     filled = fill_capacities(
-        [960.0, 940.0, None, None], [960.0, 940.0, 965.0, 965.0], fell_behind=[False, False, False, True]
+        [960.0, 940.0, None, None], [960.0, 940.0, 965.0, 965.0], behind=[False, False, False, True]
     )
     assert filled[2] == (pytest.approx(1158.0), "own_rate")
     assert filled[3] == (pytest.approx(965.0), "own_rate")
@@ -175,7 +175,7 @@ def test_a_member_that_fell_behind_is_estimated_at_its_own_rate_not_above_it():
         [960.0, None, None],
         [None, 500.0, 1000.0],
         proven=[None, None, 1100.0],
-        fell_behind=[False, True, True],
+        behind=[False, True, True],
     )[1:]
     assert below == (960.0, "group_median")
     assert proved == (1100.0, "own_rate")

@@ -457,7 +457,7 @@ def fill_capacities(
     configured_members: Sequence[float | None] | None = None,
     measured_sources: Sequence[str] | None = None,
     proven: Sequence[float | None] | None = None,
-    fell_behind: Sequence[bool] | None = None,
+    behind: Sequence[bool] | None = None,
 ) -> list[tuple[float | None, str]]:
     """(capacity, source) per member (``snapshot_model.CAPACITY_SOURCES``) from the measured ones.
 
@@ -477,7 +477,7 @@ def fill_capacities(
     member's proven rate (:class:`ProvenRate`), under which no estimate goes: the median of the
     saturated (slow) members held the fast ones of a group x2 apart at half their capacity, and an
     own-rate estimate forgets what the member held before a step down (bench/drain.py
-    steps-cap2x-300s, docs/benchmarks/drain.md). ``fell_behind``: members whose lag grew over the
+    steps-cap2x-300s, docs/benchmarks/drain.md). ``behind``: members whose lag grew over the
     interval (:func:`fell_behind`; :func:`unmeasured_estimate`).
     """
     factor = RateParameters.unmeasured_capacity_factor if factor is None else factor
@@ -487,10 +487,10 @@ def fill_capacities(
     declared = list(configured_members) if configured_members is not None else [None] * len(measured)
     how = list(measured_sources) if measured_sources is not None else ["measured"] * len(measured)
     floors = list(proven) if proven is not None else [None] * len(measured)
-    behind = list(fell_behind) if fell_behind is not None else [False] * len(measured)
+    lagging = list(behind) if behind is not None else [False] * len(measured)
     out: list[tuple[float | None, str]] = []
     for value, rate, mine, source, floor, late in zip(
-        measured, rates, declared, how, floors, behind, strict=True
+        measured, rates, declared, how, floors, lagging, strict=True
     ):
         if value is not None:
             out.append((value, source))
@@ -774,7 +774,7 @@ class _MemberEstimate:
     #: the samples its measured capacity is the plain mean of (:attr:`CarriedCapacity.sample_count`)
     sample_count: int | None = None
     #: its lag grew over the interval, though it gave no busy sample (:func:`fell_behind`)
-    fell_behind: bool = False
+    behind: bool = False
 
 
 class _StepContext(NamedTuple):
@@ -1117,7 +1117,7 @@ def _filled_capacities(
             [e.member.configured_capacity for e in members],
             [e.source for e in members],
             [p.value if (p := kept.proven.get((group_id, e.member.key))) else None for e in members],
-            [e.fell_behind for e in members],
+            [e.behind for e in members],
         )
         for e, (value, source) in zip(members, filled, strict=True):
             measured = source in MEASURED_CAPACITY_SOURCES
