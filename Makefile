@@ -58,7 +58,7 @@ format: $(STAMP)
 XDIST ?= auto
 INTEGRATION_XDIST ?= 2
 UNIT_LANE = $(BIN)/pytest -n $(XDIST) --dist loadfile tests/unit
-INTEGRATION_LANE = $(BIN)/pytest -n $(INTEGRATION_XDIST) --dist loadfile --ignore=tests/unit
+INTEGRATION_LANE = $(BIN)/pytest -n $(INTEGRATION_XDIST) --dist loadfile --no-loadscope-reorder --ignore=tests/unit
 
 # The whole gate (what CI runs): lint, the unit lane in parallel, then everything else.
 test: setup lint docs-check

@@ -22,6 +22,33 @@ from hypothesis import settings
 
 from tests.support import postgres
 
+#: The integration lane's longest files, longest first (seconds of one worker, idle 2-core machine,
+#: from the lane's ``--durations``). ``make test`` runs that lane with ``--no-loadscope-reorder``, so
+#: pytest-xdist hands out whole files in collection order: these first, then the many short ones
+#: that even out the two workers' ends. xdist's own order (most tests first) left these few-test
+#: files for last, where one of them ran alone (docs/operations/testing.md, "Test lanes").
+LONGEST_FILES = (
+    "tests/e2e/test_airflow_scheduler.py",
+    "tests/integration/test_postgres_concurrency.py",
+    "tests/integration/test_foundation.py",
+    "tests/integration/test_telemetry_capacity.py",
+    "tests/integration/test_spark_cluster_planner.py",
+    "tests/e2e/test_webui_api.py",
+    "tests/e2e/test_advisor_dag.py",
+    "tests/e2e/test_publish_dags.py",
+    "tests/integration/test_client_torture.py",
+    "tests/integration/test_bench_txn_restarts_smoke.py",
+    "tests/integration/test_demo_live.py",
+    "tests/integration/test_capacity_report.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The longest files first (:data:`LONGEST_FILES`), every other file after them in its own order;
+    the tests of one file keep theirs."""
+    rank = {path: place for place, path in enumerate(LONGEST_FILES)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(LONGEST_FILES)))
+
 
 @pytest.fixture(autouse=True)
 def _python_ctrl_c_handler() -> Iterator[None]:
