@@ -22,11 +22,11 @@ from hypothesis import settings
 
 from tests.support import postgres
 
-#: The integration lane's longest files, longest first (seconds of one worker, idle 2-core machine,
-#: from the lane's ``--durations``). ``make test`` runs that lane with ``--no-loadscope-reorder``, so
-#: pytest-xdist hands out whole files in collection order: these first, then the many short ones
-#: that even out the two workers' ends. xdist's own order (most tests first) left these few-test
-#: files for last, where one of them ran alone (docs/operations/testing.md, "Test lanes").
+#: The integration lane's longest files, longest first (a worker's seconds in the lane's
+#: ``--durations=0``). ``make test`` runs that lane with ``--no-loadscope-reorder``, so pytest-xdist
+#: hands out whole files in collection order: these first, then the many short ones that even out
+#: the two workers' ends. xdist's own order (most tests first) leaves these few-test files for last,
+#: where the two workers end about 3.5 minutes apart (docs/operations/testing.md, "Test lanes").
 LONGEST_FILES = (
     "tests/e2e/test_airflow_scheduler.py",
     "tests/integration/test_postgres_concurrency.py",

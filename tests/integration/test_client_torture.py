@@ -47,7 +47,7 @@ def _run(config: Config, broker: OwnBroker, tmp_path: Path) -> dict:
     assert result["lost"] == 0
     assert result["committed_offset_regressions"] == 0 or not config.fenced, _examples(result)
     # no duplicate is left unexplained by a fault: none in a normal handover, in either mode
-    assert result["duplicates"].get("normal_handover", 0) == 0, result["duplicates"]
+    assert result["duplicates"].get("normal_handover", 0) == 0, (result["duplicates"], _examples(result))
     # liveness (stalls, kills inside a transaction) is reported, not asserted: at load 38 the
     # broker's transaction coordinator alone timed out commits for 70 s. The takeover of a member
     # killed inside a transaction is asserted by test_client_liveness.py, the targets measured by

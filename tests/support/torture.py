@@ -359,6 +359,8 @@ class Run:
         self.random = random.Random()
         self.epoch = 0
         self.lock = threading.Lock()
+        #: repeats no fault explains (``normal_handover``), described with the events around them
+        self.unexplained: list[str] = []
 
     # controller
     def publish_random(self) -> None:
@@ -719,6 +721,7 @@ class Run:
                 "fenced": fenced_accepted[:5],
                 "fences_of_rightful_owners": [live.describe(*pair) for pair in rightful[:5]],
                 "owners_fenced_while_rightful": [live.describe_fenced_owner(o) for o in fenced_owners[:8]],
+                "normal_handover_duplicates": self.unexplained,
             },
         }
         if outputs is not None:
@@ -879,7 +882,35 @@ class Run:
                     causes["after_takeover"] += 1  # the second had it before a pause, the first took over
                 else:
                     causes["normal_handover"] += 1
+                    if len(self.unexplained) < 5:
+                        self.unexplained.append(
+                            self._describe_repeat(first, again, per_run, takeovers, run_of)
+                        )
         return dict(causes)
+
+    @staticmethod
+    def _describe_repeat(
+        first: h.Processed, again: h.Processed, per_run: dict, takeovers: list, run_of: dict
+    ) -> str:
+        """One repeat no fault explains, with the logged events around it (a failure shows its cause)."""
+        p = first.partition
+
+        def near(t: float) -> bool:
+            return first.at - 10.0 <= t <= again.at + 2.0
+
+        def seen(item: h.Processed) -> str:
+            return f"{item.member} ({run_of.get(item.instance, '?')}, epoch {item.epoch}) at {item.at:.3f}"
+
+        events = {
+            run: [
+                (round(t, 3), kind, q)
+                for t, kind, q in per_run.get(run, [])
+                if near(t) and q in (p, None) or kind == "gap" and near(t)
+            ]
+            for run in {run_of.get(first.instance, ""), run_of.get(again.instance, "")}
+        }
+        taken = [(round(t, 3), who) for t, who, q in takeovers if q == p and near(t)]
+        return f"partition {p} offset {first.offset}: {seen(first)}, again by {seen(again)}; events {events}; takeovers {taken}"
 
     def _moved_at(self, before: h.Processed) -> float | None:
         """When the plan first took ``before``'s partition from its member after the epoch it ran under."""
