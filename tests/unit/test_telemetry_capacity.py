@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import random
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -511,3 +512,71 @@ def test_reader_takes_recent_pushes_and_time_between_polls() -> None:
     assert got.recent_idle == ((1.0, 0.5), (6.0, 0.25)) and got.time_between_poll_ms == 12.5
     old = decode_sample(json.loads(_value()))
     assert old.recent_idle == () and old.time_between_poll_ms is None
+
+
+def _step_after_a_move(prior: float | None, recent: tuple = (), moved_at_s: float | None = None):
+    """Group g: at T0 a holds t-0 and b holds t-1 and t-2, all caught up at 1,000; then t-1 moves to
+    a (at ``moved_at_s`` into the interval, as the carried recent moves say; unknown when None). 60 s
+    later each partition has appended and had consumed 600 (10/s): the partitions a holds now, t-0
+    and t-1, consumed 20/s. a pushed idle 0.5 (confluent-kafka; ``recent``: its last pushes, seconds
+    into the interval and idle ratio) and carries ``prior`` (telemetry, one reading so far)."""
+    from rebalance_advisor.domain.estimates import Carried, Observed, ObservedMember, step
+    from rebalance_advisor.domain.group_spec import RecentMove
+
+    parts = [("t", p) for p in range(3)]
+    moves = () if moved_at_s is None else (RecentMove("t", 1, "b", "a", _T0 + timedelta(seconds=moved_at_s)),)
+    carried = Carried(
+        cluster="id:c",
+        taken_at=_T0,
+        log_ends=dict.fromkeys(parts, 1000),
+        lag_ends=dict.fromkeys(parts, 1000),
+        produce=dict.fromkeys(parts, 10.0),
+        committed={("g", *tp): 1000 for tp in parts},
+        consume={("g", *tp): 10.0 for tp in parts},
+        owners={("g", "t", 0): "a", ("g", "t", 1): "b", ("g", "t", 2): "b"},
+        capacities={} if prior is None else {("g", "a"): CarriedCapacity(prior, _T0, "telemetry", 1)},
+        recent_moves={"g": moves},
+    )
+    taken = _T0 + timedelta(seconds=60)
+    pushes = tuple((_T0.timestamp() + at, idle) for at, idle in recent)
+    heard = {("g", "a"): replace(_pushed_at("a", 0.5, taken.timestamp()), recent_idle=pushes)}
+    observed = Observed(
+        cluster="id:c",
+        taken_at=taken,
+        log_ends=dict.fromkeys(parts, 1600),
+        lag_ends=dict.fromkeys(parts, 1600),
+        committed={("g", *tp): 1600 for tp in parts},
+        members=(
+            ObservedMember("g", "a", "a", (("t", 0), ("t", 1))),
+            ObservedMember("g", "b", "b", (("t", 2),)),
+        ),
+        telemetry=heard,
+    )
+    return step(carried, observed)[0].capacity[("g", "a")]
+
+
+def test_telemetry_over_a_moved_interval_lowers_a_capacity_read_too_high(identity: None) -> None:
+    # a gained t-1: no busy sample, but its telemetry is read against what t-0 and t-1 consumed,
+    # 20/s at busy 0.5: 40/s; 40 x 1.15 = 46 < the carried 60, so it is taken: the mean of the
+    # two readings, (60 + 40) / 2 = 50. Before, the 60 stayed for as long as its partitions moved.
+    a = _step_after_a_move(60.0)
+    assert (a.capacity, a.source) == (pytest.approx(50.0), "telemetry")
+
+
+def test_telemetry_over_a_moved_interval_does_not_raise_or_nudge_a_capacity(identity: None) -> None:
+    # 40/s is within noise of 45 (40 x 1.15 = 46 >= 45), and above 30: both stay, and the note
+    # says why; with nothing carried, 40/s is the first reading
+    for prior in (45.0, 30.0):
+        a = _step_after_a_move(prior)
+        assert (a.capacity, a.source) == (pytest.approx(prior), "telemetry")
+        assert a.note is not None and "over an interval it gained or lost partitions in read 40.0/s" in a.note
+    assert _step_after_a_move(None).capacity == pytest.approx(40.0)
+
+
+def test_telemetry_over_a_moved_interval_is_read_from_the_pushes_since_the_move(identity: None) -> None:
+    # pushes at 10 s and 25 s (idle 0.8: busy 0.2, its load before it gained t-1) and at 55 s
+    # (busy 0.5). Over the whole interval their median is 0.2: 20 / 0.2 = 100/s, a raise, not
+    # taken. Since the move at 40 s only the push at 55 s counts: 40/s lowers the carried 60 to 50.
+    pushes = ((10.0, 0.8), (25.0, 0.8), (55.0, 0.5))
+    assert _step_after_a_move(60.0, pushes).capacity == pytest.approx(60.0)
+    assert _step_after_a_move(60.0, pushes, moved_at_s=40.0).capacity == pytest.approx(50.0)
