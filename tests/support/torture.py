@@ -905,7 +905,7 @@ class Run:
             run: [
                 (round(t, 3), kind, q)
                 for t, kind, q in per_run.get(run, [])
-                if near(t) and q in (p, None) or kind == "gap" and near(t)
+                if near(t) and (q in (p, None) or kind == "gap")
             ]
             for run in {run_of.get(first.instance, ""), run_of.get(again.instance, "")}
         }

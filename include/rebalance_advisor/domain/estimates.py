@@ -829,22 +829,22 @@ def _member_evidence(member: ObservedMember, context: _StepContext) -> _Evidence
     its report, its carried capacity, and what its telemetry says: over the interval, or since its
     last move against the partitions it holds now when it gained or lost some (:func:`_moved_reading`)."""
     carried, interval = context.carried, context.interval
-    work, moved, window = _NO_WORK, False, interval.elapsed_s
+    work, moved = _NO_WORK, False
     if carried is not None and interval.gives_rates:
         if _held_throughout(member, carried):
             work = _busy_sample(member, carried, context)
         else:
             moved = True
-            window = _since_last_move(member, carried, context.observed.taken_at, interval.elapsed_s)
     ref = (member.group_id, member.key)
     reported = context.observed.reports.get(ref) if work.busy is None else None
     prior = carried.capacities.get(ref) if carried else None
     sample = context.observed.telemetry.get(ref)
     heard = None
     if sample is not None and carried is not None and moved:
+        window = _since_last_move(member, carried, context.observed.taken_at, interval.elapsed_s)
         heard = _heard(sample, _current_work(member, carried, context), context, window)
     elif sample is not None:
-        heard = _heard(sample, work, context, window)
+        heard = _heard(sample, work, context, interval.elapsed_s)
     return _Evidence(member, work, reported, prior, heard, moved)
 
 
@@ -1017,7 +1017,7 @@ def _member_estimate(evidence: _Evidence, context: _StepContext, steady: str | N
         heard = saturation_outranks_telemetry(prior, observed.taken_at, params) or asked.read_as(
             STEADY if steady else RANDOM
         )
-        if evidence.moved and heard.capacity is not None:
+        if evidence.moved:
             heard = _moved_reading(heard, prior)
     sample, fresh_source = capacity_sample(busy, reported, heard.capacity if heard else None)
     source = fresh_source or (prior.source if prior is not None else "measured")
